@@ -1,0 +1,22 @@
+// One function per CLI command: it registers its subcommand on the app and
+// returns the action to run when that subcommand was chosen. Actions return
+// the exit code and throw kernhub::Error for failures (main maps them).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+
+namespace kernhub::cli {
+
+struct Command {
+    CLI::App* app = nullptr;
+    std::function<int()> run;
+};
+
+Command add_fetch_command(CLI::App& app);
+Command add_load_command(CLI::App& app);
+Command add_list_command(CLI::App& app);
+Command add_info_command(CLI::App& app);
+
+}  // namespace kernhub::cli

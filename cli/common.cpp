@@ -1,0 +1,116 @@
+#include "common.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+namespace kernhub::cli {
+
+void add_registry_flags(CLI::App& command, CommonFlags& flags) {
+    command.add_option("--registry", flags.registries, "Registry file stacked last (repeatable)");
+    command.add_option("--project", flags.project, "Directory holding kernhub.json (default: the current one)");
+    command.add_flag("--json", flags.json, "Print one JSON object on stdout");
+}
+
+void add_fetch_flags(CLI::App& command, CommonFlags& flags) {
+    add_registry_flags(command, flags);
+    command.add_option("--endpoint", flags.endpoint,
+                       "Hub URL: http(s):// or file:// (env KERNHUB_ENDPOINT, HF_ENDPOINT)");
+    command.add_option("--cache-dir", flags.cache_dir, "Cache root (env KERNHUB_CACHE, KERNELS_CACHE, HF_HUB_CACHE)");
+    command.add_option("--target", flags.targets, "Use this build variant instead of detecting the host (repeatable)");
+    command.add_flag("--offline", flags.offline, "Never use the network (env KERNHUB_OFFLINE=1, HF_HUB_OFFLINE=1)");
+    command.add_flag("-q,--quiet", flags.quiet, "Print nothing but errors and --json output");
+}
+
+static bool env_set(const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr && *value != '\0' && std::string(value) != "0";
+}
+
+ProgressPrinter::ProgressPrinter(bool quiet)
+    : m_quiet(quiet), m_bars(!quiet && isatty(STDERR_FILENO) == 1 && !env_set("HF_HUB_DISABLE_PROGRESS_BARS")) {}
+
+void ProgressPrinter::on_event(const Event& event) noexcept {
+    if (m_quiet) return;
+    switch (event.kind) {
+        case Event::Kind::download_start:
+            m_last_drawn = 0;
+            if (!m_bars)
+                std::fprintf(stderr, "downloading %s (%s)\n", event.path.c_str(), human_size(event.total).c_str());
+            break;
+        case Event::Kind::download_bytes: {
+            // Redraw at most every 256 KiB so a fast loopback does not flood the TTY.
+            if (!m_bars || (event.done - m_last_drawn < (256u << 10) && event.done != event.total)) break;
+            m_last_drawn = event.done;
+            unsigned percent = event.total ? static_cast<unsigned>(event.done * 100 / event.total) : 100u;
+            std::fprintf(stderr, "\r\033[K%s %s/%s %3u%%", event.path.c_str(), human_size(event.done).c_str(),
+                         human_size(event.total).c_str(), percent);
+            break;
+        }
+        case Event::Kind::download_done:
+            if (m_bars)
+                std::fprintf(stderr, "\r\033[K%s %s done\n", event.path.c_str(), human_size(event.total).c_str());
+            break;
+        case Event::Kind::retry:
+        case Event::Kind::info:
+            std::fprintf(stderr, "%s\n", event.text.c_str());
+            break;
+    }
+}
+
+Options make_options(const CommonFlags& flags, EventSink* events) {
+    Options options;
+    options.endpoint = flags.endpoint;
+    options.cache_dir = flags.cache_dir;
+    options.registries = flags.registries;
+    options.project_dir = flags.project;
+    options.targets = flags.targets;
+    if (flags.offline) options.offline = true;
+    options.events = events;
+    return options;
+}
+
+void status(const CommonFlags& flags, const std::string& line) {
+    if (!flags.quiet) std::cerr << line << '\n';
+}
+
+void print_json(const nlohmann::ordered_json& object) {
+    std::cout << object.dump(2) << std::endl;
+}
+
+nlohmann::ordered_json fetch_json(const FetchResult& result) {
+    nlohmann::ordered_json files = nlohmann::ordered_json::array();
+    for (const auto& file : result.files) {
+        files.push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
+    }
+    return {{"name", result.name},
+            {"repo_id", result.repo_id},
+            {"revision", result.revision},
+            {"commit", result.commit},
+            {"variant", result.variant},
+            {"path", result.path},
+            {"files", files},
+            {"bytes_downloaded", result.bytes_downloaded},
+            {"requests", result.requests}};
+}
+
+std::string short_commit(const std::string& commit) {
+    return commit.substr(0, 12);
+}
+
+std::string human_size(std::uint64_t bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double value = static_cast<double>(bytes);
+    int unit = 0;
+    while (value >= 1024.0 && unit < 4) {
+        value /= 1024.0;
+        ++unit;
+    }
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+    return buffer;
+}
+
+}  // namespace kernhub::cli

@@ -1,0 +1,49 @@
+#include <iostream>
+
+#include "commands.hpp"
+#include "common.hpp"
+
+namespace kernhub::cli {
+
+static nlohmann::ordered_json info_json(const InfoResult& info) {
+    nlohmann::ordered_json variants = nlohmann::ordered_json::array();
+    for (const auto& v : info.variants) {
+        nlohmann::ordered_json item = {{"name", v.name}, {"selected", v.selected}};
+        if (!v.selected) item["reason"] = v.reason;
+        variants.push_back(std::move(item));
+    }
+    nlohmann::ordered_json out = {{"name", info.name},       {"repo_id", info.repo_id}, {"revision", info.revision},
+                                  {"commit", info.commit},   {"symbol", info.symbol},   {"host", info.host},
+                                  {"targets", info.targets}, {"variants", variants},    {"requests", info.requests}};
+    out["selected"] = info.selected.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.selected);
+    return out;
+}
+
+Command add_info_command(CLI::App& app) {
+    auto flags = std::make_shared<CommonFlags>();
+    auto ref = std::make_shared<std::string>();
+    CLI::App* command = app.add_subcommand("info", "Show the commit, the variants and which one this host selects");
+    command->add_option("kernel", *ref, "Registry name or ORG/REPO[@REVISION]")->required();
+    add_fetch_flags(*command, *flags);
+    return {command, [flags, ref]() {
+                ProgressPrinter progress(flags->quiet);
+                Client client(make_options(*flags, &progress));
+                InfoResult info = client.info(*ref);
+                if (flags->json) {
+                    print_json(info_json(info));
+                    return 0;
+                }
+                std::cout << info.name << ": " << info.repo_id << "@" << info.revision << " = " << info.commit << '\n'
+                          << "host: " << info.host << '\n'
+                          << "symbol: " << (info.symbol.empty() ? "(none)" : info.symbol) << '\n'
+                          << "variants:\n";
+                for (const auto& v : info.variants) {
+                    std::cout << (v.selected ? "  * " : "    ") << v.name
+                              << (v.selected ? "  (selected)" : "  - " + v.reason) << '\n';
+                }
+                if (info.selected.empty()) std::cout << "no variant fits; pick one with --target\n";
+                return 0;
+            }};
+}
+
+}  // namespace kernhub::cli

@@ -1,0 +1,75 @@
+// kernhub command-line tool: parses argv, runs one command, and turns
+// kernhub::Error codes into exit codes (DESIGN.md, "CLI contract").
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "commands.hpp"
+#include "kernhub/kernhub.hpp"
+
+namespace {
+
+bool wants_json(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--json") == 0) return true;
+    }
+    return false;
+}
+
+void report(const kernhub::Error& error, bool json) {
+    const char* no_color = std::getenv("NO_COLOR");
+    bool color = isatty(STDERR_FILENO) == 1 && (no_color == nullptr || *no_color == '\0');
+    std::cerr << (color ? "\033[31mkernhub: error:\033[0m " : "kernhub: error: ") << error.what() << '\n';
+    if (json) {
+        nlohmann::ordered_json out = {{"error",
+                                       {{"code", static_cast<int>(error.code())},
+                                        {"kind", kernhub::to_string(error.code())},
+                                        {"message", error.what()}}}};
+        std::cout << out.dump(2) << std::endl;
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"kernhub: fetch, verify, cache and load compute kernels from a Hugging Face-style hub"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("kernhub ") + kernhub::version());
+    std::vector<kernhub::cli::Command> commands = {
+        kernhub::cli::add_fetch_command(app),
+        kernhub::cli::add_load_command(app),
+        kernhub::cli::add_list_command(app),
+        kernhub::cli::add_info_command(app),
+    };
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        app.exit(e);
+        return static_cast<int>(kernhub::ErrorCode::usage);
+    }
+    bool json = wants_json(argc, argv);
+    try {
+        for (const auto& command : commands) {
+            if (command.app->parsed()) return command.run();
+        }
+        return static_cast<int>(kernhub::ErrorCode::usage);
+    } catch (const kernhub::Error& error) {
+        report(error, json);
+        return static_cast<int>(error.code());
+    } catch (const std::exception& error) {
+        report(kernhub::Error(kernhub::ErrorCode::internal,
+                              std::string("internal error: ") + error.what() + "; please report it"),
+               json);
+        return static_cast<int>(kernhub::ErrorCode::internal);
+    }
+}

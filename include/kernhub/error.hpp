@@ -1,0 +1,47 @@
+// The one error type of kernhub.
+//
+// Error policy: every layer of the library reports failure by throwing
+// kernhub::Error (internal modules and the public C++ API alike); the C API
+// catches it at the boundary and returns the code. The library never prints
+// and never exits. A message names the object (repo, revision, path, URL
+// without secrets) and the next step for the user.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "kernhub/export.hpp"
+
+namespace kernhub {
+
+// Values are the CLI exit codes (DESIGN.md, "CLI contract").
+enum class ErrorCode : int {
+    ok = 0,
+    internal = 1,      // a bug, or the local system refused (I/O on the cache)
+    usage = 2,         // malformed input from the caller: flags, registry files
+    not_found = 3,     // name, repo, revision, file, symbol or variant
+    verification = 4,  // hash, signature, ELF or fatbin check
+    network = 5,       // transport or hub error after retries
+    offline = 6,       // offline and not cached
+    load = 7,          // dlopen or CUDA driver refused the binary
+};
+
+KERNHUB_API const char* to_string(ErrorCode code) noexcept;
+
+class KERNHUB_API Error : public std::runtime_error {
+public:
+    Error(ErrorCode code, const std::string& message, std::string context = {});
+
+    ErrorCode code() const noexcept { return m_code; }
+    // The one-line message without the code prefix.
+    const std::string& message() const noexcept { return m_message; }
+    // Optional detail such as the underlying library's text; may be empty.
+    const std::string& context() const noexcept { return m_context; }
+
+private:
+    ErrorCode m_code;
+    std::string m_message;
+    std::string m_context;
+};
+
+}  // namespace kernhub

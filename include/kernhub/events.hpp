@@ -1,0 +1,35 @@
+// Progress and status events. The library never prints: it reports what it is
+// doing to an EventSink the caller passes in, and the caller renders it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernhub/export.hpp"
+
+namespace kernhub {
+
+struct Event {
+    enum class Kind {
+        info,            // a one-line status message (text)
+        download_start,  // path, total (bytes expected)
+        download_bytes,  // path, done, total; emitted as bytes arrive
+        download_done,   // path, total
+        retry,           // text says what is retried and why
+    };
+    Kind kind = Kind::info;
+    std::string text;
+    std::string path;
+    std::uint64_t done = 0;
+    std::uint64_t total = 0;
+};
+
+// Called from the thread that runs the library call. Implementations must
+// not throw.
+class KERNHUB_API EventSink {
+public:
+    virtual ~EventSink();
+    virtual void on_event(const Event& event) noexcept = 0;
+};
+
+}  // namespace kernhub

@@ -1,0 +1,175 @@
+// kernhub public C++ API.
+//
+// A Client resolves a kernel name (or "org/repo[@revision]") through the
+// stacked registries, fetches the one build variant this host (or --target)
+// needs from the hub into the shared cache, verifies it, loads it and stores
+// the resolved symbol in a process-wide table. Call load() (or prewarm())
+// at start-up; afterwards a KernelFn is a plain function pointer: calling it
+// is one indirect call with no lookup, lock or allocation.
+//
+// Every function reports failure by throwing kernhub::Error (error.hpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernhub/error.hpp"
+#include "kernhub/events.hpp"
+#include "kernhub/export.hpp"
+
+namespace kernhub {
+
+struct Options {
+    // Hub endpoint (http://, https:// or file://). Empty: KERNHUB_ENDPOINT,
+    // then HF_ENDPOINT, then https://huggingface.co.
+    std::string endpoint;
+    // Cache root. Empty: KERNHUB_CACHE, KERNELS_CACHE, HF_HUB_CACHE,
+    // $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub, ~/.cache/huggingface/hub.
+    std::string cache_dir;
+    // Extra registry files stacked last (like --registry), in order.
+    std::vector<std::string> registries;
+    // Directory searched for kernhub.json. Empty: the current directory.
+    std::string project_dir;
+    // Skip the installed default registry (tests, fully explicit setups).
+    bool no_default_registry = false;
+    // Variants to use instead of detecting the host (like --target).
+    std::vector<std::string> targets;
+    // nullopt: KERNHUB_OFFLINE=1 or HF_HUB_OFFLINE=1 switch it on.
+    std::optional<bool> offline;
+    // nullopt: HF_TOKEN, then the file $HF_HOME/token. Sent only to the
+    // endpoint's own scheme, host and port.
+    std::optional<std::string> token;
+    // nullopt: KERNHUB_VERIFY_ON_LOAD=1 re-hashes files before loading.
+    std::optional<bool> verify_on_load;
+    // Attempts after the first for transient failures (408, 429, 5xx, broken
+    // transfers). nullopt: KERNHUB_RETRIES, else 3.
+    std::optional<int> retries;
+    // Receives progress and status events; may be null.
+    EventSink* events = nullptr;
+};
+
+struct FileInfo {
+    std::string path;  // relative to the variant directory
+    std::uint64_t size = 0;
+    std::string sha256;  // lowercase hex
+};
+
+struct FetchResult {
+    std::string name;  // the registry name, or the repo id when none
+    std::string repo_id;
+    std::string repo_type;  // "kernel" or "model"
+    std::string revision;   // what was asked for: a branch, tag, commit or "vN"
+    std::string commit;
+    std::string variant;
+    std::string path;  // the variant directory inside the cache snapshot
+    std::vector<FileInfo> files;
+    std::uint64_t bytes_downloaded = 0;
+    std::uint64_t requests = 0;  // HTTP requests made, redirects included
+};
+
+struct LoadResult {
+    FetchResult fetch;
+    std::string symbol;
+    std::string file;  // the loaded file, absolute
+    void* address = nullptr;
+};
+
+struct VariantStatus {
+    std::string name;
+    bool selected = false;
+    std::string reason;  // why it was not selected; empty for the selected one
+};
+
+struct InfoResult {
+    std::string name;
+    std::string repo_id;
+    std::string repo_type;
+    std::string revision;
+    std::string commit;
+    std::string symbol;
+    std::string host;  // e.g. "x86_64-linux, no CUDA"
+    std::vector<std::string> targets;
+    std::vector<VariantStatus> variants;
+    std::string selected;  // empty when nothing matches
+    std::uint64_t requests = 0;
+};
+
+struct RegistryEntry {
+    std::string name;
+    std::string repo_id;
+    std::string repo_type;
+    std::string revision;  // empty when version is set
+    std::optional<int> version;
+    std::string symbol;
+    std::string file;
+    std::string source;  // the registry file that defined it
+};
+
+class KERNHUB_API Client {
+public:
+    explicit Client(Options options = {});
+    ~Client();
+    Client(Client&&) noexcept;
+    Client& operator=(Client&&) noexcept;
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
+
+    // Fetches (or finds in the cache) the selected variant and verifies it.
+    FetchResult fetch(const std::string& ref);
+    // fetch(), then load the variant's artifact and resolve the symbol
+    // (symbol_override replaces the registry's). The address is stored in
+    // the resolved table under `ref`.
+    LoadResult load(const std::string& ref, const std::string& symbol_override = {});
+    // The commit, the variants and which one this host selects, and why.
+    InfoResult info(const std::string& ref);
+    // The stacked registry, sorted by name.
+    std::vector<RegistryEntry> list() const;
+    // load() for each name, all before returning. Throws on the first failure.
+    std::vector<LoadResult> prewarm(const std::vector<std::string>& refs);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+// The address stored by a successful load() of `ref` in this process, or
+// nullptr. Not for the hot path: look it up once and keep the KernelFn.
+KERNHUB_API void* resolved_address(const std::string& ref);
+
+template <class Signature>
+class KernelFn;
+
+// A typed, resolved kernel entry point. Calling it is one indirect call.
+template <class R, class... Args>
+class KernelFn<R(Args...)> {
+public:
+    using Pointer = R (*)(Args...);
+
+    KernelFn() = default;
+    explicit KernelFn(void* address) : m_fn(reinterpret_cast<Pointer>(address)) {}
+
+    // The kernel for `ref` from the resolved table. Throws Error(not_found)
+    // when it was not loaded in this process.
+    static KernelFn resolve(const std::string& ref) {
+        void* address = resolved_address(ref);
+        if (address == nullptr) {
+            throw Error(ErrorCode::not_found,
+                        "kernel '" + ref + "' is not loaded in this process; call Client::load or prewarm first");
+        }
+        return KernelFn(address);
+    }
+
+    R operator()(Args... args) const { return m_fn(static_cast<Args>(args)...); }
+    explicit operator bool() const noexcept { return m_fn != nullptr; }
+    Pointer get() const noexcept { return m_fn; }
+
+private:
+    Pointer m_fn = nullptr;
+};
+
+KERNHUB_API const char* version() noexcept;
+
+}  // namespace kernhub

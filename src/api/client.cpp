@@ -1,0 +1,248 @@
+// The public C++ API: composes registry -> hub -> select -> fetch -> load.
+#include <algorithm>
+
+#include "api/settings.hpp"
+#include "digest/digest.hpp"
+#include "hub/fetcher.hpp"
+#include "kernhub/kernhub.hpp"
+#include "loader/loader.hpp"
+#include "registry/registry.hpp"
+
+namespace kernhub {
+
+EventSink::~EventSink() = default;
+
+const char* version() noexcept {
+    return KERNHUB_VERSION;
+}
+
+void* resolved_address(const std::string& ref) {
+    return loader::ResolvedTable::instance().find(ref);
+}
+
+namespace {
+
+registry::Registry load_registries(const Options& options, const store::EnvLookup& env) {
+    registry::StackSources sources;
+    if (!options.no_default_registry) {
+        std::filesystem::path installed = KERNHUB_DEFAULT_REGISTRY_INSTALLED;
+        std::error_code ec;
+        sources.default_file =
+            std::filesystem::exists(installed, ec) ? installed : std::filesystem::path(KERNHUB_DEFAULT_REGISTRY_BUILD);
+    }
+    std::filesystem::path project =
+        options.project_dir.empty() ? std::filesystem::current_path() : std::filesystem::path(options.project_dir);
+    sources.project_file = project / "kernhub.json";
+    sources.env_value = env("KERNHUB_REGISTRY").value_or("");
+    for (const auto& file : options.registries) sources.explicit_files.emplace_back(file);
+    return registry::load_stack(sources);
+}
+
+// "name[@rev]" from the registry, or "org/repo[@rev]" directly.
+registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::string& ref) {
+    auto at = ref.find('@');
+    std::string base = ref.substr(0, at);
+    std::string revision = at == std::string::npos ? std::string() : ref.substr(at + 1);
+    if (at != std::string::npos && revision.empty()) {
+        throw Error(ErrorCode::usage, "'" + ref + "' has an empty revision after '@'");
+    }
+    registry::KernelSpec spec;
+    if (base.find('/') != std::string::npos) {
+        validate_repo_id(base);
+        spec.name = base;
+        spec.repo_id = base;
+        spec.revision = revision.empty() ? "main" : revision;
+        spec.source = "command line";
+        return spec;
+    }
+    const registry::KernelSpec* found = registry.find(base);
+    if (found == nullptr) {
+        throw Error(ErrorCode::not_found,
+                    "unknown kernel '" + base + "'; `kernhub list` shows the known names, or pass ORG/REPO[@REVISION]");
+    }
+    spec = *found;
+    if (!revision.empty()) {
+        spec.revision = revision;
+        spec.version.reset();
+    }
+    return spec;
+}
+
+std::string choose_artifact(const FetchResult& fetched, const std::string& wanted) {
+    if (!wanted.empty()) {
+        for (const auto& file : fetched.files) {
+            if (file.path == wanted) return file.path;
+        }
+        throw Error(ErrorCode::not_found, "variant " + fetched.variant + " of " + fetched.repo_id + " has no file '" +
+                                              wanted + "'; check the registry's \"file\"");
+    }
+    std::vector<std::string> objects;
+    for (const auto& file : fetched.files) {
+        const std::string& p = file.path;
+        if (p.size() > 3 && (p.compare(p.size() - 3, 3, ".so") == 0 || p.find(".so.") != std::string::npos)) {
+            objects.push_back(p);
+        }
+    }
+    if (objects.size() == 1) return objects.front();
+    if (objects.empty()) {
+        throw Error(ErrorCode::not_found,
+                    "variant " + fetched.variant + " of " + fetched.repo_id + " has no shared object to load");
+    }
+    std::string names;
+    for (const auto& o : objects) names += (names.empty() ? "" : ", ") + o;
+    throw Error(ErrorCode::usage, "variant " + fetched.variant + " of " + fetched.repo_id +
+                                      " has several shared objects (" + names +
+                                      "); name one with \"file\" in the registry");
+}
+
+}  // namespace
+
+struct Client::Impl {
+    Options options;
+    store::EnvLookup env = store::process_env();
+    api::Settings settings;
+    registry::Registry registry;
+    select::HostFacts host;
+    std::unique_ptr<hub::HubClient> hub;
+
+    explicit Impl(Options opts) : options(std::move(opts)) {
+        settings = api::resolve_settings(options, env);
+        registry = load_registries(options, env);
+        host = select::detect_host();
+        host.targets = settings.targets;
+    }
+
+    hub::HubClient* hub_client() {
+        if (settings.offline) return nullptr;
+        if (!hub) {
+            hub::TransportConfig config;
+            config.endpoint = settings.endpoint;
+            config.token = settings.token;
+            config.policy.retries = settings.retries;
+            EventSink* events = options.events;
+            if (events != nullptr) {
+                config.on_retry = [events](const std::string& text) {
+                    Event event;
+                    event.kind = Event::Kind::retry;
+                    event.text = text;
+                    events->on_event(event);
+                };
+            }
+            hub = std::make_unique<hub::HubClient>(settings.endpoint, hub::make_transport(config),
+                                                   !settings.token.empty());
+        }
+        return hub.get();
+    }
+
+    std::uint64_t requests() const { return hub ? hub->requests() : 0; }
+
+    hub::FetchRequest request_for(const registry::KernelSpec& spec) const {
+        hub::FetchRequest request;
+        request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
+        request.revision = spec.effective_revision();
+        request.required_file = spec.file;
+        request.host = host;
+        request.offline = settings.offline;
+        return request;
+    }
+};
+
+Client::Client(Options options) : m_impl(std::make_unique<Impl>(std::move(options))) {}
+Client::~Client() = default;
+Client::Client(Client&&) noexcept = default;
+Client& Client::operator=(Client&&) noexcept = default;
+
+FetchResult Client::fetch(const std::string& ref) {
+    registry::KernelSpec spec = resolve_ref(m_impl->registry, ref);
+    hub::FetchRequest request = m_impl->request_for(spec);
+    std::uint64_t before = m_impl->requests();
+    hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
+    hub::FetchOutcome outcome = fetcher.fetch(request);
+
+    FetchResult result;
+    result.name = spec.name;
+    result.repo_id = spec.repo_id;
+    result.repo_type = to_string(spec.repo_type);
+    result.revision = request.revision;
+    result.commit = outcome.commit;
+    result.variant = outcome.variant;
+    result.path = outcome.variant_dir.string();
+    for (const auto& file : outcome.files) result.files.push_back(FileInfo{file.path, file.size, file.sha256});
+    result.bytes_downloaded = outcome.bytes_downloaded;
+    result.requests = m_impl->requests() - before;
+    return result;
+}
+
+LoadResult Client::load(const std::string& ref, const std::string& symbol_override) {
+    registry::KernelSpec spec = resolve_ref(m_impl->registry, ref);
+    LoadResult result;
+    result.symbol = symbol_override.empty() ? spec.symbol : symbol_override;
+    if (result.symbol.empty()) {
+        throw Error(ErrorCode::usage,
+                    "no symbol to resolve for '" + ref + "': pass --symbol or add the kernel to a registry");
+    }
+    result.fetch = fetch(ref);
+    std::string artifact = choose_artifact(result.fetch, spec.file);
+    std::filesystem::path path = std::filesystem::path(result.fetch.path) / artifact;
+    if (m_impl->settings.verify_on_load) {
+        auto it = std::find_if(result.fetch.files.begin(), result.fetch.files.end(),
+                               [&](const FileInfo& f) { return f.path == artifact; });
+        std::string actual = digest::sha256_file_hex(path);
+        if (it == result.fetch.files.end() || actual != it->sha256) {
+            throw Error(ErrorCode::verification, path.string() + " changed since it was verified (sha256 " + actual +
+                                                     "); remove it from the cache and fetch again");
+        }
+    }
+    loader::Library library = loader::Library::open(path);
+    result.address = library.symbol(result.symbol);
+    result.file = path.string();
+    loader::ResolvedTable::instance().put(ref, result.address);
+    return result;
+}
+
+InfoResult Client::info(const std::string& ref) {
+    registry::KernelSpec spec = resolve_ref(m_impl->registry, ref);
+    hub::FetchRequest request = m_impl->request_for(spec);
+    std::uint64_t before = m_impl->requests();
+    hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
+    hub::VariantChoice choice = fetcher.choose(request);
+
+    InfoResult info;
+    info.name = spec.name;
+    info.repo_id = spec.repo_id;
+    info.repo_type = to_string(spec.repo_type);
+    info.revision = request.revision;
+    info.commit = choice.commit;
+    info.symbol = spec.symbol;
+    info.host = select::describe(m_impl->host);
+    info.targets = m_impl->host.targets;
+    if (choice.selection.chosen) {
+        info.selected = *choice.selection.chosen;
+        info.variants.push_back(VariantStatus{info.selected, true, {}});
+    }
+    for (const auto& rejection : choice.selection.rejected) {
+        info.variants.push_back(VariantStatus{rejection.variant, false, rejection.reason});
+    }
+    std::sort(info.variants.begin(), info.variants.end(),
+              [](const VariantStatus& a, const VariantStatus& b) { return a.name < b.name; });
+    info.requests = m_impl->requests() - before;
+    return info;
+}
+
+std::vector<RegistryEntry> Client::list() const {
+    std::vector<RegistryEntry> out;
+    for (const auto& spec : m_impl->registry.entries()) {
+        out.push_back(RegistryEntry{spec.name, spec.repo_id, to_string(spec.repo_type), spec.revision, spec.version,
+                                    spec.symbol, spec.file, spec.source});
+    }
+    return out;
+}
+
+std::vector<LoadResult> Client::prewarm(const std::vector<std::string>& refs) {
+    std::vector<LoadResult> results;
+    results.reserve(refs.size());
+    for (const auto& ref : refs) results.push_back(load(ref));
+    return results;
+}
+
+}  // namespace kernhub

@@ -1,0 +1,37 @@
+#include "kernhub/error.hpp"
+
+namespace kernhub {
+
+const char* to_string(ErrorCode code) noexcept {
+    switch (code) {
+        case ErrorCode::ok:
+            return "ok";
+        case ErrorCode::internal:
+            return "internal error";
+        case ErrorCode::usage:
+            return "usage error";
+        case ErrorCode::not_found:
+            return "not found";
+        case ErrorCode::verification:
+            return "verification failed";
+        case ErrorCode::network:
+            return "network error";
+        case ErrorCode::offline:
+            return "offline";
+        case ErrorCode::load:
+            return "load failed";
+    }
+    return "unknown error";
+}
+
+static std::string join_what(const std::string& message, const std::string& context) {
+    return context.empty() ? message : message + " (" + context + ")";
+}
+
+Error::Error(ErrorCode code, const std::string& message, std::string context)
+    : std::runtime_error(join_what(message, context)),
+      m_code(code),
+      m_message(message),
+      m_context(std::move(context)) {}
+
+}  // namespace kernhub

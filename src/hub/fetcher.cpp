@@ -1,0 +1,169 @@
+#include "hub/fetcher.hpp"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "hub/verify.hpp"
+#include "kernhub/error.hpp"
+#include "store/cache.hpp"
+
+namespace kernhub::hub {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* k_metadata = "metadata.json";
+
+std::string variant_prefix(const std::string& variant) {
+    return "build/" + variant + "/";
+}
+
+// Groups the files under build/<variant>/ into candidates, in listing order.
+std::vector<select::Candidate> candidates_from(const std::vector<TreeEntry>& listing) {
+    std::vector<select::Candidate> out;
+    std::map<std::string, std::size_t> index;
+    for (const auto& entry : listing) {
+        if (!entry.is_file || entry.path.rfind("build/", 0) != 0) continue;
+        std::string rest = entry.path.substr(6);
+        auto slash = rest.find('/');
+        if (slash == std::string::npos || slash == 0) continue;
+        std::string name = rest.substr(0, slash);
+        auto [it, inserted] = index.emplace(name, out.size());
+        if (inserted) out.push_back(select::Candidate{name, {}});
+        out[it->second].files.push_back(rest.substr(slash + 1));
+    }
+    return out;
+}
+
+std::vector<const TreeEntry*> variant_entries(const std::vector<TreeEntry>& listing, const std::string& variant) {
+    std::vector<const TreeEntry*> out;
+    const std::string prefix = variant_prefix(variant);
+    for (const auto& entry : listing) {
+        if (entry.is_file && entry.path.rfind(prefix, 0) == 0) out.push_back(&entry);
+    }
+    // metadata.json first: its digests check the files that follow.
+    std::stable_sort(out.begin(), out.end(), [&](const TreeEntry* a, const TreeEntry* b) {
+        return (a->path == prefix + k_metadata) > (b->path == prefix + k_metadata);
+    });
+    return out;
+}
+
+std::string repo_at(const RepoRef& repo, const std::string& revision) {
+    return repo.repo_id + "@" + revision;
+}
+
+std::optional<FetchOutcome> outcome_from_record(const store::RepoCache& cache, const std::string& commit,
+                                                const std::string& variant,
+                                                const std::vector<const TreeEntry*>& entries) {
+    auto text = cache.read_variant_record(commit, variant);
+    if (!text) return std::nullopt;
+    json record = json::parse(*text, nullptr, false);
+    if (record.is_discarded() || !record.contains("files") || !record["files"].is_array()) return std::nullopt;
+    FetchOutcome outcome;
+    outcome.commit = commit;
+    outcome.variant = variant;
+    outcome.variant_dir = cache.snapshot_dir(commit) / "build" / variant;
+    const std::string prefix = variant_prefix(variant);
+    for (const auto& item : record["files"]) {
+        FetchedFile file{item.value("path", ""), item.value("size", std::uint64_t{0}), item.value("sha256", "")};
+        if (file.path.empty() || !cache.snapshot_complete(commit, prefix + file.path)) return std::nullopt;
+        outcome.files.push_back(std::move(file));
+    }
+    if (outcome.files.size() != entries.size()) return std::nullopt;
+    return outcome;
+}
+
+}  // namespace
+
+std::string describe_rejections(const select::Selection& selection) {
+    std::string out;
+    for (const auto& rejection : selection.rejected) {
+        out += (out.empty() ? "" : "; ") + rejection.variant + ": " + rejection.reason;
+    }
+    return out.empty() ? "the repo has no build variants" : out;
+}
+
+Fetcher::Fetcher(std::filesystem::path cache_root, HubClient* client, EventSink* events)
+    : m_root(std::move(cache_root)), m_client(client), m_events(events) {}
+
+void Fetcher::emit(Event::Kind kind, const std::string& text, const std::string& path, std::uint64_t done,
+                   std::uint64_t total) {
+    if (m_events == nullptr) return;
+    Event event;
+    event.kind = kind;
+    event.text = text;
+    event.path = path;
+    event.done = done;
+    event.total = total;
+    m_events->on_event(event);
+}
+
+std::string Fetcher::resolve_commit(const FetchRequest& request) {
+    if (is_commit_sha(request.revision)) return request.revision;
+    if (!request.offline) return m_client->resolve_revision(request.repo, request.revision);
+    store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    if (auto commit = cache.read_ref(request.revision); commit && is_commit_sha(*commit)) return *commit;
+    throw Error(ErrorCode::offline, repo_at(request.repo, request.revision) + " is not in the cache at " +
+                                        m_root.string() + "; fetch it once while online (offline mode is on)");
+}
+
+std::vector<TreeEntry> Fetcher::listing(const FetchRequest& request, const std::string& commit) {
+    store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    if (auto cached = cache.read_tree(commit)) return parse_tree_page(*cached, cache.folder().string());
+    if (request.offline) {
+        throw Error(ErrorCode::offline, repo_at(request.repo, commit) + " has no cached listing under " +
+                                            m_root.string() + "; fetch it once while online (offline mode is on)");
+    }
+    auto entries = m_client->list_tree(request.repo, commit, "build");
+    for (const auto& entry : entries) store::check_relative_path(entry.path);
+    cache.write_tree(commit, tree_to_json(entries));
+    return entries;
+}
+
+VariantChoice Fetcher::choose(const FetchRequest& request) {
+    VariantChoice choice;
+    choice.commit = resolve_commit(request);
+    m_last_listing = listing(request, choice.commit);
+    choice.candidates = candidates_from(m_last_listing);
+    std::optional<std::string> required;
+    if (!request.required_file.empty()) required = request.required_file;
+    choice.selection = select::select_variant(request.host, choice.candidates, required);
+    return choice;
+}
+
+FetchOutcome Fetcher::fetch(const FetchRequest& request) {
+    VariantChoice choice = choose(request);
+    if (!choice.selection.chosen) {
+        std::string scope = request.host.targets.empty() ? "this host (" + select::describe(request.host) + ")"
+                                                         : "the requested --target";
+        throw Error(ErrorCode::not_found, "no build variant of " + repo_at(request.repo, request.revision) + " fits " +
+                                              scope + ": " + describe_rejections(choice.selection) +
+                                              "; pick one with --target");
+    }
+    const std::string variant = *choice.selection.chosen;
+    const std::string& commit = choice.commit;
+    store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    auto entries = variant_entries(m_last_listing, variant);
+
+    if (auto warm = outcome_from_record(cache, commit, variant, entries)) {
+        if (!request.offline && !is_commit_sha(request.revision)) cache.write_ref(request.revision, commit);
+        return *warm;
+    }
+    if (request.offline) {
+        throw Error(ErrorCode::offline, "variant " + variant + " of " + repo_at(request.repo, request.revision) +
+                                            " is not fully cached under " + m_root.string() +
+                                            "; fetch it once while online (offline mode is on)");
+    }
+    FetchOutcome outcome = download_variant(request, commit, variant, entries);
+    json record = {{"format", 1}, {"variant", variant}, {"commit", commit}, {"files", json::array()}};
+    for (const auto& file : outcome.files) {
+        record["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
+    }
+    cache.write_variant_record(commit, variant, record.dump(2));
+    if (!is_commit_sha(request.revision)) cache.write_ref(request.revision, commit);
+    return outcome;
+}
+
+}  // namespace kernhub::hub

@@ -1,0 +1,201 @@
+#include "hub/hub_client.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "kernhub/error.hpp"
+
+namespace kernhub::hub {
+
+using nlohmann::json;
+
+std::string url_quote(const std::string& text, bool keep_slash) {
+    static const char* k_hex = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : text) {
+        bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                          c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
+        if (unreserved) {
+            out.push_back(static_cast<char>(c));
+        } else {
+            out.push_back('%');
+            out.push_back(k_hex[c >> 4]);
+            out.push_back(k_hex[c & 15]);
+        }
+    }
+    return out;
+}
+
+static std::string repo_label(const RepoRef& repo) {
+    return repo.type == RepoType::kernel ? "kernel repo " + repo.repo_id : "model repo " + repo.repo_id;
+}
+
+static json parse_json(const std::string& text, const std::string& source) {
+    try {
+        return json::parse(text);
+    } catch (const json::exception& e) {
+        throw Error(ErrorCode::network, "hub sent malformed JSON for " + source + "; check the endpoint", e.what());
+    }
+}
+
+std::vector<TreeEntry> parse_tree_page(const std::string& text, const std::string& source) {
+    json page = parse_json(text, source);
+    if (!page.is_array()) throw Error(ErrorCode::network, "hub tree listing for " + source + " is not a JSON array");
+    std::vector<TreeEntry> entries;
+    try {
+        for (const auto& item : page) {
+            TreeEntry entry;
+            entry.path = item.at("path").get<std::string>();
+            entry.is_file = item.at("type").get<std::string>() == "file";
+            if (entry.is_file) {
+                entry.size = item.at("size").get<std::uint64_t>();
+                entry.oid = item.at("oid").get<std::string>();
+                if (item.contains("lfs") && !item["lfs"].is_null()) {
+                    entry.lfs_sha256 = item["lfs"].at("oid").get<std::string>();
+                    entry.size = item["lfs"].value("size", entry.size);
+                }
+            }
+            entries.push_back(std::move(entry));
+        }
+    } catch (const json::exception& e) {
+        throw Error(ErrorCode::network, "hub tree listing for " + source + " has a malformed entry", e.what());
+    }
+    return entries;
+}
+
+std::string tree_to_json(const std::vector<TreeEntry>& entries) {
+    json out = json::array();
+    for (const auto& entry : entries) {
+        json item = {{"type", entry.is_file ? "file" : "directory"}, {"path", entry.path}};
+        if (entry.is_file) {
+            item["size"] = entry.size;
+            item["oid"] = entry.oid;
+            if (entry.is_lfs()) item["lfs"] = {{"oid", entry.lfs_sha256}, {"size", entry.size}};
+        }
+        out.push_back(std::move(item));
+    }
+    return out.dump();
+}
+
+HubClient::HubClient(std::string endpoint, std::unique_ptr<Transport> transport, bool has_token)
+    : m_endpoint(std::move(endpoint)), m_transport(std::move(transport)), m_has_token(has_token) {}
+
+std::string HubClient::api_url(const RepoRef& repo, const std::string& rest) const {
+    const char* kind = repo.type == RepoType::kernel ? "/api/kernels/" : "/api/models/";
+    return m_endpoint + kind + repo.repo_id + "/" + rest;
+}
+
+std::string HubClient::resolve_url(const RepoRef& repo, const std::string& commit, const std::string& path) const {
+    const char* prefix = repo.type == RepoType::kernel ? "/kernels/" : "/";
+    return m_endpoint + prefix + repo.repo_id + "/resolve/" + commit + "/" + url_quote(path, true);
+}
+
+// The "vN" branches of the repo, for a helpful message; empty on any error.
+std::string HubClient::versions_hint(const RepoRef& repo) {
+    try {
+        http::Response response = m_transport->get(api_url(repo, "refs"));
+        if (response.status != 200) return {};
+        json refs = json::parse(response.body);
+        std::string names;
+        for (const auto& branch : refs.value("branches", json::array())) {
+            std::string name = branch.value("name", "");
+            if (name.size() > 1 && name[0] == 'v' && name.find_first_not_of("0123456789", 1) == std::string::npos) {
+                names += (names.empty() ? "" : ", ") + name;
+            }
+        }
+        return names.empty() ? "; the repo has no vN version branches" : "; available versions: " + names;
+    } catch (const std::exception&) {
+        return {};
+    }
+}
+
+std::string HubClient::resolve_revision(const RepoRef& repo, const std::string& revision) {
+    std::string url = api_url(repo, "revision/" + url_quote(revision, false));
+    http::Response response = m_transport->get(url);
+    if (response.status != 200) {
+        bool version = revision.size() > 1 && revision[0] == 'v' &&
+                       revision.find_first_not_of("0123456789", 1) == std::string::npos;
+        if (version && response.header("x-error-code") == "RevisionNotFound") {
+            throw Error(ErrorCode::not_found, "version " + revision.substr(1) + " (branch " + revision +
+                                                  ") not found in " + repo_label(repo) + versions_hint(repo));
+        }
+        fail(response, repo, "revision '" + revision + "'");
+    }
+    json body = parse_json(response.body, http::redact(url));
+    if (!body.is_object() || !body.contains("sha") || !body["sha"].is_string()) {
+        throw Error(ErrorCode::network, "hub answer for " + http::redact(url) + " lacks a commit \"sha\"");
+    }
+    std::string sha = body["sha"].get<std::string>();
+    if (!is_commit_sha(sha))
+        throw Error(ErrorCode::network, "hub sent an invalid commit id '" + sha + "' for " + repo.repo_id);
+    return sha;
+}
+
+static std::string next_link(const std::string& link) {
+    // Link: <https://host/api/...&cursor=...>; rel="next"
+    auto rel = link.find("rel=\"next\"");
+    if (rel == std::string::npos) return {};
+    auto close = link.rfind('>', rel);
+    auto open = link.rfind('<', close);
+    if (open == std::string::npos || close == std::string::npos) return {};
+    return link.substr(open + 1, close - open - 1);
+}
+
+std::vector<TreeEntry> HubClient::list_tree(const RepoRef& repo, const std::string& commit, const std::string& path) {
+    std::string url = api_url(repo, "tree/" + commit + "/" + url_quote(path, true) + "?recursive=true");
+    std::vector<TreeEntry> all;
+    for (int page = 0; !url.empty(); ++page) {
+        if (page > 10000) throw Error(ErrorCode::network, "hub tree listing of " + repo.repo_id + " never ends");
+        http::Response response = m_transport->get(url);
+        if (response.status != 200) fail(response, repo, "folder '" + path + "' at " + commit);
+        auto entries = parse_tree_page(response.body, http::redact(url));
+        all.insert(all.end(), entries.begin(), entries.end());
+        url = next_link(response.header("link"));
+        if (!url.empty() && !http::same_origin(url, m_endpoint)) {
+            throw Error(ErrorCode::network,
+                        "hub pagination for " + repo.repo_id + " points to another host: " + http::redact(url));
+        }
+    }
+    return all;
+}
+
+void HubClient::download(const RepoRef& repo, const std::string& commit, const std::string& path,
+                         http::BodyTarget& target) {
+    http::Response response = m_transport->download(resolve_url(repo, commit, path), target);
+    if (response.status != 200 && response.status != 206) fail(response, repo, "file '" + path + "' at " + commit);
+}
+
+void HubClient::fail(const http::Response& response, const RepoRef& repo, const std::string& what) {
+    const std::string code = response.header("x-error-code");
+    const std::string url = http::redact(response.url);
+    const std::string token_hint = m_has_token ? "check that your token can read it" : "set HF_TOKEN if it is private";
+    if (code == "RepoNotFound" || (code.empty() && response.status == 401)) {
+        throw Error(ErrorCode::not_found,
+                    repo_label(repo) + " not found at " + m_endpoint + "; check the repo id, or " + token_hint);
+    }
+    if (code == "GatedRepo") {
+        throw Error(ErrorCode::not_found,
+                    repo_label(repo) + " is gated: accept its conditions on the hub and set HF_TOKEN");
+    }
+    if (code == "RevisionNotFound") {
+        throw Error(ErrorCode::not_found,
+                    what + " not found in " + repo_label(repo) + "; check the revision or version");
+    }
+    if (code == "EntryNotFound") {
+        throw Error(ErrorCode::not_found, what + " not found in " + repo_label(repo));
+    }
+    if (response.status == 404) {
+        throw Error(ErrorCode::not_found,
+                    what + " of " + repo_label(repo) + " not found at " + url + "; check the repo id and revision");
+    }
+    if (response.status == 429) {
+        throw Error(ErrorCode::network,
+                    "the hub rate-limited requests for " + url + "; wait and retry, or share a cache between ranks");
+    }
+    std::string detail = response.header("x-error-message");
+    throw Error(
+        ErrorCode::network,
+        "hub answered HTTP " + std::to_string(response.status) + " for " + url + " after retries; try again later",
+        detail);
+}
+
+}  // namespace kernhub::hub

@@ -1,0 +1,34 @@
+// How the hub client reaches a hub: over HTTP(S) through the http module,
+// or a static hub tree on disk (file:// endpoints, see examples/hub/make_hub.py).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "http/http.hpp"
+
+namespace kernhub::hub {
+
+class Transport {
+public:
+    virtual ~Transport() = default;
+    // GET with the body in memory. `url` is absolute (endpoint + path).
+    virtual http::Response get(const std::string& url) = 0;
+    // GET streaming a 2xx body into `target`.
+    virtual http::Response download(const std::string& url, http::BodyTarget& target) = 0;
+    // HTTP requests made so far (0 for a file:// hub).
+    virtual std::uint64_t requests() const = 0;
+};
+
+struct TransportConfig {
+    std::string endpoint;  // without a trailing '/'
+    std::string token;     // may be empty
+    http::Policy policy;
+    http::RetryObserver on_retry;
+};
+
+// Throws Error(usage) for an endpoint that is neither http(s):// nor file://.
+std::unique_ptr<Transport> make_transport(const TransportConfig& config);
+
+}  // namespace kernhub::hub

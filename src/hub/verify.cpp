@@ -1,0 +1,146 @@
+#include "hub/verify.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kernhub/error.hpp"
+
+namespace kernhub::hub {
+
+using nlohmann::json;
+
+std::optional<MetadataDigest> parse_metadata_digest(const std::string& text, const std::string& variant) {
+    auto malformed = [&](const std::string& why) {
+        return Error(ErrorCode::verification, "metadata.json of variant " + variant + " is malformed: " + why +
+                                                  "; the publisher must fix the repo");
+    };
+    json doc = json::parse(text, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) throw malformed("not a JSON object");
+    if (!doc.contains("digest") || doc["digest"].is_null()) return std::nullopt;
+    const json& digest_doc = doc["digest"];
+    if (!digest_doc.is_object() || !digest_doc.contains("files") || !digest_doc["files"].is_object()) {
+        throw malformed("\"digest\" needs an object \"files\"");
+    }
+    MetadataDigest out;
+    std::string algorithm = digest_doc.value("algorithm", "sha256");
+    if (algorithm == "sha256") {
+        out.algorithm = digest::Algorithm::sha256;
+    } else if (algorithm == "sha512") {
+        out.algorithm = digest::Algorithm::sha512;
+    } else {
+        throw malformed("unknown digest algorithm \"" + algorithm + "\"");
+    }
+    for (const auto& [path, value] : digest_doc["files"].items()) {
+        auto bytes = value.is_string() ? digest::from_base64(value.get<std::string>()) : std::nullopt;
+        if (!bytes) throw malformed("digest of \"" + path + "\" is not base64");
+        out.files[path] = *bytes;
+    }
+    return out;
+}
+
+VerifyingTarget::VerifyingTarget(store::IncompleteBlob& blob, const Expectation& expect, EventSink* events)
+    : m_blob(blob), m_expect(expect), m_events(events) {
+    reset_hashers();
+}
+
+void VerifyingTarget::reset_hashers() {
+    m_sha256.reset();
+    m_git.reset();
+    if (!m_expect.entry->is_lfs()) m_git.emplace(m_expect.entry->size);
+    m_extra.reset();
+    if (m_expect.metadata_algorithm && *m_expect.metadata_algorithm != digest::Algorithm::sha256) {
+        m_extra.emplace(*m_expect.metadata_algorithm);
+    }
+}
+
+void VerifyingTarget::write(const char* data, std::size_t size) {
+    if (m_blob.size() + size > m_expect.entry->size) {
+        throw Error(ErrorCode::verification, m_expect.label + ": the hub sent more than the " +
+                                                 std::to_string(m_expect.entry->size) + " bytes it listed");
+    }
+    m_blob.write(data, size);
+    m_sha256.update(data, size);
+    if (m_git) m_git->update(data, size);
+    if (m_extra) m_extra->update(data, size);
+    if (m_events != nullptr) {
+        Event event;
+        event.kind = Event::Kind::download_bytes;
+        event.path = m_expect.entry->path;
+        event.done = m_blob.size();
+        event.total = m_expect.entry->size;
+        m_events->on_event(event);
+    }
+}
+
+void VerifyingTarget::restart() {
+    m_blob.restart();
+    reset_hashers();
+}
+
+static void check_metadata(const Expectation& expect, const digest::Bytes& sha256, const digest::Bytes* other) {
+    if (!expect.metadata_digest) return;
+    const digest::Bytes& actual = other != nullptr ? *other : sha256;
+    if (actual != *expect.metadata_digest) {
+        throw Error(ErrorCode::verification,
+                    expect.label + " does not match the digest in its variant's metadata.json (expected " +
+                        digest::to_base64(*expect.metadata_digest) + ", got " + digest::to_base64(actual) +
+                        "); the download was discarded");
+    }
+}
+
+std::string VerifyingTarget::finish() {
+    const TreeEntry& entry = *m_expect.entry;
+    if (m_blob.size() != entry.size) {
+        throw Error(ErrorCode::verification, m_expect.label + ": received " + std::to_string(m_blob.size()) +
+                                                 " bytes, the hub listed " + std::to_string(entry.size));
+    }
+    digest::Bytes sha256 = m_sha256.finish();
+    std::string sha256_hex = digest::to_hex(sha256);
+    if (entry.is_lfs() && sha256_hex != entry.lfs_sha256) {
+        throw Error(ErrorCode::verification, m_expect.label + ": sha256 " + sha256_hex + " does not match the hub's " +
+                                                 entry.lfs_sha256 + "; the download was discarded, fetch again");
+    }
+    if (m_git) {
+        std::string sha1 = m_git->finish_hex();
+        if (sha1 != entry.oid) {
+            throw Error(ErrorCode::verification, m_expect.label + ": git blob sha1 " + sha1 +
+                                                     " does not match the hub's " + entry.oid +
+                                                     "; the download was discarded, fetch again");
+        }
+    }
+    digest::Bytes extra;
+    if (m_extra) extra = m_extra->finish();
+    check_metadata(m_expect, sha256, m_extra ? &extra : nullptr);
+    return sha256_hex;
+}
+
+std::string verify_cached_blob(const std::filesystem::path& blob, const Expectation& expect) {
+    const TreeEntry& entry = *expect.entry;
+    bool need_extra =
+        expect.metadata_digest && expect.metadata_algorithm && *expect.metadata_algorithm != digest::Algorithm::sha256;
+    // An LFS blob's name is its verified SHA-256: no need to read it again.
+    if (entry.is_lfs() && !need_extra) {
+        if (auto sha = digest::from_hex(entry.lfs_sha256)) check_metadata(expect, *sha, nullptr);
+        return entry.lfs_sha256;
+    }
+    std::ifstream in(blob, std::ios::binary);
+    if (!in)
+        throw Error(ErrorCode::internal, "cannot read cached blob " + blob.string() + "; run `kernhub fetch` again");
+    digest::Hasher sha256(digest::Algorithm::sha256);
+    std::optional<digest::Hasher> extra;
+    if (need_extra) extra.emplace(*expect.metadata_algorithm);
+    char buffer[1 << 16];
+    while (in) {
+        in.read(buffer, sizeof buffer);
+        auto got = static_cast<std::size_t>(in.gcount());
+        sha256.update(buffer, got);
+        if (extra) extra->update(buffer, got);
+    }
+    digest::Bytes sha = sha256.finish();
+    digest::Bytes other;
+    if (extra) other = extra->finish();
+    check_metadata(expect, sha, extra ? &other : nullptr);
+    return digest::to_hex(sha);
+}
+
+}  // namespace kernhub::hub

@@ -1,0 +1,80 @@
+// dlopen/dlsym and the process-wide resolved-kernel table. This file is the
+// only user of <dlfcn.h> in kernhub.
+#include <dlfcn.h>
+
+#include <string>
+
+#include "kernhub/error.hpp"
+#include "loader/loader.hpp"
+
+namespace kernhub::loader {
+
+namespace {
+
+// dlerror() is per thread and cleared by reading it; returns "" when the
+// loader left no text (dlsym of a symbol whose value is null does that).
+std::string take_dlerror() {
+    const char* text = ::dlerror();
+    return text ? std::string(text) : std::string();
+}
+
+}  // namespace
+
+Library Library::open(const std::filesystem::path& path) {
+    // Our own check first: it explains a wrong-arch or damaged file far
+    // better than the dynamic loader would.
+    validate_shared_object(path);
+    // A name without a slash makes dlopen search the library path instead of
+    // opening the file just validated, so anchor it to the current directory.
+    const std::filesystem::path load_path = path.has_parent_path() ? path : std::filesystem::path(".") / path;
+    take_dlerror();
+    // RTLD_NOW surfaces missing symbols here rather than at the first call
+    // on the hot path; RTLD_LOCAL keeps two kernels' symbols from colliding.
+    void* handle = ::dlopen(load_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+        throw Error(ErrorCode::load,
+                    "cannot load " + path.string() +
+                        "; the dynamic loader refused it, usually because the kernel needs a "
+                        "library or symbol this host lacks: install what the reason names, or "
+                        "fetch a variant built for this host",
+                    take_dlerror());
+    }
+    return Library(handle, path);
+}
+
+void* Library::symbol(const std::string& name) const {
+    take_dlerror();
+    void* address = ::dlsym(m_handle, name.c_str());
+    if (address == nullptr) {
+        throw Error(ErrorCode::not_found,
+                    "symbol '" + name + "' not found in " + m_path.string() +
+                        "; check the registry's \"symbol\" or pass --symbol",
+                    take_dlerror());
+    }
+    return address;
+}
+
+ResolvedTable& ResolvedTable::instance() {
+    // Function-local static: built on first use (thread-safe since C++11), so
+    // no other global's initialisation order can observe it half-made.
+    static ResolvedTable table;
+    return table;
+}
+
+void ResolvedTable::put(const std::string& key, void* address) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_table[key] = address;
+}
+
+void* ResolvedTable::find(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    auto it = m_table.find(key);
+    return it == m_table.end() ? nullptr : it->second;
+}
+
+std::size_t ResolvedTable::size() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_table.size();
+}
+
+}  // namespace kernhub::loader

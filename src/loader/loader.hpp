@@ -1,0 +1,72 @@
+// Loading shared objects: validate the ELF header, dlopen(RTLD_NOW|RTLD_LOCAL),
+// dlsym, and keep what was resolved in one process-wide table. The loader
+// module is the only owner of <dlfcn.h>.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace kernhub::loader {
+
+struct ElfHeaderFacts {
+    int elf_class = 0;  // 1 = 32-bit, 2 = 64-bit
+    bool little_endian = false;
+    int type = 0;     // ET_DYN = 3
+    int machine = 0;  // 62 x86_64, 183 aarch64, 190 CUDA
+    int os_abi = 0;
+};
+
+// Reads the ELF identification and header. Throws Error(verification)
+// naming the path when the file is not an ELF file or is truncated, and
+// Error(not_found) when it does not exist.
+ElfHeaderFacts read_elf_header(const std::filesystem::path& path);
+
+// e_machine of the running process (62 on x86_64, 183 on aarch64).
+int host_elf_machine();
+
+// Checks that the file is a 64-bit little-endian ET_DYN object for this
+// host's machine. Throws Error(verification) with the reason otherwise.
+void validate_shared_object(const std::filesystem::path& path);
+
+// A dlopen handle. Kernels stay loaded for the life of the process (dlclose
+// of C++ objects is unreliable), so the destructor does not dlclose.
+class Library {
+public:
+    // validate_shared_object, then dlopen(RTLD_NOW | RTLD_LOCAL). Throws
+    // Error(load) with dlerror() text when the dynamic loader refuses.
+    static Library open(const std::filesystem::path& path);
+
+    // Throws Error(not_found) naming the symbol and the file when missing.
+    void* symbol(const std::string& name) const;
+
+    const std::filesystem::path& path() const noexcept { return m_path; }
+
+private:
+    Library(void* handle, std::filesystem::path path) : m_handle(handle), m_path(std::move(path)) {}
+    void* m_handle = nullptr;
+    std::filesystem::path m_path;
+};
+
+// The process-wide resolved-kernel table. Filled at load time (before any
+// dispatch); readers take a copy of the pointer and call through it, so the
+// hot path never touches the table. Thread-safe.
+class ResolvedTable {
+public:
+    static ResolvedTable& instance();
+    // Inserts or replaces. key is the backend name or "org/repo".
+    void put(const std::string& key, void* address);
+    // nullptr when absent.
+    void* find(const std::string& key) const;
+    std::size_t size() const;
+
+private:
+    ResolvedTable() = default;
+    mutable std::mutex m_mutex;
+    std::unordered_map<std::string, void*> m_table;
+};
+
+}  // namespace kernhub::loader

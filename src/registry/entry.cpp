@@ -1,0 +1,192 @@
+// Validation of one kernel entry of a registry document.
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cstdint>
+#include <string_view>
+
+#include "kernhub/error.hpp"
+#include "registry/parse.hpp"
+
+namespace kernhub::registry::detail {
+
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> k_entry_fields = {"repo_id", "revision", "version", "symbol", "file", "repo_type"};
+
+bool is_control(char c) {
+    auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7f;
+}
+
+bool is_control_or_space(char c) {
+    return c == ' ' || is_control(c);
+}
+
+// Names the source and the entry in every error about one kernel.
+class EntryContext {
+public:
+    EntryContext(const std::string& name, const std::string& source) : m_name(name), m_source(source) {}
+
+    [[noreturn]] void fail_entry(const std::string& problem) const {
+        fail(m_source, "kernel " + in_quotes(m_name) + ": " + problem);
+    }
+    [[noreturn]] void fail_field(const std::string& field, const std::string& problem) const {
+        fail_entry("field " + in_quotes(field) + ": " + problem);
+    }
+
+    // The field's string value, "" when absent; present but not a non-empty
+    // string is an error.
+    std::string optional_string(const json& entry, const std::string& field) const {
+        const auto it = entry.find(field);
+        if (it == entry.end()) return {};
+        if (!it->is_string()) fail_field(field, "must be a string, got " + describe(*it));
+        std::string text = it->get<std::string>();
+        if (text.empty()) fail_field(field, "must not be empty; remove the field or fill it in");
+        return text;
+    }
+
+    std::string required_string(const json& entry, const std::string& field, const std::string& example) const {
+        if (!entry.contains(field))
+            fail_entry("missing required field " + in_quotes(field) + "; add " + in_quotes(field) + ": " + example);
+        return optional_string(entry, field);
+    }
+
+private:
+    const std::string& m_name;
+    const std::string& m_source;
+};
+
+// A revision ends up in hub URLs and in cache ref file names, so refuse what
+// git refuses in ref names, which also rules out climbing out of a folder.
+std::string revision_problem(const std::string& revision) {
+    const auto bad = [](char c) {
+        return is_control_or_space(c) || std::string_view("~^:?*[\\").find(c) != std::string_view::npos;
+    };
+    if (std::any_of(revision.begin(), revision.end(), bad))
+        return "contains a space, control character or one of ~^:?*[\\; use a branch, tag or "
+               "commit id as git spells it";
+    if (revision.find("..") != std::string::npos || revision.find("//") != std::string::npos ||
+        revision.front() == '/' || revision.back() == '/' || revision.front() == '-')
+        return "is not a valid git ref (no '..', '//', leading '-' or leading/trailing '/'); use a "
+               "branch, tag or commit id as git spells it";
+    const bool all_hex = std::all_of(revision.begin(), revision.end(),
+                                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+    if (revision.size() == 40 && all_hex && !is_commit_sha(revision))
+        return "looks like a commit id with uppercase letters; write commit ids in lowercase";
+    return {};
+}
+
+// The file is looked up inside a variant directory; an absolute path or a
+// ".." part would reach outside it, and "." or empty parts would make two
+// spellings of one artifact.
+std::string file_problem(const std::string& file) {
+    if (file.front() == '/') return "must be relative to the variant directory, not start with '/'";
+    if (std::any_of(file.begin(), file.end(), [](char c) { return c == '\\' || is_control(c); }))
+        return "contains a backslash or control character";
+    std::size_t start = 0;
+    while (start <= file.size()) {
+        std::size_t end = file.find('/', start);
+        if (end == std::string::npos) end = file.size();
+        const std::string_view part(file.data() + start, end - start);
+        if (part.empty()) return "has an empty path part (\"//\" or a trailing '/')";
+        if (part == "..") return "must not contain '..' parts";
+        if (part == ".") return "must not contain '.' parts";
+        start = end + 1;
+    }
+    return {};
+}
+
+std::optional<int> parse_version(const json& value, const EntryContext& context) {
+    const std::string example = " (write e.g. \"version\": 1; N selects branch \"vN\")";
+    if (!value.is_number_integer())
+        context.fail_field("version", "must be a non-negative integer, got " + describe(value) + example);
+    if (!value.is_number_unsigned())
+        context.fail_field("version", "must not be negative, got " + value.dump() + example);
+    const auto number = value.get<std::uint64_t>();
+    if (number > static_cast<std::uint64_t>(INT_MAX))
+        context.fail_field("version", "is too large, got " + value.dump() + example);
+    return static_cast<int>(number);
+}
+
+void parse_revision_or_version(const json& entry, const EntryContext& context, KernelSpec& spec) {
+    const bool has_revision = entry.contains("revision");
+    const bool has_version = entry.contains("version");
+    if (has_revision && has_version)
+        context.fail_entry(
+            "has both \"revision\" and \"version\"; keep only one "
+            "(\"version\": N means branch \"vN\")");
+    if (!has_revision && !has_version)
+        context.fail_entry(
+            "missing \"revision\" or \"version\"; add \"version\": N for a "
+            "versioned kernel or \"revision\": \"main\" (a branch, tag or commit)");
+    if (has_version) {
+        spec.version = parse_version(entry.at("version"), context);
+        return;
+    }
+    spec.revision = context.optional_string(entry, "revision");
+    const std::string problem = revision_problem(spec.revision);
+    if (!problem.empty()) context.fail_field("revision", in_quotes(spec.revision) + " " + problem);
+}
+
+std::string parse_symbol(const json& entry, const EntryContext& context) {
+    std::string symbol = context.required_string(entry, "symbol", "\"<function or kernel name>\"");
+    if (std::any_of(symbol.begin(), symbol.end(), is_control_or_space))
+        context.fail_field("symbol", in_quotes(symbol) +
+                                         " contains a space or control character; use the exact "
+                                         "exported name");
+    return symbol;
+}
+
+std::string parse_file(const json& entry, const EntryContext& context) {
+    std::string file = context.optional_string(entry, "file");
+    if (file.empty()) return file;
+    const std::string problem = file_problem(file);
+    if (!problem.empty())
+        context.fail_field("file", in_quotes(file) + " " + problem +
+                                       "; name an artifact relative to the variant directory, "
+                                       "e.g. \"libvector_add.so\"");
+    return file;
+}
+
+RepoType parse_repo_type(const json& entry, const EntryContext& context) {
+    const std::string repo_type = context.optional_string(entry, "repo_type");
+    if (repo_type.empty() || repo_type == "kernel") return RepoType::kernel;
+    if (repo_type == "model") return RepoType::model;
+    context.fail_field("repo_type", "must be \"kernel\" or \"model\", got " + in_quotes(repo_type));
+}
+
+}  // namespace
+
+KernelSpec parse_entry(const std::string& name, const json& entry, const std::string& source) {
+    const EntryContext context(name, source);
+    if (!entry.is_object())
+        context.fail_entry(
+            "must be an object with \"repo_id\", \"symbol\" and \"revision\" or \"version\", "
+            "got " +
+            describe(entry));
+    for (const auto& item : entry.items()) {
+        const auto& fields = k_entry_fields;
+        if (std::find(fields.begin(), fields.end(), item.key()) == fields.end())
+            context.fail_entry("unknown field " + in_quotes(item.key()) + " " + allowed_hint(item.key(), fields));
+    }
+
+    KernelSpec spec;
+    spec.name = name;
+    spec.source = source;
+    spec.repo_id = context.required_string(entry, "repo_id", "\"ORG/NAME\"");
+    try {
+        validate_repo_id(spec.repo_id);
+    } catch (const Error& error) {
+        context.fail_field("repo_id", error.message());
+    }
+    spec.symbol = parse_symbol(entry, context);
+    parse_revision_or_version(entry, context, spec);
+    spec.file = parse_file(entry, context);
+    spec.repo_type = parse_repo_type(entry, context);
+    return spec;
+}
+
+}  // namespace kernhub::registry::detail

@@ -1,0 +1,212 @@
+#include "registry/parse.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "kernhub/error.hpp"
+
+namespace kernhub::registry::detail {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int k_format = 1;
+constexpr std::size_t k_max_name_length = 128;
+constexpr std::size_t k_max_described_length = 40;
+
+// A source may be a path with arbitrary bytes; keep the message on one line.
+std::string printable(const std::string& text) {
+    std::string out = text;
+    for (char& c : out) {
+        auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x20 || byte == 0x7f) c = '?';
+    }
+    return out;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::size_t> previous(b.size() + 1);
+    std::vector<std::size_t> current(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) previous[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        current[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            std::size_t substitute = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+            current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitute});
+        }
+        std::swap(previous, current);
+    }
+    return previous[b.size()];
+}
+
+// nlohmann::json keeps the last of two equal keys without a word. In a
+// registry that hides a kernel defined twice (a copy-paste slip), so the
+// parser callback below records the first duplicate and the caller reports it.
+class DuplicateKeyFinder {
+public:
+    void on_event(json::parse_event_t event, const json& parsed) {
+        switch (event) {
+            case json::parse_event_t::object_start:
+                m_frames.push_back({true, {}, {}});
+                break;
+            case json::parse_event_t::array_start:
+                m_frames.push_back({false, {}, {}});
+                break;
+            case json::parse_event_t::object_end:
+            case json::parse_event_t::array_end:
+                m_frames.pop_back();
+                break;
+            case json::parse_event_t::key:
+                on_key(parsed.get<std::string>());
+                break;
+            case json::parse_event_t::value:
+                break;
+        }
+    }
+    const std::string& problem() const { return m_problem; }
+
+private:
+    struct Frame {
+        bool is_object;
+        std::set<std::string> keys;
+        std::string current_key;
+    };
+
+    void on_key(const std::string& key) {
+        Frame& frame = m_frames.back();
+        frame.current_key = key;
+        if (frame.keys.insert(key).second || !m_problem.empty()) return;
+        m_problem = describe_duplicate(key);
+    }
+
+    std::string describe_duplicate(const std::string& key) const {
+        const std::size_t depth = m_frames.size();
+        const bool in_kernels = depth >= 2 && m_frames[0].current_key == "kernels";
+        if (depth == 1) return "key " + in_quotes(key) + " appears twice at the top level; keep one";
+        if (depth == 2 && in_kernels) return "kernel " + in_quotes(key) + " is defined twice in this file; keep one";
+        if (depth == 3 && in_kernels && m_frames[1].is_object)
+            return "kernel " + in_quotes(m_frames[1].current_key) + ": field " + in_quotes(key) +
+                   " appears twice; keep one";
+        return "key " + in_quotes(key) + " appears twice in one object; keep one";
+    }
+
+    std::vector<Frame> m_frames;
+    std::string m_problem;
+};
+
+// nlohmann's own text already says what was expected; keep it but lead with
+// the position, which is what an editor needs.
+std::string describe_parse_error(const std::string& text, const json::parse_error& error) {
+    const std::size_t offset = std::min<std::size_t>(error.byte == 0 ? 0 : error.byte - 1, text.size());
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(offset), '\n');
+    const std::size_t line_start = text.rfind('\n', offset == 0 ? 0 : offset - 1);
+    const std::size_t column = line_start == std::string::npos || offset == 0 ? offset + 1 : offset - line_start;
+    std::string detail = error.what();
+    const std::size_t column_word = detail.find("column ");
+    const std::size_t colon = detail.find(": ", column_word == std::string::npos ? 0 : column_word);
+    if (colon != std::string::npos) detail = detail.substr(colon + 2);
+    return "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(column) + " (byte " +
+           std::to_string(error.byte) + "): " + detail + "; fix the JSON syntax there";
+}
+
+json parse_json(const std::string& text, const std::string& source) {
+    DuplicateKeyFinder duplicates;
+    json document;
+    try {
+        document = json::parse(text, [&duplicates](int, json::parse_event_t event, json& parsed) {
+            duplicates.on_event(event, parsed);
+            return true;
+        });
+    } catch (const json::parse_error& error) {
+        fail(source, describe_parse_error(text, error));
+    }
+    if (!duplicates.problem().empty()) fail(source, duplicates.problem());
+    return document;
+}
+
+void check_format(const json& document, const std::string& source) {
+    const auto format = document.find("format");
+    if (format == document.end()) fail(source, "missing field \"format\"; add \"format\": 1 at the top level");
+    if (!format->is_number_integer()) fail(source, "field \"format\": must be the integer 1, got " + describe(*format));
+    if (*format != k_format)
+        fail(source, "field \"format\": unsupported format " + format->dump() +
+                         " (this kernhub reads format 1); upgrade kernhub or rewrite the file "
+                         "for format 1");
+}
+
+void check_top_level_keys(const json& document, const std::string& source) {
+    static const std::vector<std::string> allowed = {"format", "kernels", "$schema", "description"};
+    for (const auto& [key, value] : document.items()) {
+        if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+            fail(source, "unknown top-level key " + in_quotes(key) + " " + allowed_hint(key, allowed));
+        if ((key == "$schema" || key == "description") && !value.is_string())
+            fail(source, "field " + in_quotes(key) + ": must be a string, got " + describe(value));
+    }
+}
+
+void check_name(const std::string& name, const std::string& source) {
+    const bool safe_characters = std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+               c == '-';
+    });
+    if (!name.empty() && name.size() <= k_max_name_length && safe_characters) return;
+    fail(source,
+         "kernel " + in_quotes(name) + ": invalid name in \"kernels\"; use 1-128 characters from A-Z a-z 0-9 . _ -");
+}
+
+}  // namespace
+
+void fail(const std::string& source, const std::string& problem) {
+    throw Error(ErrorCode::usage, "registry " + printable(source) + ": " + problem);
+}
+
+std::string in_quotes(const std::string& text) {
+    // `replace` keeps invalid UTF-8 (possible in a source label) from throwing.
+    return json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string describe(const json& value) {
+    if (value.is_object() || value.is_array() || value.is_null()) return value.type_name();
+    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (text.size() > k_max_described_length) text = text.substr(0, k_max_described_length) + "...";
+    return std::string(value.type_name()) + " " + text;
+}
+
+std::string allowed_hint(const std::string& key, const std::vector<std::string>& allowed) {
+    std::string list;
+    std::string closest;
+    std::size_t best = 3;  // farther than two edits is a different word, not a typo
+    for (const auto& candidate : allowed) {
+        list += (list.empty() ? "" : ", ") + candidate;
+        const std::size_t distance = edit_distance(key, candidate);
+        if (distance < best) {
+            best = distance;
+            closest = candidate;
+        }
+    }
+    std::string hint = "(allowed: " + list + ")";
+    if (!closest.empty()) hint += "; did you mean " + in_quotes(closest) + "?";
+    return hint;
+}
+
+std::map<std::string, KernelSpec> parse_document(const std::string& text, const std::string& source) {
+    const json document = parse_json(text, source);
+    if (!document.is_object())
+        fail(source, "must be a JSON object with \"format\" and \"kernels\", got " + describe(document));
+    check_format(document, source);
+    check_top_level_keys(document, source);
+    const auto kernels = document.find("kernels");
+    if (kernels == document.end()) fail(source, "missing field \"kernels\"; add \"kernels\": { \"<name>\": {...} }");
+    if (!kernels->is_object())
+        fail(source, "field \"kernels\": must be an object mapping names to kernels, got " + describe(*kernels));
+
+    std::map<std::string, KernelSpec> entries;
+    for (const auto& [name, value] : kernels->items()) {
+        check_name(name, source);
+        entries.emplace(name, parse_entry(name, value, source));
+    }
+    return entries;
+}
+
+}  // namespace kernhub::registry::detail

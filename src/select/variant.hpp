@@ -1,0 +1,92 @@
+// Build-variant names and the choice of one variant for a host. Pure: no I/O
+// except detect_host(), which reads uname(2).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kernhub::select {
+
+// Which naming family a variant belongs to (REFERENCE.md, "kernels" grammar,
+// plus kernhub's native C-ABI family).
+enum class Family {
+    native,            // native-cpu-<cpu>-<os>, native-cu{MAJ}{MIN}-<cpu>-<os>, native-cuda
+    torch,             // torch{MM}[-cxx11|-cxx98]-<backend>-<cpu>-<os>
+    torch_stable_abi,  // torch-stable-abi{MM}-<backend>-<cpu>-<os>
+    tvm_ffi,           // tvm-ffi{MM}-<backend>-<cpu>-<os>
+    torch_noarch,      // torch-<backend kind>  (cpu, cuda, rocm, metal, xpu, npu)
+    torch_universal,   // torch-universal
+};
+
+enum class BackendKind { none, cpu, cuda, rocm, xpu, metal, npu };
+
+struct Backend {
+    BackendKind kind = BackendKind::none;
+    int major = 0;           // cu128 -> 12, rocm63 -> 6, xpu20251 -> 2025
+    int minor = 0;           // cu128 -> 8,  rocm63 -> 3, xpu20251 -> 1
+    bool versioned = false;  // false for "cpu", "metal" and noarch kinds
+};
+
+struct Variant {
+    std::string name;
+    Family family = Family::native;
+    int family_major = 0;  // torch28 -> 2, tvm-ffi01 -> 0 (the {MM} digits)
+    int family_minor = 0;  // torch28 -> 8, tvm-ffi01 -> 1
+    std::string cxx_abi;   // "cxx11", "cxx98" or empty
+    Backend backend;
+    std::string cpu;      // x86_64 | aarch64; empty for noarch
+    std::string os;       // linux | darwin | windows; empty for noarch
+    bool noarch = false;  // native-cuda, torch-<kind>, torch-universal
+};
+
+// nullopt when the name follows none of the grammars.
+std::optional<Variant> parse_variant(std::string_view name);
+
+struct HostFacts {
+    std::string cpu;  // x86_64 | aarch64
+    std::string os;   // linux | darwin | windows
+    // CUDA driver version usable on this host; nullopt on a CPU-only host.
+    std::optional<std::pair<int, int>> cuda;
+    // Installed torch (major, minor); kernhub itself has none, so torch
+    // variants are selectable only when a caller states one.
+    std::optional<std::pair<int, int>> torch;
+    // Explicit --target values. When non-empty detection is bypassed: the
+    // first target (in order) that is available wins.
+    std::vector<std::string> targets;
+};
+
+// uname-based cpu/os; cuda and torch left empty (CUDA detection lives in the
+// cuda module).
+HostFacts detect_host();
+// The part of detect_host() after uname: maps uname's sysname and machine to
+// variant spelling ("Darwin"/"arm64" -> darwin/aarch64). Unknown values are
+// kept (lowercased) so a mismatch reason still names the host.
+HostFacts host_from_uname(std::string_view sysname, std::string_view machine);
+std::string describe(const HostFacts& host);
+
+struct Candidate {
+    std::string name;                // variant directory name under build/
+    std::vector<std::string> files;  // paths relative to the variant directory
+};
+
+struct Rejection {
+    std::string variant;
+    std::string reason;  // one short clause, e.g. "needs CUDA 12.x, host has none"
+};
+
+struct Selection {
+    std::optional<std::string> chosen;
+    // Every candidate that was not chosen, with the reason, in input order
+    // (including candidates that matched but ranked lower: "lower preference
+    // than <chosen>").
+    std::vector<Rejection> rejected;
+};
+
+// Chooses one variant for the host. When required_file is set, candidates
+// whose file list lacks it are rejected. Deterministic for equal inputs.
+Selection select_variant(const HostFacts& host, const std::vector<Candidate>& candidates,
+                         const std::optional<std::string>& required_file = std::nullopt);
+
+}  // namespace kernhub::select

@@ -1,0 +1,276 @@
+// Cache root resolution, repo folder names and the RepoCache layout. Every
+// string that becomes part of a path is validated here first: etags, commits
+// and file paths come from the network, revisions and variants from users.
+#include "store/cache.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "kernhub/error.hpp"
+#include "store/posix_io.hpp"
+
+namespace kernhub::store {
+
+namespace {
+
+// Bounds what a hostile value can add to an error message.
+std::string quoted(const std::string& value) {
+    constexpr std::size_t k_max = 100;
+    return "'" + (value.size() > k_max ? value.substr(0, k_max) + "..." : value) + "'";
+}
+
+bool is_lower_hex(const std::string& text) {
+    for (char c : text) {
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    return true;
+}
+
+// Splits on '/' and rejects empty, "." and ".." parts and NUL bytes.
+bool has_only_plain_parts(const std::string& path) {
+    if (path.empty() || path.find('\0') != std::string::npos) return false;
+    std::size_t start = 0;
+    for (;;) {
+        std::size_t end = path.find('/', start);
+        std::string part = path.substr(start, end == std::string::npos ? end : end - start);
+        if (part.empty() || part == "." || part == "..") return false;
+        if (end == std::string::npos) return true;
+        start = end + 1;
+    }
+}
+
+void check_revision(const std::string& revision) {
+    if (!has_only_plain_parts(revision)) {
+        throw Error(ErrorCode::usage, "invalid revision " + quoted(revision) +
+                                          ": it must be a branch, tag or commit without "
+                                          "empty, '.' or '..' parts");
+    }
+}
+
+void check_variant(const std::string& variant) {
+    bool ok = !variant.empty() && variant[0] != '.';
+    for (char c : variant) {
+        ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == '-' || c == '+');
+    }
+    if (!ok) {
+        throw Error(ErrorCode::usage,
+                    "invalid variant name " + quoted(variant) + ": use letters, digits, '.', '_', '-' or '+'");
+    }
+}
+
+std::optional<std::string> env_value(const EnvLookup& env, const char* name) {
+    std::optional<std::string> value = env(name);
+    if (value && value->empty()) return std::nullopt;
+    return value;
+}
+
+// huggingface_hub runs expanduser() on its variables; do the same for "~/"
+// so HF_HOME="~/hf" names the same folder in both tools.
+fs::path expand_home(const std::string& value, const EnvLookup& env) {
+    if (value == "~" || value.rfind("~/", 0) == 0) {
+        if (auto home = env_value(env, "HOME")) return fs::path(*home) / value.substr(value.size() > 1 ? 2 : 1);
+    }
+    return fs::path(value);
+}
+
+const char k_cachedir_tag[] =
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by kernhub.\n"
+    "# For information about cache directory tags, see:\n"
+    "#\thttps://bford.info/cachedir/\n";
+
+}  // namespace
+
+void check_etag(const std::string& etag) {
+    if ((etag.size() != 40 && etag.size() != 64) || !is_lower_hex(etag)) {
+        throw Error(ErrorCode::verification, "hub sent an invalid etag " + quoted(etag) +
+                                                 "; expected 40 or 64 lowercase hex characters, check the endpoint");
+    }
+}
+
+void check_commit(const std::string& commit) {
+    if (!is_commit_sha(commit)) {
+        throw Error(ErrorCode::verification, "hub sent an invalid commit " + quoted(commit) +
+                                                 "; expected 40 lowercase hex characters, check the endpoint");
+    }
+}
+
+void check_relative_path(const std::string& relpath) {
+    if (!has_only_plain_parts(relpath)) {
+        throw Error(ErrorCode::verification,
+                    "hub sent an unsafe file path " + quoted(relpath) +
+                        "; refusing to write outside the snapshot, report the repo to its owner");
+    }
+}
+
+EnvLookup process_env() {
+    return [](const std::string& name) -> std::optional<std::string> {
+        const char* value = std::getenv(name.c_str());
+        if (value == nullptr) return std::nullopt;
+        return std::string(value);
+    };
+}
+
+fs::path resolve_cache_root(const std::string& explicit_dir, const EnvLookup& env) {
+    if (!explicit_dir.empty()) return expand_home(explicit_dir, env);
+    for (const char* name : {"KERNHUB_CACHE", "KERNELS_CACHE", "HF_HUB_CACHE"}) {
+        if (auto value = env_value(env, name)) return expand_home(*value, env);
+    }
+    if (auto hf_home = env_value(env, "HF_HOME")) return expand_home(*hf_home, env) / "hub";
+    if (auto xdg = env_value(env, "XDG_CACHE_HOME")) {
+        return expand_home(*xdg, env) / "huggingface" / "hub";
+    }
+    if (auto home = env_value(env, "HOME")) return fs::path(*home) / ".cache" / "huggingface" / "hub";
+    throw Error(ErrorCode::usage,
+                "cannot choose a cache directory: HOME is not set; pass --cache-dir or set "
+                "KERNHUB_CACHE");
+}
+
+std::string repo_folder_name(RepoType type, const std::string& repo_id) {
+    // Validation keeps "org/name" from smuggling path syntax into the folder.
+    validate_repo_id(repo_id);
+    std::string name = type == RepoType::kernel ? "kernels--" : "models--";
+    for (char c : repo_id) {
+        if (c == '/') {
+            name += "--";
+        } else {
+            name += c;
+        }
+    }
+    return name;
+}
+
+// ---- RepoCache -------------------------------------------------------------
+
+RepoCache::RepoCache(fs::path root, RepoType type, std::string repo_id)
+    : m_root(std::move(root)), m_folder_name(repo_folder_name(type, repo_id)) {
+    m_folder = m_root / m_folder_name;
+}
+
+fs::path RepoCache::blob_path(const std::string& etag) const {
+    check_etag(etag);
+    return m_folder / "blobs" / etag;
+}
+
+fs::path RepoCache::snapshot_dir(const std::string& commit) const {
+    check_commit(commit);
+    return m_folder / "snapshots" / commit;
+}
+
+fs::path RepoCache::snapshot_path(const std::string& commit, const std::string& relpath) const {
+    check_relative_path(relpath);
+    return snapshot_dir(commit) / relpath;
+}
+
+std::optional<std::string> RepoCache::read_ref(const std::string& revision) const {
+    check_revision(revision);
+    std::optional<std::string> content = read_file(m_folder / "refs" / revision);
+    if (!content) return std::nullopt;
+    std::size_t end = content->find_last_not_of(" \t\r\n");
+    content->resize(end == std::string::npos ? 0 : end + 1);
+    // A ref that does not hold a commit is treated as absent, so the caller
+    // resolves the revision again and overwrites it.
+    if (!is_commit_sha(*content)) return std::nullopt;
+    return content;
+}
+
+void RepoCache::write_ref(const std::string& revision, const std::string& commit) const {
+    check_revision(revision);
+    check_commit(commit);
+    // No trailing newline: byte-identical to what huggingface_hub writes.
+    write_file_atomic(m_folder / "refs" / revision, commit);
+}
+
+bool RepoCache::has_blob(const std::string& etag) const {
+    std::error_code ec;
+    return fs::is_regular_file(fs::symlink_status(blob_path(etag), ec));
+}
+
+FileLock RepoCache::lock_blob(const std::string& etag) const {
+    check_etag(etag);
+    return FileLock(m_root / ".locks" / m_folder_name / (etag + ".lock"));
+}
+
+IncompleteBlob RepoCache::begin_blob(const std::string& etag) const {
+    fs::path final_path = blob_path(etag);
+    fs::path blobs = final_path.parent_path();
+    if (int err = detail::make_directories(blobs); err != 0) {
+        throw Error(ErrorCode::internal, "cannot create " + blobs.string() + ": " + detail::errno_text(err) +
+                                             "; check permissions and free space");
+    }
+    fs::path tag = m_root / "CACHEDIR.TAG";
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(tag, ec))) write_file_atomic(tag, k_cachedir_tag);
+    fs::path temp = blobs / (etag + "." + detail::random_hex(16) + ".incomplete");
+    return IncompleteBlob(temp, final_path);
+}
+
+// The link target climbs out of snapshots/<commit>/<dirs of relpath>: one
+// "../" per path part plus one for the commit folder, as huggingface_hub
+// does, so the cache stays valid when the root is moved or mounted elsewhere.
+static std::string relative_blob_target(const std::string& relpath, const std::string& etag) {
+    std::size_t ups = 2;
+    for (char c : relpath) ups += c == '/' ? 1 : 0;
+    std::string target;
+    for (std::size_t i = 0; i < ups; ++i) target += "../";
+    return target + "blobs/" + etag;
+}
+
+void RepoCache::link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag) const {
+    fs::path link = snapshot_path(commit, relpath);
+    if (!has_blob(etag)) {
+        throw Error(ErrorCode::internal, "cannot link " + link.string() + ": blob " + blob_path(etag).string() +
+                                             " is missing; it must be fetched first");
+    }
+    fs::path dir = link.parent_path();
+    int err = detail::make_directories(dir);
+    // symlink() cannot replace an entry, so build the link under a temp name
+    // and rename it over: readers see the old link or the new one.
+    fs::path temp = dir / ("." + link.filename().string() + "." + detail::random_hex(16) + ".tmp");
+    if (err == 0 && ::symlink(relative_blob_target(relpath, etag).c_str(), temp.c_str()) != 0) {
+        err = errno;
+    }
+    if (err == 0 && ::rename(temp.c_str(), link.c_str()) != 0) {
+        err = errno;
+        ::unlink(temp.c_str());
+    }
+    if (err == 0) err = detail::fsync_directory(dir);
+    if (err != 0) {
+        throw Error(ErrorCode::internal, "cannot link " + link.string() + ": " + detail::errno_text(err) +
+                                             "; check permissions and free space");
+    }
+}
+
+bool RepoCache::snapshot_complete(const std::string& commit, const std::string& relpath) const {
+    std::error_code ec;
+    // status() follows the link: a dangling link reports "not found".
+    return fs::is_regular_file(fs::status(snapshot_path(commit, relpath), ec));
+}
+
+std::optional<std::string> RepoCache::read_tree(const std::string& commit) const {
+    check_commit(commit);
+    return read_file(m_folder / ".kernhub" / "trees" / (commit + ".json"));
+}
+
+void RepoCache::write_tree(const std::string& commit, const std::string& json) const {
+    check_commit(commit);
+    write_file_atomic(m_folder / ".kernhub" / "trees" / (commit + ".json"), json);
+}
+
+std::optional<std::string> RepoCache::read_variant_record(const std::string& commit, const std::string& variant) const {
+    check_commit(commit);
+    check_variant(variant);
+    return read_file(m_folder / ".kernhub" / "variants" / commit / (variant + ".json"));
+}
+
+void RepoCache::write_variant_record(const std::string& commit, const std::string& variant,
+                                     const std::string& json) const {
+    check_commit(commit);
+    check_variant(variant);
+    write_file_atomic(m_folder / ".kernhub" / "variants" / commit / (variant + ".json"), json);
+}
+
+}  // namespace kernhub::store

@@ -1,0 +1,147 @@
+// The on-disk cache in the huggingface_hub layout (DESIGN.md, "Cache").
+// The store module owns the filesystem layout, atomic writes and locks.
+//
+//   <root>/CACHEDIR.TAG
+//   <root>/.locks/<repo folder>/<etag>.lock
+//   <root>/<kernels|models>--<org>--<name>/
+//       blobs/<etag>                       read-only, verified content
+//       blobs/<etag>.<random>.incomplete   a download in progress (per process)
+//       snapshots/<commit>/<path>          relative symlink to ../../blobs/<etag>
+//       refs/<revision>                    the commit id, written atomically
+//       .kernhub/trees/<commit>.json       kernhub's copy of the hub listing
+//       .kernhub/variants/<commit>/<variant>.json  record of a complete variant
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "common/repo.hpp"
+
+namespace kernhub::store {
+
+namespace fs = std::filesystem;
+
+// Returns the value of an environment variable, or nullopt when unset.
+// Tests pass their own lookup; production passes one over getenv.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup process_env();
+
+// Root resolution order: explicit, KERNHUB_CACHE, KERNELS_CACHE, HF_HUB_CACHE,
+// $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub, $HOME/.cache/huggingface/hub.
+// Empty values count as unset; a leading "~/" is expanded with HOME, as
+// huggingface_hub's expanduser() does. Throws Error(usage) when nothing resolves.
+fs::path resolve_cache_root(const std::string& explicit_dir, const EnvLookup& env);
+
+// "kernels--org--name" or "models--org--name".
+std::string repo_folder_name(RepoType type, const std::string& repo_id);
+
+// Writes `content` to `path` atomically: temp file in the same directory,
+// fsync, rename, fsync of the directory. Creates parent directories.
+// Throws Error(internal) naming the path on failure.
+void write_file_atomic(const fs::path& path, const std::string& content);
+
+// Whole file as a string; nullopt when it does not exist. Error(internal)
+// when it exists but cannot be read.
+std::optional<std::string> read_file(const fs::path& path);
+
+// An exclusive advisory lock (flock) held for the object's lifetime.
+class FileLock {
+public:
+    explicit FileLock(const fs::path& lock_path);  // blocks until acquired
+    ~FileLock();
+    FileLock(FileLock&& other) noexcept;
+    FileLock& operator=(FileLock&&) = delete;
+    FileLock(const FileLock&) = delete;
+    FileLock& operator=(const FileLock&) = delete;
+
+private:
+    int m_fd = -1;
+};
+
+// A blob being written: blobs/<etag>.<random>.incomplete. Nothing becomes
+// visible under blobs/<etag> until commit(). Destroying an uncommitted
+// IncompleteBlob removes the temp file.
+class IncompleteBlob {
+public:
+    IncompleteBlob(fs::path temp_path, fs::path final_path);
+    ~IncompleteBlob();
+    IncompleteBlob(IncompleteBlob&& other) noexcept;
+    IncompleteBlob& operator=(IncompleteBlob&&) = delete;
+    IncompleteBlob(const IncompleteBlob&) = delete;
+    IncompleteBlob& operator=(const IncompleteBlob&) = delete;
+
+    void write(const void* data, std::size_t size);
+    std::uint64_t size() const noexcept { return m_size; }
+    // Drops everything written so far (a restarted download).
+    void restart();
+    // fsync, chmod 0444, rename to the final path, fsync the directory.
+    void commit();
+    const fs::path& temp_path() const noexcept { return m_temp; }
+
+private:
+    fs::path m_temp;
+    fs::path m_final;
+    int m_fd = -1;
+    std::uint64_t m_size = 0;
+    bool m_committed = false;
+};
+
+class RepoCache {
+public:
+    RepoCache(fs::path root, RepoType type, std::string repo_id);
+
+    const fs::path& root() const noexcept { return m_root; }
+    const fs::path& folder() const noexcept { return m_folder; }
+    fs::path blob_path(const std::string& etag) const;
+    fs::path snapshot_dir(const std::string& commit) const;
+    fs::path snapshot_path(const std::string& commit, const std::string& relpath) const;
+
+    // refs/<revision>; nullopt when absent or not holding a commit id (so a
+    // damaged ref is simply resolved again). A revision containing '/' maps to
+    // nested folders as huggingface_hub does; empty, "." or ".." parts and a
+    // leading '/' throw Error(usage).
+    std::optional<std::string> read_ref(const std::string& revision) const;
+    void write_ref(const std::string& revision, const std::string& commit) const;
+
+    bool has_blob(const std::string& etag) const;
+    // Lock for one blob: <root>/.locks/<folder>/<etag>.lock
+    FileLock lock_blob(const std::string& etag) const;
+    // Creates blobs/ (and CACHEDIR.TAG at the root) if needed.
+    IncompleteBlob begin_blob(const std::string& etag) const;
+
+    // snapshots/<commit>/<relpath> -> relative symlink to the blob, replaced
+    // atomically (temp symlink + rename). The blob must exist.
+    void link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag) const;
+    // True when the snapshot entry exists and resolves to an existing file.
+    bool snapshot_complete(const std::string& commit, const std::string& relpath) const;
+
+    // kernhub side data (see the layout above); nullopt when absent. Variant
+    // names are [A-Za-z0-9._+-] not starting with '.', else Error(usage).
+    std::optional<std::string> read_tree(const std::string& commit) const;
+    void write_tree(const std::string& commit, const std::string& json) const;
+    std::optional<std::string> read_variant_record(const std::string& commit, const std::string& variant) const;
+    void write_variant_record(const std::string& commit, const std::string& variant, const std::string& json) const;
+
+private:
+    fs::path m_root;
+    fs::path m_folder;
+    std::string m_folder_name;
+};
+
+// Rejects relative paths that are absolute, empty, contain "." / ".." parts
+// or NUL: Error(verification) naming the path. Hub-provided paths pass
+// through this before touching the filesystem.
+void check_relative_path(const std::string& relpath);
+
+// Hub-provided ids that become path parts. An etag is 40 (git blob sha1) or
+// 64 (LFS sha256) lowercase hex characters, a commit 40. Otherwise
+// Error(verification, "hub sent an invalid etag|commit '<value>'...").
+// RepoCache methods call these on every etag and commit they receive.
+void check_etag(const std::string& etag);
+void check_commit(const std::string& commit);
+
+}  // namespace kernhub::store

@@ -1,0 +1,64 @@
+#include "store/posix_io.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <system_error>
+
+namespace kernhub::store::detail {
+
+std::string random_hex(std::size_t chars) {
+    static const char k_digits[] = "0123456789abcdef";
+    // random_device reads the kernel's source on every call, so a forked
+    // child never repeats its parent's sequence.
+    std::random_device source;
+    std::string out;
+    out.reserve(chars);
+    while (out.size() < chars) {
+        unsigned int word = source();
+        for (int i = 0; i < 8 && out.size() < chars; ++i, word >>= 4) {
+            out.push_back(k_digits[word & 0x0f]);
+        }
+    }
+    return out;
+}
+
+int write_all(int fd, const void* data, std::size_t size) {
+    const char* cursor = static_cast<const char*>(data);
+    while (size > 0) {
+        ssize_t n = ::write(fd, cursor, size);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (n == 0) return EIO;  // should not happen for regular files; avoid spinning
+        cursor += n;
+        size -= static_cast<std::size_t>(n);
+    }
+    return 0;
+}
+
+int fsync_directory(const std::filesystem::path& dir) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    int err = 0;
+    if (::fsync(fd) != 0 && errno != EINVAL) err = errno;
+    ::close(fd);
+    return err;
+}
+
+int make_directories(const std::filesystem::path& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (!ec) return 0;
+    return ec.category() == std::generic_category() || ec.category() == std::system_category() ? ec.value() : EIO;
+}
+
+std::string errno_text(int err) {
+    return std::strerror(err);
+}
+
+}  // namespace kernhub::store::detail

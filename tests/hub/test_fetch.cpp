@@ -1,0 +1,331 @@
+// The whole pipeline through the public API against a real loopback hub.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "kernhub/kernhub.hpp"
+#include "support/kernel_hub.hpp"
+
+using namespace kernhub;
+using namespace kernhub::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Env {
+    TempDir dir;
+    fs::path cache = dir.path() / "cache";
+    fs::path registry = write_standard_registry(dir.path());
+
+    Options options(const std::string& endpoint) const {
+        Options o;
+        o.endpoint = endpoint;
+        o.cache_dir = cache.string();
+        o.registries = {registry.string()};
+        o.project_dir = dir.path().string();
+        o.no_default_registry = true;
+        o.offline = false;
+        o.token = "";
+        o.retries = 2;
+        return o;
+    }
+};
+
+fs::path repo_folder(const Env& env, const std::string& name) {
+    return env.cache / ("kernels--kernhub-test--" + name);
+}
+
+// Every regular file under blobs/, and whether any temp file is left.
+std::vector<fs::path> blobs_of(const fs::path& folder) {
+    std::vector<fs::path> out;
+    if (!fs::exists(folder / "blobs")) return out;
+    for (const auto& e : fs::directory_iterator(folder / "blobs")) out.push_back(e.path());
+    return out;
+}
+
+ErrorCode code_of(const std::function<void()>& fn, std::string* message = nullptr) {
+    try {
+        fn();
+    } catch (const Error& e) {
+        if (message) *message = e.what();
+        return e.code();
+    }
+    return ErrorCode::ok;
+}
+
+}  // namespace
+
+TEST_CASE("cold fetch over HTTP downloads only the selected variant and verifies it", "[hub]") {
+    KernelHub hub;
+    Env env;
+    Client client(env.options(hub.server().endpoint()));
+    FetchResult result = client.fetch("vector-add");
+
+    CHECK(result.variant == host_cpu_variant());
+    CHECK(result.repo_id == "kernhub-test/vector-add");
+    CHECK(result.commit.size() == 40);
+    REQUIRE(result.files.size() == 2);  // libvector_add.so + metadata.json, nothing of other variants
+    std::uint64_t total = 0;
+    for (const auto& f : result.files) total += f.size;
+    CHECK(result.bytes_downloaded == total);
+    // revision + tree + metadata.json + (302 + CDN) for the .so
+    CHECK(result.requests == 5);
+    CHECK(hub.server().count_requests("/resolve/") == 2);
+    CHECK(hub.server().count_requests("native-cu128") == 0);
+
+    fs::path so = fs::path(result.path) / "libvector_add.so";
+    REQUIRE(fs::is_symlink(so));
+    CHECK(fs::read_symlink(so).is_relative());
+    CHECK(fs::read_symlink(so).string().rfind("../../../../blobs/", 0) == 0);
+    struct stat st {};
+    REQUIRE(stat(so.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0444);
+    std::ifstream ref(repo_folder(env, "vector-add") / "refs" / "main");
+    std::string commit((std::istreambuf_iterator<char>(ref)), std::istreambuf_iterator<char>());
+    CHECK(commit == result.commit);
+    for (const auto& f : result.files) {
+        if (f.path == "libvector_add.so") CHECK(fs::exists(repo_folder(env, "vector-add") / "blobs" / f.sha256));
+    }
+}
+
+TEST_CASE("warm fetch of a branch makes one API request and downloads nothing", "[hub]") {
+    KernelHub hub;
+    Env env;
+    Client(env.options(hub.server().endpoint())).fetch("vector-add");
+    hub.server().reset();
+
+    FetchResult warm = Client(env.options(hub.server().endpoint())).fetch("vector-add");
+    CHECK(warm.requests == 1);
+    CHECK(warm.bytes_downloaded == 0);
+    CHECK(hub.server().stats()["requests"].size() == 1);
+    CHECK(hub.server().count_requests("/revision/main") == 1);
+
+    SECTION("a 40-hex commit makes no request at all") {
+        hub.server().reset();
+        FetchResult pinned =
+            Client(env.options(hub.server().endpoint())).fetch("kernhub-test/vector-add@" + warm.commit);
+        CHECK(pinned.requests == 0);
+        CHECK(pinned.commit == warm.commit);
+        CHECK(hub.server().stats()["requests"].empty());
+    }
+    SECTION("offline makes no request and finds the cached variant") {
+        hub.server().reset();
+        Options o = env.options(hub.server().endpoint());
+        o.offline = true;
+        FetchResult offline = Client(o).fetch("vector-add");
+        CHECK(offline.requests == 0);
+        CHECK(offline.path == warm.path);
+        CHECK(hub.server().stats()["requests"].empty());
+    }
+}
+
+TEST_CASE("offline with an empty cache is an offline error and touches nothing", "[hub]") {
+    KernelHub hub;
+    Env env;
+    Options o = env.options(hub.server().endpoint());
+    o.offline = true;
+    std::string message;
+    CHECK(code_of([&] { Client(o).fetch("vector-add"); }, &message) == ErrorCode::offline);
+    CHECK(message.find("kernhub-test/vector-add@main") != std::string::npos);
+    CHECK(hub.server().stats()["requests"].empty());
+}
+
+TEST_CASE("versions resolve to vN branches; a missing version lists the available ones", "[hub]") {
+    KernelHub hub;
+    Env env;
+    Client client(env.options(hub.server().endpoint()));
+    FetchResult v1 = client.fetch("vector-add-v1");
+    FetchResult v2 = client.fetch("vector-add-v2");
+    CHECK(v1.revision == "v1");
+    CHECK(v2.revision == "v2");
+    CHECK(v1.commit != v2.commit);
+    CHECK(v2.files.size() == 3);
+    std::string message;
+    CHECK(code_of([&] { client.fetch("vector-add-v7"); }, &message) == ErrorCode::not_found);
+    CHECK(message.find("version 7") != std::string::npos);
+    CHECK(message.find("v1, v2") != std::string::npos);
+}
+
+TEST_CASE("a private repo needs the token, and the token never leaves the hub's origin", "[hub]") {
+    KernelHub hub({k_test_token, 1000});
+    Env env;
+    std::string message;
+    CHECK(code_of([&] { Client(env.options(hub.server().endpoint())).fetch("private"); }, &message) ==
+          ErrorCode::not_found);
+    CHECK(message.find("HF_TOKEN") != std::string::npos);
+
+    hub.server().reset();
+    Options o = env.options(hub.server().endpoint());
+    o.token = k_test_token;
+    FetchResult result = Client(o).fetch("private");
+    CHECK(result.variant == host_cpu_variant());
+    bool saw_cdn = false;
+    const auto stats = hub.server().stats();
+    for (const auto& r : stats["requests"]) {
+        if (r["host"] == "cdn") {
+            saw_cdn = true;
+            CHECK(r["auth"] == false);
+        } else {
+            CHECK(r["auth"] == true);
+        }
+    }
+    CHECK(saw_cdn);
+}
+
+TEST_CASE("transient failures are retried and broken downloads resume with Range", "[hub]") {
+    KernelHub hub;
+    Env env;
+    hub.server().add_faults({{{"match", "/revision/"}, {"action", "status"}, {"status", 503}, {"retry_after", "0"}},
+                             {{"match", "/lfs/"}, {"action", "truncate"}, {"after_bytes", 4096}}});
+    FetchResult result = Client(env.options(hub.server().endpoint())).fetch("vector-add");
+    CHECK(result.variant == host_cpu_variant());
+    CHECK(hub.server().count_requests("/revision/main") == 2);
+    bool resumed = false;
+    const auto stats = hub.server().stats();
+    for (const auto& r : stats["requests"]) {
+        if (r["host"] == "cdn" && r["range"].is_string() && r["range"] == "bytes=4096-") resumed = true;
+    }
+    CHECK(resumed);
+}
+
+TEST_CASE("corrupted bytes are rejected and nothing unverified becomes visible", "[hub]") {
+    KernelHub hub;
+    Env env;
+    hub.server().add_faults({{{"match", "/lfs/"}, {"action", "corrupt"}, {"count", -1}}});
+    std::string message;
+    CHECK(code_of([&] { Client(env.options(hub.server().endpoint())).fetch("vector-add"); }, &message) ==
+          ErrorCode::verification);
+    CHECK(message.find("sha256") != std::string::npos);
+    for (const auto& blob : blobs_of(repo_folder(env, "vector-add"))) {
+        CHECK(blob.filename().string().find(".incomplete") == std::string::npos);
+        CHECK(blob.filename().string().size() == 40);  // only metadata.json's verified blob
+    }
+    CHECK_FALSE(fs::exists(repo_folder(env, "vector-add") / "snapshots" / "x" / "build" / host_cpu_variant() /
+                           "libvector_add.so"));
+    CHECK_FALSE(fs::exists(repo_folder(env, "vector-add") / ".kernhub" / "variants"));
+}
+
+TEST_CASE("a metadata.json digest mismatch is a verification failure", "[hub]") {
+    KernelHub hub;
+    Env env;
+    std::string message;
+    CHECK(code_of([&] { Client(env.options(hub.server().endpoint())).fetch("bad-digest"); }, &message) ==
+          ErrorCode::verification);
+    CHECK(message.find("metadata.json") != std::string::npos);
+    for (const auto& blob : blobs_of(repo_folder(env, "bad-digest"))) CHECK(blob.filename().string().size() == 40);
+}
+
+TEST_CASE("variant choice: CPU host never takes CUDA, --target overrides, required file filters", "[hub]") {
+    KernelHub hub;
+    Env env;
+    InfoResult info = Client(env.options(hub.server().endpoint())).info("vector-add");
+    CHECK(info.selected == host_cpu_variant());
+    bool cuda_rejected = false;
+    for (const auto& v : info.variants) {
+        if (v.name == "native-cu128-x86_64-linux") {
+            cuda_rejected = !v.selected && v.reason.find("CUDA") != std::string::npos;
+        }
+    }
+    CHECK(cuda_rejected);
+
+    Options o = env.options(hub.server().endpoint());
+    o.targets = {"native-cu128-x86_64-linux"};
+    FetchResult gpu = Client(o).fetch("vector-add");
+    CHECK(gpu.variant == "native-cu128-x86_64-linux");
+
+    std::string message;
+    CHECK(code_of([&] { Client(env.options(hub.server().endpoint())).fetch("wrong-file"); }, &message) ==
+          ErrorCode::not_found);
+    CHECK(message.find("libmissing.so") != std::string::npos);
+}
+
+TEST_CASE("pagination, model repos and file:// hubs", "[hub]") {
+    Env env;
+    SECTION("tree pages are followed") {
+        KernelHub hub({"", 2});
+        FetchResult r = Client(env.options(hub.server().endpoint())).fetch("vector-add");
+        CHECK(r.variant == host_cpu_variant());
+        CHECK(hub.server().count_requests("cursor=") >= 2);
+    }
+    SECTION("a model repo uses the models API and folder") {
+        KernelHub hub;
+        FetchResult r = Client(env.options(hub.server().endpoint())).fetch("model-kernel");
+        CHECK(hub.server().count_requests("/api/models/kernhub-test/model-kernel") == 2);
+        CHECK(fs::exists(env.cache / "models--kernhub-test--model-kernel" / "refs" / "main"));
+        CHECK(r.files.size() == 2);
+    }
+    SECTION("a file:// endpoint makes no HTTP request") {
+        KernelHub hub;
+        FetchResult r = Client(env.options(hub.file_endpoint())).fetch("vector-add");
+        CHECK(r.requests == 0);
+        CHECK(r.variant == host_cpu_variant());
+    }
+}
+
+TEST_CASE("hub errors map to exit codes", "[hub]") {
+    KernelHub hub;
+    Env env;
+    Client client(env.options(hub.server().endpoint()));
+    std::string message;
+    CHECK(code_of([&] { client.fetch("kernhub-test/does-not-exist"); }, &message) == ErrorCode::not_found);
+    CHECK(message.find("kernhub-test/does-not-exist") != std::string::npos);
+    CHECK(code_of([&] { client.fetch("kernhub-test/vector-add@no-such-branch"); }, &message) == ErrorCode::not_found);
+    CHECK(message.find("no-such-branch") != std::string::npos);
+    CHECK(code_of([&] { client.fetch("no-such-name"); }, &message) == ErrorCode::not_found);
+
+    hub.server().add_faults(
+        {{{"match", "/revision/"}, {"action", "status"}, {"status", 503}, {"retry_after", "0"}, {"count", -1}}});
+    CHECK(code_of([&] { client.fetch("vector-add"); }, &message) == ErrorCode::network);
+    CHECK(message.find("503") != std::string::npos);
+    CHECK(hub.server().count_requests("vector-add/revision/main") == 3);  // 1 + 2 retries
+
+    Options dead = env.options("http://127.0.0.1:9");
+    dead.retries = 0;
+    CHECK(code_of([&] { Client(dead).fetch("vector-add"); }, &message) == ErrorCode::network);
+    CHECK(message.find("127.0.0.1:9") != std::string::npos);
+}
+
+TEST_CASE("load resolves the symbol before dispatch; dispatch is a plain call", "[hub][loader]") {
+    KernelHub hub;
+    Env env;
+    Client client(env.options(hub.server().endpoint()));
+    LoadResult loaded = client.load("vector-add");
+    REQUIRE(loaded.address != nullptr);
+    CHECK(loaded.symbol == "kh_vector_add");
+
+    auto add = KernelFn<void(const float*, const float*, float*, std::size_t)>::resolve("vector-add");
+    float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40}, out[4] = {};
+    add(a, b, out, 4);
+    CHECK(out[0] == 11.0f);
+    CHECK(out[3] == 44.0f);
+
+    LoadResult saxpy = client.load("vector-add-v2");
+    auto fn = KernelFn<void(float, const float*, const float*, float*, std::size_t)>(saxpy.address);
+    fn(2.0f, a, b, out, 4);
+    CHECK(out[2] == 36.0f);
+
+    std::string message;
+    CHECK(code_of([&] { client.load("missing-symbol"); }, &message) == ErrorCode::not_found);
+    CHECK(message.find("kh_nope") != std::string::npos);
+    CHECK(code_of([&] { client.load("undefined"); }, &message) == ErrorCode::load);
+    CHECK(code_of([&] { client.load("two-objects"); }, &message) == ErrorCode::usage);
+}
+
+TEST_CASE("KERNHUB_VERIFY_ON_LOAD re-hashes and catches a tampered cache", "[hub][loader]") {
+    KernelHub hub;
+    Env env;
+    Options o = env.options(hub.server().endpoint());
+    o.verify_on_load = true;
+    Client client(o);
+    FetchResult fetched = client.fetch("vector-add");
+    CHECK(client.load("vector-add").address != nullptr);
+
+    fs::path blob = fs::canonical(fs::path(fetched.path) / "libvector_add.so");
+    fs::permissions(blob, fs::perms::owner_write, fs::perm_options::add);
+    std::fstream(blob, std::ios::in | std::ios::out | std::ios::binary).seekp(100).put('\x7f');
+    std::string message;
+    CHECK(code_of([&] { client.load("vector-add"); }, &message) == ErrorCode::verification);
+    CHECK(message.find("changed since it was verified") != std::string::npos);
+}

@@ -1,0 +1,369 @@
+// select_variant against a table of hosts, repo contents and expected verdicts.
+// Each row lists the full `rejected` list, so a reason, an order or a missing
+// candidate that changes fails the row.
+#include <catch2/catch.hpp>
+
+#include "select/variant.hpp"
+
+using namespace kernhub::select;
+
+namespace {
+
+HostFacts host_on(const std::string& cpu, const std::string& os) {
+    HostFacts host;
+    host.cpu = cpu;
+    host.os = os;
+    return host;
+}
+
+const HostFacts k_cpu_host = host_on("x86_64", "linux");
+
+HostFacts gpu_host(int major, int minor) {
+    HostFacts host = k_cpu_host;
+    host.cuda = std::make_pair(major, minor);
+    return host;
+}
+
+HostFacts with_torch(HostFacts host, int major, int minor) {
+    host.torch = std::make_pair(major, minor);
+    return host;
+}
+
+HostFacts with_targets(HostFacts host, std::vector<std::string> targets) {
+    host.targets = std::move(targets);
+    return host;
+}
+
+Candidate cand(const std::string& name, std::vector<std::string> files = {"kernel.so"}) {
+    return {name, std::move(files)};
+}
+
+std::string why(const std::string& variant, const std::string& reason) {
+    return variant + ": " + reason;
+}
+
+std::string lower(const std::string& variant, const std::string& chosen) {
+    return why(variant, "lower preference than " + chosen);
+}
+
+struct SelectRow {
+    std::string what;
+    HostFacts host;
+    std::vector<Candidate> candidates;
+    std::optional<std::string> required_file;
+    std::optional<std::string> chosen;
+    std::vector<std::string> rejected;  // "variant: reason", in order
+};
+
+const std::string ncpu = "native-cpu-x86_64-linux";
+const std::string ncpu_arm = "native-cpu-aarch64-linux";
+const std::string ncuda = "native-cuda";
+const std::string cu118 = "native-cu118-x86_64-linux";
+const std::string cu124 = "native-cu124-x86_64-linux";
+const std::string cu126 = "native-cu126-x86_64-linux";
+const std::string cu128 = "native-cu128-x86_64-linux";
+const std::string cu129 = "native-cu129-x86_64-linux";
+const std::string cu130 = "native-cu130-x86_64-linux";
+const std::string t28cu128 = "torch28-cxx11-cu128-x86_64-linux";
+const std::string no_cuda = "needs CUDA, host has no CUDA driver";
+const std::string use_target = "; use --target to fetch it anyway";
+
+// CUDA versions and the host platform.
+std::vector<SelectRow> cuda_and_platform_rows() {
+    return {
+        {"CPU-only host never picks CUDA, even native-cuda",
+         k_cpu_host,
+         {cand(cu128), cand(ncuda), cand(ncpu)},
+         {},
+         ncpu,
+         {why(cu128, no_cuda), why(ncuda, no_cuda)}},
+        {"CPU-only host with only CUDA variants selects nothing",
+         with_torch(k_cpu_host, 2, 8),
+         {cand(cu128), cand(ncuda), cand(t28cu128), cand("torch-cuda")},
+         {},
+         {},
+         {why(cu128, no_cuda), why(ncuda, no_cuda), why(t28cu128, no_cuda), why("torch-cuda", no_cuda)}},
+        {"cu minor above the host's is rejected",
+         gpu_host(12, 8),
+         {cand(cu129), cand(cu128)},
+         {},
+         cu128,
+         {why(cu129, "needs CUDA 12.9, host has 12.8")}},
+        {"highest matching cu version wins",
+         gpu_host(12, 8),
+         {cand(cu124), cand(cu128), cand(cu126)},
+         {},
+         cu128,
+         {lower(cu124, cu128), lower(cu126, cu128)}},
+        {"CUDA major must be equal",
+         gpu_host(12, 8),
+         {cand(cu118), cand(cu130)},
+         {},
+         {},
+         {why(cu118, "needs CUDA 11.8, host has 12.8"), why(cu130, "needs CUDA 13.0, host has 12.8")}},
+        {"minor 0 host accepts only its major",
+         gpu_host(13, 0),
+         {cand(cu128), cand(cu130)},
+         {},
+         cu130,
+         {why(cu128, "needs CUDA 12.8, host has 13.0")}},
+        {"host-specific native-cu over noarch native-cuda",
+         gpu_host(12, 8),
+         {cand(ncuda), cand(cu126)},
+         {},
+         cu126,
+         {lower(ncuda, cu126)}},
+        {"CUDA variant above CPU variant on a CUDA host",
+         gpu_host(12, 8),
+         {cand(ncpu), cand(ncuda)},
+         {},
+         ncuda,
+         {lower(ncpu, ncuda)}},
+        {"CUDA host falls back to native-cpu",
+         gpu_host(12, 8),
+         {cand(ncpu), cand(cu130)},
+         {},
+         ncpu,
+         {why(cu130, "needs CUDA 13.0, host has 12.8")}},
+        {"cpu and os must match the host",
+         k_cpu_host,
+         {cand(ncpu_arm), cand("native-cpu-x86_64-darwin"), cand("native-cu128-aarch64-linux")},
+         {},
+         {},
+         {why(ncpu_arm, "built for aarch64-linux, host is x86_64-linux"),
+          why("native-cpu-x86_64-darwin", "built for x86_64-darwin, host is x86_64-linux"),
+          why("native-cu128-aarch64-linux", "built for aarch64-linux, host is x86_64-linux")}},
+        {"aarch64 host picks its own build",
+         host_on("aarch64", "linux"),
+         {cand(ncpu), cand(ncpu_arm)},
+         {},
+         ncpu_arm,
+         {why(ncpu, "built for x86_64-linux, host is aarch64-linux")}},
+    };
+}
+
+// Torch families need a stated torch; kernels' order applies among them.
+std::vector<SelectRow> torch_rows() {
+    return {
+        {"torch variants need a stated torch",
+         gpu_host(12, 8),
+         {cand(t28cu128), cand("torch-stable-abi29-cu128-x86_64-linux"), cand("torch-universal")},
+         {},
+         {},
+         {why(t28cu128, "needs Python and libtorch (torch 2.8)" + use_target),
+          why("torch-stable-abi29-cu128-x86_64-linux", "needs Python and libtorch (torch >= 2.9)" + use_target),
+          why("torch-universal", "needs Python and libtorch" + use_target)}},
+        {"versioned torch needs the exact major.minor",
+         with_torch(gpu_host(12, 8), 2, 8),
+         {cand("torch27-cxx11-cu128-x86_64-linux"), cand("torch28-cxx11-cu126-x86_64-linux"),
+          cand("torch29-cxx11-cu128-x86_64-linux")},
+         {},
+         "torch28-cxx11-cu126-x86_64-linux",
+         {why("torch27-cxx11-cu128-x86_64-linux", "needs torch 2.7, host has torch 2.8"),
+          why("torch29-cxx11-cu128-x86_64-linux", "needs torch 2.9, host has torch 2.8")}},
+        {"torch210 is 2.10, not 2.1",
+         with_torch(k_cpu_host, 2, 10),
+         {cand("torch21-cxx11-cpu-x86_64-linux"), cand("torch210-cxx11-cpu-x86_64-linux")},
+         {},
+         "torch210-cxx11-cpu-x86_64-linux",
+         {why("torch21-cxx11-cpu-x86_64-linux", "needs torch 2.1, host has torch 2.10")}},
+        {"stable ABI runs on newer torch; newest matching wins",
+         with_torch(k_cpu_host, 2, 9),
+         {cand("torch-stable-abi28-cpu-x86_64-linux"), cand("torch-stable-abi29-cpu-x86_64-linux"),
+          cand("torch-stable-abi210-cpu-x86_64-linux")},
+         {},
+         "torch-stable-abi29-cpu-x86_64-linux",
+         {lower("torch-stable-abi28-cpu-x86_64-linux", "torch-stable-abi29-cpu-x86_64-linux"),
+          why("torch-stable-abi210-cpu-x86_64-linux", "needs torch >= 2.10, host has torch 2.9")}},
+        {"kernels order: stable ABI > versioned > noarch > universal",
+         with_torch(gpu_host(12, 8), 2, 8),
+         {cand("torch-universal"), cand("torch-cuda"), cand(t28cu128), cand("torch-stable-abi28-cu126-x86_64-linux")},
+         {},
+         "torch-stable-abi28-cu126-x86_64-linux",
+         {lower("torch-universal", "torch-stable-abi28-cu126-x86_64-linux"),
+          lower("torch-cuda", "torch-stable-abi28-cu126-x86_64-linux"),
+          lower(t28cu128, "torch-stable-abi28-cu126-x86_64-linux")}},
+        {"versioned torch over noarch torch-cpu over universal",
+         with_torch(k_cpu_host, 2, 8),
+         {cand("torch-universal"), cand("torch-cpu"), cand("torch28-cxx11-cpu-x86_64-linux")},
+         {},
+         "torch28-cxx11-cpu-x86_64-linux",
+         {lower("torch-universal", "torch28-cxx11-cpu-x86_64-linux"),
+          lower("torch-cpu", "torch28-cxx11-cpu-x86_64-linux")}},
+        {"native ranks above torch families",
+         with_torch(gpu_host(12, 8), 2, 8),
+         {cand(t28cu128), cand(cu126)},
+         {},
+         cu126,
+         {lower(t28cu128, cu126)}},
+        {"torch CUDA build above native-cpu on a CUDA host",
+         with_torch(gpu_host(12, 8), 2, 8),
+         {cand(ncpu), cand(t28cu128)},
+         {},
+         t28cu128,
+         {lower(ncpu, t28cu128)}},
+        {"cxx11 preferred over cxx98 for the same torch and backend",
+         with_torch(gpu_host(12, 8), 2, 8),
+         {cand("torch28-cxx98-cu128-x86_64-linux"), cand(t28cu128)},
+         {},
+         t28cu128,
+         {lower("torch28-cxx98-cu128-x86_64-linux", t28cu128)}},
+    };
+}
+
+std::vector<SelectRow> support_and_file_rows() {
+    return {
+        {"ROCm, XPU, Metal, NPU and tvm-ffi are never selected",
+         with_torch(gpu_host(12, 8), 2, 8),
+         {cand("torch28-cxx11-rocm63-x86_64-linux"), cand("torch28-cxx11-xpu20251-x86_64-linux"),
+          cand("torch28-metal-aarch64-darwin"), cand("torch-npu"), cand("tvm-ffi01-cu128-x86_64-linux")},
+         {},
+         {},
+         {why("torch28-cxx11-rocm63-x86_64-linux", "ROCm is not supported by kernhub"),
+          why("torch28-cxx11-xpu20251-x86_64-linux", "XPU is not supported by kernhub"),
+          why("torch28-metal-aarch64-darwin", "Metal is not supported by kernhub"),
+          why("torch-npu", "NPU is not supported by kernhub"),
+          why("tvm-ffi01-cu128-x86_64-linux", "tvm-ffi variants are not loadable by kernhub yet")}},
+        {"unrecognised names are rejected, not fatal",
+         k_cpu_host,
+         {cand("native-cpu-riscv-linux"), cand(ncpu), cand("README.md")},
+         {},
+         ncpu,
+         {why("native-cpu-riscv-linux", "unrecognised variant name"), why("README.md", "unrecognised variant name")}},
+        {"required file rules out the better variant",
+         gpu_host(12, 8),
+         {cand(cu128, {"libother.so"}), cand(cu126, {"metadata.json", "libvector_add.so"})},
+         "libvector_add.so",
+         cu126,
+         {why(cu128, "lacks libvector_add.so")}},
+        {"required file is checked before host facts",
+         k_cpu_host,
+         {cand(cu128, {}), cand(ncpu, {"a.so"})},
+         "kernel.so",
+         {},
+         {why(cu128, "lacks kernel.so"), why(ncpu, "lacks kernel.so")}},
+        {"a torch build without ABI part ranks above cxx98",
+         with_torch(gpu_host(12, 8), 2, 9),
+         {cand("torch29-cxx98-cu128-x86_64-linux"), cand("torch29-cu128-x86_64-linux")},
+         {},
+         "torch29-cu128-x86_64-linux",
+         {lower("torch29-cxx98-cu128-x86_64-linux", "torch29-cu128-x86_64-linux")}},
+        {"no candidates, no choice", gpu_host(12, 8), {}, {}, {}, {}},
+    };
+}
+
+std::vector<SelectRow> detection_rows() {
+    std::vector<SelectRow> rows = cuda_and_platform_rows();
+    for (auto&& more : {torch_rows(), support_and_file_rows()}) {
+        rows.insert(rows.end(), more.begin(), more.end());
+    }
+    return rows;
+}
+
+std::vector<SelectRow> target_rows() {
+    const std::string missing = "no such variant in the repo";
+    return {
+        {"GPU target on a CPU-only host is honoured",
+         with_targets(k_cpu_host, {cu128}),
+         {cand(ncpu), cand(cu128), cand(ncuda)},
+         {},
+         cu128,
+         {why(ncpu, "not a --target"), why(ncuda, "not a --target")}},
+        {"first target in target order that exists wins",
+         with_targets(k_cpu_host, {cu130, cu128, ncpu}),
+         {cand(ncpu), cand(cu128)},
+         {},
+         cu128,
+         {why(ncpu, "later --target than " + cu128), why(cu130, missing)}},
+        {"several missing targets: nothing chosen, all reported",
+         with_targets(gpu_host(12, 8), {t28cu128, cu130}),
+         {cand(ncpu), cand(ncuda)},
+         {},
+         {},
+         {why(ncpu, "not a --target"), why(ncuda, "not a --target"), why(t28cu128, missing), why(cu130, missing)}},
+        {"target lacking the required file falls through to the next target",
+         with_targets(k_cpu_host, {cu128, ncuda}),
+         {cand(cu128, {"lib.so"}), cand(ncuda, {"kernel.fatbin"}), cand(ncpu, {"kernel.fatbin"})},
+         "kernel.fatbin",
+         ncuda,
+         {why(cu128, "lacks kernel.fatbin"), why(ncpu, "not a --target")}},
+        {"unparseable names are allowed as targets",
+         with_targets(k_cpu_host, {"my-custom-build"}),
+         {cand(ncpu), cand("my-custom-build")},
+         {},
+         "my-custom-build",
+         {why(ncpu, "not a --target")}},
+        {"torch target needs no torch on the host",
+         with_targets(k_cpu_host, {t28cu128}),
+         {cand(t28cu128), cand(ncpu)},
+         {},
+         t28cu128,
+         {why(ncpu, "not a --target")}},
+        {"a target repeated is reported missing once",
+         with_targets(k_cpu_host, {cu130, cu130}),
+         {cand(ncpu)},
+         {},
+         {},
+         {why(ncpu, "not a --target"), why(cu130, missing)}},
+    };
+}
+
+std::vector<std::string> flatten(const std::vector<Rejection>& rejected) {
+    std::vector<std::string> lines;
+    for (const Rejection& r : rejected) {
+        lines.push_back(why(r.variant, r.reason));
+    }
+    return lines;
+}
+
+void check_row(const SelectRow& row) {
+    INFO(row.what << " [host: " << describe(row.host) << "]");
+    const Selection selection = select_variant(row.host, row.candidates, row.required_file);
+    CHECK(selection.chosen == row.chosen);
+    CHECK(flatten(selection.rejected) == row.rejected);
+}
+
+}  // namespace
+
+TEST_CASE("select_variant by detection follows the kernels rules plus native first", "[select]") {
+    check_row(GENERATE(from_range(detection_rows())));
+}
+
+TEST_CASE("select_variant with --target bypasses detection", "[select]") {
+    check_row(GENERATE(from_range(target_rows())));
+}
+
+TEST_CASE("select_variant accounts for every candidate exactly once", "[select]") {
+    std::vector<SelectRow> rows = detection_rows();
+    for (SelectRow& row : target_rows()) {
+        rows.push_back(std::move(row));
+    }
+    CHECK(rows.size() >= 20);
+    for (const SelectRow& row : rows) {
+        INFO(row.what);
+        const Selection selection = select_variant(row.host, row.candidates, row.required_file);
+        std::vector<std::string> expected;
+        bool chosen_seen = false;
+        for (const Candidate& c : row.candidates) {
+            if (!chosen_seen && selection.chosen == c.name) {
+                chosen_seen = true;
+                continue;
+            }
+            expected.push_back(c.name);
+        }
+        CHECK(chosen_seen == selection.chosen.has_value());
+        REQUIRE(selection.rejected.size() >= expected.size());
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            CHECK(selection.rejected[i].variant == expected[i]);
+        }
+    }
+}
+
+TEST_CASE("select_variant is deterministic", "[select]") {
+    const HostFacts host = with_torch(gpu_host(12, 9), 2, 8);
+    const std::vector<Candidate> candidates{cand(ncpu), cand(cu126), cand(cu129), cand(ncuda), cand(t28cu128)};
+    const Selection first = select_variant(host, candidates);
+    const Selection second = select_variant(host, candidates);
+    CHECK(first.chosen == std::optional<std::string>(cu129));
+    CHECK(flatten(first.rejected) == flatten(second.rejected));
+}

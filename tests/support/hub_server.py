@@ -1,0 +1,421 @@
+#!/usr/bin/env python3
+"""A loopback hub for tests: serves a tree laid out by examples/hub/make_hub.py.
+
+Speaks the Hub HTTP protocol (revision, refs, paginated recursive tree,
+resolve with LFS redirects, Range/If-Range) on one host and a "CDN" for LFS
+blobs on another, so clients must drop Authorization on the redirect. Tests
+steer it through control endpoints on the hub host, which are never counted
+and never faulted:
+
+  GET  /_stats   {"requests": [{"host","method","path","status","auth","range"}]}
+                 "path" is the request target as sent (percent-encoded, with query)
+  POST /_reset   forget requests and fault rules
+  POST /_faults  {"faults": [RULE, ...]} appends rules; the first rule whose
+                 "match" is a substring of the request target applies:
+                 {"action": "status", "status": 503, "retry_after"?, "error_code"?}
+                 {"action": "truncate", "after_bytes": N}   true Content-Length, N bytes, close
+                 {"action": "corrupt"}                      one body byte flipped
+                 {"action": "delay", "seconds": S}
+                 "count": uses left (default 1, -1 = forever). truncate and corrupt
+                 only apply to (and are only used up by) replies with a body.
+
+Prints one line, {"endpoint": URL, "cdn": URL}, then serves until stdin reaches
+EOF (the parent died or let go) or SIGTERM. Python 3.11 standard library only.
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
+
+CONTROL_PATHS = ("/_stats", "/_reset", "/_faults")
+# Each fault action and the field it cannot do without.
+FAULT_ACTIONS = {"status": "status", "truncate": "after_bytes", "corrupt": "match", "delay": "seconds"}
+CHUNK = 1 << 16
+
+
+def dump_json(value) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def strip_etag(value: str) -> str:
+    value = value.strip()
+    return (value[2:] if value.startswith("W/") else value).strip('"')
+
+
+class Reply:
+    """A response before it is sent; the body is bytes or a slice of a file."""
+
+    def __init__(self, status, headers=(), data=b"", file=None, start=0, length=0):
+        self.status, self.headers = status, list(headers)
+        self.data, self.file, self.start = data, file, start
+        self.length = length if file is not None else len(data)
+
+    def chunks(self):
+        if self.file is None:
+            yield self.data
+            return
+        with open(self.file, "rb") as f:
+            f.seek(self.start)
+            left = self.length
+            while left > 0 and (chunk := f.read(min(CHUNK, left))):
+                left -= len(chunk)
+                yield chunk
+
+
+def error_reply(status, code, message, headers=()) -> Reply:
+    headers = [("Content-Type", "application/json"), ("X-Error-Message", message), *headers]
+    if code:
+        headers.append(("X-Error-Code", code))
+    return Reply(status, headers, dump_json({"error": message}))
+
+
+class HubIndex:
+    """One loaded _hub.json plus lookups derived from it."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.repos = json.loads((root / "_hub.json").read_bytes())["repos"]
+        # (repo_id, commit) -> {path: file entry}, and LFS sha256 -> bytes on disk.
+        self.files, self.lfs_blobs = {}, {}
+        for repo_id, repo in self.repos.items():
+            for commit, tree in repo["trees"].items():
+                entries = {e["path"]: e for e in tree if e["type"] == "file"}
+                self.files[(repo_id, commit)] = entries
+                for path, e in entries.items():
+                    if "lfs" in e:
+                        self.lfs_blobs[e["lfs"]["oid"]] = self.resolve_file(repo_id, commit, path)
+
+    def resolve_file(self, repo_id, commit, path) -> Path:
+        prefix = "kernels/" if self.repos[repo_id]["type"] == "kernel" else ""
+        return self.root / f"{prefix}{repo_id}" / "resolve" / commit / path
+
+    def commit_for(self, repo_id, rev):
+        repo = self.repos[repo_id]
+        if rev in repo["commits"]:
+            return rev
+        return repo["branches"].get(rev) or repo["tags"].get(rev)
+
+
+class Hub:
+    """Reloads the index whenever make_hub.py rewrites the tree under us."""
+
+    def __init__(self, root: Path):
+        self.root, self.lock, self.stamp, self.index = root, threading.Lock(), None, None
+
+    def current(self) -> HubIndex:
+        st = os.stat(self.root / "_hub.json")
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        with self.lock:
+            if stamp != self.stamp:
+                self.index, self.stamp = HubIndex(self.root), stamp
+            return self.index
+
+
+class Control:
+    """Request log and fault rules shared by both servers."""
+
+    def __init__(self):
+        self.lock, self.requests, self.faults = threading.Lock(), [], []
+
+    def record(self, entry):
+        with self.lock:
+            self.requests.append(entry)
+
+    def add_faults(self, rules):
+        for rule in rules:
+            if not isinstance(rule, dict) or not isinstance(rule.get("match"), str):
+                raise ValueError(f"a fault rule needs a string 'match': {rule!r}")
+            if rule.get("action") not in FAULT_ACTIONS:
+                raise ValueError(f"fault action must be one of {', '.join(FAULT_ACTIONS)}: {rule!r}")
+            if FAULT_ACTIONS[rule["action"]] not in rule:
+                raise ValueError(f"a {rule['action']!r} fault needs {FAULT_ACTIONS[rule['action']]!r}: {rule!r}")
+        with self.lock:
+            self.faults.extend(dict(r, count=r.get("count", 1)) for r in rules)
+
+    def take_fault(self, target, has_body):
+        with self.lock:
+            for rule in self.faults:
+                body_only = rule["action"] in ("truncate", "corrupt")
+                if rule["count"] != 0 and rule["match"] in target and (has_body or not body_only):
+                    if rule["count"] > 0:
+                        rule["count"] -= 1
+                    return rule
+        return None
+
+    def reset(self):
+        with self.lock:
+            self.requests.clear()
+            self.faults.clear()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "kernhub-test-hub"
+
+    def do_GET(self):
+        self.handle_request("GET")
+
+    def do_HEAD(self):
+        self.handle_request("HEAD")
+
+    def do_POST(self):
+        self.handle_request("POST")
+
+    def log_message(self, format, *args):
+        if self.server.options.verbose:
+            sys.stderr.write(f"{self.server.role}: {format % args}\n")
+
+    def handle_request(self, method):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        url = urlsplit(self.path)
+        if self.server.role == "hub" and url.path in CONTROL_PATHS:
+            return self.send_reply(self.control(method, url.path, body), method)
+        try:
+            reply = self.route(method, [unquote(s) for s in url.path.split("/")[1:]], url)
+        except Exception:
+            traceback.print_exc()
+            reply = error_reply(500, "", "Internal error in the test hub")
+        control = self.server.control
+        rule = control.take_fault(self.path, method != "HEAD" and reply.length > 0)
+        limit = flip_at = None
+        if rule and rule["action"] == "status":
+            extra = [("Retry-After", str(rule["retry_after"]))] if "retry_after" in rule else []
+            reply = error_reply(int(rule["status"]), rule.get("error_code", ""), "Injected fault", extra)
+        elif rule and rule["action"] == "delay":
+            time.sleep(float(rule["seconds"]))
+        elif rule and rule["action"] == "truncate":
+            limit = int(rule["after_bytes"])
+        elif rule and rule["action"] == "corrupt":
+            flip_at = reply.length // 2
+        control.record({
+            "host": self.server.role,
+            "method": method,
+            "path": self.path,
+            "status": reply.status,
+            "auth": "Authorization" in self.headers,
+            "range": self.headers.get("Range"),
+        })
+        self.send_reply(reply, method, limit, flip_at)
+
+    def send_reply(self, reply, method, limit=None, flip_at=None):
+        """Send headers with the true length; a limit cuts the body and the connection."""
+        try:
+            self.send_response(reply.status)
+            for name, value in reply.headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(reply.length))
+            self.end_headers()
+            if method == "HEAD":
+                return
+            sent = 0
+            for chunk in reply.chunks():
+                if flip_at is not None and sent <= flip_at < sent + len(chunk):
+                    chunk = bytearray(chunk)
+                    chunk[flip_at - sent] ^= 0xFF
+                if limit is not None:
+                    chunk = chunk[: max(0, limit - sent)]
+                self.wfile.write(chunk)
+                sent += len(chunk)
+                if limit is not None and sent >= limit:
+                    self.close_connection = True
+                    return
+        except ConnectionError:
+            self.close_connection = True
+
+    def control(self, method, path, body) -> Reply:
+        control = self.server.control
+        if path == "/_stats" and method in ("GET", "HEAD"):
+            with control.lock:
+                data = dump_json({"requests": control.requests})
+            return Reply(200, [("Content-Type", "application/json")], data)
+        if path == "/_reset" and method == "POST":
+            control.reset()
+            return Reply(200, [("Content-Type", "application/json")], b"{}")
+        if path == "/_faults" and method == "POST":
+            try:
+                control.add_faults(json.loads(body or b"{}").get("faults", []))
+            except (ValueError, AttributeError) as e:
+                return error_reply(400, "", f"bad fault rules: {e}")
+            return Reply(200, [("Content-Type", "application/json")], b"{}")
+        return error_reply(405, "", f"{method} {path} is not supported")
+
+    def route(self, method, segs, url) -> Reply:
+        if method not in ("GET", "HEAD"):
+            return error_reply(405, "", f"{method} is not supported")
+        index = self.server.hub.current()
+        if self.server.role == "cdn":
+            blob = index.lfs_blobs.get(segs[1]) if len(segs) == 2 and segs[0] == "lfs" else None
+            if blob is None:
+                return error_reply(404, "EntryNotFound", "Entry not found")
+            return self.file_reply(blob, segs[1], [])
+        if segs[0] == "api" and len(segs) >= 5 and segs[1] in ("kernels", "models"):
+            return self.api(index, segs[1][:-1], "/".join(segs[2:4]), segs[4], segs[5:], url)
+        if len(segs) >= 5 and segs[0] == "kernels" and segs[3] == "resolve":
+            return self.resolve(index, "kernel", "/".join(segs[1:3]), segs[4], segs[5:])
+        if len(segs) >= 4 and segs[2] == "resolve":
+            return self.resolve(index, "model", "/".join(segs[0:2]), segs[3], segs[4:])
+        return error_reply(404, "", "Not found")
+
+    def check_repo(self, index, kind, repo_id):
+        """An error reply when the repo is unknown, of the other type, or private to us."""
+        repo = index.repos.get(repo_id)
+        if repo is None or repo["type"] != kind:
+            return error_reply(404, "RepoNotFound", "Repository not found")
+        token = self.server.options.token
+        if repo["private"] and not (token and self.headers.get("Authorization") == f"Bearer {token}"):
+            return error_reply(401, "RepoNotFound", "Repository not found")
+        return None
+
+    def api(self, index, kind, repo_id, action, rest, url) -> Reply:
+        if denied := self.check_repo(index, kind, repo_id):
+            return denied
+        static = index.root / "api" / f"{kind}s" / repo_id
+        json_type = [("Content-Type", "application/json")]
+        if action == "refs" and not rest:
+            return Reply(200, json_type, (static / "refs").read_bytes())
+        if action not in ("revision", "tree") or not rest:
+            return error_reply(404, "", "Not found")
+        commit = index.commit_for(repo_id, rest[0])
+        if commit is None:
+            return error_reply(404, "RevisionNotFound", f"Invalid rev id: {rest[0]}")
+        if action == "revision" and len(rest) == 1:
+            return Reply(200, json_type, (static / "revision" / rest[0]).read_bytes())
+        if action == "tree":
+            return self.tree(index.repos[repo_id]["trees"][commit], "/".join(s for s in rest[1:] if s), url)
+        return error_reply(404, "", "Not found")
+
+    def tree(self, tree, path, url) -> Reply:
+        query = dict(parse_qsl(url.query))
+        if path and not any(e["path"] == path and e["type"] == "directory" for e in tree):
+            return error_reply(404, "EntryNotFound", f"Entry not found: {path}")
+        prefix = f"{path}/" if path else ""
+        entries = [e for e in tree if e["path"].startswith(prefix)]
+        if query.get("recursive", "").lower() not in ("1", "true"):
+            entries = [e for e in entries if "/" not in e["path"][len(prefix):]]
+        if not query.get("cursor", "0").isdigit():
+            return error_reply(400, "", "cursor must be a non-negative integer")
+        start, size = int(query.get("cursor", "0")), self.server.options.page_size
+        headers = [("Content-Type", "application/json")]
+        if start + size < len(entries):
+            query["cursor"] = str(start + size)
+            host = self.headers.get("Host") or "%s:%d" % self.server.server_address[:2]
+            headers.append(("Link", f'<http://{host}{url.path}?{urlencode(query)}>; rel="next"'))
+        return Reply(200, headers, dump_json(entries[start : start + size]))
+
+    def resolve(self, index, kind, repo_id, rev, rest) -> Reply:
+        if denied := self.check_repo(index, kind, repo_id):
+            return denied
+        commit = index.commit_for(repo_id, rev)
+        if commit is None:
+            return error_reply(404, "RevisionNotFound", f"Invalid rev id: {rev}")
+        path = "/".join(rest)
+        entry = index.files[(repo_id, commit)].get(path)
+        headers = [("X-Repo-Commit", commit)]
+        if entry is None:
+            return error_reply(404, "EntryNotFound", f"Entry not found: {path}", headers)
+        if "lfs" not in entry:
+            return self.file_reply(index.resolve_file(repo_id, commit, path), entry["oid"], headers)
+        sha256 = entry["lfs"]["oid"]
+        location = f"{self.server.options.cdn_url}/lfs/{sha256}?repo={quote(repo_id, safe='')}"
+        headers += [
+            ("Location", location),
+            ("X-Linked-Etag", f'"{sha256}"'),
+            ("X-Linked-Size", str(entry["size"])),
+            ("ETag", f'"{sha256}"'),
+        ]
+        return Reply(302, headers)
+
+    def file_reply(self, file: Path, etag: str, headers) -> Reply:
+        """The file, or the part a Range asks for (unless If-Range names another version)."""
+        total = file.stat().st_size
+        headers = headers + [("ETag", f'"{etag}"'), ("Content-Type", "application/octet-stream"),
+                             ("Accept-Ranges", "bytes")]
+        wanted = self.headers.get("Range")
+        if_range = self.headers.get("If-Range")
+        m = re.fullmatch(r"bytes=(\d*)-(\d*)", (wanted or "").strip())
+        if not m or not (m[1] or m[2]) or (if_range is not None and strip_etag(if_range) != etag):
+            return Reply(200, headers, file=file, length=total)
+        if m[1]:
+            start, end = int(m[1]), min(int(m[2]) if m[2] else total - 1, total - 1)
+            if m[2] and int(m[2]) < start:  # syntactically invalid: ignore the header
+                return Reply(200, headers, file=file, length=total)
+        else:
+            start, end = max(0, total - int(m[2])), total - 1
+        if start >= total or end < start:
+            return Reply(416, headers + [("Content-Range", f"bytes */{total}")])
+        headers.append(("Content-Range", f"bytes {start}-{end}/{total}"))
+        return Reply(206, headers, file=file, start=start, length=end - start + 1)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, host, role, hub, control, options):
+        super().__init__((host, 0), Handler)
+        self.role, self.hub, self.control, self.options = role, hub, control, options
+
+    @property
+    def url(self):
+        return "http://%s:%d" % self.server_address[:2]
+
+    def handle_error(self, request, client_address):
+        # Clients that hang up mid-reply are routine in fault tests.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Serve a make_hub.py tree over loopback HTTP.")
+    parser.add_argument("--root", required=True, type=Path, help="the hub tree (holds _hub.json)")
+    parser.add_argument("--host", default="127.0.0.1", help="address of the hub (default 127.0.0.1)")
+    parser.add_argument("--cdn-host", default="127.0.0.2", help="address of the LFS CDN (default 127.0.0.2)")
+    parser.add_argument("--token", default="", help="the token that opens private repos")
+    parser.add_argument("--page-size", type=int, default=1000, help="tree entries per page (default 1000)")
+    parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
+    options = parser.parse_args()
+    if options.page_size < 1:
+        parser.error("--page-size must be at least 1")
+
+    hub, control = Hub(options.root.absolute()), Control()
+    try:
+        hub.current()  # fail now, not on the first request, when the tree is unusable
+    except (OSError, ValueError, KeyError) as e:
+        parser.error(f"cannot load the hub index {str(options.root / '_hub.json')!r}: {e!r}")
+    # Installed before the ready line, so a parent that stops us right after
+    # reading it gets a clean exit.
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    cdn = Server(options.cdn_host, "cdn", hub, control, options)
+    options.cdn_url = cdn.url
+    servers = [Server(options.host, "hub", hub, control, options), cdn]
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(json.dumps({"endpoint": servers[0].url, "cdn": cdn.url}), flush=True)
+
+    def watch_stdin():
+        while os.read(0, 4096):
+            pass
+        stop.set()
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    # Exiting closes the sockets and ends the daemon threads serving them; a
+    # shutdown() handshake would only make every test wait for it.
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
