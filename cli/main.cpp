@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
         kernhub::cli::add_list_command(app),
         kernhub::cli::add_info_command(app),
     };
+    bool json = wants_json(argc, argv);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -54,10 +55,9 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        app.exit(e);
+        report(kernhub::Error(kernhub::ErrorCode::usage, std::string(e.what()) + "; run 'kernhub --help'"), json);
         return static_cast<int>(kernhub::ErrorCode::usage);
     }
-    bool json = wants_json(argc, argv);
     try {
         for (const auto& command : commands) {
             if (command.app->parsed()) return command.run();

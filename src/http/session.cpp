@@ -53,20 +53,24 @@ struct Session::Handle {
 struct Session::Attempt {
     Response response;
     BodyTarget* target = nullptr;
+    std::string url;
     bool first_body_byte = true;
-    bool asked_range = false;
     std::exception_ptr target_error;
     CURLcode code = CURLE_OK;
     std::string curl_message;
     std::string validator;  // ETag of the last 2xx body, for If-Range
-    std::chrono::milliseconds retry_after{-1};
 };
 
+// Records the status of each response (1xx and redirect hops included) so
+// the body callback knows whether bytes belong to the target or to an
+// error or redirect body, and collects header fields.
 static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
     auto* attempt = static_cast<Session::Attempt*>(user);
     std::string line(data, size * count);
     if (line.rfind("HTTP/", 0) == 0) {
-        attempt->response.headers.clear();  // a new response (after 1xx) starts
+        attempt->response.headers.clear();
+        auto space = line.find(' ');
+        attempt->response.status = space == std::string::npos ? 0 : std::atol(line.c_str() + space + 1);
         return size * count;
     }
     auto colon = line.find(':');
@@ -82,41 +86,33 @@ static std::size_t on_header(char* data, std::size_t size, std::size_t count, vo
 static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
     auto* attempt = static_cast<Session::Attempt*>(user);
     std::size_t bytes = size * count;
-    // The status line was parsed by the header callback before any body.
     long status = attempt->response.status;
     bool success = status == 200 || status == 206;
-    if (attempt->target != nullptr && success) {
-        try {
+    try {
+        if (attempt->target != nullptr && success) {
             if (attempt->first_body_byte && status == 200 && attempt->target->size() > 0) {
                 attempt->target->restart();  // Range was ignored: the body starts at byte 0
             }
             attempt->first_body_byte = false;
             attempt->target->write(data, bytes);
-        } catch (...) {
-            attempt->target_error = std::current_exception();
-            return 0;  // aborts the transfer; rethrown after curl_easy_perform
+            return bytes;
         }
+        if (attempt->target != nullptr) {
+            // Error and redirect bodies only feed messages: keep the start.
+            std::size_t room = k_max_error_body - std::min(k_max_error_body, attempt->response.body.size());
+            attempt->response.body.append(data, std::min(room, bytes));
+            return bytes;
+        }
+        if (attempt->response.body.size() + bytes > k_max_memory_body) {
+            throw Error(ErrorCode::network, "hub response from " + redact(attempt->url) + " exceeds " +
+                                                std::to_string(k_max_memory_body >> 20) + " MiB; check the endpoint");
+        }
+        attempt->response.body.append(data, bytes);
         return bytes;
+    } catch (...) {
+        attempt->target_error = std::current_exception();
+        return 0;  // aborts the transfer; rethrown after curl_easy_perform
     }
-    std::size_t cap = attempt->target != nullptr ? k_max_error_body : k_max_memory_body;
-    if (attempt->response.body.size() + bytes > cap) {
-        if (attempt->target != nullptr) return bytes;  // error bodies are only for messages
-        return 0;
-    }
-    attempt->response.body.append(data, bytes);
-    return bytes;
-}
-
-// Records the status from each status line so the body callback knows
-// whether the bytes belong to the target or to an error/redirect body.
-static std::size_t on_header_with_status(char* data, std::size_t size, std::size_t count, void* user) {
-    auto* attempt = static_cast<Session::Attempt*>(user);
-    std::string line(data, size * count);
-    if (line.rfind("HTTP/", 0) == 0) {
-        auto space = line.find(' ');
-        attempt->response.status = space == std::string::npos ? 0 : std::atol(line.c_str() + space + 1);
-    }
-    return on_header(data, size, count, user);
 }
 
 Session::Session(Policy policy, std::string token, std::string token_origin)
@@ -131,6 +127,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     CURL* curl = m_handle->curl;
     curl_easy_reset(curl);
     attempt.response = Response{};
+    attempt.url = url;
     attempt.target = target;
     attempt.first_body_byte = true;
     attempt.target_error = nullptr;
@@ -143,8 +140,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     }
     std::string range;
     std::string if_range;
-    attempt.asked_range = target != nullptr && target->size() > 0;
-    if (attempt.asked_range) {
+    if (target != nullptr && target->size() > 0) {
         range = "Range: bytes=" + std::to_string(target->size()) + "-";
         headers = curl_slist_append(headers, range.c_str());
         if (!attempt.validator.empty()) {
@@ -163,7 +159,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 10L);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, m_policy.low_speed_time_s);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header_with_status);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);

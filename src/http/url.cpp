@@ -21,6 +21,7 @@ std::optional<Url> parse_url(const std::string& url) {
     auto target_start = url.find_first_of("/?#", authority_start);
     std::string authority = url.substr(authority_start, target_start - authority_start);
     parsed.target = target_start == std::string::npos ? "/" : url.substr(target_start);
+    if (parsed.target[0] != '/') parsed.target.insert(0, "/");
     if (auto at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);
     // Bracketed IPv6 literals keep their colons.
     auto port_sep = authority.rfind(':');
@@ -32,6 +33,7 @@ std::optional<Url> parse_url(const std::string& url) {
             return std::nullopt;
         }
         parsed.port = std::stoi(port);
+        if (parsed.port < 1 || parsed.port > 65535) return std::nullopt;
     } else {
         parsed.port = parsed.scheme == "https" ? 443 : 80;
     }

@@ -15,6 +15,10 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const std::string& etag = entry.etag();
     std::string sha256;
+    if (!cache.has_blob(etag) && request.offline) {
+        throw Error(ErrorCode::offline, expect.label + " is not in the cache under " + m_root.string() +
+                                            "; fetch it once while online (offline mode is on)");
+    }
     if (!cache.has_blob(etag)) {
         // One process downloads; the others wait on the lock, then find the blob.
         store::FileLock lock = cache.lock_blob(etag);
@@ -29,7 +33,9 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
             emit(Event::Kind::download_done, {}, entry.path, entry.size, entry.size);
         }
     }
-    if (sha256.empty()) sha256 = verify_cached_blob(cache.blob_path(etag), expect);
+    // Offline without a record of the variant, nothing vouches for the blob:
+    // check it against its hash, not just against metadata.json.
+    if (sha256.empty()) sha256 = verify_cached_blob(cache.blob_path(etag), expect, request.offline);
     cache.link_snapshot(commit, entry.path, etag);
     return sha256;
 }

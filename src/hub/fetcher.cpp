@@ -77,6 +77,13 @@ std::optional<FetchOutcome> outcome_from_record(const store::RepoCache& cache, c
 
 }  // namespace
 
+// refs/<revision> follows the hub; rewritten only when it moved, so a warm
+// fetch does no write.
+static void update_ref(const store::RepoCache& cache, const FetchRequest& request, const std::string& commit) {
+    if (request.offline || is_commit_sha(request.revision)) return;
+    if (cache.read_ref(request.revision) != commit) cache.write_ref(request.revision, commit);
+}
+
 std::string describe_rejections(const select::Selection& selection) {
     std::string out;
     for (const auto& rejection : selection.rejected) {
@@ -109,10 +116,37 @@ std::string Fetcher::resolve_commit(const FetchRequest& request) {
                                         m_root.string() + "; fetch it once while online (offline mode is on)");
 }
 
+// A snapshot another tool (huggingface_hub, kernels) filled has no kernhub
+// listing: rebuild one from the links. The blob name is the hub's hash, so
+// the files can still be verified before use.
+static std::vector<TreeEntry> listing_from_snapshot(const store::RepoCache& cache, const std::string& commit) {
+    std::vector<TreeEntry> entries;
+    for (const auto& file : cache.list_snapshot(commit, "build")) {
+        TreeEntry entry;
+        entry.path = file.relpath;
+        entry.is_file = true;
+        entry.size = file.size;
+        if (file.etag.size() == 64) {
+            entry.lfs_sha256 = file.etag;
+        } else if (file.etag.size() == 40) {
+            entry.oid = file.etag;
+        } else {
+            continue;  // not a link into blobs/: cannot be verified
+        }
+        entries.push_back(std::move(entry));
+    }
+    return entries;
+}
+
 std::vector<TreeEntry> Fetcher::listing(const FetchRequest& request, const std::string& commit) {
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    m_listing_from_disk = false;
     if (auto cached = cache.read_tree(commit)) return parse_tree_page(*cached, cache.folder().string());
     if (request.offline) {
+        if (auto from_disk = listing_from_snapshot(cache, commit); !from_disk.empty()) {
+            m_listing_from_disk = true;
+            return from_disk;
+        }
         throw Error(ErrorCode::offline, repo_at(request.repo, commit) + " has no cached listing under " +
                                             m_root.string() + "; fetch it once while online (offline mode is on)");
     }
@@ -135,6 +169,11 @@ VariantChoice Fetcher::choose(const FetchRequest& request) {
 
 FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     VariantChoice choice = choose(request);
+    if (!choice.selection.chosen && m_listing_from_disk) {
+        throw Error(ErrorCode::offline, "no cached build variant of " + repo_at(request.repo, request.revision) +
+                                            " fits: " + describe_rejections(choice.selection) +
+                                            "; fetch it once while online (offline mode is on)");
+    }
     if (!choice.selection.chosen) {
         std::string scope = request.host.targets.empty() ? "this host (" + select::describe(request.host) + ")"
                                                          : "the requested --target";
@@ -148,21 +187,20 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     auto entries = variant_entries(m_last_listing, variant);
 
     if (auto warm = outcome_from_record(cache, commit, variant, entries)) {
-        if (!request.offline && !is_commit_sha(request.revision)) cache.write_ref(request.revision, commit);
+        update_ref(cache, request, commit);
         return *warm;
     }
-    if (request.offline) {
-        throw Error(ErrorCode::offline, "variant " + variant + " of " + repo_at(request.repo, request.revision) +
-                                            " is not fully cached under " + m_root.string() +
-                                            "; fetch it once while online (offline mode is on)");
-    }
+    // Offline, the files may still all be there (a crash before the record
+    // was written, or a cache another tool filled): download_variant then
+    // re-verifies each blob from disk and fails with Error(offline) on the
+    // first one missing.
     FetchOutcome outcome = download_variant(request, commit, variant, entries);
     json record = {{"format", 1}, {"variant", variant}, {"commit", commit}, {"files", json::array()}};
     for (const auto& file : outcome.files) {
         record["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
     }
     cache.write_variant_record(commit, variant, record.dump(2));
-    if (!is_commit_sha(request.revision)) cache.write_ref(request.revision, commit);
+    update_ref(cache, request, commit);
     return outcome;
 }
 

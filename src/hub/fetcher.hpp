@@ -74,6 +74,7 @@ private:
     HubClient* m_client;
     EventSink* m_events;
     std::vector<TreeEntry> m_last_listing;
+    bool m_listing_from_disk = false;  // rebuilt from snapshot links: only what is cached
 };
 
 // "name: reason; name: reason" for error messages.

@@ -37,6 +37,13 @@ static json parse_json(const std::string& text, const std::string& source) {
     }
 }
 
+// nlohmann converts -1 or 1.5 to uint64 silently; sizes must be exact.
+static std::uint64_t unsigned_field(const json& object, const char* key) {
+    const json& value = object.at(key);
+    if (!value.is_number_unsigned()) throw json::type_error::create(302, std::string(key) + " is not a size", &value);
+    return value.get<std::uint64_t>();
+}
+
 std::vector<TreeEntry> parse_tree_page(const std::string& text, const std::string& source) {
     json page = parse_json(text, source);
     if (!page.is_array()) throw Error(ErrorCode::network, "hub tree listing for " + source + " is not a JSON array");
@@ -47,11 +54,11 @@ std::vector<TreeEntry> parse_tree_page(const std::string& text, const std::strin
             entry.path = item.at("path").get<std::string>();
             entry.is_file = item.at("type").get<std::string>() == "file";
             if (entry.is_file) {
-                entry.size = item.at("size").get<std::uint64_t>();
+                entry.size = unsigned_field(item, "size");
                 entry.oid = item.at("oid").get<std::string>();
                 if (item.contains("lfs") && !item["lfs"].is_null()) {
                     entry.lfs_sha256 = item["lfs"].at("oid").get<std::string>();
-                    entry.size = item["lfs"].value("size", entry.size);
+                    if (item["lfs"].contains("size")) entry.size = unsigned_field(item["lfs"], "size");
                 }
             }
             entries.push_back(std::move(entry));
@@ -114,7 +121,9 @@ std::string HubClient::resolve_revision(const RepoRef& repo, const std::string& 
     if (response.status != 200) {
         bool version = revision.size() > 1 && revision[0] == 'v' &&
                        revision.find_first_not_of("0123456789", 1) == std::string::npos;
-        if (version && response.header("x-error-code") == "RevisionNotFound") {
+        // A static hub answers a bare 404 where the real one says RevisionNotFound.
+        const std::string code = response.header("x-error-code");
+        if (version && (code == "RevisionNotFound" || (code.empty() && response.status == 404))) {
             throw Error(ErrorCode::not_found, "version " + revision.substr(1) + " (branch " + revision +
                                                   ") not found in " + repo_label(repo) + versions_hint(repo));
         }

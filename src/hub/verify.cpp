@@ -38,12 +38,7 @@ std::optional<MetadataDigest> parse_metadata_digest(const std::string& text, con
     return out;
 }
 
-VerifyingTarget::VerifyingTarget(store::IncompleteBlob& blob, const Expectation& expect, EventSink* events)
-    : m_blob(blob), m_expect(expect), m_events(events) {
-    reset_hashers();
-}
-
-void VerifyingTarget::reset_hashers() {
+void StreamChecker::reset() {
     m_sha256.reset();
     m_git.reset();
     if (!m_expect.entry->is_lfs()) m_git.emplace(m_expect.entry->size);
@@ -53,15 +48,56 @@ void VerifyingTarget::reset_hashers() {
     }
 }
 
+void StreamChecker::update(const char* data, std::size_t size) {
+    m_sha256.update(data, size);
+    if (m_git) m_git->update(data, size);
+    if (m_extra) m_extra->update(data, size);
+}
+
+static void check_metadata(const Expectation& expect, const digest::Bytes& actual) {
+    if (!expect.metadata_digest) return;
+    if (actual != *expect.metadata_digest) {
+        throw Error(ErrorCode::verification,
+                    expect.label + " does not match the digest in its variant's metadata.json (expected " +
+                        digest::to_base64(*expect.metadata_digest) + ", got " + digest::to_base64(actual) +
+                        "); the file was not used");
+    }
+}
+
+std::string StreamChecker::finish(std::uint64_t size) {
+    const TreeEntry& entry = *m_expect.entry;
+    if (size != entry.size) {
+        throw Error(ErrorCode::verification, m_expect.label + ": got " + std::to_string(size) +
+                                                 " bytes, the hub listed " + std::to_string(entry.size));
+    }
+    digest::Bytes sha256 = m_sha256.finish();
+    std::string sha256_hex = digest::to_hex(sha256);
+    if (entry.is_lfs() && sha256_hex != entry.lfs_sha256) {
+        throw Error(ErrorCode::verification, m_expect.label + ": sha256 " + sha256_hex + " does not match the hub's " +
+                                                 entry.lfs_sha256 + "; the file was not used, fetch again");
+    }
+    if (m_git) {
+        std::string sha1 = m_git->finish_hex();
+        if (sha1 != entry.oid) {
+            throw Error(ErrorCode::verification, m_expect.label + ": git blob sha1 " + sha1 +
+                                                     " does not match the hub's " + entry.oid +
+                                                     "; the file was not used, fetch again");
+        }
+    }
+    check_metadata(m_expect, m_extra ? m_extra->finish() : sha256);
+    return sha256_hex;
+}
+
+VerifyingTarget::VerifyingTarget(store::IncompleteBlob& blob, const Expectation& expect, EventSink* events)
+    : m_blob(blob), m_expect(expect), m_events(events), m_checker(expect) {}
+
 void VerifyingTarget::write(const char* data, std::size_t size) {
     if (m_blob.size() + size > m_expect.entry->size) {
         throw Error(ErrorCode::verification, m_expect.label + ": the hub sent more than the " +
                                                  std::to_string(m_expect.entry->size) + " bytes it listed");
     }
     m_blob.write(data, size);
-    m_sha256.update(data, size);
-    if (m_git) m_git->update(data, size);
-    if (m_extra) m_extra->update(data, size);
+    m_checker.update(data, size);
     if (m_events != nullptr) {
         Event event;
         event.kind = Event::Kind::download_bytes;
@@ -74,73 +110,31 @@ void VerifyingTarget::write(const char* data, std::size_t size) {
 
 void VerifyingTarget::restart() {
     m_blob.restart();
-    reset_hashers();
+    m_checker.reset();
 }
 
-static void check_metadata(const Expectation& expect, const digest::Bytes& sha256, const digest::Bytes* other) {
-    if (!expect.metadata_digest) return;
-    const digest::Bytes& actual = other != nullptr ? *other : sha256;
-    if (actual != *expect.metadata_digest) {
-        throw Error(ErrorCode::verification,
-                    expect.label + " does not match the digest in its variant's metadata.json (expected " +
-                        digest::to_base64(*expect.metadata_digest) + ", got " + digest::to_base64(actual) +
-                        "); the download was discarded");
-    }
-}
-
-std::string VerifyingTarget::finish() {
-    const TreeEntry& entry = *m_expect.entry;
-    if (m_blob.size() != entry.size) {
-        throw Error(ErrorCode::verification, m_expect.label + ": received " + std::to_string(m_blob.size()) +
-                                                 " bytes, the hub listed " + std::to_string(entry.size));
-    }
-    digest::Bytes sha256 = m_sha256.finish();
-    std::string sha256_hex = digest::to_hex(sha256);
-    if (entry.is_lfs() && sha256_hex != entry.lfs_sha256) {
-        throw Error(ErrorCode::verification, m_expect.label + ": sha256 " + sha256_hex + " does not match the hub's " +
-                                                 entry.lfs_sha256 + "; the download was discarded, fetch again");
-    }
-    if (m_git) {
-        std::string sha1 = m_git->finish_hex();
-        if (sha1 != entry.oid) {
-            throw Error(ErrorCode::verification, m_expect.label + ": git blob sha1 " + sha1 +
-                                                     " does not match the hub's " + entry.oid +
-                                                     "; the download was discarded, fetch again");
-        }
-    }
-    digest::Bytes extra;
-    if (m_extra) extra = m_extra->finish();
-    check_metadata(m_expect, sha256, m_extra ? &extra : nullptr);
-    return sha256_hex;
-}
-
-std::string verify_cached_blob(const std::filesystem::path& blob, const Expectation& expect) {
+std::string verify_cached_blob(const std::filesystem::path& blob, const Expectation& expect, bool adopted) {
     const TreeEntry& entry = *expect.entry;
     bool need_extra =
         expect.metadata_digest && expect.metadata_algorithm && *expect.metadata_algorithm != digest::Algorithm::sha256;
     // An LFS blob's name is its verified SHA-256: no need to read it again.
-    if (entry.is_lfs() && !need_extra) {
-        if (auto sha = digest::from_hex(entry.lfs_sha256)) check_metadata(expect, *sha, nullptr);
+    if (!adopted && entry.is_lfs() && !need_extra) {
+        if (auto sha = digest::from_hex(entry.lfs_sha256)) check_metadata(expect, *sha);
         return entry.lfs_sha256;
     }
     std::ifstream in(blob, std::ios::binary);
     if (!in)
         throw Error(ErrorCode::internal, "cannot read cached blob " + blob.string() + "; run `kernhub fetch` again");
-    digest::Hasher sha256(digest::Algorithm::sha256);
-    std::optional<digest::Hasher> extra;
-    if (need_extra) extra.emplace(*expect.metadata_algorithm);
+    StreamChecker checker(expect);
+    std::uint64_t size = 0;
     char buffer[1 << 16];
     while (in) {
         in.read(buffer, sizeof buffer);
         auto got = static_cast<std::size_t>(in.gcount());
-        sha256.update(buffer, got);
-        if (extra) extra->update(buffer, got);
+        checker.update(buffer, got);
+        size += got;
     }
-    digest::Bytes sha = sha256.finish();
-    digest::Bytes other;
-    if (extra) other = extra->finish();
-    check_metadata(expect, sha, extra ? &other : nullptr);
-    return digest::to_hex(sha);
+    return checker.finish(size);
 }
 
 }  // namespace kernhub::hub

@@ -34,8 +34,27 @@ struct Expectation {
     std::optional<digest::Bytes> metadata_digest;
 };
 
-// Streams into an IncompleteBlob, computing SHA-256 (always), the git blob
-// SHA-1 (plain files) and the metadata digest algorithm when it differs.
+// The digests one file must match, computed in a single streaming pass:
+// SHA-256 (always), the git blob SHA-1 (plain files) and the metadata
+// digest's algorithm when it is not SHA-256.
+class StreamChecker {
+public:
+    explicit StreamChecker(const Expectation& expect) : m_expect(expect) { reset(); }
+    void update(const char* data, std::size_t size);
+    void reset();
+    // Checks the size, the hub's hash and the metadata digest; returns the
+    // SHA-256 hex. Throws Error(verification) naming the file and both
+    // values on a mismatch.
+    std::string finish(std::uint64_t size);
+
+private:
+    const Expectation& m_expect;
+    digest::Hasher m_sha256{digest::Algorithm::sha256};
+    std::optional<digest::GitBlobHasher> m_git;
+    std::optional<digest::Hasher> m_extra;
+};
+
+// Streams a download into an IncompleteBlob through a StreamChecker.
 class VerifyingTarget final : public http::BodyTarget {
 public:
     VerifyingTarget(store::IncompleteBlob& blob, const Expectation& expect, EventSink* events);
@@ -43,24 +62,19 @@ public:
     std::uint64_t size() const override { return m_blob.size(); }
     void write(const char* data, std::size_t size) override;
     void restart() override;
-
-    // Checks size and every digest; returns the SHA-256 hex. Throws
-    // Error(verification) naming the file and both values on a mismatch.
-    std::string finish();
+    std::string finish() { return m_checker.finish(m_blob.size()); }
 
 private:
-    void reset_hashers();
-
     store::IncompleteBlob& m_blob;
     const Expectation& m_expect;
     EventSink* m_events;
-    digest::Hasher m_sha256{digest::Algorithm::sha256};
-    std::optional<digest::GitBlobHasher> m_git;
-    std::optional<digest::Hasher> m_extra;
+    StreamChecker m_checker;
 };
 
-// Verifies a blob already in the cache against the metadata digest (the hub
-// hash was checked when it was written). Returns its SHA-256 hex.
-std::string verify_cached_blob(const std::filesystem::path& blob, const Expectation& expect);
+// Verifies a blob already in the cache and returns its SHA-256 hex.
+// kernhub's own blobs were checked against the hub when written, so only the
+// metadata digest is checked (an LFS blob is then not even read); a blob
+// another tool wrote (`adopted`) is re-hashed against everything.
+std::string verify_cached_blob(const std::filesystem::path& blob, const Expectation& expect, bool adopted);
 
 }  // namespace kernhub::hub

@@ -32,14 +32,16 @@ int finish_temp(int fd, const std::string& content) {
 
 }  // namespace
 
-void write_file_atomic(const fs::path& path, const std::string& content) {
+void write_file_atomic(const fs::path& path, const std::string& content, const fs::path& temp_dir) {
     fs::path dir = path.parent_path();
     if (dir.empty()) dir = ".";
     if (int err = detail::make_directories(dir); err != 0) throw_write_error(path, err);
+    fs::path staging = temp_dir.empty() ? dir : temp_dir;
+    if (int err = detail::make_directories(staging); err != 0) throw_write_error(path, err);
 
     // A dot name keeps the temp out of casual listings; the random part keeps
     // concurrent writers of the same file from colliding.
-    fs::path temp = dir / ("." + path.filename().string() + "." + detail::random_hex(16) + ".tmp");
+    fs::path temp = staging / ("." + path.filename().string() + "." + detail::random_hex(16) + ".tmp");
     int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) throw_write_error(path, errno);
 

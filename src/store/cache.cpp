@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -181,7 +182,7 @@ void RepoCache::write_ref(const std::string& revision, const std::string& commit
     check_revision(revision);
     check_commit(commit);
     // No trailing newline: byte-identical to what huggingface_hub writes.
-    write_file_atomic(m_folder / "refs" / revision, commit);
+    write_file_atomic(m_folder / "refs" / revision, commit, staging_dir());
 }
 
 bool RepoCache::has_blob(const std::string& etag) const {
@@ -227,9 +228,12 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& relp
     }
     fs::path dir = link.parent_path();
     int err = detail::make_directories(dir);
+    if (err == 0) err = detail::make_directories(staging_dir());
     // symlink() cannot replace an entry, so build the link under a temp name
-    // and rename it over: readers see the old link or the new one.
-    fs::path temp = dir / ("." + link.filename().string() + "." + detail::random_hex(16) + ".tmp");
+    // and rename it over: readers see the old link or the new one. The temp
+    // lives outside snapshots/ so a crash leaves no stray entry there; the
+    // link text is relative to its final place, not to where it is made.
+    fs::path temp = staging_dir() / ("." + link.filename().string() + "." + detail::random_hex(16) + ".tmp");
     if (err == 0 && ::symlink(relative_blob_target(relpath, etag).c_str(), temp.c_str()) != 0) {
         err = errno;
     }
@@ -242,6 +246,30 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& relp
         throw Error(ErrorCode::internal, "cannot link " + link.string() + ": " + detail::errno_text(err) +
                                              "; check permissions and free space");
     }
+}
+
+std::vector<RepoCache::SnapshotFile> RepoCache::list_snapshot(const std::string& commit,
+                                                              const std::string& subdir) const {
+    std::vector<SnapshotFile> out;
+    fs::path base = snapshot_dir(commit);
+    std::error_code ec;
+    fs::recursive_directory_iterator it(base / subdir, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+        std::error_code type_ec;
+        if (!it->is_regular_file(type_ec)) continue;  // follows links: dangling ones drop out
+        SnapshotFile file;
+        file.relpath = it->path().lexically_relative(base).generic_string();
+        std::error_code entry_ec;  // a problem with one entry must not end the walk
+        file.size = it->file_size(entry_ec);
+        if (it->is_symlink(entry_ec)) {
+            fs::path target = fs::read_symlink(it->path(), entry_ec);
+            if (target.parent_path().filename() == "blobs") file.etag = target.filename().string();
+        }
+        out.push_back(std::move(file));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const SnapshotFile& a, const SnapshotFile& b) { return a.relpath < b.relpath; });
+    return out;
 }
 
 bool RepoCache::snapshot_complete(const std::string& commit, const std::string& relpath) const {

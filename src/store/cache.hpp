@@ -10,6 +10,7 @@
 //       refs/<revision>                    the commit id, written atomically
 //       .kernhub/trees/<commit>.json       kernhub's copy of the hub listing
 //       .kernhub/variants/<commit>/<variant>.json  record of a complete variant
+//       .kernhub/tmp/                      temp files for refs/ and snapshots/
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/repo.hpp"
 
@@ -42,7 +44,10 @@ std::string repo_folder_name(RepoType type, const std::string& repo_id);
 // Writes `content` to `path` atomically: temp file in the same directory,
 // fsync, rename, fsync of the directory. Creates parent directories.
 // Throws Error(internal) naming the path on failure.
-void write_file_atomic(const fs::path& path, const std::string& content);
+// `temp_dir` (same filesystem) holds the temp file instead of the target's
+// directory, for directories whose readers must never see a stray temp
+// (refs/ and snapshots/, which huggingface_hub scans).
+void write_file_atomic(const fs::path& path, const std::string& content, const fs::path& temp_dir = {});
 
 // Whole file as a string; nullopt when it does not exist. Error(internal)
 // when it exists but cannot be read.
@@ -98,6 +103,8 @@ public:
     const fs::path& folder() const noexcept { return m_folder; }
     fs::path blob_path(const std::string& etag) const;
     fs::path snapshot_dir(const std::string& commit) const;
+    // Where temp files for refs/ and snapshots/ are staged before rename.
+    fs::path staging_dir() const { return m_folder / ".kernhub" / "tmp"; }
     fs::path snapshot_path(const std::string& commit, const std::string& relpath) const;
 
     // refs/<revision>; nullopt when absent or not holding a commit id (so a
@@ -118,6 +125,17 @@ public:
     void link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag) const;
     // True when the snapshot entry exists and resolves to an existing file.
     bool snapshot_complete(const std::string& commit, const std::string& relpath) const;
+
+    // Regular files reachable under snapshots/<commit>/<subdir>, as written by
+    // kernhub or huggingface_hub: the repo-relative path, the blob name the
+    // symlink points to (empty when the entry is not a link into blobs/) and
+    // the size. Empty when the folder does not exist.
+    struct SnapshotFile {
+        std::string relpath;
+        std::string etag;
+        std::uint64_t size = 0;
+    };
+    std::vector<SnapshotFile> list_snapshot(const std::string& commit, const std::string& subdir) const;
 
     // kernhub side data (see the layout above); nullopt when absent. Variant
     // names are [A-Za-z0-9._+-] not starting with '.', else Error(usage).

@@ -45,6 +45,17 @@ std::vector<fs::path> blobs_of(const fs::path& folder) {
     return out;
 }
 
+// Inverts one byte of a (read-only) cached file in place.
+void flip_byte(const fs::path& file, std::streamoff offset) {
+    fs::permissions(file, fs::perms::owner_write, fs::perm_options::add);
+    std::fstream io(file, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekg(offset);
+    char c = 0;
+    io.get(c);
+    io.seekp(offset);
+    io.put(static_cast<char>(~c));
+}
+
 ErrorCode code_of(const std::function<void()>& fn, std::string* message = nullptr) {
     try {
         fn();
@@ -132,7 +143,7 @@ TEST_CASE("offline with an empty cache is an offline error and touches nothing",
     CHECK(hub.server().stats()["requests"].empty());
 }
 
-TEST_CASE("versions resolve to vN branches; a missing version lists the available ones", "[hub]") {
+TEST_CASE("versions resolve to vN branches, a missing version lists the available ones", "[hub]") {
     KernelHub hub;
     Env env;
     Client client(env.options(hub.server().endpoint()));
@@ -287,7 +298,7 @@ TEST_CASE("hub errors map to exit codes", "[hub]") {
     CHECK(message.find("127.0.0.1:9") != std::string::npos);
 }
 
-TEST_CASE("load resolves the symbol before dispatch; dispatch is a plain call", "[hub][loader]") {
+TEST_CASE("load resolves the symbol before dispatch, dispatch is a plain call", "[hub][loader]") {
     KernelHub hub;
     Env env;
     Client client(env.options(hub.server().endpoint()));
@@ -323,9 +334,36 @@ TEST_CASE("KERNHUB_VERIFY_ON_LOAD re-hashes and catches a tampered cache", "[hub
     CHECK(client.load("vector-add").address != nullptr);
 
     fs::path blob = fs::canonical(fs::path(fetched.path) / "libvector_add.so");
-    fs::permissions(blob, fs::perms::owner_write, fs::perm_options::add);
-    std::fstream(blob, std::ios::in | std::ios::out | std::ios::binary).seekp(100).put('\x7f');
+    flip_byte(blob, 100);
     std::string message;
     CHECK(code_of([&] { client.load("vector-add"); }, &message) == ErrorCode::verification);
     CHECK(message.find("changed since it was verified") != std::string::npos);
+}
+
+TEST_CASE("offline over a cache another tool filled: listing rebuilt from links, blobs re-verified", "[hub]") {
+    KernelHub hub;
+    Env env;
+    FetchResult online = Client(env.options(hub.server().endpoint())).fetch("vector-add");
+    // What huggingface_hub leaves: blobs, snapshots and refs, no .kernhub/.
+    fs::remove_all(repo_folder(env, "vector-add") / ".kernhub");
+    hub.server().reset();
+    Options o = env.options(hub.server().endpoint());
+    o.offline = true;
+
+    SECTION("intact blobs are adopted") {
+        FetchResult offline = Client(o).fetch("vector-add");
+        CHECK(offline.requests == 0);
+        CHECK(offline.variant == online.variant);
+        CHECK(offline.files.size() == online.files.size());
+        CHECK(fs::exists(repo_folder(env, "vector-add") / ".kernhub" / "variants" / online.commit /
+                         (online.variant + ".json")));
+        CHECK(hub.server().stats()["requests"].empty());
+    }
+    SECTION("a damaged blob is refused") {
+        fs::path blob = fs::canonical(fs::path(online.path) / "libvector_add.so");
+        flip_byte(blob, 64);
+        std::string message;
+        CHECK(code_of([&] { Client(o).fetch("vector-add"); }, &message) == ErrorCode::verification);
+        CHECK(message.find("sha256") != std::string::npos);
+    }
 }

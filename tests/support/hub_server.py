@@ -160,6 +160,9 @@ class Control:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "kernhub-test-hub"
+    # Headers and body go out as separate writes; with Nagle on, a keep-alive
+    # client's delayed ACK stalls every reply by ~40 ms.
+    disable_nagle_algorithm = True
 
     def do_GET(self):
         self.handle_request("GET")

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the benchmarks (Release) in build-bench and prints each binary's
+# ratio table (bench/ratios.py). Environment:
+#   KERNHUB_BENCH_BUILD_DIR  build directory (default: <repo>/build-bench)
+#   KERNHUB_BENCH_MIN_TIME   --benchmark_min_time in seconds (default 0.2)
+#   KERNHUB_BENCH_JOBS       build parallelism (default 2)
+# Arguments after the options go to every benchmark binary, e.g.
+#   bench/run.sh --benchmark_filter=Kernhub
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+build="${KERNHUB_BENCH_BUILD_DIR:-$root/build-bench}"
+min_time="${KERNHUB_BENCH_MIN_TIME:-0.2}"
+python="${PYTHON:-python3}"
+
+configure=(cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKERNHUB_BUILD_BENCH=ON -DKERNHUB_BUILD_TESTS=ON)
+# A fresh directory gets Ninja; an existing one keeps its generator.
+[[ -f "$build/CMakeCache.txt" ]] || configure+=(-G Ninja)
+"${configure[@]}" >/dev/null
+cmake --build "$build" --target kernhub_bench -j "${KERNHUB_BENCH_JOBS:-2}" >/dev/null
+
+for name in bench_dispatch bench_load bench_fetch; do
+  binary="$build/bench/$name"
+  if [[ ! -x "$binary" ]]; then
+    echo "== $name: not built (bench_fetch needs the tests: KERNHUB_BUILD_TESTS=ON)"
+    continue
+  fi
+  "$python" "$here/ratios.py" "$binary" --min-time "$min_time" --save "$build/bench/$name.json" -- "$@"
+done

@@ -1,0 +1,144 @@
+// Helpers for the CLI tests: run the real kernhub binary in a sandbox that
+// the machine's environment cannot reach (no endpoint, token, cache or
+// registry variables leak in; cwd is a fresh temp dir without kernhub.json).
+#pragma once
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "support/kernel_hub.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace kernhub::test::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// One test's sandbox: a temp dir holding HF_HOME, the registry and the cache.
+struct Sandbox {
+    TempDir dir;
+    fs::path home = dir.path() / "hf-home";
+    fs::path cache = dir.path() / "cache";
+    fs::path registry = write_standard_registry(dir.path());
+
+    Sandbox() { fs::create_directories(home); }
+
+    // The isolating environment; `extra` is applied on top of it.
+    EnvChanges env(const EnvChanges& extra = {}) const {
+        EnvChanges changes;
+        for (const char* name : {"KERNHUB_ENDPOINT", "HF_ENDPOINT", "HF_TOKEN", "KERNHUB_OFFLINE", "HF_HUB_OFFLINE",
+                                 "KERNHUB_REGISTRY", "KERNHUB_CACHE", "KERNELS_CACHE", "HF_HUB_CACHE",
+                                 "KERNHUB_VERIFY_ON_LOAD", "HF_HUB_DISABLE_PROGRESS_BARS", "NO_COLOR"}) {
+            changes[name] = std::nullopt;
+        }
+        changes["HF_HOME"] = home.string();
+        changes["KERNHUB_RETRIES"] = "1";
+        for (const auto& [name, value] : extra) changes[name] = value;
+        return changes;
+    }
+
+    // kernhub ARGS... with the isolating environment, in the sandbox dir.
+    ProcessResult run(const std::vector<std::string>& args, const EnvChanges& extra = {}) const {
+        std::vector<std::string> argv{KERNHUB_CLI_PATH};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return run_process(argv, env(extra), dir.path().string());
+    }
+
+    // `kernhub COMMAND REF --registry R --endpoint E --cache-dir C MORE...`.
+    ProcessResult kh(const std::string& command, const std::string& ref, const std::string& endpoint,
+                     const std::vector<std::string>& more = {}, const EnvChanges& extra = {}) const {
+        std::vector<std::string> args{command,      ref,      "--registry",  registry.string(),
+                                      "--endpoint", endpoint, "--cache-dir", cache.string()};
+        args.insert(args.end(), more.begin(), more.end());
+        return run(args, extra);
+    }
+};
+
+inline std::string describe(const ProcessResult& r) {
+    return "exit " + std::to_string(r.exit_code) + "\n--- stdout ---\n" + r.out + "--- stderr ---\n" + r.err;
+}
+
+inline std::size_t count_lines(const std::string& text) {
+    std::size_t n = 0;
+    for (char c : text) n += c == '\n' ? 1 : 0;
+    return n;
+}
+
+// The run failed with `code`, and stderr is exactly one line
+// "kernhub: error: ..." that mentions every string in `names`.
+inline void check_error(const ProcessResult& r, int code, const std::vector<std::string>& names) {
+    INFO(describe(r));
+    CHECK(r.exit_code == code);
+    CHECK(r.err.rfind("kernhub: error: ", 0) == 0);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.back() == '\n');
+    for (const auto& name : names) {
+        INFO("expected in stderr: " << name);
+        CHECK(r.err.find(name) != std::string::npos);
+    }
+}
+
+// stdout parsed as JSON; fails the test when it is not one JSON value.
+inline json parse_stdout(const ProcessResult& r) {
+    INFO(describe(r));
+    json parsed = json::parse(r.out, nullptr, false);
+    REQUIRE_FALSE(parsed.is_discarded());
+    return parsed;
+}
+
+inline std::vector<std::string> keys_of(const json& object) {
+    std::vector<std::string> keys;
+    for (auto it = object.begin(); it != object.end(); ++it) keys.push_back(it.key());
+    std::sort(keys.begin(), keys.end());
+    return keys;
+}
+
+inline std::string read_text(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+inline void write_text(const fs::path& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+}
+
+// Lowercase hex SHA-256 of a file's bytes (links followed), via OpenSSL.
+inline std::string sha256_of(const fs::path& path) {
+    std::string bytes = read_text(path);
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    REQUIRE(EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) == 1);
+    std::string hex;
+    char buffer[3];
+    for (unsigned int i = 0; i < length; ++i) {
+        std::snprintf(buffer, sizeof buffer, "%02x", digest[i]);
+        hex += buffer;
+    }
+    return hex;
+}
+
+// Does any regular file or link under dir have a name containing `part`?
+inline bool tree_has_name(const fs::path& dir, const std::string& part) {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return false;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        if (it->path().filename().string().find(part) != std::string::npos) return true;
+    }
+    return false;
+}
+
+inline const std::string k_vector_add_folder = "kernels--kernhub-test--vector-add";
+inline const std::string k_dead_endpoint = "http://127.0.0.1:9";
+
+}  // namespace kernhub::test::cli
