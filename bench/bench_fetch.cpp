@@ -23,16 +23,8 @@
 //   BM_Store_AtomicSmallWrite     reference: one 40-byte file written the careful
 //                                 way, what rewriting a refs/ file costs
 //
-// Every case runs twice, against two servers over the same hub tree:
-//   /nodelay:0  HubServer exactly as the tests run it. hub_server.py leaves
-//               Nagle's algorithm on and sends the headers and the body of a
-//               reply in separate writes, so every request on a reused
-//               (keep-alive) connection waits ~40 ms for the client's
-//               delayed ACK. That stall dominates both sides of each ratio.
-//   /nodelay:1  the same hub_server.py with TCP_NODELAY on its sockets: a
-//               sitecustomize.py on PYTHONPATH (for that child only) sets
-//               socketserver.StreamRequestHandler.disable_nagle_algorithm.
-//               These are the numbers that show kernhub's own overhead.
+// The server is HubServer exactly as the tests run it, so both sides of a
+// ratio pay the same server-side cost and the ratio shows the client's.
 //
 // Counters: requests and bytes per iteration as the client counts them
 // (kernhub: FetchResult::requests and ::bytes_downloaded, file bytes only;
@@ -44,7 +36,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "bench_common.hpp"
@@ -90,10 +81,6 @@ struct HubTree {
         auto made = kernhub::test::run_process({KERNHUB_PYTHON, KERNHUB_SOURCE_DIR "/examples/hub/make_hub.py",
                                                 "--spec", spec_path.string(), "--out", root.string()});
         if (made.exit_code != 0) throw std::runtime_error("make_hub.py failed:\n" + made.err);
-        // For the nodelay server: Python imports sitecustomize at start-up.
-        fs::create_directories(dir.path() / "nodelay");
-        std::ofstream(dir.path() / "nodelay" / "sitecustomize.py")
-            << "import socketserver\nsocketserver.StreamRequestHandler.disable_nagle_algorithm = True\n";
     }
 };
 
@@ -104,42 +91,17 @@ HubTree& hub_tree() {
 
 // A running hub_server.py over the tree.
 struct Hub {
-    std::unique_ptr<kernhub::test::HubServer> server;
+    kernhub::test::HubServer server;
     std::string variant;
     std::string commit;
 
-    explicit Hub(bool nodelay) {
-        HubTree& tree = hub_tree();
-        variant = tree.variant;
-        // HubServer starts the child with our environment: set PYTHONPATH
-        // around the start only.
-        const char* old = std::getenv("PYTHONPATH");
-        const std::string saved = old != nullptr ? old : "";
-        if (nodelay) {
-            const std::string extra = (tree.dir.path() / "nodelay").string();
-            ::setenv("PYTHONPATH", (saved.empty() ? extra : extra + ":" + saved).c_str(), 1);
-        }
-        try {
-            server = std::make_unique<kernhub::test::HubServer>(tree.root);
-        } catch (...) {
-            restore("PYTHONPATH", old != nullptr, saved);
-            throw;
-        }
-        restore("PYTHONPATH", old != nullptr, saved);
+    Hub() : server(hub_tree().root), variant(hub_tree().variant) {
         auto reply = kernhub::test::http_request("GET", revision_url());
         if (reply.status != 200) throw std::runtime_error("the hub did not answer " + revision_url());
         commit = json::parse(reply.body).at("sha").get<std::string>();
     }
 
-    static void restore(const char* name, bool had, const std::string& value) {
-        if (had) {
-            ::setenv(name, value.c_str(), 1);
-        } else {
-            ::unsetenv(name);
-        }
-    }
-
-    const std::string& endpoint() const { return server->endpoint(); }
+    const std::string& endpoint() const { return server.endpoint(); }
     std::string api(const std::string& rest) const { return endpoint() + "/api/kernels/" + k_repo + "/" + rest; }
     std::string revision_url() const { return api("revision/main"); }
     std::string tree_url() const { return api("tree/" + commit + "/build?recursive=true"); }
@@ -150,20 +112,18 @@ struct Hub {
     // returns how many requests `op` made.
     template <class Op>
     double server_requests(Op op) {
-        server->reset();
+        server.reset();
         op();
-        return static_cast<double>(server->stats().at("requests").size());
+        return static_cast<double>(server.stats().at("requests").size());
     }
 };
 
-// range(0): 0 = the stock server, 1 = TCP_NODELAY.
-Hub& hub(const benchmark::State& state) {
-    hub_tree();  // made first, so it outlives the servers at exit
-    static std::unique_ptr<Hub> hubs[2];
-    const bool nodelay = state.range(0) != 0;
-    auto& slot = hubs[nodelay ? 1 : 0];
-    if (!slot) slot = std::make_unique<Hub>(nodelay);
-    return *slot;
+// One server for the whole run, started on first use (so
+// --benchmark_list_tests and filtered runs that skip it start nothing).
+Hub& hub() {
+    hub_tree();  // made first, so it outlives the server at exit
+    static Hub instance;
+    return instance;
 }
 
 // A reused libcurl handle: the baseline client.
@@ -243,7 +203,7 @@ kernhub::Options online_options(const Hub& h, const fs::path& cache, const fs::p
 
 void BM_Fetch_CurlGet(benchmark::State& state) {
     khbench::guarded(state, [&] {
-        Hub& h = hub(state);
+        Hub& h = hub();
         Curl curl;
         const std::string url = h.revision_url();
         double logged = h.server_requests([&] { curl.get(url); });
@@ -255,7 +215,7 @@ void BM_Fetch_CurlGet(benchmark::State& state) {
 
 void warm_fetch(benchmark::State& state, bool by_commit) {
     khbench::guarded(state, [&] {
-        Hub& h = hub(state);
+        Hub& h = hub();
         khbench::ScratchDir cache("cache");
         khbench::ScratchDir project("project");
         kernhub::Client client(online_options(h, cache.path(), project.path()));
@@ -295,7 +255,7 @@ void cold_requests(Curl& curl, const Hub& h, Keep keep) {
 
 void BM_Fetch_CurlCold(benchmark::State& state) {
     khbench::guarded(state, [&] {
-        Hub& h = hub(state);
+        Hub& h = hub();
         auto discard = [](const std::string&, const std::string& body) { benchmark::DoNotOptimize(body.data()); };
         Curl probe;
         double logged = h.server_requests([&] { cold_requests(probe, h, discard); });
@@ -311,7 +271,7 @@ void BM_Fetch_CurlCold(benchmark::State& state) {
 
 void BM_Fetch_CurlColdFsync(benchmark::State& state) {
     khbench::guarded(state, [&] {
-        Hub& h = hub(state);
+        Hub& h = hub();
         khbench::ScratchDir out("out");
         auto keep = [&](const std::string& name, const std::string& body) { write_durably(out.path(), name, body); };
         Curl probe;
@@ -329,7 +289,7 @@ void BM_Fetch_CurlColdFsync(benchmark::State& state) {
 
 void BM_Fetch_Kernhub_Cold(benchmark::State& state) {
     khbench::guarded(state, [&] {
-        Hub& h = hub(state);
+        Hub& h = hub();
         khbench::ScratchDir cache("cache");
         khbench::ScratchDir project("project");
         // One client for the whole run, as in a long-lived process: its curl
@@ -362,12 +322,12 @@ void BM_Store_AtomicSmallWrite(benchmark::State& state) {
 
 // Wall time decides the iteration count: the CPU time of a network
 // client is mostly idle waiting.
-BENCHMARK(BM_Fetch_CurlGet)->ArgName("nodelay")->Arg(0)->Arg(1)->UseRealTime();
-BENCHMARK(BM_Fetch_Kernhub_WarmBranch)->ArgName("nodelay")->Arg(0)->Arg(1)->UseRealTime();
-BENCHMARK(BM_Fetch_Kernhub_WarmCommit)->ArgName("nodelay")->Arg(0)->Arg(1)->UseRealTime();
-BENCHMARK(BM_Fetch_CurlCold)->ArgName("nodelay")->Arg(0)->Arg(1)->UseManualTime();
-BENCHMARK(BM_Fetch_CurlColdFsync)->ArgName("nodelay")->Arg(0)->Arg(1)->UseManualTime();
-BENCHMARK(BM_Fetch_Kernhub_Cold)->ArgName("nodelay")->Arg(0)->Arg(1)->UseManualTime();
+BENCHMARK(BM_Fetch_CurlGet)->UseRealTime();
+BENCHMARK(BM_Fetch_Kernhub_WarmBranch)->UseRealTime();
+BENCHMARK(BM_Fetch_Kernhub_WarmCommit)->UseRealTime();
+BENCHMARK(BM_Fetch_CurlCold)->UseManualTime();
+BENCHMARK(BM_Fetch_CurlColdFsync)->UseManualTime();
+BENCHMARK(BM_Fetch_Kernhub_Cold)->UseManualTime();
 BENCHMARK(BM_Store_AtomicSmallWrite)->UseRealTime();
 
 KHBENCH_MAIN()

@@ -24,7 +24,7 @@ import sys
 
 # Pairs per binary: (label, numerator, baseline). A name without "/" is a
 # benchmark family: it is paired with the baseline family for every argument
-# suffix both have ("/16", "/nodelay:1"). A name with "/" is one benchmark.
+# suffix both have ("/16", "/4096"). A name with "/" is one benchmark.
 PAIRS = {
     "bench_dispatch": [
         ("KernelFn / direct", "BM_Dispatch_KernelFn", "BM_Dispatch_Direct"),
@@ -58,8 +58,6 @@ PAIRS = {
         ("cold_fetch / curl_cold", "BM_Fetch_Kernhub_Cold", "BM_Fetch_CurlCold"),
         ("cold_fetch / curl_cold+fsync", "BM_Fetch_Kernhub_Cold", "BM_Fetch_CurlColdFsync"),
         ("curl_cold+fsync / curl_cold", "BM_Fetch_CurlColdFsync", "BM_Fetch_CurlCold"),
-        ("curl_get: stock server / nodelay server", "BM_Fetch_CurlGet/nodelay:0", "BM_Fetch_CurlGet/nodelay:1"),
-        ("curl_cold: stock server / nodelay server", "BM_Fetch_CurlCold/nodelay:0", "BM_Fetch_CurlCold/nodelay:1"),
     ],
 }
 
@@ -138,15 +136,14 @@ def special_rows(binary, rows):
     out = []
     if binary == "bench_fetch" and "BM_Store_AtomicSmallWrite" in rows:
         write = rows["BM_Store_AtomicSmallWrite"]["real"]
-        for suffix in ("/nodelay:1", "/nodelay:0"):
-            warm, curl = rows.get("BM_Fetch_Kernhub_WarmBranch" + suffix), rows.get("BM_Fetch_CurlGet" + suffix)
-            if warm and curl and not warm["error"] and not curl["error"]:
-                extra = warm["real"] - curl["real"]
-                out.append(
-                    f"warm_fetch(branch) - curl_get [{suffix[1:]}] = {fmt_time(extra)}; "
-                    f"one atomic 40-byte write (temp+fsync+rename+fsync dir) = {fmt_time(write)} "
-                    f"(ratio {fmt_ratio(extra / write if write else None)})"
-                )
+        warm, curl = rows.get("BM_Fetch_Kernhub_WarmBranch"), rows.get("BM_Fetch_CurlGet")
+        if warm and curl and not warm["error"] and not curl["error"]:
+            extra = warm["real"] - curl["real"]
+            out.append(
+                f"warm_fetch(branch) - curl_get = {fmt_time(extra)}; "
+                f"one atomic 40-byte write (temp+fsync+rename+fsync dir) = {fmt_time(write)} "
+                f"(ratio {fmt_ratio(extra / write if write else None)})"
+            )
     return out
 
 
