@@ -54,7 +54,8 @@ TEST_CASE("list prints the stacked registry's names", "[cli]") {
     CHECK(r.out.find("model-kernel  kernhub-test/model-kernel@main  kh_add_i32\n") != std::string::npos);
 
     auto entries = list_json(box, {"--registry", reg});
-    for (const auto& [name, spec] : standard_registry()["kernels"].items()) {
+    const json registry = standard_registry();  // the loop must not iterate a temporary
+    for (const auto& [name, spec] : registry["kernels"].items()) {
         INFO(name);
         REQUIRE(entries.count(name) == 1);
         const json& e = entries[name];
