@@ -18,5 +18,6 @@ Command add_fetch_command(CLI::App& app);
 Command add_load_command(CLI::App& app);
 Command add_list_command(CLI::App& app);
 Command add_info_command(CLI::App& app);
+Command add_inspect_command(CLI::App& app);
 
 }  // namespace kernhub::cli

@@ -40,10 +40,9 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("kernhub ") + kernhub::version());
     std::vector<kernhub::cli::Command> commands = {
-        kernhub::cli::add_fetch_command(app),
-        kernhub::cli::add_load_command(app),
-        kernhub::cli::add_list_command(app),
-        kernhub::cli::add_info_command(app),
+        kernhub::cli::add_fetch_command(app),   kernhub::cli::add_load_command(app),
+        kernhub::cli::add_list_command(app),    kernhub::cli::add_info_command(app),
+        kernhub::cli::add_inspect_command(app),
     };
     bool json = wants_json(argc, argv);
     try {

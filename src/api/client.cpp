@@ -1,8 +1,13 @@
 // The public C++ API: composes registry -> hub -> select -> fetch -> load.
 #include <algorithm>
 
+#include <fstream>
+#include <iterator>
+
 #include "api/settings.hpp"
+#include "cuda/driver.hpp"
 #include "digest/digest.hpp"
+#include "fatbin/fatbin.hpp"
 #include "hub/fetcher.hpp"
 #include "kernhub/kernhub.hpp"
 #include "loader/loader.hpp"
@@ -68,6 +73,20 @@ registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::
     return spec;
 }
 
+bool has_suffix(const std::string& path, const char* suffix) {
+    std::string tail(suffix);
+    return path.size() > tail.size() && path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+bool is_shared_object(const std::string& p) {
+    return has_suffix(p, ".so") || p.find(".so.") != std::string::npos;
+}
+bool is_cuda_image(const std::string& p) {
+    return has_suffix(p, ".fatbin") || has_suffix(p, ".cubin");
+}
+
+// The file to load: the registry's "file", else the variant's only shared
+// object, else its only fatbin/cubin.
 std::string choose_artifact(const FetchResult& fetched, const std::string& wanted) {
     if (!wanted.empty()) {
         for (const auto& file : fetched.files) {
@@ -76,23 +95,58 @@ std::string choose_artifact(const FetchResult& fetched, const std::string& wante
         throw Error(ErrorCode::not_found, "variant " + fetched.variant + " of " + fetched.repo_id + " has no file '" +
                                               wanted + "'; check the registry's \"file\"");
     }
-    std::vector<std::string> objects;
-    for (const auto& file : fetched.files) {
-        const std::string& p = file.path;
-        if (p.size() > 3 && (p.compare(p.size() - 3, 3, ".so") == 0 || p.find(".so.") != std::string::npos)) {
-            objects.push_back(p);
+    for (auto matches : {is_shared_object, is_cuda_image}) {
+        std::vector<std::string> found;
+        for (const auto& file : fetched.files) {
+            if (matches(file.path)) found.push_back(file.path);
+        }
+        if (found.size() == 1) return found.front();
+        if (found.size() > 1) {
+            std::string names;
+            for (const auto& f : found) names += (names.empty() ? "" : ", ") + f;
+            throw Error(ErrorCode::usage, "variant " + fetched.variant + " of " + fetched.repo_id +
+                                              " has several loadable files (" + names +
+                                              "); name one with \"file\" in the registry");
         }
     }
-    if (objects.size() == 1) return objects.front();
-    if (objects.empty()) {
-        throw Error(ErrorCode::not_found,
-                    "variant " + fetched.variant + " of " + fetched.repo_id + " has no shared object to load");
+    throw Error(ErrorCode::not_found, "variant " + fetched.variant + " of " + fetched.repo_id +
+                                          " has no shared object, fatbin or cubin to load");
+}
+
+std::vector<std::uint8_t> read_image(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.eof() && in.fail()) throw Error(ErrorCode::internal, "cannot read " + path.string());
+    return bytes;
+}
+
+// Loads a fatbin or cubin on device 0 after checking that it holds a binary
+// the device can run, and returns the kernel handle.
+void* load_cuda_kernel(const std::filesystem::path& path, const std::string& symbol) {
+    std::vector<std::uint8_t> image = read_image(path);
+    const std::string label = path.string();
+    fatbin::Fatbin parsed = fatbin::detect_format(image.data(), image.size()) == fatbin::Format::cubin
+                                ? fatbin::parse_cubin(image.data(), image.size(), label)
+                                : fatbin::parse_fatbin(image.data(), image.size(), label);
+    cuda::Driver* driver = nullptr;
+    try {
+        driver = &cuda::Driver::instance();
+    } catch (const Error& e) {
+        throw Error(ErrorCode::load, "cannot load CUDA kernel '" + symbol + "' from " + label + ": " + e.message(),
+                    e.context());
     }
-    std::string names;
-    for (const auto& o : objects) names += (names.empty() ? "" : ", ") + o;
-    throw Error(ErrorCode::usage, "variant " + fetched.variant + " of " + fetched.repo_id +
-                                      " has several shared objects (" + names +
-                                      "); name one with \"file\" in the registry");
+    cuda::DriverInfo info = driver->info();
+    if (info.devices.empty()) {
+        throw Error(ErrorCode::load,
+                    "cannot load CUDA kernel '" + symbol + "' from " + label + ": the CUDA driver reports no device");
+    }
+    const cuda::Device& device = info.devices.front();
+    if (!fatbin::select_entry(parsed, device.cc_major, device.cc_minor)) {
+        throw Error(ErrorCode::load, "no binary in " + label + " runs on " + driver->describe_device(device.index) +
+                                         " (it has " + fatbin::describe_archs(parsed) + "); use a build for this GPU");
+    }
+    cuda::Library library = driver->load(image.data(), label, device.index);
+    return library.kernel(symbol);
 }
 
 }  // namespace
@@ -103,13 +157,27 @@ struct Client::Impl {
     api::Settings settings;
     registry::Registry registry;
     select::HostFacts host;
+    bool host_detected = false;
     std::unique_ptr<hub::HubClient> hub;
 
     explicit Impl(Options opts) : options(std::move(opts)) {
         settings = api::resolve_settings(options, env);
         registry = load_registries(options, env);
-        host = select::detect_host();
-        host.targets = settings.targets;
+    }
+
+    // Host facts are detected on first need: binding the CUDA driver costs a
+    // dlopen, which `list` should not pay.
+    const select::HostFacts& host_facts() {
+        if (!host_detected) {
+            host = select::detect_host();
+            host.targets = settings.targets;
+            if (settings.targets.empty() && cuda::Driver::available()) {
+                cuda::DriverInfo info = cuda::Driver::instance().info();
+                if (!info.devices.empty()) host.cuda = std::make_pair(info.major(), info.minor());
+            }
+            host_detected = true;
+        }
+        return host;
     }
 
     hub::HubClient* hub_client() {
@@ -136,12 +204,12 @@ struct Client::Impl {
 
     std::uint64_t requests() const { return hub ? hub->requests() : 0; }
 
-    hub::FetchRequest request_for(const registry::KernelSpec& spec) const {
+    hub::FetchRequest request_for(const registry::KernelSpec& spec) {
         hub::FetchRequest request;
         request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
         request.revision = spec.effective_revision();
         request.required_file = spec.file;
-        request.host = host;
+        request.host = host_facts();
         request.offline = settings.offline;
         return request;
     }
@@ -193,9 +261,14 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
                                                      "); remove it from the cache and fetch again");
         }
     }
+    result.file = path.string();
+    if (is_cuda_image(artifact)) {
+        result.address = load_cuda_kernel(path, result.symbol);
+        loader::ResolvedTable::instance().put(ref, loader::Resolved{result.address, true, 0});
+        return result;
+    }
     loader::Library library = loader::Library::open(path);
     result.address = library.symbol(result.symbol);
-    result.file = path.string();
     loader::ResolvedTable::instance().put(ref, result.address);
     return result;
 }
@@ -214,8 +287,8 @@ InfoResult Client::info(const std::string& ref) {
     info.revision = request.revision;
     info.commit = choice.commit;
     info.symbol = spec.symbol;
-    info.host = select::describe(m_impl->host);
-    info.targets = m_impl->host.targets;
+    info.host = select::describe(request.host);
+    info.targets = request.host.targets;
     if (choice.selection.chosen) {
         info.selected = *choice.selection.chosen;
         info.variants.push_back(VariantStatus{info.selected, true, {}});

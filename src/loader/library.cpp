@@ -61,15 +61,20 @@ ResolvedTable& ResolvedTable::instance() {
     return table;
 }
 
-void ResolvedTable::put(const std::string& key, void* address) {
+void ResolvedTable::put(const std::string& key, const Resolved& resolved) {
     std::lock_guard<std::mutex> lock(m_mutex);
-    m_table[key] = address;
+    m_table[key] = resolved;
 }
 
 void* ResolvedTable::find(const std::string& key) const {
+    Resolved entry = find_entry(key);
+    return entry.cuda ? nullptr : entry.address;
+}
+
+Resolved ResolvedTable::find_entry(const std::string& key) const {
     std::lock_guard<std::mutex> lock(m_mutex);
     auto it = m_table.find(key);
-    return it == m_table.end() ? nullptr : it->second;
+    return it == m_table.end() ? Resolved{} : it->second;
 }
 
 std::size_t ResolvedTable::size() const {

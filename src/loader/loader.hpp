@@ -54,19 +54,30 @@ private:
 // The process-wide resolved-kernel table. Filled at load time (before any
 // dispatch); readers take a copy of the pointer and call through it, so the
 // hot path never touches the table. Thread-safe.
+// What one key resolved to: a CPU function address (dlsym) or a CUDA kernel
+// handle (CUkernel/CUfunction) for a device.
+struct Resolved {
+    void* address = nullptr;
+    bool cuda = false;
+    int device = 0;
+};
+
 class ResolvedTable {
 public:
     static ResolvedTable& instance();
     // Inserts or replaces. key is the backend name or "org/repo".
-    void put(const std::string& key, void* address);
-    // nullptr when absent.
+    void put(const std::string& key, void* address) { put(key, Resolved{address, false, 0}); }
+    void put(const std::string& key, const Resolved& resolved);
+    // The CPU address; nullptr when absent or when the key holds a CUDA kernel.
     void* find(const std::string& key) const;
+    // Whatever the key holds; address nullptr when absent.
+    Resolved find_entry(const std::string& key) const;
     std::size_t size() const;
 
 private:
     ResolvedTable() = default;
     mutable std::mutex m_mutex;
-    std::unordered_map<std::string, void*> m_table;
+    std::unordered_map<std::string, Resolved> m_table;
 };
 
 }  // namespace kernhub::loader

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kernhub/cuda.hpp"
 #include "kernhub/kernhub.hpp"
 #include "support/kernel_hub.hpp"
 
@@ -365,5 +366,40 @@ TEST_CASE("offline over a cache another tool filled: listing rebuilt from links,
         std::string message;
         CHECK(code_of([&] { Client(o).fetch("vector-add"); }, &message) == ErrorCode::verification);
         CHECK(message.find("sha256") != std::string::npos);
+    }
+}
+
+TEST_CASE("CUDA variants on a host without a CUDA driver", "[hub][cuda]") {
+    if (!fs::exists(cuda_fixture_fatbin())) {
+        WARN("SKIPPED: nvcc did not build " << cuda_fixture_fatbin().string());
+        return;
+    }
+    KernelHub hub;
+    Env env;
+    std::string message;
+    SECTION("detection never picks native-cuda without a driver") {
+        if (cuda_available()) {
+            WARN("SKIPPED: this machine has a CUDA driver");
+            return;
+        }
+        CHECK(code_of([&] { Client(env.options(hub.server().endpoint())).fetch("vector-add-cuda"); }, &message) ==
+              ErrorCode::not_found);
+        CHECK(message.find("native-cuda") != std::string::npos);
+        CHECK(message.find("CUDA") != std::string::npos);
+    }
+    SECTION("--target fetches it, and load fails with exit 7 naming CUDA, the kernel and the file") {
+        Options o = env.options(hub.server().endpoint());
+        o.targets = {"native-cuda"};
+        Client client(o);
+        FetchResult fetched = client.fetch("vector-add-cuda");
+        CHECK(fetched.variant == "native-cuda");
+        if (cuda_available()) {
+            WARN("SKIPPED: this machine has a CUDA driver; the no-driver path cannot be shown");
+            return;
+        }
+        CHECK(code_of([&] { client.load("vector-add-cuda"); }, &message) == ErrorCode::load);
+        CHECK(message.find("CUDA") != std::string::npos);
+        CHECK(message.find("kh_vector_add") != std::string::npos);
+        CHECK(message.find("vector_add.fatbin") != std::string::npos);
     }
 }

@@ -194,6 +194,7 @@ TEST_CASE("the shipped registry/default.json loads with the expected backends", 
         {"sage-attention", "kernels-community/sage-attention", "v1", "sageattn", ""},
         {"saxpy", "kernhub-demo/vector-add", "main", "kh_saxpy", "libvector_add.so"},
         {"vector-add", "kernhub-demo/vector-add", "main", "kh_vector_add", "libvector_add.so"},
+        {"vector-add-cuda", "kernhub-demo/vector-add", "main", "kh_vector_add", "vector_add.fatbin"},
     };
     REQUIRE(registry.entries().size() == expected.size());
     for (const auto& want : expected) {

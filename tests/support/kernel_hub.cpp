@@ -20,6 +20,10 @@ std::filesystem::path undefined_fixture_so() {
     return std::filesystem::path(KERNHUB_FIXTURE_DIR) / "libkh_undefined.so";
 }
 
+std::filesystem::path cuda_fixture_fatbin() {
+    return std::filesystem::path(KERNHUB_FIXTURE_DIR) / "multi.fatbin";
+}
+
 std::string host_cpu_variant() {
     utsname name{};
     uname(&name);
@@ -78,6 +82,13 @@ json standard_hub_spec() {
          {"type", "model"},
          {"commits", {commit({"main"}, {{cpu + "libkh_good.so", so_file(good_fixture_so())}})}}},
     });
+    if (std::filesystem::exists(cuda_fixture_fatbin())) {
+        json cuda_files = {{"build/native-cuda/vector_add.fatbin", so_file(cuda_fixture_fatbin())},
+                           {cpu + "libvector_add.so", so_file(vector_add_so())}};
+        repos.push_back({{"repo_id", "kernhub-test/vector-add-cuda"},
+                         {"type", "kernel"},
+                         {"commits", {commit({"main"}, cuda_files)}}});
+    }
     return {{"repos", repos}};
 }
 
@@ -107,7 +118,17 @@ json standard_registry() {
            {{"repo_id", "kernhub-test/vector-add"},
             {"revision", "main"},
             {"symbol", "kh_vector_add"},
-            {"file", "libmissing.so"}}}}}};
+            {"file", "libmissing.so"}}},
+          {"vector-add-cuda",
+           {{"repo_id", "kernhub-test/vector-add-cuda"},
+            {"revision", "main"},
+            {"symbol", "kh_vector_add"},
+            {"file", "vector_add.fatbin"}}},
+          {"cuda-missing-kernel",
+           {{"repo_id", "kernhub-test/vector-add-cuda"},
+            {"revision", "main"},
+            {"symbol", "kh_nope"},
+            {"file", "vector_add.fatbin"}}}}}};
 }
 
 // The hub tree is the same for every test in a process: build it once.

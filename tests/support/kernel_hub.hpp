@@ -18,6 +18,7 @@ inline constexpr const char* k_test_token = "hf_kernhub_test_token_5c1e";
 std::filesystem::path vector_add_so();         // examples: kh_vector_add, kh_saxpy
 std::filesystem::path good_fixture_so();       // tests/fixtures: kh_add_i32
 std::filesystem::path undefined_fixture_so();  // dlopen(RTLD_NOW) refuses it
+std::filesystem::path cuda_fixture_fatbin();   // nvcc-built: sm_80, sm_90a, compute_90 (absent without nvcc)
 
 // The host's native CPU variant name, e.g. "native-cpu-x86_64-linux".
 std::string host_cpu_variant();
@@ -32,6 +33,8 @@ std::string host_cpu_variant();
 //   kernhub-test/undefined    host cpu variant whose .so dlopen refuses
 //   kernhub-test/two-objects  host cpu variant with two .so files
 //   kernhub-test/model-kernel a model repo with the host cpu variant
+//   kernhub-test/vector-add-cuda  native-cuda (multi.fatbin) + host cpu variant;
+//                             only when nvcc built the fixture
 nlohmann::json standard_hub_spec();
 
 // A registry document naming the standard hub's repos.

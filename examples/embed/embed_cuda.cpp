@@ -1,0 +1,39 @@
+// A CUDA kernel from the hub: fetch the native-cuda variant, check it has a
+// binary for this GPU, load it through the driver API at start-up, then
+// launch it on the hot path. kernhub binds libcuda at run time, so this
+// program builds and starts on machines without CUDA and says why it cannot
+// run there.
+//
+//   KERNHUB_ENDPOINT=file://$PWD/build/demo-hub ./build/examples/embed_cuda
+#include <kernhub/cuda.hpp>
+#include <kernhub/kernhub.hpp>
+
+#include <cstdio>
+#include <vector>
+
+int main() {
+    try {
+        kernhub::Client client;
+        client.load("vector-add-cuda");  // fetch + verify + device check + cuLibraryLoadData
+        auto vector_add = kernhub::CudaKernel::resolve("vector-add-cuda");
+
+        const unsigned long long n = 1 << 20;
+        std::vector<float> a(n, 1.0f), b(n, 2.0f), out(n, 0.0f);
+        kernhub::DeviceBuffer da(n * sizeof(float)), db(n * sizeof(float)), dout(n * sizeof(float));
+        da.copy_from_host(a.data(), n * sizeof(float));
+        db.copy_from_host(b.data(), n * sizeof(float));
+
+        const unsigned block = 256;
+        vector_add.launch({static_cast<unsigned>((n + block - 1) / block)}, {block}, 0, nullptr, da.device_pointer(),
+                          db.device_pointer(), dout.device_pointer(), n);
+        kernhub::cuda_synchronize();
+        dout.copy_to_host(out.data(), n * sizeof(float));
+
+        bool ok = out.front() == 3.0f && out.back() == 3.0f;
+        std::printf("vector-add-cuda on %llu floats: %s\n", n, ok ? "ok" : "WRONG");
+        return ok ? 0 : 1;
+    } catch (const kernhub::Error& error) {
+        std::fprintf(stderr, "embed_cuda: %s\n", error.what());
+        return static_cast<int>(error.code());
+    }
+}

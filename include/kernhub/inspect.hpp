@@ -1,0 +1,53 @@
+// Facts about a kernel artifact on disk: a CUDA fatbin or cubin (which
+// binaries it holds, which one runs on a compute capability) or an ELF
+// shared object (class, machine, type, required GLIBC versions).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernhub/error.hpp"
+#include "kernhub/export.hpp"
+
+namespace kernhub {
+
+struct ComputeCapability {
+    int major = 0;
+    int minor = 0;
+};
+
+// Parses "9.0" / "10.3" / "sm_90" / "90"; Error(usage) for anything else.
+KERNHUB_API ComputeCapability parse_compute_capability(const std::string& text);
+
+struct BinaryEntry {
+    std::string kind;  // "sass" or "ptx"
+    std::string arch;  // "sm_90a", "compute_90"
+    bool compressed = false;
+    std::uint64_t size = 0;
+};
+
+struct InspectResult {
+    std::string path;
+    std::string format;  // "fatbin", "cubin" or "elf"
+    // fatbin and cubin
+    std::size_t containers = 0;
+    std::vector<BinaryEntry> entries;
+    std::optional<BinaryEntry> selected;  // the entry that runs on the asked capability
+    // elf
+    int elf_class = 0;  // 32 or 64
+    std::string machine;
+    std::string type;  // "DYN", "EXEC", ...
+    std::vector<std::string> glibc_versions;
+    std::string max_glibc;
+    std::vector<std::string> needed;
+    std::vector<std::string> exported_functions;
+};
+
+// Error(not_found) when the file is missing, Error(verification) when it is
+// malformed or of no known format, Error(load) when `cc` is given and no
+// entry of a fatbin/cubin can run there (the message lists the archs).
+KERNHUB_API InspectResult inspect_file(const std::string& path, const std::optional<ComputeCapability>& cc = {});
+
+}  // namespace kernhub

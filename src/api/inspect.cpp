@@ -1,0 +1,99 @@
+// kernhub::inspect_file: what a kernel artifact holds and what runs where.
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "elf/elf_inspect.hpp"
+#include "fatbin/fatbin.hpp"
+#include "kernhub/error.hpp"
+#include "kernhub/inspect.hpp"
+
+namespace kernhub {
+
+namespace {
+
+std::vector<std::uint8_t> read_bytes(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        throw Error(ErrorCode::not_found, "file " + path + " does not exist or is not a regular file");
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw Error(ErrorCode::internal, "cannot read " + path + "; check permissions");
+    return bytes;
+}
+
+BinaryEntry to_public(const fatbin::Entry& entry) {
+    return BinaryEntry{entry.kind == fatbin::EntryKind::sass ? "sass" : "ptx", entry.arch_name(), entry.compressed,
+                       entry.size};
+}
+
+void fill_elf(InspectResult& result, const std::vector<std::uint8_t>& bytes) {
+    elf::ElfFacts facts = elf::inspect_elf(bytes.data(), bytes.size(), result.path);
+    result.format = "elf";
+    result.elf_class = facts.elf_class;
+    result.machine = facts.machine_name;
+    result.type = facts.type;
+    result.glibc_versions = facts.glibc_versions;
+    result.max_glibc = facts.max_glibc;
+    result.needed = facts.needed;
+    result.exported_functions = facts.exported_functions;
+}
+
+}  // namespace
+
+ComputeCapability parse_compute_capability(const std::string& text) {
+    std::string digits = text.rfind("sm_", 0) == 0 ? text.substr(3) : text;
+    ComputeCapability cc;
+    auto dot = digits.find('.');
+    auto all_digits = [](const std::string& s) {
+        return !s.empty() && s.size() <= 3 &&
+               std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    };
+    if (dot != std::string::npos && all_digits(digits.substr(0, dot)) && all_digits(digits.substr(dot + 1))) {
+        cc.major = std::stoi(digits.substr(0, dot));
+        cc.minor = std::stoi(digits.substr(dot + 1));
+    } else if (dot == std::string::npos && all_digits(digits) && digits.size() >= 2) {
+        cc.major = std::stoi(digits.substr(0, digits.size() - 1));
+        cc.minor = digits.back() - '0';
+    } else {
+        throw Error(ErrorCode::usage, "invalid compute capability '" + text + "': write it as 9.0, 10.3 or sm_90");
+    }
+    if (cc.major < 1 || cc.minor > 9) {
+        throw Error(ErrorCode::usage, "invalid compute capability '" + text + "': write it as 9.0, 10.3 or sm_90");
+    }
+    return cc;
+}
+
+InspectResult inspect_file(const std::string& path, const std::optional<ComputeCapability>& cc) {
+    std::vector<std::uint8_t> bytes = read_bytes(path);
+    InspectResult result;
+    result.path = path;
+    fatbin::Format format = fatbin::detect_format(bytes.data(), bytes.size());
+    if (format == fatbin::Format::elf) {
+        fill_elf(result, bytes);
+        return result;
+    }
+    if (format == fatbin::Format::unknown) {
+        throw Error(ErrorCode::verification, path + " is neither a CUDA fatbin, a cubin nor an ELF shared object");
+    }
+    fatbin::Fatbin parsed = format == fatbin::Format::fatbin ? fatbin::parse_fatbin(bytes.data(), bytes.size(), path)
+                                                             : fatbin::parse_cubin(bytes.data(), bytes.size(), path);
+    result.format = format == fatbin::Format::fatbin ? "fatbin" : "cubin";
+    result.containers = parsed.containers;
+    for (const auto& entry : parsed.entries) result.entries.push_back(to_public(entry));
+    if (cc) {
+        auto chosen = fatbin::select_entry(parsed, cc->major, cc->minor);
+        if (!chosen) {
+            throw Error(ErrorCode::load, "no binary in " + path + " runs on compute capability " +
+                                             std::to_string(cc->major) + "." + std::to_string(cc->minor) + " (it has " +
+                                             fatbin::describe_archs(parsed) + "); use a build for this GPU");
+        }
+        result.selected = to_public(*chosen);
+    }
+    return result;
+}
+
+}  // namespace kernhub

@@ -1,0 +1,99 @@
+// `kernhub inspect` on real nvcc output and ELF objects, and the CUDA load
+// path of `kernhub load` on a machine without a usable CUDA driver.
+#include "cli/cli_support.hpp"
+#include "kernhub/cuda.hpp"
+
+using namespace kernhub::test;
+using namespace kernhub::test::cli;
+
+namespace {
+
+bool have_fatbin() {
+    if (fs::exists(cuda_fixture_fatbin())) return true;
+    WARN("SKIPPED: nvcc did not build " << cuda_fixture_fatbin().string());
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("inspect --json lists every entry of a multi-arch fatbin", "[cli][cuda]") {
+    if (!have_fatbin()) return;
+    Sandbox box;
+    auto r = box.run({"inspect", cuda_fixture_fatbin().string(), "--json"});
+    json out = parse_stdout(r);
+    CHECK(r.exit_code == 0);
+    CHECK(out["format"] == "fatbin");
+    std::vector<std::string> archs;
+    for (const auto& entry : out["entries"]) {
+        CHECK(keys_of(entry) == std::vector<std::string>{"arch", "compressed", "kind", "size"});
+        CHECK(entry["size"].get<std::uint64_t>() > 0);
+        archs.push_back(entry["kind"].get<std::string>() + ":" + entry["arch"].get<std::string>());
+    }
+    std::sort(archs.begin(), archs.end());
+    CHECK(archs == std::vector<std::string>{"ptx:compute_90", "sass:sm_80", "sass:sm_90a"});
+    CHECK_FALSE(out.contains("selected"));
+}
+
+TEST_CASE("inspect --cc picks the entry that runs there, or exits 7 naming the archs", "[cli][cuda]") {
+    if (!have_fatbin()) return;
+    Sandbox box;
+    struct Row {
+        const char* cc;
+        const char* kind;
+        const char* arch;
+    };
+    for (const Row& row : {Row{"8.0", "sass", "sm_80"}, Row{"8.6", "sass", "sm_80"}, Row{"9.0", "sass", "sm_90a"},
+                           Row{"10.0", "ptx", "compute_90"}, Row{"12.0", "ptx", "compute_90"}}) {
+        INFO("cc " << row.cc);
+        json out = parse_stdout(box.run({"inspect", cuda_fixture_fatbin().string(), "--cc", row.cc, "--json"}));
+        CHECK(out["selected"]["kind"] == row.kind);
+        CHECK(out["selected"]["arch"] == row.arch);
+    }
+    check_error(box.run({"inspect", cuda_fixture_fatbin().string(), "--cc", "7.5"}), 7,
+                {"7.5", "sm_80", "sm_90a", "compute_90"});
+    check_error(box.run({"inspect", cuda_fixture_fatbin().string(), "--cc", "banana"}), 2, {"banana"});
+}
+
+TEST_CASE("inspect reports ELF facts, and refuses files of no known format", "[cli]") {
+    Sandbox box;
+    json out = parse_stdout(box.run({"inspect", vector_add_so().string(), "--json"}));
+    CHECK(out["format"] == "elf");
+    CHECK(out["class"] == 64);
+    CHECK(out["type"] == "DYN");
+    CHECK(out["exported_functions"] == json::array({"kh_abi_version", "kh_saxpy", "kh_vector_add"}));
+    CHECK(out.contains("glibc_versions"));
+
+    fs::path text = box.dir.path() / "notes.txt";
+    std::ofstream(text) << "not a kernel\n";
+    check_error(box.run({"inspect", text.string()}), 4, {"notes.txt"});
+    check_error(box.run({"inspect", (box.dir.path() / "missing.fatbin").string()}), 3, {"missing.fatbin"});
+}
+
+TEST_CASE("load of a native-cuda kernel without a CUDA driver exits 7 and says so", "[cli][cuda]") {
+    if (!have_fatbin()) return;
+    if (kernhub::cuda_available()) {
+        WARN("SKIPPED: this machine has a CUDA driver; the no-driver path cannot be shown");
+        return;
+    }
+    KernelHub hub;
+    Sandbox box;
+    const std::string endpoint = hub.server().endpoint();
+    SECTION("no libcuda at all") {
+        auto r = box.kh("load", "vector-add-cuda", endpoint, {"--target", "native-cuda", "-q"},
+                        {{"KERNHUB_CUDA_DRIVER", (box.dir.path() / "no-libcuda.so.1").string()}});
+        check_error(r, 7, {"CUDA", "kh_vector_add", "vector_add.fatbin"});
+    }
+    SECTION("the toolkit's stub library answers 34") {
+        const fs::path stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+        if (!fs::exists(stub)) {
+            WARN("SKIPPED: no CUDA toolkit stub at " << stub.string());
+            return;
+        }
+        auto r = box.kh("load", "vector-add-cuda", endpoint, {"--target", "native-cuda", "-q"},
+                        {{"KERNHUB_CUDA_DRIVER", stub.string()}});
+        check_error(r, 7, {"CUDA", "34", "stub"});
+    }
+    SECTION("detection alone never selects it") {
+        check_error(box.kh("fetch", "vector-add-cuda", endpoint, {"-q"}), 3, {"native-cuda", "needs CUDA"});
+    }
+}
