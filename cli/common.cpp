@@ -76,8 +76,10 @@ void status(const CommonFlags& flags, const std::string& line) {
     if (!flags.quiet) std::cerr << line << '\n';
 }
 
+// Hub text, paths and symbol names may hold bytes that are not UTF-8; they
+// are replaced rather than aborting the output.
 void print_json(const nlohmann::ordered_json& object) {
-    std::cout << object.dump(2) << std::endl;
+    std::cout << object.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << std::endl;
 }
 
 nlohmann::ordered_json fetch_json(const FetchResult& result) {

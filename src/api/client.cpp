@@ -51,6 +51,11 @@ registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::
     if (at != std::string::npos && revision.empty()) {
         throw Error(ErrorCode::usage, "'" + ref + "' has an empty revision after '@'");
     }
+    if (!revision.empty()) {
+        if (std::string problem = revision_problem(revision); !problem.empty()) {
+            throw Error(ErrorCode::usage, "revision '" + revision + "' in '" + ref + "' " + problem);
+        }
+    }
     registry::KernelSpec spec;
     if (base.find('/') != std::string::npos) {
         validate_repo_id(base);
@@ -172,8 +177,14 @@ struct Client::Impl {
             host = select::detect_host();
             host.targets = settings.targets;
             if (settings.targets.empty() && cuda::Driver::available()) {
-                cuda::DriverInfo info = cuda::Driver::instance().info();
-                if (!info.devices.empty()) host.cuda = std::make_pair(info.major(), info.minor());
+                // A device the driver cannot describe must not fail a CPU
+                // fetch: the host then counts as having no CUDA.
+                try {
+                    cuda::DriverInfo info = cuda::Driver::instance().info();
+                    if (!info.devices.empty()) host.cuda = std::make_pair(info.major(), info.minor());
+                } catch (const Error&) {
+                    host.cuda.reset();
+                }
             }
             host_detected = true;
         }
@@ -204,6 +215,8 @@ struct Client::Impl {
 
     std::uint64_t requests() const { return hub ? hub->requests() : 0; }
 
+    FetchResult fetch(const registry::KernelSpec& spec);
+
     hub::FetchRequest request_for(const registry::KernelSpec& spec) {
         hub::FetchRequest request;
         request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
@@ -221,10 +234,13 @@ Client::Client(Client&&) noexcept = default;
 Client& Client::operator=(Client&&) noexcept = default;
 
 FetchResult Client::fetch(const std::string& ref) {
-    registry::KernelSpec spec = resolve_ref(m_impl->registry, ref);
-    hub::FetchRequest request = m_impl->request_for(spec);
-    std::uint64_t before = m_impl->requests();
-    hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
+    return m_impl->fetch(resolve_ref(m_impl->registry, ref));
+}
+
+FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
+    hub::FetchRequest request = request_for(spec);
+    std::uint64_t before = requests();
+    hub::Fetcher fetcher(settings.cache_root, hub_client(), options.events);
     hub::FetchOutcome outcome = fetcher.fetch(request);
 
     FetchResult result;
@@ -237,7 +253,7 @@ FetchResult Client::fetch(const std::string& ref) {
     result.path = outcome.variant_dir.string();
     for (const auto& file : outcome.files) result.files.push_back(FileInfo{file.path, file.size, file.sha256});
     result.bytes_downloaded = outcome.bytes_downloaded;
-    result.requests = m_impl->requests() - before;
+    result.requests = requests() - before;
     return result;
 }
 
@@ -249,7 +265,7 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
         throw Error(ErrorCode::usage,
                     "no symbol to resolve for '" + ref + "': pass --symbol or add the kernel to a registry");
     }
-    result.fetch = fetch(ref);
+    result.fetch = m_impl->fetch(spec);
     std::string artifact = choose_artifact(result.fetch, spec.file);
     std::filesystem::path path = std::filesystem::path(result.fetch.path) / artifact;
     if (m_impl->settings.verify_on_load) {

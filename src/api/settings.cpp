@@ -33,8 +33,14 @@ std::string resolve_token(const Options& options, const store::EnvLookup& env) {
     } else {
         return {};
     }
-    auto text = store::read_file(home / "token");
-    return text ? trim(*text) : std::string();
+    // An unreadable token file (another user's, a directory) means no token,
+    // as for huggingface_hub; it must not stop commands that need none.
+    try {
+        auto text = store::read_file(home / "token");
+        return text ? trim(*text) : std::string();
+    } catch (const Error&) {
+        return {};
+    }
 }
 
 int resolve_retries(const Options& options, const store::EnvLookup& env) {

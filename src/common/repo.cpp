@@ -1,5 +1,9 @@
 #include "common/repo.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
 #include "kernhub/error.hpp"
 
 namespace kernhub {
@@ -31,6 +35,28 @@ void validate_repo_id(const std::string& repo_id) {
         throw Error(ErrorCode::usage,
                     "invalid repo id '" + repo_id + "': expected ORG/NAME using letters, digits, '.', '_' or '-'");
     }
+}
+
+// A revision ends up in hub URLs and in cache ref file names, so refuse what
+// git refuses in ref names, which also rules out climbing out of a folder.
+std::string revision_problem(const std::string& revision) {
+    if (revision.empty()) return "is empty";
+    const auto bad = [](char c) {
+        return (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) ||
+               std::string_view("~^:?*[\\").find(c) != std::string_view::npos;
+    };
+    if (std::any_of(revision.begin(), revision.end(), bad))
+        return "contains a space, control character or one of ~^:?*[\\; use a branch, tag or "
+               "commit id as git spells it";
+    if (revision.find("..") != std::string::npos || revision.find("//") != std::string::npos ||
+        revision.front() == '/' || revision.back() == '/' || revision.front() == '-')
+        return "is not a valid git ref (no '..', '//', leading '-' or leading/trailing '/'); use a "
+               "branch, tag or commit id as git spells it";
+    const bool all_hex = std::all_of(revision.begin(), revision.end(),
+                                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+    if (revision.size() == 40 && all_hex && !is_commit_sha(revision))
+        return "looks like a commit id with uppercase letters; write commit ids in lowercase";
+    return {};
 }
 
 }  // namespace kernhub

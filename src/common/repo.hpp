@@ -18,4 +18,9 @@ bool is_commit_sha(const std::string& revision);
 // ([A-Za-z0-9._-], no leading dot, no "..").
 void validate_repo_id(const std::string& repo_id);
 
+// Why a branch, tag or commit name is unusable (it reaches hub URLs and
+// cache ref file names), or empty when it is fine. Follows git's ref-name
+// rules, which also keep it from climbing out of a folder.
+std::string revision_problem(const std::string& revision);
+
 }  // namespace kernhub

@@ -60,12 +60,13 @@ std::string Driver::describe_device(int device) const {
 }
 
 void Driver::make_current(int device) {
-    api::Context context = nullptr;
-    {
+    if (device < 0 || device >= k_max_devices) {
+        throw Error(ErrorCode::usage, "CUDA device " + std::to_string(device) + " is out of range");
+    }
+    api::Context context = m_primary_contexts[device].load(std::memory_order_acquire);
+    if (context == nullptr) {
         std::lock_guard<std::mutex> lock(m_context_mutex);
-        if (device >= 0 && static_cast<std::size_t>(device) < m_primary_contexts.size()) {
-            context = m_primary_contexts[device];
-        }
+        context = m_primary_contexts[device].load(std::memory_order_relaxed);
         if (context == nullptr) {
             api::DeviceOrdinal handle = 0;
             if (const api::Result r = m_api.device_get(&handle, device); r != api::k_success) {
@@ -77,10 +78,7 @@ void Driver::make_current(int device) {
             if (const api::Result r = m_api.primary_ctx_retain(&context, handle); r != api::k_success) {
                 fail(r, "retaining the primary context of " + describe_device(device));
             }
-            if (m_primary_contexts.size() <= static_cast<std::size_t>(device)) {
-                m_primary_contexts.resize(static_cast<std::size_t>(device) + 1, nullptr);
-            }
-            m_primary_contexts[device] = context;
+            m_primary_contexts[device].store(context, std::memory_order_release);
         }
     }
     if (const api::Result r = m_api.ctx_set_current(context); r != api::k_success) {

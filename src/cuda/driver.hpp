@@ -14,6 +14,8 @@
 // Primary contexts are retained once and kept for the life of the process.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -96,8 +98,12 @@ private:
     api::EntryPoints m_api;
     int m_version = 0;
     std::string m_library_path;
+    // Primary contexts by device index, null until retained. Written once
+    // (under the mutex), then only read: the launch path loads the atomic
+    // and takes no lock.
+    static constexpr int k_max_devices = 64;
     std::mutex m_context_mutex;
-    std::vector<api::Context> m_primary_contexts;  // by device index; null until retained
+    std::array<std::atomic<api::Context>, k_max_devices> m_primary_contexts{};
 };
 
 // A loaded image. Move-only. The image stays loaded for the life of the
@@ -112,8 +118,8 @@ public:
     Library& operator=(const Library&) = delete;
     ~Library() = default;
 
-    // The kernel's handle: a CUkernel when Driver::context_independent(),
-    // else a CUfunction. Also makes sure the image can run on this library's
+    // The kernel as a CUfunction of the device's primary context (from
+    // cuKernelGetFunction on drivers >= 12.0), ready for launch(). Also makes sure the image can run on this library's
     // device (a lazily loaded library reports "no binary for this GPU"
     // here, not at the first launch). Throws Error(not_found) naming the
     // kernel and the label when the image lacks it.
@@ -132,8 +138,8 @@ private:
     int m_device = 0;
 };
 
-// Makes `device`'s primary context current, turns a CUkernel into this
-// context's CUfunction when needed, and enqueues the kernel on `stream`
+// Makes `device`'s primary context current (no lock once it is retained)
+// and enqueues the CUfunction from Library::kernel on `stream`
 // (nullptr: the legacy default stream). `params` is what cuLaunchKernel
 // wants: one pointer per kernel argument, pointing at the argument's value.
 // Returns without synchronising.

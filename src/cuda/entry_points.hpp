@@ -37,8 +37,6 @@ using Stream = StreamObject*;          // CUstream
 
 // CUresult values kernhub reacts to (cuda.h, enum cudaError_enum).
 constexpr Result k_success = 0;
-constexpr Result k_error_invalid_value = 1;
-constexpr Result k_error_stub_library = 34;
 constexpr Result k_error_not_found = 500;
 
 // CUdevice_attribute values.

@@ -68,12 +68,14 @@ void* Library::kernel(const std::string& name) {
     // With lazy loading (the default since CUDA 12.2) the code for this GPU
     // is only picked when a context first needs it; do that now so "no
     // binary for this GPU" is reported at load time, before any dispatch.
+    // The function lives in the device's primary context, which is never
+    // released, so launches can use it directly: no per-launch lookup.
     driver.make_current(m_device);
     api::Function function = nullptr;
     if (const api::Result g = api.kernel_get_function(&function, kernel); g != api::k_success) {
         fail(g, "loading kernel " + where + " onto " + driver.describe_device(m_device));
     }
-    return kernel;
+    return function;
 }
 
 namespace {
@@ -93,15 +95,7 @@ void launch(void* kernel, Dim3 grid, Dim3 block, unsigned shared_bytes, void* st
     Driver& driver = Driver::instance();
     const api::EntryPoints& api = driver.api();
     driver.make_current(device);
-    auto function = static_cast<api::Function>(kernel);
-    if (driver.context_independent()) {
-        // Library::kernel hands out CUkernel handles on this path; the
-        // function for the current context is what cuLaunchKernel runs.
-        if (const api::Result r = api.kernel_get_function(&function, static_cast<api::Kernel>(kernel));
-            r != api::k_success) {
-            fail(r, "cuKernelGetFunction for a launch on " + driver.describe_device(device));
-        }
-    }
+    auto function = static_cast<api::Function>(kernel);  // Library::kernel hands out CUfunction handles
     const api::Result r = api.launch_kernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
                                             static_cast<api::Stream>(stream), params, nullptr);
     if (r != api::k_success) {

@@ -26,6 +26,27 @@ bool is_redirect(long status) {
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
 
+// Transfer failures worth another attempt; a bad certificate, URL or
+// protocol will fail the same way again.
+bool is_transient(CURLcode code) {
+    switch (code) {
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY:
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_OPERATION_TIMEDOUT:
+        case CURLE_PARTIAL_FILE:
+        case CURLE_SEND_ERROR:
+        case CURLE_RECV_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM:
+        case CURLE_SSL_CONNECT_ERROR:
+            return true;
+        default:
+            return false;
+    }
+}
+
 bool is_retryable_status(long status) {
     return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
 }
@@ -66,21 +87,26 @@ struct Session::Attempt {
 // error or redirect body, and collects header fields.
 static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
     auto* attempt = static_cast<Session::Attempt*>(user);
-    std::string line(data, size * count);
-    if (line.rfind("HTTP/", 0) == 0) {
-        attempt->response.headers.clear();
-        auto space = line.find(' ');
-        attempt->response.status = space == std::string::npos ? 0 : std::atol(line.c_str() + space + 1);
+    try {
+        std::string line(data, size * count);
+        if (line.rfind("HTTP/", 0) == 0) {
+            attempt->response.headers.clear();
+            auto space = line.find(' ');
+            attempt->response.status = space == std::string::npos ? 0 : std::atol(line.c_str() + space + 1);
+            return size * count;
+        }
+        auto colon = line.find(':');
+        if (colon != std::string::npos) {
+            std::string name = line.substr(0, colon);
+            std::transform(name.begin(), name.end(), name.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            attempt->response.headers[name] = trim(line.substr(colon + 1));
+        }
         return size * count;
+    } catch (...) {
+        attempt->target_error = std::current_exception();  // nothing may unwind through libcurl
+        return 0;
     }
-    auto colon = line.find(':');
-    if (colon != std::string::npos) {
-        std::string name = line.substr(0, colon);
-        std::transform(name.begin(), name.end(), name.begin(),
-                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-        attempt->response.headers[name] = trim(line.substr(colon + 1));
-    }
-    return size * count;
 }
 
 static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
@@ -216,7 +242,11 @@ Response Session::run(const std::string& url, BodyTarget* target) {
     for (int tries = 0;; ++tries) {
         Response response = follow(url, target, attempt);
         bool transport_failed = attempt.code != CURLE_OK;
-        bool retry = transport_failed || is_retryable_status(response.status);
+        bool retry = transport_failed ? is_transient(attempt.code) : is_retryable_status(response.status);
+        if (transport_failed && !retry) {
+            throw Error(ErrorCode::network, "cannot fetch " + redact(url) + "; check the endpoint URL and TLS setup",
+                        attempt.curl_message);
+        }
         if (!retry) return response;
         if (tries >= m_policy.retries) {
             if (transport_failed) {

@@ -67,7 +67,13 @@ std::optional<FetchOutcome> outcome_from_record(const store::RepoCache& cache, c
     outcome.variant_dir = cache.snapshot_dir(commit) / "build" / variant;
     const std::string prefix = variant_prefix(variant);
     for (const auto& item : record["files"]) {
-        FetchedFile file{item.value("path", ""), item.value("size", std::uint64_t{0}), item.value("sha256", "")};
+        // A damaged record only means "fetch again", never a failure.
+        bool well_formed = item.is_object() && item.contains("path") && item["path"].is_string() &&
+                           item.contains("size") && item["size"].is_number_unsigned() && item.contains("sha256") &&
+                           item["sha256"].is_string();
+        if (!well_formed) return std::nullopt;
+        FetchedFile file{item["path"].get<std::string>(), item["size"].get<std::uint64_t>(),
+                         item["sha256"].get<std::string>()};
         if (file.path.empty() || !cache.snapshot_complete(commit, prefix + file.path)) return std::nullopt;
         outcome.files.push_back(std::move(file));
     }

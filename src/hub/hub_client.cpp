@@ -178,8 +178,8 @@ void HubClient::fail(const http::Response& response, const RepoRef& repo, const 
     const std::string url = http::redact(response.url);
     const std::string token_hint = m_has_token ? "check that your token can read it" : "set HF_TOKEN if it is private";
     if (code == "RepoNotFound" || (code.empty() && response.status == 401)) {
-        throw Error(ErrorCode::not_found,
-                    repo_label(repo) + " not found at " + m_endpoint + "; check the repo id, or " + token_hint);
+        throw Error(ErrorCode::not_found, repo_label(repo) + " not found at " + http::redact(m_endpoint) +
+                                              "; check the repo id, or " + token_hint);
     }
     if (code == "GatedRepo") {
         throw Error(ErrorCode::not_found,

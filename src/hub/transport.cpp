@@ -34,25 +34,17 @@ public:
 
     http::Response get(const std::string& url) override {
         http::Response response;
-        response.url = url;
-        std::ifstream in(to_path(url), std::ios::binary);
-        if (!in) {
-            response.status = 404;
-            return response;
+        std::ifstream in = open(url, response);
+        if (response.status == 200) {
+            response.body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
         }
-        response.body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-        response.status = 200;
         return response;
     }
 
     http::Response download(const std::string& url, http::BodyTarget& target) override {
         http::Response response;
-        response.url = url;
-        std::ifstream in(to_path(url), std::ios::binary);
-        if (!in) {
-            response.status = 404;
-            return response;
-        }
+        std::ifstream in = open(url, response);
+        if (response.status != 200) return response;
         char buffer[1 << 16];
         target.restart();
         while (in) {
@@ -60,13 +52,20 @@ public:
             if (in.gcount() > 0) target.write(buffer, static_cast<std::size_t>(in.gcount()));
         }
         if (in.bad()) throw Error(ErrorCode::internal, "cannot read " + to_path(url).string());
-        response.status = 200;
         return response;
     }
 
     std::uint64_t requests() const override { return 0; }
 
 private:
+    // The file the URL names, with `response` set to 200, or 404 when absent.
+    std::ifstream open(const std::string& url, http::Response& response) const {
+        response.url = url;
+        std::ifstream in(to_path(url), std::ios::binary);
+        response.status = in ? 200 : 404;
+        return in;
+    }
+
     std::filesystem::path to_path(const std::string& url) const {
         std::string rest = url.substr(std::string("file://").size());
         if (auto query = rest.find('?'); query != std::string::npos) rest.erase(query);

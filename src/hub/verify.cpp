@@ -22,6 +22,9 @@ std::optional<MetadataDigest> parse_metadata_digest(const std::string& text, con
         throw malformed("\"digest\" needs an object \"files\"");
     }
     MetadataDigest out;
+    if (digest_doc.contains("algorithm") && !digest_doc["algorithm"].is_string()) {
+        throw malformed("\"algorithm\" is not a string");
+    }
     std::string algorithm = digest_doc.value("algorithm", "sha256");
     if (algorithm == "sha256") {
         out.algorithm = digest::Algorithm::sha256;
@@ -134,6 +137,8 @@ std::string verify_cached_blob(const std::filesystem::path& blob, const Expectat
         checker.update(buffer, got);
         size += got;
     }
+    // A read error must not pass for a short (tampered) file.
+    if (in.bad()) throw Error(ErrorCode::internal, "cannot read cached blob " + blob.string() + "; check the disk");
     return checker.finish(size);
 }
 

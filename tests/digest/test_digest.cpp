@@ -1,5 +1,3 @@
-#include <stdlib.h>
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -9,31 +7,16 @@
 
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::digest::Algorithm;
 using kernhub::digest::Bytes;
 using kernhub::digest::GitBlobHasher;
 using kernhub::digest::Hasher;
+using kernhub::test::TempDir;
 
 namespace {
-
-// A fresh directory per test, removed afterwards (local on purpose: this file
-// must not depend on the shared support helpers).
-struct ScratchDir {
-    fs::path path;
-    ScratchDir() {
-        std::string pattern = (fs::temp_directory_path() / "kernhub-digest-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path = pattern;
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-};
 
 std::string hash_hex(Algorithm algorithm, const std::string& data) {
     Hasher hasher(algorithm);
@@ -166,14 +149,14 @@ TEST_CASE("base64 round trip and malformed input", "[digest]") {
 }
 
 TEST_CASE("file helpers", "[digest]") {
-    ScratchDir dir;
-    const fs::path hello = dir.path / "hello.txt";
+    TempDir dir;
+    const fs::path hello = dir.path() / "hello.txt";
     write_text(hello, "hello\n");
     CHECK(kernhub::digest::sha256_file_hex(hello) ==
           "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
     CHECK(kernhub::digest::git_blob_sha1_file_hex(hello) == "ce013625030ba8dba906f756967f9e9ca394464a");
 
-    const fs::path empty = dir.path / "empty";
+    const fs::path empty = dir.path() / "empty";
     write_text(empty, "");
     CHECK(kernhub::digest::git_blob_sha1_file_hex(empty) == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
     CHECK(kernhub::digest::sha256_file_hex(empty) ==
@@ -181,7 +164,7 @@ TEST_CASE("file helpers", "[digest]") {
 
     // Larger than one read buffer, to cover the chunk loop.
     const std::string big = pattern_data(300001);
-    const fs::path big_path = dir.path / "big.bin";
+    const fs::path big_path = dir.path() / "big.bin";
     write_text(big_path, big);
     CHECK(kernhub::digest::sha256_file_hex(big_path) == kernhub::digest::sha256_hex(big));
     GitBlobHasher expected(big.size());
@@ -190,8 +173,8 @@ TEST_CASE("file helpers", "[digest]") {
 }
 
 TEST_CASE("file helpers name the path on failure", "[digest]") {
-    ScratchDir dir;
-    const fs::path missing = dir.path / "no-such-file.bin";
+    TempDir dir;
+    const fs::path missing = dir.path() / "no-such-file.bin";
     for (int which = 0; which < 2; ++which) {
         try {
             if (which == 0) {
@@ -205,5 +188,5 @@ TEST_CASE("file helpers name the path on failure", "[digest]") {
             CHECK_THAT(e.message(), Catch::Contains(missing.string()));
         }
     }
-    CHECK_THROWS_AS(kernhub::digest::sha256_file_hex(dir.path), kernhub::Error);
+    CHECK_THROWS_AS(kernhub::digest::sha256_file_hex(dir.path()), kernhub::Error);
 }

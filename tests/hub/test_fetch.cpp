@@ -403,3 +403,31 @@ TEST_CASE("CUDA variants on a host without a CUDA driver", "[hub][cuda]") {
         CHECK(message.find("vector_add.fatbin") != std::string::npos);
     }
 }
+
+TEST_CASE("a revision that could climb out of a folder is a usage error before any request", "[hub]") {
+    KernelHub hub;
+    Env env;
+    Client client(env.options(hub.server().endpoint()));
+    std::string message;
+    for (const char* ref : {"kernhub-test/vector-add@../../etc", "vector-add@/abs", "vector-add@a b"}) {
+        INFO(ref);
+        CHECK(code_of([&] { client.fetch(ref); }, &message) == ErrorCode::usage);
+        CHECK(message.find("revision") != std::string::npos);
+    }
+    CHECK(hub.server().stats()["requests"].empty());
+}
+
+TEST_CASE("a damaged variant record means fetch again, not failure", "[hub]") {
+    KernelHub hub;
+    Env env;
+    FetchResult first = Client(env.options(hub.server().endpoint())).fetch("vector-add");
+    fs::path record =
+        repo_folder(env, "vector-add") / ".kernhub" / "variants" / first.commit / (first.variant + ".json");
+    REQUIRE(fs::exists(record));
+    std::ofstream(record) << R"({"files": [42, {"path": 7}]})";
+    hub.server().reset();
+    FetchResult again = Client(env.options(hub.server().endpoint())).fetch("vector-add");
+    CHECK(again.files.size() == first.files.size());
+    CHECK(again.bytes_downloaded == 0);  // the blobs were still there and verified
+    CHECK(hub.server().count_requests("/lfs/") == 0);
+}

@@ -2,7 +2,6 @@
 // or damaged objects are made by copying the good fixture and patching its
 // ELF header bytes, so no cross compiler is needed.
 #include <elf.h>
-#include <stdlib.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -18,10 +17,12 @@
 
 #include "kernhub/error.hpp"
 #include "loader/loader.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::Error;
 using kernhub::ErrorCode;
+using kernhub::test::TempDir;
 using namespace kernhub::loader;
 
 namespace {
@@ -29,27 +30,6 @@ namespace {
 const fs::path k_fixtures = KERNHUB_FIXTURE_DIR;
 const fs::path k_good = k_fixtures / "libkh_good.so";
 const fs::path k_undefined = k_fixtures / "libkh_undefined.so";
-
-// A fresh directory per test, removed afterwards, so patched copies never
-// leak between tests or runs.
-class TempDir {
-public:
-    TempDir() {
-        std::string pattern = (fs::temp_directory_path() / "kernhub-loader-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        m_path = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(m_path, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const fs::path& path() const { return m_path; }
-
-private:
-    fs::path m_path;
-};
 
 std::vector<unsigned char> read_bytes(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);

@@ -1,8 +1,6 @@
 // Registry files on disk: add_file, load_stack and the shipped default.json.
 #include <catch2/catch.hpp>
 
-#include <stdlib.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +11,7 @@
 
 #include "kernhub/error.hpp"
 #include "registry/registry.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::ErrorCode;
@@ -21,29 +20,9 @@ using kernhub::registry::KernelSpec;
 using kernhub::registry::load_stack;
 using kernhub::registry::Registry;
 using kernhub::registry::StackSources;
+using kernhub::test::TempDir;
 
 namespace {
-
-// A fresh directory per test, removed afterwards.
-class TempDir {
-public:
-    TempDir() {
-        std::string pattern = (fs::temp_directory_path() / "kernhub-registry-XXXXXX").string();
-        if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        m_path = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(m_path, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    const fs::path& path() const { return m_path; }
-
-private:
-    fs::path m_path;
-};
 
 void write_text(const fs::path& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary);

@@ -14,31 +14,16 @@
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::Error;
 using kernhub::ErrorCode;
 using kernhub::RepoType;
 using kernhub::store::RepoCache;
+using kernhub::test::TempDir;
 
 namespace {
-
-// A fresh directory per test, removed afterwards (local on purpose: this file
-// must not depend on the shared support helpers).
-struct ScratchDir {
-    fs::path path;
-    ScratchDir() {
-        std::string pattern = (fs::temp_directory_path() / "kernhub-store-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path = pattern;
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-};
 
 const std::string k_commit = "0123456789abcdef0123456789abcdef01234567";
 const std::string k_commit2 = "89abcdef0123456789abcdef0123456789abcdef";
@@ -137,22 +122,22 @@ TEST_CASE("repo folder names", "[store]") {
           "kernels--kernels-community--flash-attn3");
     CHECK(kernhub::store::repo_folder_name(RepoType::model, "org/name") == "models--org--name");
     CHECK(code_of([] { kernhub::store::repo_folder_name(RepoType::kernel, "../escape"); }) == ErrorCode::usage);
-    ScratchDir dir;
-    RepoCache cache(dir.path, RepoType::kernel, "org/name");
-    CHECK(cache.folder() == dir.path / "kernels--org--name");
-    CHECK(cache.root() == dir.path);
+    TempDir dir;
+    RepoCache cache(dir.path(), RepoType::kernel, "org/name");
+    CHECK(cache.folder() == dir.path() / "kernels--org--name");
+    CHECK(cache.root() == dir.path());
 }
 
 TEST_CASE("write_file_atomic writes, replaces and leaves no temp", "[store]") {
-    ScratchDir dir;
-    const fs::path target = dir.path / "a" / "b" / "file.json";
+    TempDir dir;
+    const fs::path target = dir.path() / "a" / "b" / "file.json";
     kernhub::store::write_file_atomic(target, "first");
     CHECK(slurp(target) == "first");
     kernhub::store::write_file_atomic(target, "second, longer content");
     CHECK(slurp(target) == "second, longer content");
     CHECK(names_in(target.parent_path()) == std::vector<std::string>{"file.json"});
     CHECK(kernhub::store::read_file(target) == std::optional<std::string>("second, longer content"));
-    CHECK_FALSE(kernhub::store::read_file(dir.path / "missing").has_value());
+    CHECK_FALSE(kernhub::store::read_file(dir.path() / "missing").has_value());
 
     // A parent that is a regular file fails even for root.
     const fs::path blocked = target / "child";
@@ -164,12 +149,12 @@ TEST_CASE("write_file_atomic writes, replaces and leaves no temp", "[store]") {
         CHECK_THAT(e.message(), Catch::StartsWith("cannot write " + blocked.string() + ": "));
         CHECK_THAT(e.message(), Catch::EndsWith("; check permissions and free space"));
     }
-    CHECK(code_of([&] { kernhub::store::read_file(dir.path); }) == ErrorCode::internal);
+    CHECK(code_of([&] { kernhub::store::read_file(dir.path()); }) == ErrorCode::internal);
 }
 
 TEST_CASE("IncompleteBlob commit, abandon and restart", "[store]") {
-    ScratchDir dir;
-    RepoCache cache(dir.path, RepoType::kernel, "org/name");
+    TempDir dir;
+    RepoCache cache(dir.path(), RepoType::kernel, "org/name");
     const std::string content = "kernel bytes";
     const std::string etag = kernhub::digest::sha256_hex(content);
 
@@ -215,16 +200,16 @@ TEST_CASE("IncompleteBlob commit, abandon and restart", "[store]") {
 }
 
 TEST_CASE("CACHEDIR.TAG is created at the root", "[store]") {
-    ScratchDir dir;
-    RepoCache cache(dir.path, RepoType::kernel, "org/name");
-    CHECK_FALSE(fs::exists(dir.path / "CACHEDIR.TAG"));
+    TempDir dir;
+    RepoCache cache(dir.path(), RepoType::kernel, "org/name");
+    CHECK_FALSE(fs::exists(dir.path() / "CACHEDIR.TAG"));
     add_blob(cache, "x");
-    CHECK_THAT(slurp(dir.path / "CACHEDIR.TAG"), Catch::StartsWith("Signature: 8a477f597d28d172789f06886806bc55"));
+    CHECK_THAT(slurp(dir.path() / "CACHEDIR.TAG"), Catch::StartsWith("Signature: 8a477f597d28d172789f06886806bc55"));
 }
 
 TEST_CASE("snapshot links are relative, resolve and are replaced atomically", "[store]") {
-    ScratchDir dir;
-    RepoCache cache(dir.path, RepoType::kernel, "org/name");
+    TempDir dir;
+    RepoCache cache(dir.path(), RepoType::kernel, "org/name");
     const std::string etag = add_blob(cache, "payload");
     const std::vector<std::pair<std::string, std::string>> rows = {
         {"a.so", "../../blobs/"},
@@ -255,8 +240,8 @@ TEST_CASE("snapshot links are relative, resolve and are replaced atomically", "[
 }
 
 TEST_CASE("snapshot_complete is false for a dangling link", "[store]") {
-    ScratchDir dir;
-    RepoCache cache(dir.path, RepoType::kernel, "org/name");
+    TempDir dir;
+    RepoCache cache(dir.path(), RepoType::kernel, "org/name");
     const fs::path link = cache.snapshot_path(k_commit, "a.so");
     fs::create_directories(link.parent_path());
     fs::create_symlink("../../blobs/" + std::string(64, 'a'), link);
@@ -265,8 +250,8 @@ TEST_CASE("snapshot_complete is false for a dangling link", "[store]") {
 }
 
 TEST_CASE("refs round trip", "[store]") {
-    ScratchDir dir;
-    RepoCache cache(dir.path, RepoType::kernel, "org/name");
+    TempDir dir;
+    RepoCache cache(dir.path(), RepoType::kernel, "org/name");
     CHECK_FALSE(cache.read_ref("main").has_value());
     cache.write_ref("main", k_commit);
     CHECK(cache.read_ref("main") == k_commit);
@@ -293,8 +278,8 @@ TEST_CASE("refs round trip", "[store]") {
 }
 
 TEST_CASE("trees and variant records round trip", "[store]") {
-    ScratchDir dir;
-    RepoCache cache(dir.path, RepoType::kernel, "org/name");
+    TempDir dir;
+    RepoCache cache(dir.path(), RepoType::kernel, "org/name");
     const std::string variant = "torch28-cxx11-cu128-x86_64-linux";
     CHECK_FALSE(cache.read_tree(k_commit).has_value());
     CHECK_FALSE(cache.read_variant_record(k_commit, variant).has_value());
@@ -311,8 +296,8 @@ TEST_CASE("trees and variant records round trip", "[store]") {
 }
 
 TEST_CASE("invalid etags and commits are rejected", "[store]") {
-    ScratchDir dir;
-    RepoCache cache(dir.path, RepoType::kernel, "org/name");
+    TempDir dir;
+    RepoCache cache(dir.path(), RepoType::kernel, "org/name");
     const std::vector<std::string> bad_etags = {"",
                                                 std::string(39, 'a'),
                                                 std::string(41, 'a'),

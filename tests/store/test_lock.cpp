@@ -1,7 +1,6 @@
 // Many processes fetching one blob at once: the flock in FileLock must make
 // exactly one of them download while the others wait and then find the blob.
 #include <fcntl.h>
-#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,29 +16,14 @@
 
 #include "digest/digest.hpp"
 #include "store/cache.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::RepoType;
 using kernhub::store::RepoCache;
+using kernhub::test::TempDir;
 
 namespace {
-
-// A fresh directory per test, removed afterwards (local on purpose: this file
-// must not depend on the shared support helpers).
-struct ScratchDir {
-    fs::path path;
-    ScratchDir() {
-        std::string pattern = (fs::temp_directory_path() / "kernhub-lock-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path = pattern;
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-};
 
 std::vector<std::string> lines_of(const fs::path& path) {
     std::ifstream in(path);
@@ -82,9 +66,9 @@ int rank_fetch(const fs::path& root, const std::string& etag, const std::string&
 }  // namespace
 
 TEST_CASE("concurrent ranks download a blob once", "[store]") {
-    ScratchDir dir;
-    const fs::path root = dir.path / "cache";
-    const fs::path log_path = dir.path / "downloads.log";
+    TempDir dir;
+    const fs::path root = dir.path() / "cache";
+    const fs::path log_path = dir.path() / "downloads.log";
     std::string content(1024 * 1024, '\0');
     for (std::size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 2654435761u >> 24);
     const std::string etag = kernhub::digest::sha256_hex(content);
