@@ -7,6 +7,7 @@
 #include "api/settings.hpp"
 #include "cuda/driver.hpp"
 #include "digest/digest.hpp"
+#include "elf/elf_inspect.hpp"
 #include "fatbin/fatbin.hpp"
 #include "hub/fetcher.hpp"
 #include "kernhub/kernhub.hpp"
@@ -116,6 +117,17 @@ std::string choose_artifact(const FetchResult& fetched, const std::string& wante
     }
     throw Error(ErrorCode::not_found, "variant " + fetched.variant + " of " + fetched.repo_id +
                                           " has no shared object, fatbin or cubin to load");
+}
+
+// dlopen would refuse an object that needs a newer glibc with a terse
+// "version not found"; say which version and what to do instead.
+void check_glibc(const std::filesystem::path& path) {
+    elf::ElfFacts facts = elf::inspect_elf_file(path);
+    const std::string host = elf::host_glibc();
+    if (!facts.max_glibc.empty() && !host.empty() && elf::compare_glibc(facts.max_glibc, host) > 0) {
+        throw Error(ErrorCode::load, path.string() + " needs " + facts.max_glibc + " but this host has " + host +
+                                         "; fetch a variant built for an older glibc or upgrade the host");
+    }
 }
 
 std::vector<std::uint8_t> read_image(const std::filesystem::path& path) {
@@ -283,6 +295,7 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
         loader::ResolvedTable::instance().put(ref, loader::Resolved{result.address, true, 0});
         return result;
     }
+    check_glibc(path);
     loader::Library library = loader::Library::open(path);
     result.address = library.symbol(result.symbol);
     loader::ResolvedTable::instance().put(ref, result.address);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ struct ElfFacts {
 // that overlap or leave their segment, offset arithmetic that overflows.
 // Never reads outside [data, data + size); allocations are bounded by size.
 ElfFacts inspect_elf(const std::uint8_t* data, std::size_t size, const std::string& source);
+
+// inspect_elf over a file (mapped, not read). Error(not_found) when it is
+// missing, Error(internal) when it cannot be opened or mapped.
+ElfFacts inspect_elf_file(const std::filesystem::path& path);
 
 // Compares the dotted numbers after the first digit numerically, missing
 // components counting as 0 ("GLIBC_2.34" > "GLIBC_2.4"); ties between

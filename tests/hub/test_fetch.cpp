@@ -7,7 +7,9 @@
 
 #include "kernhub/cuda.hpp"
 #include "kernhub/kernhub.hpp"
+#include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
+#include "support/process.hpp"
 
 using namespace kernhub;
 using namespace kernhub::test;
@@ -430,4 +432,47 @@ TEST_CASE("a damaged variant record means fetch again, not failure", "[hub]") {
     CHECK(again.files.size() == first.files.size());
     CHECK(again.bytes_downloaded == 0);  // the blobs were still there and verified
     CHECK(hub.server().count_requests("/lfs/") == 0);
+}
+
+TEST_CASE("a shared object that needs a newer glibc than the host is refused before dlopen", "[hub][loader]") {
+    // A copy of a real .so whose GLIBC_ version requirement is patched to
+    // GLIBC_9.x (same length, so the tables stay valid).
+    TempDir dir;
+    fs::path source = dir.path() / "needs.c";
+    std::ofstream(source) << "#include <string.h>\n#include <stdio.h>\n"
+                             "int kh_copy(char* d, const char* s, unsigned long n) { memcpy(d, s, n); "
+                             "return printf(\"%s\", d); }\n";
+    fs::path so = dir.path() / "libneeds.so";
+    REQUIRE(run_process({"cc", "-shared", "-fPIC", "-o", so.string(), source.string()}).exit_code == 0);
+    std::string bytes;
+    {
+        std::ifstream in(so, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    auto at = bytes.find("GLIBC_2.");
+    REQUIRE(at != std::string::npos);
+    bytes[at + 6] = '9';
+    std::ofstream(so, std::ios::binary | std::ios::trunc) << bytes;
+
+    // Serve it from a one-repo hub and load it.
+    nlohmann::json spec = {
+        {"repos",
+         {{{"repo_id", "kernhub-test/needs-new-glibc"},
+           {"type", "kernel"},
+           {"commits",
+            {{{"message", "x"},
+              {"branches", {"main"}},
+              {"metadata", true},
+              {"files", {{"build/" + host_cpu_variant() + "/libneeds.so", {{"path", so.string()}}}}}}}}}}}};
+    make_hub(spec, dir.path() / "hub");
+    Options o;
+    o.endpoint = "file://" + (dir.path() / "hub").string();
+    o.cache_dir = (dir.path() / "cache").string();
+    o.project_dir = dir.path().string();
+    o.no_default_registry = true;
+    o.offline = false;
+    std::string message;
+    CHECK(code_of([&] { Client(o).load("kernhub-test/needs-new-glibc", "kh_copy"); }, &message) == ErrorCode::load);
+    CHECK(message.find("needs GLIBC_9.") != std::string::npos);
+    CHECK(message.find("this host has GLIBC_") != std::string::npos);
 }
