@@ -1,9 +1,7 @@
 // The public C++ API: composes registry -> hub -> select -> fetch -> load.
 #include <algorithm>
 
-#include <fstream>
-#include <iterator>
-
+#include "api/file_bytes.hpp"
 #include "api/settings.hpp"
 #include "cuda/driver.hpp"
 #include "digest/digest.hpp"
@@ -130,17 +128,10 @@ void check_glibc(const std::filesystem::path& path) {
     }
 }
 
-std::vector<std::uint8_t> read_image(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.eof() && in.fail()) throw Error(ErrorCode::internal, "cannot read " + path.string());
-    return bytes;
-}
-
 // Loads a fatbin or cubin on device 0 after checking that it holds a binary
 // the device can run, and returns the kernel handle.
 void* load_cuda_kernel(const std::filesystem::path& path, const std::string& symbol) {
-    std::vector<std::uint8_t> image = read_image(path);
+    std::vector<std::uint8_t> image = api::read_file_bytes(path.string());
     const std::string label = path.string();
     fatbin::Fatbin parsed = fatbin::detect_format(image.data(), image.size()) == fatbin::Format::cubin
                                 ? fatbin::parse_cubin(image.data(), image.size(), label)

@@ -2,9 +2,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
+#include "api/file_bytes.hpp"
 #include "elf/elf_inspect.hpp"
 #include "fatbin/fatbin.hpp"
 #include "kernhub/error.hpp"
@@ -13,18 +12,6 @@
 namespace kernhub {
 
 namespace {
-
-std::vector<std::uint8_t> read_bytes(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-        throw Error(ErrorCode::not_found, "file " + path + " does not exist or is not a regular file");
-    }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorCode::internal, "cannot open " + path + "; check permissions");
-    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw Error(ErrorCode::internal, "cannot read " + path + "; check the disk");
-    return bytes;
-}
 
 BinaryEntry to_public(const fatbin::Entry& entry) {
     return BinaryEntry{entry.kind == fatbin::EntryKind::sass ? "sass" : "ptx", entry.arch_name(), entry.compressed,
@@ -69,7 +56,7 @@ ComputeCapability parse_compute_capability(const std::string& text) {
 }
 
 InspectResult inspect_file(const std::string& path, const std::optional<ComputeCapability>& cc) {
-    std::vector<std::uint8_t> bytes = read_bytes(path);
+    std::vector<std::uint8_t> bytes = api::read_file_bytes(path);
     InspectResult result;
     result.path = path;
     fatbin::Format format = fatbin::detect_format(bytes.data(), bytes.size());

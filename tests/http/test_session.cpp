@@ -15,6 +15,7 @@
 #include "http/http.hpp"
 #include "kernhub/error.hpp"
 #include "support/kernel_hub.hpp"
+#include "support/string_target.hpp"
 
 using kernhub::Error;
 using kernhub::ErrorCode;
@@ -23,32 +24,18 @@ using kernhub::http::Policy;
 using kernhub::http::Response;
 using kernhub::http::Session;
 using kernhub::test::KernelHub;
+using kernhub::test::StringTarget;
 using nlohmann::json;
 
 namespace {
 
-// Keeps the body in memory and counts restarts.
-class MemoryTarget : public BodyTarget {
-public:
-    std::uint64_t size() const override { return data.size(); }
-    void write(const char* bytes, std::size_t count) override { data.insert(data.end(), bytes, bytes + count); }
-    void restart() override {
-        ++restarts;
-        data.clear();
-    }
-    std::string text() const { return std::string(data.begin(), data.end()); }
-
-    std::vector<char> data;
-    int restarts = 0;
-};
-
 // Accepts `limit` bytes, then refuses with an exception.
-class LimitedTarget : public MemoryTarget {
+class LimitedTarget : public StringTarget {
 public:
     explicit LimitedTarget(std::size_t limit) : m_limit(limit) {}
     void write(const char* bytes, std::size_t count) override {
         if (data.size() + count > m_limit) throw std::runtime_error("more bytes than expected");
-        MemoryTarget::write(bytes, count);
+        StringTarget::write(bytes, count);
     }
 
 private:
@@ -130,11 +117,11 @@ TEST_CASE("Session sends the token to the hub origin only, never to the CDN", "[
     SECTION("token for the hub: private repo opens, the CDN hop goes without it") {
         Session session(fast_policy(), kernhub::test::k_test_token, hub.server().endpoint());
         CHECK(session.get(revision_url(hub, "kernhub-test/private", "main")).status == 200);
-        MemoryTarget target;
+        StringTarget target;
         Response response = session.download(lfs_url(hub, "kernhub-test/private"), target);
         CHECK(response.status == 200);
         CHECK(response.url.rfind(hub.server().cdn() + "/lfs/", 0) == 0);  // the final hop
-        CHECK(target.text() == so);
+        CHECK(target.data == so);
         CHECK(target.restarts == 0);
         CHECK(session.requests() == 3);
 
@@ -164,16 +151,16 @@ TEST_CASE("Session sends the token to the hub origin only, never to the CDN", "[
 TEST_CASE("Session::download streams exactly the LFS bytes through the 302", "[http]") {
     KernelHub hub;
     Session session(fast_policy(), "", hub.server().endpoint());
-    MemoryTarget target;
+    StringTarget target;
     Response response = session.download(lfs_url(hub), target);
     CHECK(response.status == 200);
     CHECK(response.body.empty());  // the body went to the target
-    CHECK(target.text() == read_file(kernhub::test::vector_add_so()));
+    CHECK(target.data == read_file(kernhub::test::vector_add_so()));
     CHECK(target.restarts == 0);
     CHECK(session.requests() == 2);
 
     SECTION("a missing file returns 404 and leaves the target empty") {
-        MemoryTarget none;
+        StringTarget none;
         Response missing =
             session.download(hub.server().endpoint() + "/kernels/kernhub-test/vector-add/resolve/main/nope.so", none);
         CHECK(missing.status == 404);
@@ -185,7 +172,7 @@ TEST_CASE("Session::download streams exactly the LFS bytes through the 302", "[h
         Policy policy = fast_policy();
         policy.max_redirects = 0;
         Session strict(policy, "", hub.server().endpoint());
-        MemoryTarget unused;
+        StringTarget unused;
         try {
             strict.download(lfs_url(hub), unused);
             FAIL("a redirect was followed with max_redirects = 0");
@@ -282,12 +269,12 @@ TEST_CASE("Session resumes a truncated LFS download with Range", "[http]") {
     hub.server().add_faults(
         json::array({{{"match", "/lfs/"}, {"action", "truncate"}, {"after_bytes", 1000}, {"count", 2}}}));
     Session session(fast_policy(3), "", hub.server().endpoint());
-    MemoryTarget target;
+    StringTarget target;
     Response response = session.download(lfs_url(hub), target);
     CHECK(response.status == 206);
     CHECK(response.header("content-range") ==
           "bytes 2000-" + std::to_string(so.size() - 1) + "/" + std::to_string(so.size()));
-    CHECK(target.text() == so);
+    CHECK(target.data == so);
     CHECK(target.restarts == 0);
     CHECK(session.requests() == 6);  // (302 + CDN) x 3
 
@@ -310,7 +297,7 @@ TEST_CASE("Session aborts when the body target throws", "[http]") {
     CHECK(session.requests() == 2);
 
     // The session stays usable.
-    MemoryTarget next;
+    StringTarget next;
     CHECK(session.download(lfs_url(hub), next).status == 200);
-    CHECK(next.text() == read_file(kernhub::test::vector_add_so()));
+    CHECK(next.data == read_file(kernhub::test::vector_add_so()));
 }

@@ -12,6 +12,7 @@
 #include "http/scripted_server.hpp"
 #include "kernhub/error.hpp"
 #include "support/kernel_hub.hpp"
+#include "support/string_target.hpp"
 
 using kernhub::Error;
 using kernhub::ErrorCode;
@@ -22,20 +23,9 @@ using kernhub::http::Session;
 using kernhub::test::ScriptedReply;
 using kernhub::test::ScriptedRequest;
 using kernhub::test::ScriptedServer;
+using kernhub::test::StringTarget;
 
 namespace {
-
-class StringTarget : public BodyTarget {
-public:
-    std::uint64_t size() const override { return data.size(); }
-    void write(const char* bytes, std::size_t count) override { data.append(bytes, count); }
-    void restart() override {
-        ++restarts;
-        data.clear();
-    }
-    std::string data;
-    int restarts = 0;
-};
 
 Policy fast_policy(int retries = 3) {
     Policy policy;

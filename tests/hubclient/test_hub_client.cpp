@@ -20,6 +20,7 @@
 #include "kernhub/error.hpp"
 #include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
+#include "support/string_target.hpp"
 
 using kernhub::Error;
 using kernhub::ErrorCode;
@@ -30,6 +31,8 @@ using kernhub::hub::TransportConfig;
 using kernhub::hub::TreeEntry;
 using kernhub::test::KernelHub;
 using nlohmann::json;
+
+using kernhub::test::StringTarget;
 
 namespace {
 
@@ -75,14 +78,6 @@ Error error_of(const std::function<void()>& call) {
     FAIL("no kernhub::Error was thrown");
     return Error(ErrorCode::ok, "");
 }
-
-class StringTarget : public kernhub::http::BodyTarget {
-public:
-    std::uint64_t size() const override { return data.size(); }
-    void write(const char* bytes, std::size_t count) override { data.append(bytes, count); }
-    void restart() override { data.clear(); }
-    std::string data;
-};
 
 }  // namespace
 
