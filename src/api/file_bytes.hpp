@@ -1,5 +1,5 @@
 // Whole-file reads for artifacts the api layer parses (fatbins, cubins,
-// inspected files).
+// inspected files): store::read_file_into with the api's error wording.
 #pragma once
 
 #include <cstdint>

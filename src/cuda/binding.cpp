@@ -13,6 +13,7 @@
 #include "cuda/driver.hpp"
 #include "cuda/entry_points.hpp"
 #include "kernhub/error.hpp"
+#include "loader/loader.hpp"
 
 namespace kernhub::cuda {
 
@@ -24,11 +25,6 @@ constexpr const char* k_library_variable = "KERNHUB_CUDA_DRIVER";
 // Published once binding has succeeded, so error_name() can use the
 // driver's names without ever starting a binding itself.
 std::atomic<const api::EntryPoints*> g_bound_entry_points{nullptr};
-
-std::string take_dlerror() {
-    const char* text = ::dlerror();
-    return text ? std::string(text) : std::string();
-}
 
 // Binding failures are load failures whatever the code (cuGetProcAddress
 // can answer NOT_FOUND, which elsewhere means a missing kernel).
@@ -139,12 +135,12 @@ std::unique_ptr<Driver> Binding::bind() {
     const char* configured = std::getenv(k_library_variable);
     const bool from_variable = configured != nullptr && *configured != '\0';
     binding.library = from_variable ? configured : k_default_library;
-    take_dlerror();
+    loader::take_dlerror();
     HandleGuard handle(::dlopen(binding.library.c_str(), RTLD_NOW | RTLD_LOCAL));
     if (handle.get() == nullptr) {
         throw Error(ErrorCode::load, "no CUDA driver: cannot load " + binding.library +
                                          (from_variable ? std::string(", named by KERNHUB_CUDA_DRIVER") : "") + " (" +
-                                         take_dlerror() + "); install the NVIDIA driver or use a CPU variant");
+                                         loader::take_dlerror() + "); install the NVIDIA driver or use a CPU variant");
     }
     binding.find_get_proc_address(handle.get());
 

@@ -109,15 +109,29 @@ std::string GitBlobHasher::finish_hex() {
 
 // ---- encodings -------------------------------------------------------------
 
+namespace {
+
+constexpr char k_hex_digits[] = "0123456789abcdef";
+
+}  // namespace
+
 std::string to_hex(const Bytes& bytes) {
-    static const char k_digits[] = "0123456789abcdef";
     std::string out;
     out.reserve(bytes.size() * 2);
     for (std::uint8_t b : bytes) {
-        out.push_back(k_digits[b >> 4]);
-        out.push_back(k_digits[b & 0x0f]);
+        out.push_back(k_hex_digits[b >> 4]);
+        out.push_back(k_hex_digits[b & 0x0f]);
     }
     return out;
+}
+
+std::string to_hex_literal(std::uint64_t value) {
+    std::string digits;
+    do {
+        digits.insert(digits.begin(), k_hex_digits[value & 0xf]);
+        value >>= 4;
+    } while (value != 0);
+    return "0x" + digits;
 }
 
 static int hex_value(char c) {

@@ -51,6 +51,9 @@ private:
 };
 
 std::string to_hex(const Bytes& bytes);
+// "0x1f": an integer in lower-case hex without leading zeros, for messages
+// that name offsets, magic numbers and flags.
+std::string to_hex_literal(std::uint64_t value);
 // nullopt on odd length or a non-hex character; accepts upper and lower case.
 std::optional<Bytes> from_hex(const std::string& hex);
 std::string to_base64(const Bytes& bytes);

@@ -9,8 +9,8 @@ namespace kernhub::elf::detail {
 void ByteReader::fail(const std::string& what, std::uint64_t offset) const {
     throw Error(ErrorCode::verification, m_source + " is a malformed ELF file: " + what + " (at offset " +
                                              std::to_string(offset) + " of " + std::to_string(m_size) +
-                                             " bytes); the file is damaged or is not a kernel build: run "
-                                             "`kernhub cache verify` or `kernhub fetch` again");
+                                             " bytes); the file is damaged or is not a kernel build: "
+                                             "check what it is with `kernhub inspect`, or fetch it again");
 }
 
 Range ByteReader::range(std::uint64_t offset, std::uint64_t length, const char* what) const {

@@ -13,7 +13,9 @@
 #include <cstddef>
 #include <optional>
 
+#include "digest/digest.hpp"
 #include "elf/byte_reader.hpp"
+#include "elf/elf_header.hpp"
 #include "elf/elf_layout.hpp"
 
 namespace kernhub::elf {
@@ -44,64 +46,18 @@ struct DynamicRefs {
     std::optional<std::uint64_t> soname, strtab, strsz, verneed;
 };
 
-std::string hex(std::uint64_t value) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string text;
-    do {
-        text.insert(text.begin(), digits[value & 0xf]);
-        value >>= 4;
-    } while (value != 0);
-    return "0x" + text;
-}
-
-std::string type_name(std::uint64_t type) {
-    switch (type) {
-        case ET_REL:
-            return "REL";
-        case ET_EXEC:
-            return "EXEC";
-        case ET_DYN:
-            return "DYN";
-        case ET_CORE:
-            return "CORE";
-        default:
-            return hex(type);
-    }
-}
-
-std::string machine_name(int machine) {
-    struct Name {
-        int machine;
-        const char* name;
-    };
-    static constexpr Name names[] = {
-        {EM_X86_64, "x86_64"}, {EM_AARCH64, "aarch64"}, {EM_CUDA, "cuda"},       {EM_386, "i386"},
-        {EM_ARM, "arm"},       {EM_PPC64, "ppc64"},     {EM_PPC, "ppc"},         {EM_S390, "s390"},
-        {EM_RISCV, "riscv"},   {EM_MIPS, "mips"},       {EM_SPARCV9, "sparcv9"}, {EM_AMDGPU, "amdgpu"},
-    };
-    for (const Name& entry : names) {
-        if (entry.machine == machine) return entry.name;
-    }
-    return "unknown";
-}
-
-// Magic, class and byte order; everything after depends on the last two.
-void read_identification(ByteReader& reader, ElfFacts& facts) {
-    if (reader.size() < EI_NIDENT) reader.fail("the ELF identification is truncated", reader.size());
-    for (std::uint64_t i = 0; i < SELFMAG; ++i) {
-        if (reader.byte(i) != static_cast<std::uint8_t>(ELFMAG[i])) reader.fail("no ELF magic number", 0);
-    }
-    const std::uint8_t elf_class = reader.byte(EI_CLASS);
-    if (elf_class != ELFCLASS32 && elf_class != ELFCLASS64) {
-        reader.fail("unknown EI_CLASS " + std::to_string(elf_class), EI_CLASS);
-    }
-    const std::uint8_t data = reader.byte(EI_DATA);
-    if (data != ELFDATA2LSB && data != ELFDATA2MSB) {
-        reader.fail("unknown byte order EI_DATA " + std::to_string(data), EI_DATA);
-    }
-    facts.elf_class = elf_class == ELFCLASS64 ? 64 : 32;
-    facts.little_endian = data == ELFDATA2LSB;
-    facts.os_abi = reader.byte(EI_OSABI);
+// Class, byte order and the header fields every class keeps in the same
+// place; everything after depends on the first two.
+void read_identification(ByteReader& reader, const std::uint8_t* data, std::size_t size, ElfFacts& facts) {
+    const HeaderParse parse = parse_elf_header(data, size);
+    if (!parse.header) reader.fail(parse.problem, parse.offset);
+    const ElfHeaderFacts& header = *parse.header;
+    facts.elf_class = header.elf_class == ELFCLASS64 ? 64 : 32;
+    facts.little_endian = header.little_endian;
+    facts.os_abi = header.os_abi;
+    facts.type = type_name(header.type);
+    facts.machine = header.machine;
+    facts.machine_name = machine_name(header.machine);
     reader.set_little_endian(facts.little_endian);
 }
 
@@ -133,12 +89,8 @@ void resolve_extended_counts(const ByteReader& reader, const Layout& layout, Hea
     if (segments_extended) tables.phnum = reader.field(tables.shoff, layout.sh_info, "extended segment count");
 }
 
-HeaderTables read_header(const ByteReader& reader, const Layout& layout, ElfFacts& facts) {
+HeaderTables read_header(const ByteReader& reader, const Layout& layout) {
     reader.range(0, layout.ehdr_size, "the ELF header");
-    const std::uint64_t type = reader.field(0, layout.e_type, "e_type");
-    facts.type = type_name(type);
-    facts.machine = static_cast<int>(reader.field(0, layout.e_machine, "e_machine"));
-    facts.machine_name = machine_name(facts.machine);
     HeaderTables tables;
     tables.phoff = reader.field(0, layout.e_phoff, "e_phoff");
     tables.phentsize = reader.field(0, layout.e_phentsize, "e_phentsize");
@@ -181,7 +133,7 @@ Range mapped_range(const ByteReader& reader, const ProgramView& view, std::uint6
             return Range{segment.offset + delta, segment.filesz - delta};
         }
     }
-    reader.fail(std::string(what) + " address " + hex(address) + " is in no loaded segment", 0);
+    reader.fail(std::string(what) + " address " + digest::to_hex_literal(address) + " is in no loaded segment", 0);
 }
 
 DynamicRefs read_dynamic_entries(const ByteReader& reader, const Layout& layout, const Range& dynamic) {
@@ -332,9 +284,9 @@ void sort_unique(std::vector<std::string>& names, bool (*less)(const std::string
 ElfFacts inspect_elf(const std::uint8_t* data, std::size_t size, const std::string& source) {
     ByteReader reader(data, size, source);
     ElfFacts facts;
-    read_identification(reader, facts);
+    read_identification(reader, data, size, facts);
     const Layout& layout = facts.elf_class == 64 ? detail::k_elf64 : detail::k_elf32;
-    const HeaderTables tables = read_header(reader, layout, facts);
+    const HeaderTables tables = read_header(reader, layout);
     read_dynamic(reader, layout, read_program_headers(reader, layout, tables), facts);
     read_exports(reader, layout, tables, facts);
     sort_unique(facts.glibc_versions,

@@ -18,7 +18,7 @@ struct ElfFacts {
     bool little_endian = true;
     std::string type;                 // "DYN", "EXEC", "REL", "CORE" or "0x..." (hex e_type)
     int machine = 0;                  // e_machine
-    std::string machine_name;         // "x86_64", "aarch64", "cuda", "i386", ... or "unknown"
+    std::string machine_name;         // elf::machine_name: "x86_64", "aarch64", "CUDA", ... or "unknown"
     int os_abi = 0;                   // EI_OSABI
     std::string soname;               // DT_SONAME, may be empty
     std::vector<std::string> needed;  // DT_NEEDED libraries, in file order

@@ -14,7 +14,7 @@ namespace kernhub::elf::detail {
 
 struct Layout {
     std::size_t ehdr_size;
-    Field e_type, e_machine, e_phoff, e_shoff, e_phentsize, e_phnum, e_shentsize, e_shnum;
+    Field e_phoff, e_shoff, e_phentsize, e_phnum, e_shentsize, e_shnum;
     std::size_t phdr_size;
     Field p_type, p_offset, p_vaddr, p_filesz;
     std::size_t shdr_size;
@@ -33,8 +33,6 @@ struct Layout {
 template <typename Ehdr, typename Phdr, typename Shdr, typename Sym, typename Dyn>
 constexpr Layout make_layout() {
     return Layout{sizeof(Ehdr),
-                  KH_ELF_FIELD(Ehdr, e_type),
-                  KH_ELF_FIELD(Ehdr, e_machine),
                   KH_ELF_FIELD(Ehdr, e_phoff),
                   KH_ELF_FIELD(Ehdr, e_shoff),
                   KH_ELF_FIELD(Ehdr, e_phentsize),

@@ -9,22 +9,12 @@
 
 namespace kernhub::fatbin::detail {
 
-std::string hex(std::uint64_t value) {
-    static const char k_digits[] = "0123456789abcdef";
-    std::string digits;
-    do {
-        digits.insert(digits.begin(), k_digits[value & 0xf]);
-        value >>= 4;
-    } while (value != 0);
-    return "0x" + digits;
-}
-
 void Bytes::fail(std::size_t offset, const std::string& problem) const {
     throw Error(ErrorCode::verification,
                 std::string(m_what) + " " + m_source + " is malformed: " + problem + " at byte " +
                     std::to_string(offset) +
-                    "; the download is damaged or is not a CUDA kernel build: run `kernhub cache verify` "
-                    "or `kernhub fetch` again");
+                    "; the download is damaged or is not a CUDA kernel build: check it with `kernhub inspect`, "
+                    "or fetch it again");
 }
 
 // Assembled byte by byte so the result does not depend on host endianness

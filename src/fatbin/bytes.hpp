@@ -10,9 +10,6 @@ namespace kernhub::fatbin::detail {
 
 // A view of untrusted input. Every read checks its bounds itself, so a bug
 // in a caller's size arithmetic ends in an Error, never in a stray read.
-// "0xba55ed50": lower-case hex for messages.
-std::string hex(std::uint64_t value);
-
 class Bytes {
 public:
     Bytes(const std::uint8_t* data, std::size_t size, const std::string& source, const char* what)

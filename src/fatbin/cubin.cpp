@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 
+#include "digest/digest.hpp"
 #include "fatbin/bytes.hpp"
 #include "fatbin/fatbin.hpp"
 
@@ -25,7 +26,6 @@ namespace kernhub::fatbin {
 namespace {
 
 using detail::Bytes;
-using detail::hex;
 
 constexpr std::uint32_t k_fatbin_magic = 0xBA55ED50;
 constexpr std::uint8_t k_elf_magic[4] = {0x7f, 'E', 'L', 'F'};
@@ -70,7 +70,7 @@ int cubin_arch(const Bytes& in) {
         in.fail(k_ei_osabi, "unknown CUDA ELF ABI " + std::to_string(osabi));
     }
     if (arch == 0 || arch > k_max_arch) {
-        in.fail(k_e_flags, "e_flags " + hex(flags) + " name no SM version");
+        in.fail(k_e_flags, "e_flags " + digest::to_hex_literal(flags) + " name no SM version");
     }
     return static_cast<int>(arch);
 }

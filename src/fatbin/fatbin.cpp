@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "digest/digest.hpp"
 #include "fatbin/bytes.hpp"
 #include "fatbin/fatbin.hpp"
 
@@ -43,7 +44,6 @@ namespace kernhub::fatbin {
 namespace {
 
 using detail::Bytes;
-using detail::hex;
 
 constexpr std::uint32_t k_container_magic = 0xBA55ED50;
 constexpr std::uint16_t k_container_version = 1;
@@ -67,7 +67,9 @@ constexpr std::uint32_t k_max_arch = 999;
 char read_variant(const Bytes& in, std::size_t pos, std::uint64_t flags) {
     const bool arch_specific = (flags & k_flag_arch_specific) != 0;
     const bool family = (flags & k_flag_family) != 0;
-    if (arch_specific && family) in.fail(pos + 0x28, "entry flags " + hex(flags) + " claim both 'a' and 'f'");
+    if (arch_specific && family) {
+        in.fail(pos + 0x28, "entry flags " + digest::to_hex_literal(flags) + " claim both 'a' and 'f'");
+    }
     if (arch_specific) return 'a';
     return family ? 'f' : 0;
 }
@@ -138,7 +140,8 @@ std::size_t parse_container(const Bytes& in, std::size_t start, std::size_t inde
     }
     const std::uint32_t magic = in.u32(start);
     if (magic != k_container_magic) {
-        in.fail(start, "bad magic " + hex(magic) + " (a fatbin container starts with " + hex(k_container_magic) + ")");
+        in.fail(start, "bad magic " + digest::to_hex_literal(magic) + " (a fatbin container starts with " +
+                           digest::to_hex_literal(k_container_magic) + ")");
     }
     const std::uint16_t version = in.u16(start + 4);
     if (version != k_container_version) in.fail(start + 4, "unsupported container version " + std::to_string(version));

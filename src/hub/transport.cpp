@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "kernhub/error.hpp"
+#include "store/cache.hpp"
 
 namespace kernhub::hub {
 
@@ -34,10 +35,12 @@ public:
 
     http::Response get(const std::string& url) override {
         http::Response response;
-        std::ifstream in = open(url, response);
-        if (response.status == 200) {
-            response.body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-        }
+        response.url = url;
+        const std::filesystem::path path = to_path(url);
+        // As open() below: a file that cannot be opened answers 404.
+        const store::ReadStatus read = store::read_file_into(path, response.body);
+        if (read.error != 0 && read.opened) throw Error(ErrorCode::internal, "cannot read " + path.string());
+        response.status = read.opened ? 200 : 404;
         return response;
     }
 

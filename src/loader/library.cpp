@@ -1,5 +1,5 @@
-// dlopen/dlsym and the process-wide resolved-kernel table. This file is the
-// only user of <dlfcn.h> in kernhub.
+// dlopen/dlsym, the dynamic loader's error text and the process-wide
+// resolved-kernel table.
 #include <dlfcn.h>
 
 #include <string>
@@ -9,16 +9,12 @@
 
 namespace kernhub::loader {
 
-namespace {
-
-// dlerror() is per thread and cleared by reading it; returns "" when the
-// loader left no text (dlsym of a symbol whose value is null does that).
+// dlerror() is per thread and cleared by reading it; it may hold no text
+// even after a failure (dlsym of a symbol whose value is null does that).
 std::string take_dlerror() {
     const char* text = ::dlerror();
     return text ? std::string(text) : std::string();
 }
-
-}  // namespace
 
 Library Library::open(const std::filesystem::path& path) {
     // Our own check first: it explains a wrong-arch or damaged file far

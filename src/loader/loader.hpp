@@ -1,6 +1,7 @@
 // Loading shared objects: validate the ELF header, dlopen(RTLD_NOW|RTLD_LOCAL),
 // dlsym, and keep what was resolved in one process-wide table. The loader
-// module is the only owner of <dlfcn.h>.
+// module owns <dlfcn.h>; the CUDA binding's own dlopen of libcuda reads
+// the failure text through take_dlerror below.
 #pragma once
 
 #include <cstdint>
@@ -12,25 +13,14 @@
 
 namespace kernhub::loader {
 
-struct ElfHeaderFacts {
-    int elf_class = 0;  // 1 = 32-bit, 2 = 64-bit
-    bool little_endian = false;
-    int type = 0;     // ET_DYN = 3
-    int machine = 0;  // 62 x86_64, 183 aarch64, 190 CUDA
-    int os_abi = 0;
-};
-
-// Reads the ELF identification and header. Throws Error(verification)
-// naming the path when the file is not an ELF file or is truncated, and
-// Error(not_found) when it does not exist.
-ElfHeaderFacts read_elf_header(const std::filesystem::path& path);
-
-// e_machine of the running process (62 on x86_64, 183 on aarch64).
-int host_elf_machine();
-
 // Checks that the file is a 64-bit little-endian ET_DYN object for this
-// host's machine. Throws Error(verification) with the reason otherwise.
+// host's machine (elf::read_elf_header reads it). Throws Error(verification)
+// with the reason otherwise, Error(not_found) when the file does not exist.
 void validate_shared_object(const std::filesystem::path& path);
+
+// dlerror()'s text, which also clears it; "" when the dynamic loader left
+// none. For every dlopen/dlsym caller in kernhub, the CUDA binding included.
+std::string take_dlerror();
 
 // A dlopen handle. Kernels stay loaded for the life of the process (dlclose
 // of C++ objects is unreliable), so the destructor does not dlclose.

@@ -1,11 +1,11 @@
 #include "registry/registry.hpp"
 
 #include <cerrno>
-#include <fstream>
 #include <system_error>
 
 #include "kernhub/error.hpp"
 #include "registry/parse.hpp"
+#include "store/cache.hpp"
 
 namespace kernhub::registry {
 
@@ -25,21 +25,14 @@ std::string read_registry_file(const fs::path& path) {
     if (ec) detail::fail(source, "cannot read: " + ec.message());
     if (fs::is_directory(status)) detail::fail(source, "is a directory; name a JSON file");
 
-    errno = 0;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        const int error = errno;
-        detail::fail(source, "cannot open: " + (error != 0 ? std::generic_category().message(error) : "unknown error") +
-                                 "; check the file's permissions");
-    }
     std::string text;
-    char buffer[8192];
-    while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-        text.append(buffer, static_cast<std::size_t>(in.gcount()));
-        if (text.size() > k_max_file_size)
-            detail::fail(source, "is larger than 16 MiB; a registry is a small JSON file");
+    const store::ReadStatus read = store::read_file_into(path, text, k_max_file_size);
+    if (read.error == EFBIG) detail::fail(source, "is larger than 16 MiB; a registry is a small JSON file");
+    if (read.error != 0 && !read.opened) {
+        detail::fail(source,
+                     "cannot open: " + std::generic_category().message(read.error) + "; check the file's permissions");
     }
-    if (in.bad()) detail::fail(source, "read error; check the file");
+    if (read.error != 0) detail::fail(source, "read error; check the file");
     return text;
 }
 

@@ -8,21 +8,18 @@
 #include <random>
 #include <system_error>
 
+#include "digest/digest.hpp"
+
 namespace kernhub::store::detail {
 
 std::string random_hex(std::size_t chars) {
-    static const char k_digits[] = "0123456789abcdef";
     // random_device reads the kernel's source on every call, so a forked
     // child never repeats its parent's sequence.
     std::random_device source;
-    std::string out;
-    out.reserve(chars);
-    while (out.size() < chars) {
-        unsigned int word = source();
-        for (int i = 0; i < 8 && out.size() < chars; ++i, word >>= 4) {
-            out.push_back(k_digits[word & 0x0f]);
-        }
-    }
+    digest::Bytes bytes((chars + 1) / 2);
+    for (std::uint8_t& byte : bytes) byte = static_cast<std::uint8_t>(source());
+    std::string out = digest::to_hex(bytes);
+    out.resize(chars);
     return out;
 }
 

@@ -190,3 +190,9 @@ TEST_CASE("file helpers name the path on failure", "[digest]") {
     }
     CHECK_THROWS_AS(kernhub::digest::sha256_file_hex(dir.path()), kernhub::Error);
 }
+
+TEST_CASE("to_hex_literal writes integers for messages", "[digest]") {
+    CHECK(kernhub::digest::to_hex_literal(0) == "0x0");
+    CHECK(kernhub::digest::to_hex_literal(0xba55ed50) == "0xba55ed50");
+    CHECK(kernhub::digest::to_hex_literal(0xffffffffffffffffull) == "0xffffffffffffffff");
+}

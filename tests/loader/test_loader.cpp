@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "elf/elf_header.hpp"
 #include "kernhub/error.hpp"
 #include "loader/loader.hpp"
 #include "support/temp_dir.hpp"
@@ -24,6 +25,9 @@ using kernhub::Error;
 using kernhub::ErrorCode;
 using kernhub::test::TempDir;
 using namespace kernhub::loader;
+using kernhub::elf::ElfHeaderFacts;
+using kernhub::elf::host_elf_machine;
+using kernhub::elf::read_elf_header;
 
 namespace {
 
@@ -128,7 +132,7 @@ TEST_CASE("non-ELF inputs are verification errors naming the path", "[loader]") 
         CHECK(e.code() == ErrorCode::verification);
         CHECK(e.message() == file.string() +
                                  " is not an ELF file (no ELF magic number); the download is damaged or is "
-                                 "not a kernel build: run `kernhub cache verify` or `kernhub fetch` again");
+                                 "not a kernel build: check it with `kernhub inspect`, or fetch it again");
     }
     SECTION("a directory") {
         Error e = expect_error([&] { read_elf_header(dir.path()); });

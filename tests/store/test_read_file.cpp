@@ -1,0 +1,74 @@
+// store::read_file_into, the whole-file read the api, registry and file://
+// hub share: what it reports, so each caller can word its own error.
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "store/cache.hpp"
+#include "support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using kernhub::store::read_file_into;
+using kernhub::store::ReadStatus;
+using kernhub::test::TempDir;
+
+namespace {
+
+fs::path write_text(const fs::path& path, const std::string& content) {
+    std::ofstream out(path, std::ios::binary);
+    out << content;
+    return path;
+}
+
+}  // namespace
+
+TEST_CASE("read_file_into reads a whole file as text or bytes", "[store]") {
+    TempDir dir;
+    // Larger than one read(2) chunk, with a NUL inside.
+    std::string content(200 * 1024, 'k');
+    content[7] = '\0';
+    const fs::path file = write_text(dir.path() / "blob", content);
+
+    std::string text = "stale";
+    ReadStatus status = read_file_into(file, text);
+    CHECK(status.error == 0);
+    CHECK(status.opened);
+    CHECK(text == content);
+
+    std::vector<std::uint8_t> bytes;
+    status = read_file_into(file, bytes);
+    CHECK(status.error == 0);
+    CHECK(bytes == std::vector<std::uint8_t>(content.begin(), content.end()));
+}
+
+TEST_CASE("read_file_into tells a refused open from a failed read", "[store]") {
+    TempDir dir;
+    std::string text;
+    ReadStatus missing = read_file_into(dir.path() / "missing", text);
+    CHECK(missing.error == ENOENT);
+    CHECK_FALSE(missing.opened);
+
+    const fs::path file = write_text(dir.path() / "file", "x");
+    ReadStatus under_file = read_file_into(file / "child", text);
+    CHECK(under_file.error == ENOTDIR);
+    CHECK_FALSE(under_file.opened);
+
+    ReadStatus directory = read_file_into(dir.path(), text);
+    CHECK(directory.error == EISDIR);
+    CHECK(directory.opened);
+}
+
+TEST_CASE("read_file_into stops at the size cap", "[store]") {
+    TempDir dir;
+    const fs::path file = write_text(dir.path() / "ten", "0123456789");
+    std::string text;
+    CHECK(read_file_into(file, text, 10).error == 0);
+    CHECK(text == "0123456789");
+    CHECK(read_file_into(file, text, 9).error == EFBIG);
+    // A device that never ends is cut off too.
+    if (fs::exists("/dev/zero")) CHECK(read_file_into("/dev/zero", text, 1 << 20).error == EFBIG);
+}
