@@ -1,7 +1,8 @@
 #include "api/settings.hpp"
 
-#include <algorithm>
-#include <cctype>
+#include <string_view>
+
+#include "common/text.hpp"
 
 namespace kernhub::api {
 
@@ -11,13 +12,6 @@ std::optional<std::string> non_empty(const store::EnvLookup& env, const std::str
     auto value = env(name);
     if (value && value->empty()) return std::nullopt;
     return value;
-}
-
-std::string trim(std::string text) {
-    auto not_space = [](unsigned char c) { return !std::isspace(c); };
-    text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
-    text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
-    return text;
 }
 
 std::string resolve_token(const Options& options, const store::EnvLookup& env) {
@@ -43,16 +37,48 @@ std::string resolve_token(const Options& options, const store::EnvLookup& env) {
     }
 }
 
-int resolve_retries(const Options& options, const store::EnvLookup& env) {
-    if (options.retries) return std::clamp(*options.retries, 0, 10);
-    if (auto value = non_empty(env, "KERNHUB_RETRIES")) {
-        try {
-            return std::clamp(std::stoi(*value), 0, 10);
-        } catch (const std::exception&) {
-            throw Error(ErrorCode::usage, "KERNHUB_RETRIES must be a number from 0 to 10, not '" + *value + "'");
-        }
+struct IntRange {
+    int min;
+    int max;
+    int fallback;  // when neither the option nor the variable is set
+};
+
+std::string range_text(const IntRange& range) {
+    return "a whole number from " + std::to_string(range.min) + " to " + std::to_string(range.max);
+}
+
+// Only plain decimal digits count: std::stoi would take " 3", "3abc" and
+// "-1", and clamping would hide a typo such as 99999999999.
+std::optional<int> parse_in_range(std::string_view text, const IntRange& range) {
+    constexpr std::size_t k_max_digits = 9;  // below INT_MAX, above every range used here
+    if (text.empty() || text.size() > k_max_digits) return std::nullopt;
+    int value = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9') return std::nullopt;
+        value = value * 10 + (c - '0');
     }
-    return 3;
+    if (value < range.min || value > range.max) return std::nullopt;
+    return value;
+}
+
+// The option when set, else the variable when set (even to ""), else the
+// fallback.
+int resolve_int(const std::optional<int>& option, const char* option_name, const store::EnvLookup& env,
+                const char* variable, const IntRange& range) {
+    if (option) {
+        if (*option < range.min || *option > range.max) {
+            throw Error(ErrorCode::usage, std::string("Options::") + option_name + " must be " + range_text(range) +
+                                              ", not " + std::to_string(*option));
+        }
+        return *option;
+    }
+    auto value = env(variable);
+    if (!value) return range.fallback;
+    if (auto parsed = parse_in_range(*value, range)) return *parsed;
+    constexpr std::size_t k_max_echo = 40;
+    std::string shown = value->size() > k_max_echo ? value->substr(0, k_max_echo) + "..." : *value;
+    throw Error(ErrorCode::usage, std::string(variable) + " must be " + range_text(range) + ", not '" + shown +
+                                      "'; fix it or unset it to use " + std::to_string(range.fallback));
 }
 
 }  // namespace
@@ -60,8 +86,7 @@ int resolve_retries(const Options& options, const store::EnvLookup& env) {
 bool env_flag(const store::EnvLookup& env, const std::string& name) {
     auto value = env(name);
     if (!value) return false;
-    std::string v = *value;
-    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string v = ascii_lowercase(*value);
     return v == "1" || v == "true" || v == "yes" || v == "on";
 }
 
@@ -83,7 +108,9 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
         options.offline ? *options.offline : env_flag(env, "KERNHUB_OFFLINE") || env_flag(env, "HF_HUB_OFFLINE");
     settings.verify_on_load =
         options.verify_on_load ? *options.verify_on_load : env_flag(env, "KERNHUB_VERIFY_ON_LOAD");
-    settings.retries = resolve_retries(options, env);
+    settings.retries = resolve_int(options.retries, "retries", env, "KERNHUB_RETRIES", {0, 10, 3});
+    settings.max_wait_seconds =
+        resolve_int(options.max_wait_seconds, "max_wait_seconds", env, "KERNHUB_MAX_WAIT", {0, 86400, 60});
     settings.targets = options.targets;
     return settings;
 }

@@ -1,5 +1,6 @@
-// Turns public Options plus the environment into concrete settings
-// (DESIGN.md, "CLI contract": environment variables and their precedence).
+// Turns public Options plus the environment into concrete settings: an
+// Options field wins over its environment variable, which wins over the
+// default.
 #pragma once
 
 #include <filesystem>
@@ -18,9 +19,14 @@ struct Settings {
     bool offline = false;
     bool verify_on_load = false;
     int retries = 3;
+    int max_wait_seconds = 60;  // the longest wait the hub may ask for
     std::vector<std::string> targets;
 };
 
+// Throws Error(usage) naming the variable (or Options field) and its range
+// for a numeric value that is not a plain decimal number inside the range:
+// KERNHUB_RETRIES=3abc, " 3", "-1" or "" are mistakes worth stopping for,
+// not values to guess at or clamp.
 Settings resolve_settings(const Options& options, const store::EnvLookup& env);
 
 // True for "1", "true", "yes", "on" (any case).

@@ -3,11 +3,14 @@
 // Redirects are followed here, not by libcurl, so that the bearer token is
 // attached to a hop only when that hop's scheme, host and port equal the
 // token's origin (the hub endpoint). Transient failures (transport errors,
-// 408, 429, 5xx) are retried with backoff that honours Retry-After; a broken
-// download resumes with Range + If-Range and restarts when the server
-// answers 200 instead of 206.
+// 408, 429, 5xx) are retried: after the wait the hub asks for (Retry-After,
+// RateLimit) when it asks for one no longer than Policy::max_wait, else
+// after exponential backoff with jitter. A broken download resumes with
+// Range + If-Range and restarts when the server answers 200 instead of 206
+// or a 206 that does not continue the bytes already kept.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -39,6 +42,14 @@ struct Response {
     std::string header(const std::string& name) const;
 };
 
+// How long the hub asked the client to wait before the next request:
+// Retry-After (delta-seconds or an HTTP-date), or the reset time `t` of an
+// exhausted quota (`r=0`) in a RateLimit field (`"api";r=0;t=55`); the
+// longer of the two when both are present. A quota with requests left
+// (r > 0) asks for nothing: its reset time is not why the request failed.
+// nullopt when the response asks for no wait.
+std::optional<std::chrono::milliseconds> requested_wait(const Response& response);
+
 // Where a download's body goes. size() is what has been kept so far; the
 // next attempt asks for the bytes from there on.
 class BodyTarget {
@@ -50,7 +61,19 @@ public:
     virtual void write(const char* data, std::size_t size) = 0;
     // The server ignored Range: drop everything kept so far.
     virtual void restart() = 0;
+    // The full size of the body when known in advance (the hub listed it):
+    // lets the session check Content-Range totals and treat a 416 on a
+    // target that already holds every byte as complete.
+    virtual std::optional<std::uint64_t> expected_size() const { return std::nullopt; }
+    // An ETag to send as If-Range when the target already holds bytes before
+    // any response of this session supplied one (a partial file adopted from
+    // an earlier run). Empty: none.
+    virtual std::string validator() const { return {}; }
 };
+
+// True for a 416 to a target that already holds every byte it expects: the
+// resumed download had nothing left to fetch.
+bool is_complete_416(const Response& response, const BodyTarget& target);
 
 struct Policy {
     int retries = 3;
@@ -59,6 +82,13 @@ struct Policy {
     long connect_timeout_s = 30;
     long low_speed_time_s = 30;  // abort when under 10 B/s for this long
     int max_redirects = 10;
+    // The longest wait the hub may ask for; when it asks for more, the
+    // request fails at once instead of sleeping. Hub-requested waits are not
+    // capped by backoff_max, which bounds only our own backoff.
+    std::chrono::seconds max_wait{60};
+    // When non-null and set, transfers abort, waits end and the call throws
+    // Error(interrupted); a download target keeps the bytes it holds.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // Called before each retry with a one-line description.
@@ -76,7 +106,12 @@ public:
     // Error(network) when no response could be had.
     Response get(const std::string& url);
     // GET streaming a 2xx body into `target`. Non-2xx final responses are
-    // returned with their (bounded) body for the caller to map.
+    // returned with their (bounded) body for the caller to map. A 206 must
+    // continue at target.size() (and match expected_size() when known), or
+    // the target restarts from zero, once per download; a 416 on a target
+    // that already holds expected_size() bytes is returned as is, meaning
+    // the body is complete (see is_complete_416). Throws Error(network)
+    // when the server keeps answering ranges that do not fit.
     Response download(const std::string& url, BodyTarget& target);
 
     // Requests sent so far, each redirect hop and retry counted.

@@ -1,12 +1,15 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <cctype>
+#include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <mutex>
 #include <random>
+#include <string_view>
 #include <thread>
 
+#include "common/text.hpp"
 #include "http/http.hpp"
 #include "kernhub/error.hpp"
 
@@ -14,8 +17,19 @@ namespace kernhub::http {
 
 namespace {
 
+using std::chrono::milliseconds;
+
 constexpr std::size_t k_max_memory_body = 64u << 20;  // API listings stay far below this
 constexpr std::size_t k_max_error_body = 64u << 10;
+// Waits look at the cancel flag this often.
+constexpr milliseconds k_cancel_slice{50};
+// Starting over from byte 0 once recovers from a file that changed or a
+// confused cache; a second bad range answer means the server cannot serve
+// this file consistently, and looping would never end.
+constexpr int k_max_range_restarts = 1;
+// Hub-requested waits above this many seconds all read as "too long"; it
+// keeps the conversion to milliseconds from overflowing.
+constexpr std::uint64_t k_max_wait_seconds_parsed = 1'000'000'000'000;
 
 void global_init_once() {
     static std::once_flag once;
@@ -51,23 +65,163 @@ bool is_retryable_status(long status) {
     return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
 }
 
-std::string trim(const std::string& text) {
-    auto begin = text.find_first_not_of(" \t\r\n");
-    if (begin == std::string::npos) return {};
-    auto end = text.find_last_not_of(" \t\r\n");
-    return text.substr(begin, end - begin + 1);
+bool cancelled(const std::atomic<bool>* cancel) {
+    return cancel != nullptr && cancel->load();
 }
+
+[[noreturn]] void throw_interrupted(const std::string& url) {
+    throw Error(ErrorCode::interrupted, "interrupted while fetching " + redact(url) + "; fetch again to continue");
+}
+
+// Sleeps for `delay`, in short slices when a cancel flag is set up so that
+// setting it ends the wait soon.
+void wait_for(milliseconds delay, const std::atomic<bool>* cancel, const std::string& url) {
+    if (cancel == nullptr) {
+        std::this_thread::sleep_for(delay);
+        return;
+    }
+    const auto until = std::chrono::steady_clock::now() + delay;
+    for (;;) {
+        if (cancelled(cancel)) throw_interrupted(url);
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= until) return;
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(k_cancel_slice, until - now));
+    }
+}
+
+// A plain run of decimal digits (no sign, no space); nullopt for anything
+// else. Values above `saturate` read as `saturate`.
+std::optional<std::uint64_t> parse_digits(std::string_view text, std::uint64_t saturate) {
+    if (text.empty()) return std::nullopt;
+    std::uint64_t value = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9') return std::nullopt;
+        value = value >= saturate ? saturate : std::min(saturate, value * 10 + static_cast<std::uint64_t>(c - '0'));
+    }
+    return value;
+}
+
+milliseconds seconds_to_ms(std::uint64_t seconds) {
+    return milliseconds(static_cast<milliseconds::rep>(std::min(seconds, k_max_wait_seconds_parsed) * 1000));
+}
+
+// Retry-After: delta-seconds or an HTTP-date.
+std::optional<milliseconds> retry_after(const Response& response) {
+    const std::string value = response.header("retry-after");
+    if (value.empty()) return std::nullopt;
+    if (auto seconds = parse_digits(value, k_max_wait_seconds_parsed)) return seconds_to_ms(*seconds);
+    const std::time_t when = curl_getdate(value.c_str(), nullptr);
+    if (when == -1) return std::nullopt;
+    auto left = std::chrono::ceil<milliseconds>(std::chrono::system_clock::from_time_t(when) -
+                                                std::chrono::system_clock::now());
+    return std::max(left, milliseconds(0));
+}
+
+// The longest reset time `t` among the exhausted quotas (`r=0`) of a
+// RateLimit field such as `"api";r=0;t=55, "burst";r=3;t=1`.
+std::optional<milliseconds> ratelimit_reset(const Response& response) {
+    const std::string value = response.header("ratelimit");
+    std::optional<std::uint64_t> longest;
+    std::size_t item_start = 0;
+    while (item_start < value.size()) {
+        std::size_t item_end = std::min(value.find(',', item_start), value.size());
+        std::string_view item(value.data() + item_start, item_end - item_start);
+        std::optional<std::uint64_t> remaining;
+        std::optional<std::uint64_t> reset;
+        // The first member is the quota's name; parameters follow after ';'.
+        for (std::size_t semi = item.find(';'); semi != std::string_view::npos;) {
+            std::size_t next = item.find(';', semi + 1);
+            std::string_view param = item.substr(semi + 1, next == std::string_view::npos ? next : next - semi - 1);
+            std::size_t eq = param.find('=');
+            if (eq != std::string_view::npos) {
+                const std::string key = ascii_lowercase(trim(param.substr(0, eq)));
+                auto number = parse_digits(trim(param.substr(eq + 1)), k_max_wait_seconds_parsed);
+                if (key == "r") remaining = number;
+                if (key == "t") reset = number;
+            }
+            semi = next;
+        }
+        if (remaining && *remaining == 0 && reset) longest = std::max(longest.value_or(0), *reset);
+        item_start = item_end + 1;
+    }
+    if (!longest) return std::nullopt;
+    return seconds_to_ms(*longest);
+}
+
+struct ContentRange {
+    std::uint64_t first = 0;
+    std::uint64_t last = 0;
+    std::optional<std::uint64_t> total;  // nullopt for "*"
+};
+
+// "bytes FIRST-LAST/TOTAL" or "bytes FIRST-LAST/*".
+std::optional<ContentRange> parse_content_range(const std::string& value) {
+    constexpr std::string_view k_unit = "bytes ";
+    constexpr std::uint64_t k_no_saturation = ~std::uint64_t{0};
+    constexpr std::size_t k_max_digits = 19;  // fits in 64 bits
+    if (value.size() < k_unit.size() || ascii_lowercase(value.substr(0, k_unit.size())) != k_unit) {
+        return std::nullopt;
+    }
+    std::string_view rest(value);
+    rest.remove_prefix(k_unit.size());
+    auto number = [&](std::string_view digits) {
+        return digits.size() > k_max_digits ? std::nullopt : parse_digits(digits, k_no_saturation);
+    };
+    std::size_t dash = rest.find('-');
+    std::size_t slash = rest.find('/');
+    if (dash == std::string_view::npos || slash == std::string_view::npos || dash > slash) return std::nullopt;
+    auto first = number(rest.substr(0, dash));
+    auto last = number(rest.substr(dash + 1, slash - dash - 1));
+    std::string_view total_text = rest.substr(slash + 1);
+    auto total = total_text == "*" ? std::optional<std::uint64_t>() : number(total_text);
+    if (!first || !last || *last < *first || (total_text != "*" && (!total || *last >= *total))) {
+        return std::nullopt;
+    }
+    return ContentRange{*first, *last, total};
+}
+
+// Frees a request's header list; the handle's option is cleared first.
+struct SlistFree {
+    void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+
+// Clears every option of the handle when an exchange ends, however it ends
+// (return, target error, interruption), so that no pointer into the call
+// (header list, Attempt, error buffer) stays registered on the handle for
+// a later transfer or curl_easy_cleanup to find. Connections and caches
+// survive curl_easy_reset.
+struct ResetOnExit {
+    CURL* curl;
+    ~ResetOnExit() { curl_easy_reset(curl); }
+};
 
 }  // namespace
 
+std::optional<milliseconds> requested_wait(const Response& response) {
+    auto after = retry_after(response);
+    auto reset = ratelimit_reset(response);
+    if (after && reset) return std::max(*after, *reset);
+    return after ? after : reset;
+}
+
+bool is_complete_416(const Response& response, const BodyTarget& target) {
+    auto expected = target.expected_size();
+    return response.status == 416 && expected && target.size() == *expected;
+}
+
 struct Session::Handle {
     CURL* curl = nullptr;
+    // Owned by the handle rather than a caller's stack frame: libcurl writes
+    // into it for as long as the option is set.
+    char error_buffer[CURL_ERROR_SIZE] = {};
     Handle() {
         global_init_once();
         curl = curl_easy_init();
         if (curl == nullptr) throw Error(ErrorCode::internal, "libcurl could not create a transfer handle");
     }
     ~Handle() { curl_easy_cleanup(curl); }
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
 };
 
 // State of one request/response exchange, shared with the libcurl callbacks.
@@ -75,12 +229,33 @@ struct Session::Attempt {
     Response response;
     BodyTarget* target = nullptr;
     std::string url;
+    const std::atomic<bool>* cancel = nullptr;
     bool first_body_byte = true;
+    std::uint64_t range_start = 0;  // the offset this request asked for (0: no Range)
+    std::string range_problem;      // why a 206 or 416 cannot continue the target; nothing was written
     std::exception_ptr target_error;
     CURLcode code = CURLE_OK;
     std::string curl_message;
     std::string validator;  // ETag of the last 2xx body, for If-Range
 };
+
+// Why a 206 cannot be appended to the target, or "" when it continues the
+// bytes kept at the offset that was asked for.
+static std::string partial_problem(const Session::Attempt& attempt) {
+    const std::string header = attempt.response.header("content-range");
+    auto range = parse_content_range(header);
+    if (!range) return "HTTP 206 without a usable Content-Range ('" + header + "')";
+    if (range->first != attempt.range_start) {
+        return "HTTP 206 starting at byte " + std::to_string(range->first) + " instead of " +
+               std::to_string(attempt.range_start);
+    }
+    auto expected = attempt.target->expected_size();
+    if (expected && range->total && *range->total != *expected) {
+        return "HTTP 206 for a " + std::to_string(*range->total) + "-byte file instead of " +
+               std::to_string(*expected) + " bytes";
+    }
+    return {};
+}
 
 // Records the status of each response (1xx and redirect hops included) so
 // the body callback knows whether bytes belong to the target or to an
@@ -97,10 +272,7 @@ static std::size_t on_header(char* data, std::size_t size, std::size_t count, vo
         }
         auto colon = line.find(':');
         if (colon != std::string::npos) {
-            std::string name = line.substr(0, colon);
-            std::transform(name.begin(), name.end(), name.begin(),
-                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-            attempt->response.headers[name] = trim(line.substr(colon + 1));
+            attempt->response.headers[ascii_lowercase(line.substr(0, colon))] = trim(line.substr(colon + 1));
         }
         return size * count;
     } catch (...) {
@@ -116,6 +288,10 @@ static std::size_t on_body(char* data, std::size_t size, std::size_t count, void
     bool success = status == 200 || status == 206;
     try {
         if (attempt->target != nullptr && success) {
+            if (attempt->first_body_byte && status == 206) {
+                attempt->range_problem = partial_problem(*attempt);
+                if (!attempt->range_problem.empty()) return 0;  // aborts before a byte lands in the target
+            }
             if (attempt->first_body_byte && status == 200 && attempt->target->size() > 0) {
                 attempt->target->restart();  // Range was ignored: the body starts at byte 0
             }
@@ -141,6 +317,13 @@ static std::size_t on_body(char* data, std::size_t size, std::size_t count, void
     }
 }
 
+// Aborts the transfer (CURLE_ABORTED_BY_CALLBACK) once the cancel flag is
+// set; libcurl calls it often while data flows and about once a second
+// while the connection stalls.
+static int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    return cancelled(static_cast<Session::Attempt*>(user)->cancel) ? 1 : 0;
+}
+
 Session::Session(Policy policy, std::string token, std::string token_origin)
     : m_policy(policy),
       m_token(std::move(token)),
@@ -150,62 +333,74 @@ Session::Session(Policy policy, std::string token, std::string token_origin)
 Session::~Session() = default;
 
 Response Session::perform_once(const std::string& url, BodyTarget* target, Attempt& attempt) {
+    if (cancelled(m_policy.cancel)) throw_interrupted(url);
     CURL* curl = m_handle->curl;
-    curl_easy_reset(curl);
     attempt.response = Response{};
     attempt.url = url;
     attempt.target = target;
+    attempt.cancel = m_policy.cancel;
     attempt.first_body_byte = true;
+    attempt.range_start = target != nullptr ? target->size() : 0;
+    attempt.range_problem.clear();
     attempt.target_error = nullptr;
 
-    curl_slist* headers = nullptr;
-    std::string auth;
-    if (!m_token.empty() && same_origin(url, m_token_origin)) {
-        auth = "Authorization: Bearer " + m_token;
-        headers = curl_slist_append(headers, auth.c_str());
+    std::unique_ptr<curl_slist, SlistFree> headers;
+    auto add_header = [&headers](const std::string& line) {
+        curl_slist* list = curl_slist_append(headers.get(), line.c_str());
+        if (list == nullptr) throw Error(ErrorCode::internal, "out of memory building HTTP request headers");
+        headers.release();  // curl_slist_append returned the same list, now one longer
+        headers.reset(list);
+    };
+    if (!m_token.empty() && same_origin(url, m_token_origin)) add_header("Authorization: Bearer " + m_token);
+    if (attempt.range_start > 0) {
+        add_header("Range: bytes=" + std::to_string(attempt.range_start) + "-");
+        std::string validator = !attempt.validator.empty() ? attempt.validator : target->validator();
+        if (!validator.empty()) add_header("If-Range: " + validator);
     }
-    std::string range;
-    std::string if_range;
-    if (target != nullptr && target->size() > 0) {
-        range = "Range: bytes=" + std::to_string(target->size()) + "-";
-        headers = curl_slist_append(headers, range.c_str());
-        if (!attempt.validator.empty()) {
-            if_range = "If-Range: " + attempt.validator;
-            headers = curl_slist_append(headers, if_range.c_str());
-        }
-    }
-    char error_buffer[CURL_ERROR_SIZE] = {0};
+    ResetOnExit reset{curl};  // after `headers`, so the option is cleared before the list is freed
+    m_handle->error_buffer[0] = '\0';
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
     curl_easy_setopt(curl, CURLOPT_USERAGENT, "kernhub/" KERNHUB_VERSION);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, m_policy.connect_timeout_s);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 10L);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, m_policy.low_speed_time_s);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, m_handle->error_buffer);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);
+    if (m_policy.cancel != nullptr) {
+        curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &attempt);
+    }
     if (target == nullptr) curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
 
     attempt.code = curl_easy_perform(curl);
     ++m_requests;
-    curl_slist_free_all(headers);
     if (attempt.target_error) std::rethrow_exception(attempt.target_error);
+    if (attempt.code == CURLE_ABORTED_BY_CALLBACK) throw_interrupted(url);
 
+    if (target != nullptr && attempt.response.status == 206 && attempt.first_body_byte &&
+        attempt.range_problem.empty()) {
+        attempt.range_problem = partial_problem(attempt);  // a 206 without a body byte never reached on_body
+    }
     Response response = std::move(attempt.response);
     response.url = url;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-    attempt.curl_message = error_buffer[0] != 0 ? error_buffer : curl_easy_strerror(attempt.code);
+    attempt.curl_message =
+        m_handle->error_buffer[0] != '\0' ? m_handle->error_buffer : curl_easy_strerror(attempt.code);
     if (is_redirect(response.status)) {
         char* location = nullptr;
         curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &location);
         response.headers["location"] = location != nullptr ? location : "";
     }
-    if ((response.status == 200 || response.status == 206) && !response.header("etag").empty()) {
+    if ((response.status == 200 || response.status == 206) && attempt.range_problem.empty() &&
+        !response.header("etag").empty()) {
         attempt.validator = response.header("etag");
     }
     return response;
@@ -228,19 +423,50 @@ Response Session::follow(const std::string& url, BodyTarget* target, Attempt& at
     }
 }
 
-static std::chrono::milliseconds parse_retry_after(const Response& response) {
-    std::string value = response.header("retry-after");
-    if (value.empty() || !std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); })) {
-        return std::chrono::milliseconds(-1);
+// Why the target must start over from byte 0 after this answer, or "".
+static std::string restart_reason(const Response& response, const Session::Attempt& attempt, const BodyTarget& target) {
+    if (!attempt.range_problem.empty()) return attempt.range_problem;
+    if (response.status == 416 && !is_complete_416(response, target)) {
+        if (attempt.range_start == 0) return "HTTP 416 to a request for the whole file";
+        auto expected = target.expected_size();
+        return "HTTP 416 for a range from byte " + std::to_string(attempt.range_start) +
+               (expected ? " of a " + std::to_string(*expected) + "-byte file" : std::string());
     }
-    return std::chrono::milliseconds(std::stoll(value.substr(0, 9)) * 1000);
+    return {};
+}
+
+// The headers a hub wait came from, for the error's context.
+static std::string hint_headers(const Response& response) {
+    std::string text;
+    for (const char* name : {"Retry-After", "RateLimit"}) {
+        const std::string value = response.header(name);
+        if (!value.empty()) text += (text.empty() ? "" : "; ") + std::string(name) + ": " + value;
+    }
+    return text;
+}
+
+static std::string whole_seconds(milliseconds wait) {
+    return std::to_string((wait.count() + 999) / 1000) + " s";
 }
 
 Response Session::run(const std::string& url, BodyTarget* target) {
     Attempt attempt;
     static thread_local std::minstd_rand jitter(std::random_device{}());
-    for (int tries = 0;; ++tries) {
+    int range_restarts = 0;
+    for (int tries = 0;;) {
         Response response = follow(url, target, attempt);
+        if (target != nullptr) {
+            if (std::string why = restart_reason(response, attempt, *target); !why.empty()) {
+                if (range_restarts >= k_max_range_restarts) {
+                    throw Error(ErrorCode::network, "hub answered the resumed download of " + redact(url) + " with " +
+                                                        why + ", again after starting over; try again later");
+                }
+                ++range_restarts;
+                target->restart();
+                if (m_on_retry) m_on_retry("restarting " + redact(url) + " from byte 0 (" + why + ")");
+                continue;
+            }
+        }
         bool transport_failed = attempt.code != CURLE_OK;
         bool retry = transport_failed ? is_transient(attempt.code) : is_retryable_status(response.status);
         if (transport_failed && !retry) {
@@ -257,18 +483,30 @@ Response Session::run(const std::string& url, BodyTarget* target) {
             }
             return response;
         }
-        auto delay = parse_retry_after(response);
-        if (delay.count() < 0) {
+        std::optional<milliseconds> asked = transport_failed ? std::nullopt : requested_wait(response);
+        milliseconds delay{0};
+        if (asked) {
+            if (*asked > m_policy.max_wait) {
+                throw Error(ErrorCode::network,
+                            "the hub asked to wait " + whole_seconds(*asked) + " before retrying " + redact(url) +
+                                " (HTTP " + std::to_string(response.status) + "), longer than the maximum of " +
+                                whole_seconds(m_policy.max_wait) + "; set KERNHUB_MAX_WAIT to " +
+                                std::to_string((asked->count() + 999) / 1000) +
+                                " (seconds) or more to wait that long, or try again later",
+                            hint_headers(response));
+            }
+            delay = *asked;  // the hub knows when it will answer; backoff_max does not apply
+        } else {
             auto base = m_policy.backoff_base.count() << std::min(tries, 10);
             std::uniform_int_distribution<long long> spread(base / 2, base + base / 2);
-            delay = std::chrono::milliseconds(base > 0 ? spread(jitter) : 0);
+            delay = std::min(milliseconds(base > 0 ? spread(jitter) : 0), m_policy.backoff_max);
         }
-        delay = std::min(delay, m_policy.backoff_max);
         if (m_on_retry) {
             std::string why = transport_failed ? attempt.curl_message : "HTTP " + std::to_string(response.status);
             m_on_retry("retrying " + redact(url) + " in " + std::to_string(delay.count()) + " ms (" + why + ")");
         }
-        std::this_thread::sleep_for(delay);
+        wait_for(delay, m_policy.cancel, url);
+        ++tries;
     }
 }
 

@@ -1,21 +1,16 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/text.hpp"
 #include "http/http.hpp"
 
 namespace kernhub::http {
-
-static std::string lower(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return text;
-}
 
 std::optional<Url> parse_url(const std::string& url) {
     auto scheme_end = url.find("://");
     if (scheme_end == std::string::npos) return std::nullopt;
     Url parsed;
-    parsed.scheme = lower(url.substr(0, scheme_end));
+    parsed.scheme = ascii_lowercase(url.substr(0, scheme_end));
     if (parsed.scheme != "http" && parsed.scheme != "https") return std::nullopt;
     auto authority_start = scheme_end + 3;
     auto target_start = url.find_first_of("/?#", authority_start);
@@ -38,7 +33,7 @@ std::optional<Url> parse_url(const std::string& url) {
         parsed.port = parsed.scheme == "https" ? 443 : 80;
     }
     if (authority.empty()) return std::nullopt;
-    parsed.host = lower(authority);
+    parsed.host = ascii_lowercase(authority);
     return parsed;
 }
 
@@ -62,7 +57,7 @@ std::string redact(const std::string& url) {
 }
 
 std::string Response::header(const std::string& name) const {
-    auto it = headers.find(lower(name));
+    auto it = headers.find(ascii_lowercase(name));
     return it == headers.end() ? std::string() : it->second;
 }
 

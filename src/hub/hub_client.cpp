@@ -170,6 +170,9 @@ std::vector<TreeEntry> HubClient::list_tree(const RepoRef& repo, const std::stri
 void HubClient::download(const RepoRef& repo, const std::string& commit, const std::string& path,
                          http::BodyTarget& target) {
     http::Response response = m_transport->download(resolve_url(repo, commit, path), target);
+    // A 416 to a resumed download whose kept bytes are already the whole
+    // file: nothing was left to fetch, and the caller verifies the bytes.
+    if (http::is_complete_416(response, target)) return;
     if (response.status != 200 && response.status != 206) fail(response, repo, "file '" + path + "' at " + commit);
 }
 
@@ -197,8 +200,12 @@ void HubClient::fail(const http::Response& response, const RepoRef& repo, const 
                     what + " of " + repo_label(repo) + " not found at " + url + "; check the repo id and revision");
     }
     if (response.status == 429) {
-        throw Error(ErrorCode::network,
-                    "the hub rate-limited requests for " + url + "; wait and retry, or share a cache between ranks");
+        std::string asked;
+        if (auto wait = http::requested_wait(response)) {
+            asked = " and asked to wait " + std::to_string((wait->count() + 999) / 1000) + " s";
+        }
+        throw Error(ErrorCode::network, "the hub rate-limited requests for " + url + asked +
+                                            "; wait and retry, or share a cache between ranks");
     }
     std::string detail = response.header("x-error-message");
     throw Error(

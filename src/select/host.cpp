@@ -1,23 +1,15 @@
 // Host facts from uname(2), and their one-line description for messages.
 #include <sys/utsname.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 
+#include "common/text.hpp"
 #include "kernhub/error.hpp"
 #include "select/variant.hpp"
 
 namespace kernhub::select {
 namespace {
-
-std::string lowercase(std::string_view view) {
-    std::string text(view);
-    for (char& c : text) {
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    return text;
-}
 
 // Variant names spell the CPU the way Linux does; macOS reports "arm64" and
 // the BSDs "amd64" for the same machines.
@@ -28,11 +20,11 @@ std::string normalise_cpu(std::string_view machine) {
     if (machine == "amd64" || machine == "x86_64") {
         return "x86_64";
     }
-    return lowercase(machine);
+    return ascii_lowercase(machine);
 }
 
 std::string normalise_os(std::string_view sysname) {
-    const std::string lower = lowercase(sysname);
+    const std::string lower = ascii_lowercase(sysname);
     if (lower.rfind("mingw", 0) == 0 || lower.rfind("msys", 0) == 0 || lower.rfind("cygwin", 0) == 0) {
         return "windows";
     }

@@ -1,12 +1,20 @@
-// Options + environment -> settings (endpoint, token, offline, retries).
+// Options + environment -> settings (endpoint, token, offline, retries,
+// max wait), and the settings that must reach the HTTP transport.
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include "api/settings.hpp"
+#include "http/scripted_server.hpp"
+#include "http/session_support.hpp"
+#include "kernhub/kernhub.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace kernhub;
+using kernhub::test::error_from;
 
 namespace {
 
@@ -22,6 +30,16 @@ Options with_cache() {
     Options o;
     o.cache_dir = "/tmp/kernhub-settings-test";
     return o;
+}
+
+// A hub that answers every request with `status` and Retry-After.
+test::ScriptedServer::Handler always(int status, std::string retry_after) {
+    return [status, retry_after](const test::ScriptedRequest&, std::size_t) {
+        test::ScriptedReply reply;
+        reply.status = status;
+        reply.headers = {{"Retry-After", retry_after}};
+        return reply;
+    };
 }
 
 }  // namespace
@@ -69,18 +87,100 @@ TEST_CASE("offline and verify-on-load flags from the environment", "[api]") {
     CHECK(api::resolve_settings(o, env_of({{"KERNHUB_VERIFY_ON_LOAD", "1"}})).verify_on_load);
 }
 
-TEST_CASE("retries: option, KERNHUB_RETRIES, clamped, junk is a usage error", "[api]") {
+TEST_CASE("retries: option, then KERNHUB_RETRIES, then 3", "[api]") {
     Options o = with_cache();
     CHECK(api::resolve_settings(o, env_of({})).retries == 3);
     CHECK(api::resolve_settings(o, env_of({{"KERNHUB_RETRIES", "0"}})).retries == 0);
-    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_RETRIES", "99"}})).retries == 10);
-    try {
-        api::resolve_settings(o, env_of({{"KERNHUB_RETRIES", "many"}}));
-        FAIL("expected a usage error");
-    } catch (const Error& e) {
-        CHECK(e.code() == ErrorCode::usage);
-        CHECK(std::string(e.what()).find("KERNHUB_RETRIES") != std::string::npos);
-    }
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_RETRIES", "10"}})).retries == 10);
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_RETRIES", "07"}})).retries == 7);
     o.retries = 1;
     CHECK(api::resolve_settings(o, env_of({{"KERNHUB_RETRIES", "5"}})).retries == 1);
+    // The option wins, so a bad variable under it is never read.
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_RETRIES", "junk"}})).retries == 1);
+}
+
+TEST_CASE("max wait: option, then KERNHUB_MAX_WAIT, then 60 seconds", "[api]") {
+    Options o = with_cache();
+    CHECK(api::resolve_settings(o, env_of({})).max_wait_seconds == 60);
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_MAX_WAIT", "0"}})).max_wait_seconds == 0);
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_MAX_WAIT", "86400"}})).max_wait_seconds == 86400);
+    o.max_wait_seconds = 5;
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_MAX_WAIT", "600"}})).max_wait_seconds == 5);
+}
+
+TEST_CASE("numeric variables that are not a plain number in range are usage errors", "[api]") {
+    struct Case {
+        const char* variable;
+        const char* range;
+    };
+    for (Case c : {Case{"KERNHUB_RETRIES", "from 0 to 10"}, Case{"KERNHUB_MAX_WAIT", "from 0 to 86400"}}) {
+        for (const char* value : {"3abc", " 3", "3 ", "-1", "+3", "99999999999", "", "1e3", "0x10", "86401", "3.0"}) {
+            if (std::string(c.variable) == "KERNHUB_RETRIES" && std::string(value) == "86401") continue;
+            INFO(c.variable << "='" << value << "'");
+            const Error e = error_from("accepted", [&] {
+                api::resolve_settings(with_cache(), env_of({{c.variable, value}}));
+            });
+            CHECK(e.code() == ErrorCode::usage);
+            CHECK(e.message().find(c.variable) != std::string::npos);
+            CHECK(e.message().find(c.range) != std::string::npos);
+            CHECK(e.message().find(std::string("'") + value + "'") != std::string::npos);
+        }
+    }
+    // 11 is out of range for retries: an error, not clamped to 10.
+    CHECK_THROWS_AS(api::resolve_settings(with_cache(), env_of({{"KERNHUB_RETRIES", "11"}})), Error);
+}
+
+TEST_CASE("out-of-range Options values are usage errors too", "[api]") {
+    Options o = with_cache();
+    o.retries = 11;
+    CHECK_THROWS_WITH(api::resolve_settings(o, env_of({})),
+                      Catch::Contains("Options::retries") && Catch::Contains("from 0 to 10"));
+    o.retries = -1;
+    CHECK_THROWS_AS(api::resolve_settings(o, env_of({})), Error);
+    o.retries.reset();
+    o.max_wait_seconds = 86401;
+    CHECK_THROWS_WITH(api::resolve_settings(o, env_of({})), Catch::Contains("Options::max_wait_seconds"));
+    o.max_wait_seconds = -1;
+    CHECK_THROWS_AS(api::resolve_settings(o, env_of({})), Error);
+}
+
+TEST_CASE("Options::max_wait_seconds and Options::cancel reach the hub transport", "[api]") {
+    test::TempDir cache;
+    Options o;
+    o.cache_dir = cache.path().string();
+    o.no_default_registry = true;
+    o.retries = 2;
+
+    SECTION("a hub wait over max_wait_seconds fails at once") {
+        test::ScriptedServer server(always(429, "5"));
+        o.endpoint = server.url();
+        o.max_wait_seconds = 1;
+        Client client(o);
+        const Error e = error_from("fetch waited for the hub", [&] { client.fetch("org/name@main"); });
+        CHECK(e.code() == ErrorCode::network);
+        CHECK(e.message().find("maximum of 1 s") != std::string::npos);
+        CHECK(server.requests().size() == 1);
+    }
+    SECTION("the cancel flag ends a hub wait") {
+        // Ignoring the flag would sleep 10 minutes, past ctest's timeout.
+        test::ScriptedServer server(always(503, "600"));
+        std::atomic<bool> cancel{false};
+        o.endpoint = server.url();
+        o.max_wait_seconds = 3600;
+        o.cancel = &cancel;
+        Client client(o);
+        std::thread thread([&] {
+            for (int i = 0; i < 6000 && server.requests().empty(); ++i) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            cancel = true;
+        });
+        struct Join {
+            std::thread& thread;
+            ~Join() { thread.join(); }
+        } join{thread};
+        const Error e = error_from("fetch returned", [&] { client.fetch("org/name@main"); });
+        CHECK(e.code() == ErrorCode::interrupted);
+        CHECK(server.requests().size() == 1);
+    }
 }

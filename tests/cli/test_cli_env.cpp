@@ -1,4 +1,5 @@
-// Environment variables: endpoint, cache root and token (DESIGN.md, "CLI contract", "Cache").
+// Environment variables: endpoint, cache root, token, and the numeric
+// variables (KERNHUB_RETRIES, KERNHUB_MAX_WAIT) that must parse strictly.
 #include "cli/cli_support.hpp"
 
 using namespace kernhub::test;
@@ -175,4 +176,61 @@ TEST_CASE("credentials inside the endpoint URL are not printed", "[cli]") {
     CHECK(r.err.find("127.0.0.1:9") != std::string::npos);
     CHECK(r.err.find(secret) == std::string::npos);
     CHECK(r.out.find(secret) == std::string::npos);
+}
+
+TEST_CASE("a malformed numeric variable stops fetch, load, info and list with a usage error", "[cli]") {
+    Sandbox box;
+    struct Case {
+        const char* variable;
+        const char* range;
+        std::vector<const char*> values;
+    };
+    const std::vector<Case> cases = {
+        {"KERNHUB_RETRIES", "from 0 to 10", {"3abc", " 3", "-1", "99999999999", "", "11"}},
+        {"KERNHUB_MAX_WAIT", "from 0 to 86400", {"abc", "86401", "-5", "", "60s"}},
+    };
+    // The endpoint is dead: a command that ignored the variable would fail
+    // with exit 5, not 2.
+    auto run = [&](const std::string& command, const EnvChanges& env, const std::vector<std::string>& more = {}) {
+        if (command == "list") {
+            std::vector<std::string> args{"list", "--registry", box.registry.string()};
+            args.insert(args.end(), more.begin(), more.end());
+            return box.run(args, env);
+        }
+        return box.kh(command, "vector-add", k_dead_endpoint, more, env);
+    };
+    for (const auto& c : cases) {
+        for (const char* value : c.values) {
+            for (const char* command : {"fetch", "load", "info", "list"}) {
+                INFO(command << " with " << c.variable << "='" << value << "'");
+                check_error(run(command, {{c.variable, value}}), 2, {c.variable, c.range});
+            }
+        }
+    }
+    ProcessResult r = run("fetch", {{"KERNHUB_RETRIES", "3abc"}}, {"--json"});
+    INFO(describe(r));
+    CHECK(r.exit_code == 2);
+    json error = parse_stdout(r)["error"];
+    CHECK(error["code"] == 2);
+    CHECK(error["message"].get<std::string>().find("KERNHUB_RETRIES") != std::string::npos);
+}
+
+TEST_CASE("KERNHUB_MAX_WAIT bounds how long the hub may make fetch wait", "[cli]") {
+    KernelHub hub;
+    Sandbox box;
+    const std::string ep = hub.server().endpoint();
+    hub.server().add_faults(
+        {{{"match", "/revision/"}, {"action", "status"}, {"status", 429}, {"retry_after", "5"}, {"count", -1}}});
+    ProcessResult r = box.kh("fetch", "vector-add", ep, {}, {{"KERNHUB_MAX_WAIT", "1"}, {"KERNHUB_RETRIES", "3"}});
+    check_error(r, 5, {"asked to wait 5 s", "maximum of 1 s", "KERNHUB_MAX_WAIT"});
+    CHECK(hub.server().count_requests("/revision/") == 1);  // failed at once, no retry
+
+    // Within the maximum the hub's wait is honoured and the fetch succeeds.
+    hub.server().reset();
+    hub.server().add_faults(
+        {{{"match", "/revision/"}, {"action", "status"}, {"status", 429}, {"retry_after", "1"}, {"count", 1}}});
+    r = box.kh("fetch", "vector-add", ep, {"--json", "--quiet"}, {{"KERNHUB_MAX_WAIT", "2"}});
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+    CHECK(hub.server().count_requests("/revision/") == 2);
 }

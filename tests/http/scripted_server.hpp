@@ -1,6 +1,7 @@
 // A scripted HTTP/1.1 server on 127.0.0.1 for the replies the test hub never
 // gives: a 200 to a ranged request, redirect loops, relative or odd Location
-// headers, pagination links to other hosts. Each request is answered by a
+// headers, pagination links to other hosts, range answers that do not fit,
+// rate-limit hints and stalled bodies. Each request is answered by a
 // test-supplied handler; every reply closes its connection. Header-only so
 // that test folders can share it without touching the support library.
 #pragma once
@@ -46,6 +47,9 @@ struct ScriptedReply {
     // Send only this many body bytes (Content-Length stays the full size),
     // then close: a transfer broken mid-body.
     std::optional<std::size_t> cut_after;
+    // After sending, keep the connection open this long (or until the peer
+    // closes it or the server stops) before closing: a transfer that stalls.
+    std::chrono::milliseconds stall{0};
 };
 
 class ScriptedServer {
@@ -165,7 +169,18 @@ private:
         out += "Content-Length: " + std::to_string(reply.body.size()) + "\r\nConnection: close\r\n\r\n";
         out += reply.cut_after ? reply.body.substr(0, *reply.cut_after) : reply.body;
         send_all(fd, out);
+        stall(fd, reply.stall);
         ::shutdown(fd, SHUT_RDWR);
+    }
+
+    void stall(int fd, std::chrono::milliseconds how_long) const {
+        auto deadline = std::chrono::steady_clock::now() + how_long;
+        while (!m_stop && std::chrono::steady_clock::now() < deadline) {
+            pollfd pfd{fd, POLLIN, 0};
+            if (::poll(&pfd, 1, 20) <= 0) continue;
+            char buffer[256];
+            if (::recv(fd, buffer, sizeof buffer, 0) <= 0) return;  // the client went away
+        }
     }
 
     Handler m_handler;

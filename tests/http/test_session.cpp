@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "http/http.hpp"
+#include "http/session_support.hpp"
 #include "kernhub/error.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/string_target.hpp"
@@ -23,6 +24,8 @@ using kernhub::http::BodyTarget;
 using kernhub::http::Policy;
 using kernhub::http::Response;
 using kernhub::http::Session;
+using kernhub::test::error_from;
+using kernhub::test::fast_policy;
 using kernhub::test::KernelHub;
 using kernhub::test::StringTarget;
 using nlohmann::json;
@@ -41,15 +44,6 @@ public:
 private:
     std::size_t m_limit;
 };
-
-Policy fast_policy(int retries = 3) {
-    Policy policy;
-    policy.retries = retries;
-    policy.backoff_base = std::chrono::milliseconds(1);
-    policy.backoff_max = std::chrono::milliseconds(50);
-    policy.connect_timeout_s = 5;
-    return policy;
-}
 
 std::string read_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
@@ -202,29 +196,33 @@ TEST_CASE("Session retries 503 with Retry-After 0 and counts every request", "[h
     CHECK(notes[0].find("/revision/main") != std::string::npos);
 }
 
-TEST_CASE("Session honours Retry-After on 429 and caps it with backoff_max", "[http]") {
+TEST_CASE("Session honours Retry-After on 429 and bounds it with max_wait", "[http]") {
     KernelHub hub;
-    SECTION("Retry-After: 1 waits about a second") {
+    SECTION("Retry-After: 1 waits about a second, beyond backoff_max") {
         hub.server().add_faults(
             json::array({{{"match", "/refs"}, {"action", "status"}, {"status", 429}, {"retry_after", "1"}}}));
-        Policy policy = fast_policy(2);
-        policy.backoff_max = std::chrono::milliseconds(10000);
-        Session session(policy, "", "");
+        Session session(fast_policy(2), "", "");  // backoff_max 20 ms
         auto start = std::chrono::steady_clock::now();
         Response response = session.get(hub.server().endpoint() + "/api/kernels/kernhub-test/vector-add/refs");
         CHECK(seconds_since(start) >= 0.9);
         CHECK(response.status == 200);
         CHECK(session.requests() == 2);
     }
-    SECTION("Retry-After: 30 is capped by backoff_max") {
+    SECTION("Retry-After: 30 over max_wait fails at once") {
         hub.server().add_faults(
             json::array({{{"match", "/refs"}, {"action", "status"}, {"status", 503}, {"retry_after", "30"}}}));
-        Session session(fast_policy(2), "", "");  // backoff_max 50 ms
-        auto start = std::chrono::steady_clock::now();
-        Response response = session.get(hub.server().endpoint() + "/api/kernels/kernhub-test/vector-add/refs");
-        CHECK(seconds_since(start) < 10.0);
-        CHECK(response.status == 200);
-        CHECK(session.requests() == 2);
+        Policy policy = fast_policy(2);
+        policy.max_wait = std::chrono::seconds(10);
+        Session session(policy, "", "");
+        const Error e = error_from("the session waited for 30 s", [&] {
+            session.get(hub.server().endpoint() + "/api/kernels/kernhub-test/vector-add/refs");
+        });
+        CHECK(e.code() == ErrorCode::network);
+        CHECK(e.message().find("asked to wait 30 s") != std::string::npos);
+        CHECK(e.message().find("maximum of 10 s") != std::string::npos);
+        CHECK(e.message().find("KERNHUB_MAX_WAIT") != std::string::npos);
+        CHECK(session.requests() == 1);
+        CHECK(hub.server().count_requests("/refs") == 1);
     }
 }
 

@@ -10,6 +10,7 @@
 
 #include "http/http.hpp"
 #include "http/scripted_server.hpp"
+#include "http/session_support.hpp"
 #include "kernhub/error.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/string_target.hpp"
@@ -20,28 +21,14 @@ using kernhub::http::BodyTarget;
 using kernhub::http::Policy;
 using kernhub::http::Response;
 using kernhub::http::Session;
+using kernhub::test::fast_policy;
+using kernhub::test::payload;
 using kernhub::test::ScriptedReply;
 using kernhub::test::ScriptedRequest;
 using kernhub::test::ScriptedServer;
 using kernhub::test::StringTarget;
 
 namespace {
-
-Policy fast_policy(int retries = 3) {
-    Policy policy;
-    policy.retries = retries;
-    policy.backoff_base = std::chrono::milliseconds(1);
-    policy.backoff_max = std::chrono::milliseconds(20);
-    policy.connect_timeout_s = 5;
-    return policy;
-}
-
-std::string payload(std::size_t size) {
-    std::string text;
-    for (std::size_t i = 0; text.size() < size; ++i) text += "block " + std::to_string(i) + ";";
-    text.resize(size);
-    return text;
-}
 
 ScriptedReply redirect(const std::string& location) {
     ScriptedReply reply;
