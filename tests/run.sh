@@ -2,6 +2,8 @@
 # Builds kernhub with warnings as errors and runs the whole test suite.
 #   tests/run.sh              the normal build in build/
 #   tests/run.sh --sanitize   an AddressSanitizer + UBSan build in build-asan/
+# It ends with how many tests were skipped and why, and exits with ctest's
+# status.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +12,7 @@ flags=(-DKERNHUB_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
   flags+=(-DKERNHUB_SANITIZE=ON)
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
 
@@ -24,4 +26,31 @@ fi
 
 cmake -S . -B "$dir" -G Ninja "${flags[@]}" -DKERNHUB_TEST_PYTHON="$PWD/$dir/venv/bin/python" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
-ctest --test-dir "$dir" -j"$(nproc)" --output-on-failure
+# A test is skipped only when it could not start here (its executable exits
+# 77 before checking anything, printing "SKIPPED: <reason>"). Say how many
+# and why, then exit with ctest's status.
+junit="$PWD/$dir/ctest-junit.xml"
+rm -f "$junit"
+status=0
+ctest --test-dir "$dir" -j"$(nproc)" --output-on-failure --output-junit "$junit" || status=$?
+if [ -f "$junit" ]; then
+  python3 - "$junit" <<'PY' || echo "tests/run.sh: could not summarise the skipped tests from $junit" >&2
+import collections, sys, xml.etree.ElementTree as ET
+cases = list(ET.parse(sys.argv[1]).getroot().iter("testcase"))
+reasons = collections.OrderedDict()
+for case in cases:
+    if case.get("status") != "skipped" and case.find("skipped") is None:
+        continue
+    out = case.findtext("system-out") or ""
+    why = next((line[len("SKIPPED: "):].strip() for line in out.splitlines() if line.startswith("SKIPPED: ")),
+               "no reason printed")
+    reasons.setdefault(why, []).append(case.get("name"))
+skipped = sum(len(names) for names in reasons.values())
+print(f"{skipped} of {len(cases)} tests skipped" + (":" if skipped else ""))
+for why, names in reasons.items():
+    print(f"  {len(names)} x {why}")
+    for name in names:
+        print(f"      {name}")
+PY
+fi
+exit "$status"

@@ -1,8 +1,8 @@
 // A CUDA kernel from the hub: fetch the native-cuda variant, check it has a
 // binary for this GPU, load it through the driver API at start-up, then
 // launch it on the hot path. kernhub binds libcuda at run time, so this
-// program builds and starts on machines without CUDA and says why it cannot
-// run there.
+// program builds and starts on machines without CUDA; there it says so and
+// exits 77, the conventional "skipped" status, without trying anything.
 //
 //   KERNHUB_ENDPOINT=file://$PWD/build/demo-hub ./build/examples/embed_cuda
 #include <kernhub/cuda.hpp>
@@ -12,6 +12,10 @@
 #include <vector>
 
 int main() {
+    if (!kernhub::cuda_available()) {
+        std::fprintf(stderr, "embed_cuda: skipped, no CUDA driver with a device on this machine\n");
+        return 77;
+    }
     try {
         kernhub::Client client;
         client.load("vector-add-cuda");  // fetch + verify + device check + cuLibraryLoadData

@@ -48,7 +48,8 @@ struct Dim3 {
 class Library;
 
 // The process-wide binding to libcuda: made once, on first use, and kept for
-// the life of the process (one of the two globals STYLE.md allows).
+// the life of the process (with the resolved-kernel table, one of the two
+// process-wide objects; docs/ARCHITECTURE.md, "Module map").
 class Driver {
 public:
     // Binds on the first call: dlopen(KERNHUB_CUDA_DRIVER if set, else

@@ -1,4 +1,4 @@
-// The hub protocol (REFERENCE.md, "Hub HTTP protocol") for kernel and model
+// The hub protocol (docs/ARCHITECTURE.md, "Hub protocol") for kernel and model
 // repos: revision -> commit, recursive tree listings, file downloads, and
 // X-Error-Code mapped onto kernhub error codes.
 #pragma once

@@ -1,5 +1,5 @@
 // Kernel registries: JSON files mapping backend names to where a kernel lives
-// (DESIGN.md, "Registry"). Registries stack; a later file wins per name.
+// (docs/ARCHITECTURE.md, "Registry"). Registries stack; a later file wins per name.
 #pragma once
 
 #include <filesystem>
@@ -45,7 +45,7 @@ private:
     std::map<std::string, KernelSpec> m_entries;
 };
 
-// Where the stack comes from, in order (DESIGN.md): the installed default,
+// Where the stack comes from, in order: the installed default,
 // the project's kernhub.json, KERNHUB_REGISTRY (colon-separated), then the
 // explicit --registry files. Missing default or project files are skipped;
 // a missing file named explicitly (env or flag) is Error(usage).

@@ -9,7 +9,7 @@
 
 namespace kernhub::select {
 
-// Which naming family a variant belongs to (REFERENCE.md, "kernels" grammar,
+// Which naming family a variant belongs to (the Python `kernels` grammar,
 // plus kernhub's native C-ABI family).
 enum class Family {
     native,            // native-cpu-<cpu>-<os>, native-cu{MAJ}{MIN}-<cpu>-<os>, native-cuda

@@ -1,23 +1,22 @@
 // `kernhub inspect` on real nvcc output and ELF objects, and the CUDA load
 // path of `kernhub load` on a machine without a usable CUDA driver.
 #include "cli/cli_support.hpp"
-#include "kernhub/cuda.hpp"
+#include "support/requirements.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;
 
 namespace {
 
-bool have_fatbin() {
-    if (fs::exists(cuda_fixture_fatbin())) return true;
-    WARN("SKIPPED: nvcc did not build " << cuda_fixture_fatbin().string());
-    return false;
+// A path no driver is at: the CLI then runs as on a host without CUDA,
+// whatever this machine has.
+std::string no_driver(const Sandbox& box) {
+    return (box.dir.path() / "no-libcuda.so.1").string();
 }
 
 }  // namespace
 
-TEST_CASE("inspect --json lists every entry of a multi-arch fatbin", "[cli][cuda]") {
-    if (!have_fatbin()) return;
+TEST_CASE("inspect --json lists every entry of a multi-arch fatbin", "[cli][cuda][needs:nvcc]") {
     Sandbox box;
     auto r = box.run({"inspect", cuda_fixture_fatbin().string(), "--json"});
     json out = parse_stdout(r);
@@ -34,8 +33,7 @@ TEST_CASE("inspect --json lists every entry of a multi-arch fatbin", "[cli][cuda
     CHECK_FALSE(out.contains("selected"));
 }
 
-TEST_CASE("inspect --cc picks the entry that runs there, or exits 7 naming the archs", "[cli][cuda]") {
-    if (!have_fatbin()) return;
+TEST_CASE("inspect --cc picks the entry that runs there, or exits 7 naming the archs", "[cli][cuda][needs:nvcc]") {
     Sandbox box;
     struct Row {
         const char* cc;
@@ -69,31 +67,27 @@ TEST_CASE("inspect reports ELF facts, and refuses files of no known format", "[c
     check_error(box.run({"inspect", (box.dir.path() / "missing.fatbin").string()}), 3, {"missing.fatbin"});
 }
 
-TEST_CASE("load of a native-cuda kernel without a CUDA driver exits 7 and says so", "[cli][cuda]") {
-    if (!have_fatbin()) return;
-    if (kernhub::cuda_available()) {
-        WARN("SKIPPED: this machine has a CUDA driver; the no-driver path cannot be shown");
-        return;
-    }
+TEST_CASE("load of a native-cuda kernel without a CUDA driver exits 7 and says so", "[cli][cuda][needs:nvcc]") {
     KernelHub hub;
     Sandbox box;
-    const std::string endpoint = hub.server().endpoint();
-    SECTION("no libcuda at all") {
-        auto r = box.kh("load", "vector-add-cuda", endpoint, {"--target", "native-cuda", "-q"},
-                        {{"KERNHUB_CUDA_DRIVER", (box.dir.path() / "no-libcuda.so.1").string()}});
-        check_error(r, 7, {"CUDA", "kh_vector_add", "vector_add.fatbin"});
-    }
-    SECTION("the toolkit's stub library answers 34") {
-        const fs::path stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
-        if (!fs::exists(stub)) {
-            WARN("SKIPPED: no CUDA toolkit stub at " << stub.string());
-            return;
-        }
-        auto r = box.kh("load", "vector-add-cuda", endpoint, {"--target", "native-cuda", "-q"},
-                        {{"KERNHUB_CUDA_DRIVER", stub.string()}});
-        check_error(r, 7, {"CUDA", "34", "stub"});
-    }
-    SECTION("detection alone never selects it") {
-        check_error(box.kh("fetch", "vector-add-cuda", endpoint, {"-q"}), 3, {"native-cuda", "needs CUDA"});
-    }
+    auto r = box.kh("load", "vector-add-cuda", hub.server().endpoint(), {"--target", "native-cuda", "-q"},
+                    {{"KERNHUB_CUDA_DRIVER", no_driver(box)}});
+    check_error(r, 7, {"CUDA", "kh_vector_add", "vector_add.fatbin"});
+}
+
+TEST_CASE("load of a native-cuda kernel with the toolkit's stub libcuda exits 7 naming error 34",
+          "[cli][cuda][needs:nvcc][needs:cuda-stub]") {
+    KernelHub hub;
+    Sandbox box;
+    auto r = box.kh("load", "vector-add-cuda", hub.server().endpoint(), {"--target", "native-cuda", "-q"},
+                    {{"KERNHUB_CUDA_DRIVER", k_cuda_stub_driver.string()}});
+    check_error(r, 7, {"CUDA", "34", "stub"});
+}
+
+TEST_CASE("without a CUDA driver, detection alone never selects native-cuda", "[cli][cuda][needs:nvcc]") {
+    KernelHub hub;
+    Sandbox box;
+    check_error(
+        box.kh("fetch", "vector-add-cuda", hub.server().endpoint(), {"-q"}, {{"KERNHUB_CUDA_DRIVER", no_driver(box)}}),
+        3, {"native-cuda", "needs CUDA"});
 }

@@ -1,5 +1,6 @@
 // Every CLI exit code, each caused for real, with the one-line
-// "kernhub: error: ..." message naming the object (DESIGN.md, "CLI contract").
+// "kernhub: error: ..." message naming the object (docs/ARCHITECTURE.md,
+// "Error policy" and "Exit codes").
 #include "cli/cli_support.hpp"
 
 using namespace kernhub::test;
@@ -109,13 +110,16 @@ TEST_CASE("a digest mismatch exits 4 and leaves nothing unverified in the cache"
     ProcessResult r = box.kh("fetch", "bad-digest", hub.server().endpoint(), {"--quiet"});
     check_error(r, 4, {"metadata.json"});
     CHECK(r.out.empty());
+    // metadata.json verified and was linked; the .so that failed its digest was not.
     const fs::path folder = box.cache / "kernels--kernhub-test--bad-digest";
+    REQUIRE(tree_has_name(folder / "snapshots", "metadata.json"));
     CHECK_FALSE(tree_has_name(folder / "snapshots", "libvector_add.so"));
     CHECK_FALSE(tree_has_name(folder / "blobs", ".incomplete"));
 
     // Corrupted bytes from the CDN are caught by the sha256 check too.
     hub.server().add_faults({{{"match", "/lfs/"}, {"action", "corrupt"}, {"count", -1}}});
     check_error(box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"}), 4, {"sha256"});
+    REQUIRE(tree_has_name(box.cache / k_vector_add_folder / "snapshots", "metadata.json"));
     CHECK_FALSE(tree_has_name(box.cache / k_vector_add_folder / "snapshots", "libvector_add.so"));
 }
 
@@ -129,7 +133,8 @@ TEST_CASE("network failures exit 5 after the retries and name the endpoint", "[c
     ProcessResult r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"});
     check_error(r, 5, {"503", "kernhub-test/vector-add"});
     CHECK(hub.server().count_requests("/revision/main") == 2);  // KERNHUB_RETRIES=1: one try + one retry
-    CHECK_FALSE(tree_has_name(box.cache / k_vector_add_folder / "snapshots", "libvector_add.so"));
+    // No commit was ever known, so nothing of the repo was written.
+    CHECK_FALSE(fs::exists(box.cache / k_vector_add_folder));
 
     // Without --quiet the retry is announced on stderr before the error line.
     hub.server().reset();

@@ -172,6 +172,7 @@ TEST_CASE("info --json shows the variants, the selected one and why the others a
     j = parse_stdout(r);
     CHECK(j["selected"] == cuda);
     CHECK(j["targets"] == json::array({cuda}));
+    REQUIRE(j["variants"].size() == 4);
     for (const auto& v : j["variants"]) {
         INFO(v.dump());
         CHECK(v["selected"] == (v["name"] == cuda));
@@ -184,10 +185,20 @@ TEST_CASE("info --json shows the variants, the selected one and why the others a
     CHECK(r.out.find("  * " + host_cpu_variant() + "  (selected)\n") != std::string::npos);
     CHECK(r.out.find("    " + cuda + "  - ") != std::string::npos);
 
-    // A target no variant matches: exit 0, selected is null, every variant has a reason.
+    // A target no variant matches: exit 0, selected is null, every variant has
+    // a reason, and the missing target is listed as missing.
     r = box.kh("info", "vector-add", ep, {"--json", "--target", "native-cpu-riscv64-linux"});
     REQUIRE(r.exit_code == 0);
     j = parse_stdout(r);
     CHECK(j["selected"].is_null());
-    for (const auto& v : j["variants"]) CHECK(v["selected"] == false);
+    REQUIRE(j["variants"].size() == 5);  // the repo's four and the target it lacks
+    for (const auto& v : j["variants"]) {
+        INFO(v.dump());
+        CHECK(v["selected"] == false);
+        CHECK_FALSE(v.value("reason", "").empty());
+    }
+    const auto missing = std::find_if(j["variants"].begin(), j["variants"].end(),
+                                      [](const json& v) { return v["name"] == "native-cpu-riscv64-linux"; });
+    REQUIRE(missing != j["variants"].end());
+    CHECK((*missing)["reason"] == "no such variant in the repo");
 }

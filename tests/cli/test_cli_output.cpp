@@ -115,6 +115,7 @@ TEST_CASE("four processes fetching one kernel into a cold cache download it once
         if (path.empty()) path = j["path"];
         CHECK(j["path"] == path);
         downloaded += j["bytes_downloaded"].get<std::uint64_t>();
+        REQUIRE(j["files"].size() == 2);
         for (const auto& f : j["files"]) {
             CHECK(sha256_of(fs::path(path) / f["path"].get<std::string>()) == f["sha256"]);
         }
@@ -126,7 +127,10 @@ TEST_CASE("four processes fetching one kernel into a cold cache download it once
     const fs::path blobs = box.cache / k_vector_add_folder / "blobs";
     REQUIRE(fs::is_directory(blobs));
     CHECK_FALSE(tree_has_name(blobs, ".incomplete"));
-    CHECK_FALSE(tree_has_name(box.cache / k_vector_add_folder / "snapshots", ".tmp"));
+    // Links are made under .kernhub/tmp/ and renamed into snapshots/: no temp may be left there.
+    const fs::path staging = box.cache / k_vector_add_folder / ".kernhub" / "tmp";
+    REQUIRE(fs::is_directory(staging));
+    CHECK(fs::is_empty(staging));
     std::size_t blob_count = 0;
     for (const auto& entry : fs::directory_iterator(blobs)) {
         ++blob_count;

@@ -13,6 +13,7 @@
 #include "cuda/driver.hpp"
 #include "kernhub/error.hpp"
 #include "support/process.hpp"
+#include "support/requirements.hpp"
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -24,7 +25,7 @@ namespace {
 
 constexpr const char* k_report_variable = "KERNHUB_TEST_CUDA_REPORT";
 constexpr const char* k_child_test = "cuda child: report what binding the driver gives";
-const fs::path k_stub_driver = "/usr/local/cuda/lib64/stubs/libcuda.so";
+const fs::path& k_stub_driver = kernhub::test::k_cuda_stub_driver;
 const fs::path k_not_a_driver = fs::path(KERNHUB_FIXTURE_DIR) / "libkh_good.so";
 
 // What a child process saw when it tried to bind the driver.
@@ -110,11 +111,7 @@ TEST_CASE("a driver file that does not exist makes CUDA unavailable with a load 
     CHECK_THAT(report.message, Catch::Contains("install the NVIDIA driver or use a CPU variant"));
 }
 
-TEST_CASE("the toolkit's stub libcuda is recognised and reported as the stub", "[cuda]") {
-    if (!fs::exists(k_stub_driver)) {
-        WARN("SKIPPED: no CUDA toolkit stub at " << k_stub_driver);
-        return;
-    }
+TEST_CASE("the toolkit's stub libcuda is recognised and reported as the stub", "[cuda][needs:cuda-stub]") {
     const BindingReport report = bind_in_child(k_stub_driver);
     INFO(report.message);
     CHECK_FALSE(report.available);

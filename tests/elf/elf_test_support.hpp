@@ -42,8 +42,9 @@ inline void write_text(const fs::path& path, const std::string& text) {
     if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
-// Runs a compiler; false (with the reason in the test log) when it fails,
-// so a missing cross toolchain turns into a skip rather than a failure.
+// Runs a compiler; false (with the compiler's output in the test log) when
+// it fails. Callers REQUIRE it: a toolchain a test cannot do without is a
+// requirement tag checked before the test starts (test_elf.cpp).
 inline bool compile(const std::vector<std::string>& argv) {
     const ProcessResult result = run_process(argv);
     if (result.exit_code != 0) {

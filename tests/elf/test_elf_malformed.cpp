@@ -168,10 +168,9 @@ TEST_CASE("every truncation of a shared object parses or is refused", "[elf]") {
         const Bytes prefix(original.begin(), original.begin() + static_cast<std::ptrdiff_t>(length));
         (parses_or_rejects(prefix, "truncated.so") ? parsed : refused) += 1;
     }
+    INFO(parsed << " parsed, " << refused << " refused");
     CHECK(refused > 0);
     CHECK(parses_or_rejects(original, "whole.so"));
-    INFO(parsed << " parsed, " << refused << " refused");
-    SUCCEED();
 }
 
 TEST_CASE("seeded random byte flips never crash the inspector", "[elf]") {

@@ -23,14 +23,8 @@ using Bytes = std::vector<std::uint8_t>;
 
 inline const std::filesystem::path k_fixtures = KERNHUB_FIXTURE_DIR;
 
-// False, with a visible warning, when the build had no nvcc and so made no
-// CUDA fixtures.
-inline bool have_nvcc_fixtures() {
-    if (KERNHUB_HAVE_NVCC) return true;
-    WARN("SKIPPED: nvcc not found");
-    return false;
-}
-
+// The nvcc-built fixtures exist only when the build found nvcc: tests that
+// read them carry the tag [needs:nvcc] (tests/support/requirements.hpp).
 inline Bytes read_fixture(const std::string& name) {
     std::ifstream in(k_fixtures / name, std::ios::binary);
     REQUIRE(in);

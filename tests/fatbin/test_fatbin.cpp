@@ -61,8 +61,7 @@ const auto ptx = EntryKind::ptx;
 
 }  // namespace
 
-TEST_CASE("nvcc fatbins parse to their exact entry lists", "[fatbin]") {
-    if (!have_nvcc_fixtures()) return;
+TEST_CASE("nvcc fatbins parse to their exact entry lists", "[fatbin][needs:nvcc]") {
     SECTION("multi: sm_80 + sm_90a SASS, compute_90 PTX compressed by default") {
         const Bytes file = read_fixture("multi.fatbin");
         const Fatbin fatbin = parse(file);
@@ -112,8 +111,7 @@ TEST_CASE("nvcc fatbins parse to their exact entry lists", "[fatbin]") {
     }
 }
 
-TEST_CASE("nvcc cubin: SM version from e_flags, no variant", "[fatbin]") {
-    if (!have_nvcc_fixtures()) return;
+TEST_CASE("nvcc cubin: SM version from e_flags, no variant", "[fatbin][needs:nvcc]") {
     const Bytes cubin = read_fixture("kernel_sm90.cubin");
     CHECK(detect_format(cubin.data(), cubin.size()) == Format::cubin);
     const Fatbin fatbin = parse_cubin(cubin.data(), cubin.size(), "kernel_sm90.cubin");
@@ -127,6 +125,7 @@ TEST_CASE("nvcc cubin: SM version from e_flags, no variant", "[fatbin]") {
     // sm_90's, so only the fatbin entry knows the 'a'.
     const Bytes file = read_fixture("multi.fatbin");
     const Fatbin multi = parse(file);
+    REQUIRE(multi.entries.size() == 3);  // sm_80, sm_90a, compute_90
     for (std::size_t i = 0; i < 2; ++i) {
         const Entry& entry = multi.entries[i];
         const Fatbin inner = parse_cubin(file.data() + entry.offset, static_cast<std::size_t>(entry.size), "inner");
@@ -146,9 +145,13 @@ TEST_CASE("detect_format tells fatbin, cubin, other ELF and text apart", "[fatbi
     CHECK(detect_format(nullptr, 0) == Format::unknown);
     CHECK(detect({0x50, 0xed, 0x55}) == Format::unknown);
     CHECK(detect({0x7f, 'E', 'L', 'F'}) == Format::elf);
-    if (!have_nvcc_fixtures()) return;
-    CHECK(detect(read_fixture("multi.fatbin")) == Format::fatbin);
-    CHECK(detect(read_fixture("kernel_sm90.cubin")) == Format::cubin);
+}
+
+TEST_CASE("detect_format tells nvcc's fatbin and cubin apart", "[fatbin][needs:nvcc]") {
+    const Bytes fatbin = read_fixture("multi.fatbin");
+    const Bytes cubin = read_fixture("kernel_sm90.cubin");
+    CHECK(detect_format(fatbin.data(), fatbin.size()) == Format::fatbin);
+    CHECK(detect_format(cubin.data(), cubin.size()) == Format::cubin);
 }
 
 namespace {

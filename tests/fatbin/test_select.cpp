@@ -35,8 +35,7 @@ void check_rows(const std::map<std::string, Fatbin>& fatbins, const std::vector<
 
 }  // namespace
 
-TEST_CASE("select_entry over the nvcc fixtures", "[fatbin]") {
-    if (!have_nvcc_fixtures()) return;
+TEST_CASE("select_entry over the nvcc fixtures", "[fatbin][needs:nvcc]") {
     std::map<std::string, Fatbin> fatbins;
     for (const char* name :
          {"multi.fatbin", "compressed.fatbin", "ptx_only.fatbin", "sm100.fatbin", "two_containers.fatbin"}) {

@@ -1,6 +1,8 @@
 // End to end on a GPU: fetch a native-cuda kernel from the loopback hub,
 // verify, load it through the driver API, launch it and check the result.
-// Without a CUDA device every case here prints "SKIPPED: <reason>".
+// Every case needs a device ([gpu]) that can run the nvcc-built fixture
+// ([needs:nvcc], [needs:sm_80]); without them the test main skips the case before it
+// starts (tests/support/requirements.hpp).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -16,13 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Why the GPU path cannot run here, or empty when it can.
-std::string skip_reason() {
-    if (!fs::exists(cuda_fixture_fatbin())) return "nvcc did not build " + cuda_fixture_fatbin().string();
-    if (!cuda_available()) return "no CUDA driver with a device on this machine";
-    return {};
-}
-
 Options options_for(KernelHub& hub, const TempDir& dir) {
     Options o;
     o.endpoint = hub.server().endpoint();
@@ -37,11 +32,7 @@ Options options_for(KernelHub& hub, const TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("a native-cuda kernel from the hub launches and computes vector-add", "[gpu]") {
-    if (auto reason = skip_reason(); !reason.empty()) {
-        WARN("SKIPPED: " << reason);
-        return;
-    }
+TEST_CASE("a native-cuda kernel from the hub launches and computes vector-add", "[gpu][needs:nvcc][needs:sm_80]") {
     KernelHub hub;
     TempDir dir;
     Client client(options_for(hub, dir));
@@ -74,11 +65,7 @@ TEST_CASE("a native-cuda kernel from the hub launches and computes vector-add", 
     CHECK(out[n - 1] == Approx(1.5 * static_cast<double>(n - 1)));
 }
 
-TEST_CASE("a kernel name missing from the fatbin is not found (exit 3)", "[gpu]") {
-    if (auto reason = skip_reason(); !reason.empty()) {
-        WARN("SKIPPED: " << reason);
-        return;
-    }
+TEST_CASE("a kernel name missing from the fatbin is not found (exit 3)", "[gpu][needs:nvcc][needs:sm_80]") {
     KernelHub hub;
     TempDir dir;
     Client client(options_for(hub, dir));

@@ -1,6 +1,6 @@
 // A static hub tree served by a real, unmodified nginx: the bundled demo hub
-// must work over plain HTTP from any static web server, as DESIGN.md's
-// fleet setup (a shared mirror or HTTP cache) needs.
+// must work over plain HTTP from any static web server (README.md, "Hubs"),
+// as a fleet's shared mirror or HTTP cache needs.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,6 +17,7 @@
 #include "kernhub/kernhub.hpp"
 #include "support/hub_server.hpp"
 #include "support/process.hpp"
+#include "support/requirements.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace kernhub;
@@ -31,6 +32,10 @@ fs::path find_nginx() {
     }
     return {};
 }
+
+KERNHUB_TEST_REQUIREMENT("needs:nginx", []() -> std::string {
+    return find_nginx().empty() ? "nginx is not installed (.ci/install-deps installs it)" : "";
+});
 
 int free_port() {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -85,13 +90,8 @@ private:
 
 }  // namespace
 
-TEST_CASE("the demo hub served by stock nginx fetches and loads over HTTP", "[hub][nginx]") {
-    fs::path nginx = find_nginx();
-    if (nginx.empty()) {
-        WARN("SKIPPED: nginx is not installed (.ci/install-deps installs it)");
-        return;
-    }
-    Nginx server(nginx, KERNHUB_DEMO_HUB);
+TEST_CASE("the demo hub served by stock nginx fetches and loads over HTTP", "[hub][nginx][needs:nginx]") {
+    Nginx server(find_nginx(), KERNHUB_DEMO_HUB);
     TempDir dir;
     Options options;
     options.endpoint = server.endpoint();

@@ -332,7 +332,8 @@ TEST_CASE("the hub server injects faults as told", "[hubserver]") {
 TEST_CASE("the hub server records requests, but not control calls", "[hubserver]") {
     DemoHub hub;
     HubServer server(hub.root);
-    get(server.endpoint() + "/api/kernels/acme/demo/revision/main", {"Authorization: Bearer anything"});
+    const HttpReply revision =
+        get(server.endpoint() + "/api/kernels/acme/demo/revision/main", {"Authorization: Bearer anything"});
     get(server.cdn() + "/lfs/" + hub.library_sha256(), {"Range: bytes=10-"});
     get(server.endpoint() + "/api/kernels/acme/demo/revision/v9");
 
@@ -343,11 +344,13 @@ TEST_CASE("the hub server records requests, but not control calls", "[hubserver]
                               {"path", "/api/kernels/acme/demo/revision/main"},
                               {"status", 200},
                               {"auth", true},
-                              {"range", nullptr}});
+                              {"range", nullptr},
+                              {"sent", revision.body.size()}});
     CHECK(requests[1]["host"] == "cdn");
     CHECK(requests[1]["auth"] == false);
     CHECK(requests[1]["status"] == 206);
     CHECK(requests[1]["range"] == "bytes=10-");
+    CHECK(requests[1]["sent"] == hub.library.size() - 10);
     CHECK(requests[2]["status"] == 404);
     CHECK(server.count_requests("/revision/") == 2);
     CHECK(server.count_requests("/lfs/") == 1);

@@ -24,10 +24,14 @@ HF_ENDPOINT are read at import time, as in real use):
 
 Prints one PASS/FAIL line per check (INFO/DIFF lines are facts that do not
 fail the test), then "N passed, N failed". Exit 0 when all pass, 1 when any
-check fails, 77 when huggingface_hub is not installed.
+check fails, 77 (before any check, printing "SKIPPED: <reason>") when
+huggingface_hub is not installed, or with --repo-type kernel when it has no
+repo_type "kernel". --repo-type limits the run to the model or the kernel
+repo; ctest runs each as its own test.
 
 Usage: test_hf_cache.py --kernhub CLI --so LIB.so --make-hub make_hub.py
                         --hub-server hub_server.py [--demo-hub DIR] [--python EXE]
+                        [--repo-type model|kernel]
 Each option also reads an environment variable: KERNHUB_CLI, KERNHUB_INTEROP_SO,
 KERNHUB_MAKE_HUB, KERNHUB_HUB_SERVER, KERNHUB_DEMO_HUB, KERNHUB_PYTHON.
 """
@@ -541,18 +545,24 @@ def requests_since_reset(server):
 
 
 def main_check(args):
-    report = Report()
+    # The skip comes before any check: a skipped run checked nothing.
     try:
         import huggingface_hub
     except ImportError:
-        print("SKIP: huggingface_hub not installed")
+        print(f"SKIPPED: huggingface_hub is not installed for {sys.executable} "
+              "(tests/run.sh installs tests/requirements.txt into build/venv)", flush=True)
         return SKIP_CODE
+    report = Report()
     support = kernel_type_support()
     report.info(f"huggingface_hub {huggingface_hub.__version__} at {os.path.dirname(huggingface_hub.__file__)}")
     report.info(f"constants.REPO_TYPES = {support['REPO_TYPES']}; REPO_TYPES_WITH_KERNEL = "
                 f"{support['REPO_TYPES_WITH_KERNEL']}; kernel URL prefix {support['url_prefix']!r}; "
                 f"scan_cache_dir accepts kernels-- folders: {support['scan']}")
     report.info(f"repo_type 'kernel' supported for downloads: {support['download']}")
+    if args.repo_type == "kernel" and not support["download"]:
+        print(f"SKIPPED: huggingface_hub {huggingface_hub.__version__} has no repo_type 'kernel' for downloads, "
+              "so it cannot read a kernel repo from the cache", flush=True)
+        return SKIP_CODE
 
     variant = host_variant()
     for path, what in ((args.kernhub, "--kernhub"), (args.so, "--so"), (args.make_hub, "--make-hub"),
@@ -573,7 +583,7 @@ def main_check(args):
         if not report.check(p is not None and p.returncode == 0, f"make_hub.py lays out the hub ({variant})",
                             p and p.stderr):
             return 1
-        repos = expected_repos(hub_dir, variant)
+        repos = [r for r in expected_repos(hub_dir, variant) if args.repo_type in (None, r["type"])]
         registry = workdir / "registry.json"
         names = {MODEL_REPO: "interop-model", KERNEL_REPO: "interop-kernel"}
         registry.write_text(json.dumps({"format": 1, "kernels": {
@@ -658,6 +668,8 @@ def main():
     parser.add_argument("--demo-hub", default=env("KERNHUB_DEMO_HUB"), help="the demo hub tree (informational)")
     parser.add_argument("--python", default=env("KERNHUB_PYTHON") or sys.executable,
                         help="Python for make_hub.py and hub_server.py")
+    parser.add_argument("--repo-type", choices=("model", "kernel"),
+                        help="check only the model or only the kernel repo (default: both)")
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     parser.add_argument("--context", help=argparse.SUPPRESS)
     args = parser.parse_args()

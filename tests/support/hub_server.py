@@ -7,8 +7,9 @@ blobs on another, so clients must drop Authorization on the redirect. Tests
 steer it through control endpoints on the hub host, which are never counted
 and never faulted:
 
-  GET  /_stats   {"requests": [{"host","method","path","status","auth","range"}]}
-                 "path" is the request target as sent (percent-encoded, with query)
+  GET  /_stats   {"requests": [{"host","method","path","status","auth","range","sent"}]}
+                 "path" is the request target as sent (percent-encoded, with query);
+                 "sent" counts the body bytes written so far (final once the reply ended)
   POST /_reset   forget requests and fault rules
   POST /_faults  {"faults": [RULE, ...]} appends rules; the first rule whose
                  "match" is a substring of the request target applies:
@@ -16,6 +17,7 @@ and never faulted:
                  {"action": "truncate", "after_bytes": N}   true Content-Length, N bytes, close
                  {"action": "corrupt"}                      one body byte flipped
                  {"action": "delay", "seconds": S}
+                 {"action": "throttle", "bytes_per_second": N}  body sent at about N B/s
                  "count": uses left (default 1, -1 = forever). truncate and corrupt
                  only apply to (and are only used up by) replies with a body.
 
@@ -38,7 +40,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 CONTROL_PATHS = ("/_stats", "/_reset", "/_faults")
 # Each fault action and the field it cannot do without.
-FAULT_ACTIONS = {"status": "status", "truncate": "after_bytes", "corrupt": "match", "delay": "seconds"}
+FAULT_ACTIONS = {"status": "status", "truncate": "after_bytes", "corrupt": "match", "delay": "seconds",
+                 "throttle": "bytes_per_second"}
 CHUNK = 1 << 16
 
 
@@ -144,7 +147,7 @@ class Control:
     def take_fault(self, target, has_body):
         with self.lock:
             for rule in self.faults:
-                body_only = rule["action"] in ("truncate", "corrupt")
+                body_only = rule["action"] in ("truncate", "corrupt", "throttle")
                 if rule["count"] != 0 and rule["match"] in target and (has_body or not body_only):
                     if rule["count"] > 0:
                         rule["count"] -= 1
@@ -189,7 +192,7 @@ class Handler(BaseHTTPRequestHandler):
             reply = error_reply(500, "", "Internal error in the test hub")
         control = self.server.control
         rule = control.take_fault(self.path, method != "HEAD" and reply.length > 0)
-        limit = flip_at = None
+        limit = flip_at = rate = None
         if rule and rule["action"] == "status":
             extra = [("Retry-After", str(rule["retry_after"]))] if "retry_after" in rule else []
             reply = error_reply(int(rule["status"]), rule.get("error_code", ""), "Injected fault", extra)
@@ -199,17 +202,21 @@ class Handler(BaseHTTPRequestHandler):
             limit = int(rule["after_bytes"])
         elif rule and rule["action"] == "corrupt":
             flip_at = reply.length // 2
-        control.record({
+        elif rule and rule["action"] == "throttle":
+            rate = float(rule["bytes_per_second"])
+        entry = {
             "host": self.server.role,
             "method": method,
             "path": self.path,
             "status": reply.status,
             "auth": "Authorization" in self.headers,
             "range": self.headers.get("Range"),
-        })
-        self.send_reply(reply, method, limit, flip_at)
+            "sent": 0,
+        }
+        control.record(entry)
+        self.send_reply(reply, method, limit, flip_at, rate, entry)
 
-    def send_reply(self, reply, method, limit=None, flip_at=None):
+    def send_reply(self, reply, method, limit=None, flip_at=None, rate=None, entry=None):
         """Send headers with the true length; a limit cuts the body and the connection."""
         try:
             self.send_response(reply.status)
@@ -220,14 +227,25 @@ class Handler(BaseHTTPRequestHandler):
             if method == "HEAD":
                 return
             sent = 0
-            for chunk in reply.chunks():
-                if flip_at is not None and sent <= flip_at < sent + len(chunk):
-                    chunk = bytearray(chunk)
-                    chunk[flip_at - sent] ^= 0xFF
-                if limit is not None:
-                    chunk = chunk[: max(0, limit - sent)]
-                self.wfile.write(chunk)
-                sent += len(chunk)
+            started = time.monotonic()
+            for whole in reply.chunks():
+                # Throttled replies go out in small pieces so the pace is even.
+                step = max(1, int(rate) // 20) if rate else len(whole) or 1
+                for at in range(0, max(len(whole), 1), step):
+                    chunk = whole[at : at + step]
+                    if flip_at is not None and sent <= flip_at < sent + len(chunk):
+                        chunk = bytearray(chunk)
+                        chunk[flip_at - sent] ^= 0xFF
+                    if limit is not None:
+                        chunk = chunk[: max(0, limit - sent)]
+                    if rate:
+                        time.sleep(max(0.0, started + sent / rate - time.monotonic()))
+                    self.wfile.write(chunk)
+                    sent += len(chunk)
+                    if entry is not None:
+                        entry["sent"] = sent
+                    if limit is not None and sent >= limit:
+                        break
                 if limit is not None and sent >= limit:
                     self.close_connection = True
                     return

@@ -1,6 +1,6 @@
-// Loading an nvcc-built fatbin and running it on a real GPU. On a host
-// without a usable driver or device these tests say why and skip, so the
-// suite passes on CPU-only machines while a GPU runner does the real check.
+// Loading an nvcc-built fatbin and running it on a real GPU through the
+// driver binding. Every case needs a device ([gpu]); on a host without one
+// the test main skips them before they start (tests/support/requirements.hpp).
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
@@ -23,21 +23,6 @@ namespace {
 // as sm_80 and sm_90a SASS plus compute_90 PTX.
 const fs::path k_fatbin = fs::path(KERNHUB_FIXTURE_DIR) / "multi.fatbin";
 
-// Empty when a GPU can run this test; otherwise why it cannot.
-std::string why_no_gpu(bool need_fixture = true) {
-    if (!Driver::available()) {
-        try {
-            Driver::instance();
-        } catch (const Error& e) {
-            return e.what();
-        }
-    }
-    const DriverInfo info = Driver::instance().info();
-    if (info.devices.empty()) return "the CUDA driver reports no devices";
-    if (need_fixture && !fs::exists(k_fatbin)) return "the fixture " + k_fatbin.string() + " has not been built";
-    return {};
-}
-
 std::vector<unsigned char> read_bytes(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     REQUIRE(in);
@@ -45,18 +30,15 @@ std::vector<unsigned char> read_bytes(const fs::path& path) {
 }
 
 // The fixture has code for compute capability 8.x (sm_80 SASS) and 9.0 and
-// newer (sm_90a SASS, compute_90 PTX); older GPUs must be refused.
+// newer (sm_90a SASS, compute_90 PTX); older GPUs must be refused. (Tests
+// that need it to run carry [needs:sm_80].)
 bool fixture_runs_on(const Device& device) {
     return device.cc_major >= 8;
 }
 
 }  // namespace
 
-TEST_CASE("an nvcc fatbin loads, launches and adds 1M floats on GPU 0", "[cuda][gpu]") {
-    if (const std::string reason = why_no_gpu(); !reason.empty()) {
-        WARN("SKIPPED: no CUDA device (" << reason << ")");
-        return;
-    }
+TEST_CASE("an nvcc fatbin loads, launches and adds 1M floats on GPU 0", "[cuda][gpu][needs:nvcc]") {
     const Device device = Driver::instance().info().devices.at(0);
     const std::vector<unsigned char> image = read_bytes(k_fatbin);
     INFO("GPU 0: " << device.name << ", compute capability " << device.cc_major << "." << device.cc_minor);
@@ -104,15 +86,8 @@ TEST_CASE("an nvcc fatbin loads, launches and adds 1M floats on GPU 0", "[cuda][
     CHECK(wrong == 0);
 }
 
-TEST_CASE("a kernel name the fatbin lacks is not_found, naming kernel and file", "[cuda][gpu]") {
-    if (const std::string reason = why_no_gpu(); !reason.empty()) {
-        WARN("SKIPPED: no CUDA device (" << reason << ")");
-        return;
-    }
-    if (!fixture_runs_on(Driver::instance().info().devices.at(0))) {
-        WARN("SKIPPED: GPU 0 is older than sm_80, which the fixture targets");
-        return;
-    }
+TEST_CASE("a kernel name the fatbin lacks is not_found, naming kernel and file",
+          "[cuda][gpu][needs:nvcc][needs:sm_80]") {
     const std::vector<unsigned char> image = read_bytes(k_fatbin);
     Library library = Driver::instance().load(image.data(), "multi.fatbin");
     try {
@@ -125,10 +100,6 @@ TEST_CASE("a kernel name the fatbin lacks is not_found, naming kernel and file",
 }
 
 TEST_CASE("an image that is not CUDA code is refused with a load error naming it", "[cuda][gpu]") {
-    if (const std::string reason = why_no_gpu(false); !reason.empty()) {
-        WARN("SKIPPED: no CUDA device (" << reason << ")");
-        return;
-    }
     // NUL-terminated, so the driver may read it as (invalid) PTX text.
     const std::string junk = "this is not a fatbin, a cubin or PTX";
     try {
