@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include "interrupt.hpp"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -69,6 +71,7 @@ Options make_options(const CommonFlags& flags, EventSink* events) {
     options.targets = flags.targets;
     if (flags.offline) options.offline = true;
     options.events = events;
+    options.cancel = interrupt_flag();
     return options;
 }
 

@@ -1,5 +1,5 @@
 // kernhub command-line tool: parses argv, runs one command, and turns
-// kernhub::Error codes into exit codes (DESIGN.md, "CLI contract").
+// kernhub::Error codes into exit codes (docs/ARCHITECTURE.md, "Exit codes").
 #include <unistd.h>
 
 #include <cstdlib>
@@ -8,7 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include <csignal>
+
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "kernhub/kernhub.hpp"
 
 namespace {
@@ -31,6 +34,22 @@ void report(const kernhub::Error& error, bool json) {
                                         {"message", error.what()}}}};
         std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << std::endl;
     }
+}
+
+// One line, and the shell's convention for death by signal: 128 + signo.
+int report_interrupt(const kernhub::Error& error, bool json) {
+    int signo = kernhub::cli::interrupt_signal();
+    const char* name = signo == SIGTERM ? "SIGTERM" : signo == SIGINT ? "SIGINT" : "a cancel request";
+    std::cerr << "kernhub: interrupted by " << name << "; partial downloads are kept and the next run continues them\n";
+    int code = signo != 0 ? 128 + signo : static_cast<int>(kernhub::ErrorCode::interrupted);
+    if (json) {
+        nlohmann::ordered_json out = {{"error",
+                                       {{"code", code},
+                                        {"kind", kernhub::to_string(error.code())},
+                                        {"message", std::string("interrupted by ") + name}}}};
+        std::cout << out.dump(2) << std::endl;
+    }
+    return code;
 }
 
 }  // namespace
@@ -57,12 +76,14 @@ int main(int argc, char** argv) {
         report(kernhub::Error(kernhub::ErrorCode::usage, std::string(e.what()) + "; run 'kernhub --help'"), json);
         return static_cast<int>(kernhub::ErrorCode::usage);
     }
+    kernhub::cli::install_interrupt_handlers();
     try {
         for (const auto& command : commands) {
             if (command.app->parsed()) return command.run();
         }
         return static_cast<int>(kernhub::ErrorCode::usage);
     } catch (const kernhub::Error& error) {
+        if (error.code() == kernhub::ErrorCode::interrupted) return report_interrupt(error, json);
         report(error, json);
         return static_cast<int>(error.code());
     } catch (const std::exception& error) {

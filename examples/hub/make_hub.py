@@ -26,8 +26,9 @@ The spec lists repos, each a linear history of full tree snapshots:
 A ref named on a later commit moves there. "path" sources are relative to
 the spec's directory. "lfs" defaults to true for .so, .fatbin, .cubin, .bin
 and .tar.gz files and for files over 10 MiB. "metadata": true adds a kernels
-style build/<variant>/metadata.json (digest of every other file of the
-variant) where the commit lacks one; "metadata_extra" is merged over its top
+style build/<variant>/metadata.json (digest of the variant's files, less
+those a kernels build leaves out: metadata.json.sigstore, __pycache__/ and
+*.pyc) where the commit lacks one; "metadata_extra" is merged over its top
 level, e.g. to plant a wrong digest.
 
 Usage: make_hub.py --spec SPEC.json --out DIR   (Python 3.11 standard library)
@@ -196,6 +197,13 @@ def backend_type(variant: str) -> str:
     return "cpu"
 
 
+def excluded_from_digest(relpath: str) -> bool:
+    """What a kernels build leaves out of its variant digest: the top-level
+    metadata.json and its Sigstore bundle, __pycache__ folders and .pyc files."""
+    return (relpath in ("metadata.json", "metadata.json.sigstore") or relpath.endswith(".pyc")
+            or "__pycache__" in relpath.split("/"))
+
+
 def add_metadata(repo_id: str, files: dict[str, RepoFile], extra: dict):
     """Generate build/<variant>/metadata.json for each variant lacking one."""
     variants = sorted({p.split("/")[1] for p in files if p.startswith("build/") and p.count("/") >= 2})
@@ -207,7 +215,7 @@ def add_metadata(repo_id: str, files: dict[str, RepoFile], extra: dict):
         digests = {
             p[len(prefix):]: base64.b64encode(bytes.fromhex(f.blob.sha256)).decode("ascii")
             for p, f in sorted(files.items())
-            if p.startswith(prefix)
+            if p.startswith(prefix) and not excluded_from_digest(p[len(prefix):])
         }
         metadata = {
             "name": repo_id.split("/")[1],

@@ -1,8 +1,8 @@
 // The one error type of kernhub.
 //
 // Error policy: every layer of the library reports failure by throwing
-// kernhub::Error (internal modules and the public C++ API alike); the C API
-// catches it at the boundary and returns the code. The library never prints
+// kernhub::Error (internal modules and the public C++ API alike). The
+// library never prints
 // and never exits. A message names the object (repo, revision, path, URL
 // without secrets) and the next step for the user.
 #pragma once
@@ -14,7 +14,7 @@
 
 namespace kernhub {
 
-// Values are the CLI exit codes (DESIGN.md, "CLI contract").
+// Values are the CLI exit codes (docs/ARCHITECTURE.md, "Exit codes").
 enum class ErrorCode : int {
     ok = 0,
     internal = 1,      // a bug, or the local system refused (I/O on the cache)
@@ -24,6 +24,8 @@ enum class ErrorCode : int {
     network = 5,       // transport or hub error after retries
     offline = 6,       // offline and not cached
     load = 7,          // dlopen or CUDA driver refused the binary
+    interrupted = 130, // Options::cancel was set (SIGINT/SIGTERM in the CLI:
+                       // exit 130 or 143); partial downloads are kept
 };
 
 KERNHUB_API const char* to_string(ErrorCode code) noexcept;

@@ -10,6 +10,7 @@
 // Every function reports failure by throwing kernhub::Error (error.hpp).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -47,8 +48,20 @@ struct Options {
     // Attempts after the first for transient failures (408, 429, 5xx, broken
     // transfers). nullopt: KERNHUB_RETRIES, else 3.
     std::optional<int> retries;
+    // The longest the hub may ask a retry to wait (Retry-After, or the
+    // reset time of an exhausted RateLimit quota), in seconds, 0 to 86400;
+    // a longer request fails at once with Error(network) instead of
+    // sleeping, and a value outside the range is Error(usage). nullopt:
+    // KERNHUB_MAX_WAIT, else 60.
+    std::optional<int> max_wait_seconds;
     // Receives progress and status events; may be null.
     EventSink* events = nullptr;
+    // When non-null, setting *cancel to true (from another thread or a
+    // signal handler) stops a running call soon after: transfers abort,
+    // retry waits and lock waits end, and the call throws
+    // Error(interrupted). A partial download is kept, and the next fetch of
+    // the same file continues it.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct FileInfo {

@@ -201,6 +201,8 @@ struct Client::Impl {
             config.endpoint = settings.endpoint;
             config.token = settings.token;
             config.policy.retries = settings.retries;
+            config.policy.max_wait = std::chrono::seconds(settings.max_wait_seconds);
+            config.policy.cancel = options.cancel;
             EventSink* events = options.events;
             if (events != nullptr) {
                 config.on_retry = [events](const std::string& text) {
@@ -227,6 +229,8 @@ struct Client::Impl {
         request.required_file = spec.file;
         request.host = host_facts();
         request.offline = settings.offline;
+        request.use_locks = !api::env_flag(env, "KERNHUB_NO_FLOCK");
+        request.cancel = options.cancel;
         return request;
     }
 };

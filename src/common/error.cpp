@@ -20,6 +20,8 @@ const char* to_string(ErrorCode code) noexcept {
             return "offline";
         case ErrorCode::load:
             return "load failed";
+        case ErrorCode::interrupted:
+            return "interrupted";
     }
     return "unknown error";
 }

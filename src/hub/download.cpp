@@ -1,6 +1,8 @@
-// The download half of Fetcher: verified blobs, snapshot links.
+// The download half of Fetcher: verified blobs, resumed partials, snapshot
+// links.
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "hub/fetcher.hpp"
 #include "hub/verify.hpp"
@@ -9,52 +11,143 @@
 
 namespace kernhub::hub {
 
+static void check_cancel(const FetchRequest& request, const std::string& what) {
+    if (request.cancel != nullptr && request.cancel->load()) {
+        throw Error(ErrorCode::interrupted, "interrupted before " + what + "; run the command again to continue");
+    }
+}
+
+static std::string not_cached(const FetchRequest& request, const std::string& what, const std::string& root) {
+    return what + " is not in the cache under " + root + "; fetch " + request.repo.repo_id +
+           " once while online (offline mode is on)";
+}
+
 std::string Fetcher::ensure_file(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                                 std::uint64_t& bytes_downloaded) {
+                                 bool trusted, std::uint64_t& bytes_downloaded) {
     const TreeEntry& entry = *expect.entry;
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const std::string& etag = entry.etag();
+    check_cancel(request, expect.label);
     std::string sha256;
-    if (!cache.has_blob(etag) && request.offline) {
-        throw Error(ErrorCode::offline, expect.label + " is not in the cache under " + m_root.string() +
-                                            "; fetch it once while online (offline mode is on)");
-    }
-    if (!cache.has_blob(etag)) {
-        // One process downloads; the others wait on the lock, then find the blob.
-        store::FileLock lock = cache.lock_blob(etag);
-        if (!cache.has_blob(etag)) {
-            store::IncompleteBlob blob = cache.begin_blob(etag);
-            VerifyingTarget target(blob, expect, m_events);
-            emit(Event::Kind::download_start, {}, entry.path, 0, entry.size);
-            m_client->download(request.repo, commit, entry.path, target);
-            sha256 = target.finish();
-            blob.commit();
-            bytes_downloaded += entry.size;
-            emit(Event::Kind::download_done, {}, entry.path, entry.size, entry.size);
+    if (cache.has_blob(etag)) {
+        try {
+            sha256 = verify_cached_blob(cache.blob_path(etag), expect, trusted);
+        } catch (const MetadataMismatch&) {
+            throw;
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::verification) throw;
+            if (request.offline) {
+                throw Error(ErrorCode::verification, "the cached copy of " + e.message() +
+                                                         "; fetch it again while online");
+            }
+            emit(Event::Kind::info, "the cached copy of " + entry.path + " does not verify; downloading it again");
         }
     }
-    // Offline without a record of the variant, nothing vouches for the blob:
-    // check it against its hash, not just against metadata.json.
-    if (sha256.empty()) sha256 = verify_cached_blob(cache.blob_path(etag), expect, request.offline);
+    if (sha256.empty()) {
+        if (request.offline) throw Error(ErrorCode::offline, not_cached(request, expect.label, m_root.string()));
+        sha256 = download_blob(request, commit, expect, bytes_downloaded);
+    }
     cache.link_snapshot(commit, entry.path, etag);
     return sha256;
 }
 
+std::string Fetcher::download_blob(const FetchRequest& request, const std::string& commit, const Expectation& expect,
+                                   std::uint64_t& bytes_downloaded) {
+    const TreeEntry& entry = *expect.entry;
+    store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    const std::string& etag = entry.etag();
+    // One process downloads; the others wait on the lock, then find the blob.
+    // Where flock() does not exclude, every process downloads into a partial
+    // of its own and the renames race harmlessly: the content is the same.
+    const bool locking = request.use_locks && store::flock_excludes(m_root);
+    std::optional<store::FileLock> lock;
+    if (locking) lock.emplace(cache.lock_blob(etag, request.cancel));
+    if (cache.has_blob(etag)) {
+        // Another process finished it while we waited, or it is the damaged
+        // copy found before: either way it is hashed before use.
+        try {
+            return verify_cached_blob(cache.blob_path(etag), expect, false);
+        } catch (const MetadataMismatch&) {
+            throw;
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::verification) throw;
+        }
+        cache.remove_blob(etag);
+    }
+    for (bool adopt = locking;; adopt = false) {
+        store::IncompleteBlob blob = cache.open_partial(etag, adopt);
+        VerifyingTarget target(blob, expect, m_events);
+        const std::uint64_t resumed = target.resumed_bytes();
+        if (resumed > 0) {
+            emit(Event::Kind::info, "resuming " + entry.path + " at byte " + std::to_string(resumed) + " of " +
+                                        std::to_string(entry.size));
+        }
+        emit(Event::Kind::download_start, {}, entry.path, resumed, entry.size);
+        if (resumed < entry.size) {
+            try {
+                m_client->download(request.repo, commit, entry.path, target);
+            } catch (const Error& e) {
+                // Too many bytes means the partial is wrong; any other
+                // failure (network, interrupted) keeps it for the next run.
+                if (e.code() == ErrorCode::verification) blob.discard();
+                throw;
+            }
+        }
+        std::string sha256;
+        try {
+            sha256 = target.finish();
+        } catch (const MetadataMismatch&) {
+            blob.discard();
+            throw;
+        } catch (const Error& e) {
+            blob.discard();
+            if (target.resumed_bytes() > 0) {
+                emit(Event::Kind::info, "the resumed download of " + entry.path +
+                                            " does not verify; downloading it from the start");
+                continue;
+            }
+            throw;
+        }
+        blob.commit();
+        bytes_downloaded += target.size() - target.resumed_bytes();
+        emit(Event::Kind::download_done, {}, entry.path, entry.size, entry.size);
+        return sha256;
+    }
+}
+
 FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::string& commit,
-                                       const std::string& variant, const std::vector<const TreeEntry*>& entries) {
+                                       const std::string& variant, const std::vector<const TreeEntry*>& entries,
+                                       const std::set<std::string>& trusted) {
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     FetchOutcome outcome;
     outcome.commit = commit;
     outcome.variant = variant;
     outcome.variant_dir = cache.snapshot_dir(commit) / "build" / variant;
     const std::string prefix = "build/" + variant + "/";
+    const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
+    if (request.offline) {
+        // Name everything that is missing at once, not the first file only.
+        std::string missing;
+        std::size_t count = 0;
+        for (const TreeEntry* entry : entries) {
+            if (cache.has_blob(entry->etag())) continue;
+            if (++count <= 5) missing += (missing.empty() ? "" : ", ") + entry->path.substr(prefix.size());
+        }
+        if (count > 0) {
+            if (count > 5) missing += " and " + std::to_string(count - 5) + " more";
+            throw Error(ErrorCode::offline, "variant " + variant + " of " + request.repo.repo_id + "@" + commit.substr(0, 12) +
+                                                " is not complete in the cache under " + m_root.string() +
+                                                " (missing " + missing + "); fetch it once while online "
+                                                "(offline mode is on)");
+        }
+    }
     std::optional<MetadataDigest> metadata;
     for (const TreeEntry* entry : entries) {
         std::string relpath = entry->path.substr(prefix.size());
         Expectation expect;
         expect.entry = entry;
-        expect.label = request.repo.repo_id + "@" + commit.substr(0, 12) + ":" + entry->path;
-        if (metadata && relpath != "metadata.json") {
+        expect.label = label_base + entry->path;
+        if (metadata && !excluded_from_digest(relpath)) {
             auto it = metadata->files.find(relpath);
             if (it == metadata->files.end()) {
                 throw Error(ErrorCode::verification, expect.label +
@@ -64,9 +157,11 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
             expect.metadata_algorithm = metadata->algorithm;
             expect.metadata_digest = it->second;
         }
-        std::string sha256 = ensure_file(request, commit, expect, outcome.bytes_downloaded);
+        bool is_trusted = trusted.count(entry->path) != 0;
+        std::string sha256 = ensure_file(request, commit, expect, is_trusted, outcome.bytes_downloaded);
         outcome.files.push_back(FetchedFile{relpath, entry->size, sha256});
         if (relpath == "metadata.json") {
+            // Its blob was verified by ensure_file just now.
             auto text = store::read_file(cache.blob_path(entry->etag()));
             metadata = parse_metadata_digest(text.value_or(""), variant);
         }
@@ -75,10 +170,12 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
         for (const auto& [path, digest_bytes] : metadata->files) {
             bool listed = std::any_of(entries.begin(), entries.end(),
                                       [&](const TreeEntry* e) { return e->path == prefix + path; });
-            if (!listed) {
-                throw Error(ErrorCode::verification, "metadata.json of " + request.repo.repo_id + " variant " +
-                                                         variant + " lists " + path + ", which the repo does not have");
+            if (listed) continue;
+            if (m_listing_source == ListingSource::snapshot) {
+                throw Error(ErrorCode::offline, not_cached(request, label_base + prefix + path, m_root.string()));
             }
+            throw Error(ErrorCode::verification, "metadata.json of " + request.repo.repo_id + " variant " + variant +
+                                                     " lists " + path + ", which the repo does not have");
         }
     }
     return outcome;

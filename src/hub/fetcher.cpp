@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "hub/verify.hpp"
@@ -54,30 +55,47 @@ std::string repo_at(const RepoRef& repo, const std::string& revision) {
     return repo.repo_id + "@" + revision;
 }
 
-std::optional<FetchOutcome> outcome_from_record(const store::RepoCache& cache, const std::string& commit,
-                                                const std::string& variant,
-                                                const std::vector<const TreeEntry*>& entries) {
+// The files this cache's own record of the variant names; nullopt when
+// there is no usable record. A damaged record only means "fetch again",
+// never a failure.
+std::optional<std::vector<FetchedFile>> read_record(const store::RepoCache& cache, const std::string& commit,
+                                                    const std::string& variant) {
     auto text = cache.read_variant_record(commit, variant);
     if (!text) return std::nullopt;
     json record = json::parse(*text, nullptr, false);
-    if (record.is_discarded() || !record.contains("files") || !record["files"].is_array()) return std::nullopt;
+    if (record.is_discarded() || !record.is_object() || !record.contains("files") || !record["files"].is_array()) {
+        return std::nullopt;
+    }
+    std::vector<FetchedFile> files;
+    for (const auto& item : record["files"]) {
+        bool well_formed = item.is_object() && item.contains("path") && item["path"].is_string() &&
+                           item.contains("size") && item["size"].is_number_unsigned() && item.contains("sha256") &&
+                           item["sha256"].is_string();
+        if (!well_formed || item["path"].get<std::string>().empty()) return std::nullopt;
+        files.push_back(FetchedFile{item["path"].get<std::string>(), item["size"].get<std::uint64_t>(),
+                                    item["sha256"].get<std::string>()});
+    }
+    return files;
+}
+
+// The variant as the record describes it, when every file the listing has
+// is recorded with the listed size and still linked in the snapshot.
+std::optional<FetchOutcome> outcome_from_record(const store::RepoCache& cache, const std::string& commit,
+                                                const std::string& variant, const std::vector<FetchedFile>& recorded,
+                                                const std::vector<const TreeEntry*>& entries) {
+    const std::string prefix = variant_prefix(variant);
+    if (recorded.size() != entries.size()) return std::nullopt;
+    for (const TreeEntry* entry : entries) {
+        bool found = std::any_of(recorded.begin(), recorded.end(), [&](const FetchedFile& f) {
+            return prefix + f.path == entry->path && f.size == entry->size;
+        });
+        if (!found || !cache.snapshot_complete(commit, entry->path)) return std::nullopt;
+    }
     FetchOutcome outcome;
     outcome.commit = commit;
     outcome.variant = variant;
     outcome.variant_dir = cache.snapshot_dir(commit) / "build" / variant;
-    const std::string prefix = variant_prefix(variant);
-    for (const auto& item : record["files"]) {
-        // A damaged record only means "fetch again", never a failure.
-        bool well_formed = item.is_object() && item.contains("path") && item["path"].is_string() &&
-                           item.contains("size") && item["size"].is_number_unsigned() && item.contains("sha256") &&
-                           item["sha256"].is_string();
-        if (!well_formed) return std::nullopt;
-        FetchedFile file{item["path"].get<std::string>(), item["size"].get<std::uint64_t>(),
-                         item["sha256"].get<std::string>()};
-        if (file.path.empty() || !cache.snapshot_complete(commit, prefix + file.path)) return std::nullopt;
-        outcome.files.push_back(std::move(file));
-    }
-    if (outcome.files.size() != entries.size()) return std::nullopt;
+    outcome.files = recorded;
     return outcome;
 }
 
@@ -88,6 +106,16 @@ std::optional<FetchOutcome> outcome_from_record(const store::RepoCache& cache, c
 static void update_ref(const store::RepoCache& cache, const FetchRequest& request, const std::string& commit) {
     if (request.offline || is_commit_sha(request.revision)) return;
     if (cache.read_ref(request.revision) != commit) cache.write_ref(request.revision, commit);
+}
+
+void Fetcher::write_side_data(const std::string& what, const std::function<void()>& write) {
+    try {
+        write();
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::internal) throw;
+        emit(Event::Kind::info, "could not record " + what + " in the cache (" + e.message() +
+                                    "); the next run verifies the files again");
+    }
 }
 
 std::string describe_rejections(const select::Selection& selection) {
@@ -122,9 +150,9 @@ std::string Fetcher::resolve_commit(const FetchRequest& request) {
                                         m_root.string() + "; fetch it once while online (offline mode is on)");
 }
 
-// A snapshot another tool (huggingface_hub, kernels) filled has no kernhub
-// listing: rebuild one from the links. The blob name is the hub's hash, so
-// the files can still be verified before use.
+// Without any listing, a snapshot another tool filled is described by its
+// links. The blob name is the hub's hash, so the files can still be verified,
+// but nothing shows which files are missing.
 static std::vector<TreeEntry> listing_from_snapshot(const store::RepoCache& cache, const std::string& commit) {
     std::vector<TreeEntry> entries;
     for (const auto& file : cache.list_snapshot(commit, "build")) {
@@ -144,21 +172,33 @@ static std::vector<TreeEntry> listing_from_snapshot(const store::RepoCache& cach
     return entries;
 }
 
+// Order of preference: kernhub's copy of the hub listing, huggingface_hub's
+// cached tree (also online: a commit's listing never changes), the hub, and
+// offline as a last resort the snapshot links.
 std::vector<TreeEntry> Fetcher::listing(const FetchRequest& request, const std::string& commit) {
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
-    m_listing_from_disk = false;
-    if (auto cached = cache.read_tree(commit)) return parse_tree_page(*cached, cache.folder().string());
-    if (request.offline) {
-        if (auto from_disk = listing_from_snapshot(cache, commit); !from_disk.empty()) {
-            m_listing_from_disk = true;
-            return from_disk;
+    m_listing_source = ListingSource::hub;
+    std::vector<TreeEntry> entries;
+    if (auto cached = cache.read_tree(commit)) {
+        entries = parse_tree_page(*cached, cache.folder().string());
+    } else if (auto hf_text = cache.read_hf_tree(commit); hf_text && parse_hf_tree_cache(*hf_text)) {
+        entries = *parse_hf_tree_cache(*hf_text);
+        m_listing_source = ListingSource::hf_tree;
+    } else if (request.offline) {
+        entries = listing_from_snapshot(cache, commit);
+        if (entries.empty()) {
+            throw Error(ErrorCode::offline, repo_at(request.repo, commit) + " has no cached listing under " +
+                                                m_root.string() + "; fetch it once while online (offline mode is on)");
         }
-        throw Error(ErrorCode::offline, repo_at(request.repo, commit) + " has no cached listing under " +
-                                            m_root.string() + "; fetch it once while online (offline mode is on)");
+        m_listing_source = ListingSource::snapshot;
+    } else {
+        entries = m_client->list_tree(request.repo, commit, "build");
+        for (const auto& entry : entries) store::check_relative_path(entry.path);
+        write_side_data("the listing of " + repo_at(request.repo, commit),
+                        [&] { cache.write_tree(commit, tree_to_json(entries)); });
+        return entries;
     }
-    auto entries = m_client->list_tree(request.repo, commit, "build");
     for (const auto& entry : entries) store::check_relative_path(entry.path);
-    cache.write_tree(commit, tree_to_json(entries));
     return entries;
 }
 
@@ -175,7 +215,7 @@ VariantChoice Fetcher::choose(const FetchRequest& request) {
 
 FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     VariantChoice choice = choose(request);
-    if (!choice.selection.chosen && m_listing_from_disk) {
+    if (!choice.selection.chosen && m_listing_source == ListingSource::snapshot) {
         throw Error(ErrorCode::offline, "no cached build variant of " + repo_at(request.repo, request.revision) +
                                             " fits: " + describe_rejections(choice.selection) +
                                             "; fetch it once while online (offline mode is on)");
@@ -192,20 +232,25 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     auto entries = variant_entries(m_last_listing, variant);
 
-    if (auto warm = outcome_from_record(cache, commit, variant, entries)) {
-        update_ref(cache, request, commit);
-        return *warm;
+    std::set<std::string> trusted;
+    if (auto recorded = read_record(cache, commit, variant)) {
+        if (auto warm = outcome_from_record(cache, commit, variant, *recorded, entries)) {
+            update_ref(cache, request, commit);
+            return *warm;
+        }
+        for (const auto& file : *recorded) trusted.insert(variant_prefix(variant) + file.path);
     }
-    // Offline, the files may still all be there (a crash before the record
-    // was written, or a cache another tool filled): download_variant then
-    // re-verifies each blob from disk and fails with Error(offline) on the
-    // first one missing.
-    FetchOutcome outcome = download_variant(request, commit, variant, entries);
-    json record = {{"format", 1}, {"variant", variant}, {"commit", commit}, {"files", json::array()}};
-    for (const auto& file : outcome.files) {
-        record["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
+    FetchOutcome outcome = download_variant(request, commit, variant, entries, trusted);
+    // Links alone do not show whether a file is missing: such a variant is
+    // returned but not recorded as complete.
+    if (m_listing_source != ListingSource::snapshot) {
+        json record = {{"format", 1}, {"variant", variant}, {"commit", commit}, {"files", json::array()}};
+        for (const auto& file : outcome.files) {
+            record["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
+        }
+        write_side_data("variant " + variant + " of " + repo_at(request.repo, commit),
+                        [&] { cache.write_variant_record(commit, variant, record.dump(2)); });
     }
-    cache.write_variant_record(commit, variant, record.dump(2));
     update_ref(cache, request, commit);
     return outcome;
 }

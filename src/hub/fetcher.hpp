@@ -3,9 +3,12 @@
 // hub client, the store, the digests and the variant selection.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,16 @@ struct FetchRequest {
     std::string required_file;  // the registry's "file", may be empty
     select::HostFacts host;
     bool offline = false;
+    // false: behave as if flock() did not exclude (KERNHUB_NO_FLOCK=1).
+    bool use_locks = true;
+    const std::atomic<bool>* cancel = nullptr;  // see Options::cancel
+};
+
+// Where a commit's listing came from; it decides what a fetch may conclude.
+enum class ListingSource {
+    hub,          // the hub's tree API, or kernhub's copy of it
+    hf_tree,      // huggingface_hub's trees/<commit>.json: the full listing
+    snapshot,     // rebuilt from snapshot links: only what is cached
 };
 
 struct FetchedFile {
@@ -60,13 +73,23 @@ public:
 private:
     std::string resolve_commit(const FetchRequest& request);
     std::vector<TreeEntry> listing(const FetchRequest& request, const std::string& commit);
+    // `trusted`: paths this cache's own variant record names (verified when
+    // kernhub wrote them).
     FetchOutcome download_variant(const FetchRequest& request, const std::string& commit, const std::string& variant,
-                                  const std::vector<const TreeEntry*>& entries);
-    // Makes blobs/<etag> exist and verified (downloading under the blob lock
-    // unless another process already did), links it into the snapshot and
-    // returns the file's SHA-256 hex.
+                                  const std::vector<const TreeEntry*>& entries, const std::set<std::string>& trusted);
+    // Makes blobs/<etag> exist and verified, links it into the snapshot and
+    // returns the file's SHA-256 hex. A blob already in the cache is hashed
+    // unless `trusted`; one that does not match is downloaded again (online)
+    // or refused with Error(verification) (offline).
     std::string ensure_file(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                            std::uint64_t& bytes_downloaded);
+                            bool trusted, std::uint64_t& bytes_downloaded);
+    // Downloads blobs/<etag> under the blob's lock, continuing the largest
+    // partial left by an earlier run when the lock really excludes.
+    std::string download_blob(const FetchRequest& request, const std::string& commit, const Expectation& expect,
+                              std::uint64_t& bytes_downloaded);
+    // Side data under .kernhub/ is a cache of what the hub said: a failure
+    // to write it (a read-only cache) is reported, not fatal.
+    void write_side_data(const std::string& what, const std::function<void()>& write);
     void emit(Event::Kind kind, const std::string& text, const std::string& path = {}, std::uint64_t done = 0,
               std::uint64_t total = 0);
 
@@ -74,8 +97,19 @@ private:
     HubClient* m_client;
     EventSink* m_events;
     std::vector<TreeEntry> m_last_listing;
-    bool m_listing_from_disk = false;  // rebuilt from snapshot links: only what is cached
+    ListingSource m_listing_source = ListingSource::hub;
 };
+
+// Paths a variant's metadata.json digest does not cover, as the Python
+// `kernels` library computes it: the top-level metadata.json and
+// metadata.json.sigstore, anything under a __pycache__ folder and *.pyc.
+// `relpath` is relative to the variant directory.
+bool excluded_from_digest(const std::string& relpath);
+
+// Builds the build/ part of a listing from huggingface_hub's cached tree
+// (<repo>/trees/<commit>.json, format_version 1). nullopt when the document
+// is not one kernhub understands; huggingface_hub ignores those too.
+std::optional<std::vector<TreeEntry>> parse_hf_tree_cache(const std::string& json);
 
 // "name: reason; name: reason" for error messages.
 std::string describe_rejections(const select::Selection& selection);

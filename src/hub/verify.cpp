@@ -1,6 +1,8 @@
 #include "hub/verify.hpp"
 
+#include <algorithm>
 #include <fstream>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "kernhub/error.hpp"
@@ -60,7 +62,7 @@ void StreamChecker::update(const char* data, std::size_t size) {
 static void check_metadata(const Expectation& expect, const digest::Bytes& actual) {
     if (!expect.metadata_digest) return;
     if (actual != *expect.metadata_digest) {
-        throw Error(ErrorCode::verification,
+        throw MetadataMismatch(ErrorCode::verification,
                     expect.label + " does not match the digest in its variant's metadata.json (expected " +
                         digest::to_base64(*expect.metadata_digest) + ", got " + digest::to_base64(actual) +
                         "); the file was not used");
@@ -92,7 +94,29 @@ std::string StreamChecker::finish(std::uint64_t size) {
 }
 
 VerifyingTarget::VerifyingTarget(store::IncompleteBlob& blob, const Expectation& expect, EventSink* events)
-    : m_blob(blob), m_expect(expect), m_events(events), m_checker(expect) {}
+    : m_blob(blob), m_expect(expect), m_events(events), m_checker(expect) {
+    if (m_blob.size() > m_expect.entry->size) m_blob.restart();  // not a prefix of this file
+    if (m_blob.size() > 0) read_back();
+}
+
+void VerifyingTarget::read_back() {
+    std::ifstream in(m_blob.temp_path(), std::ios::binary);
+    std::uint64_t left = m_blob.size();
+    std::vector<char> buffer(1 << 16);
+    while (in && left > 0) {
+        in.read(buffer.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(buffer.size(), left)));
+        auto got = static_cast<std::size_t>(in.gcount());
+        m_checker.update(buffer.data(), got);
+        left -= got;
+    }
+    if (left != 0) {
+        // Shorter or unreadable after all: start the file over.
+        m_blob.restart();
+        m_checker.reset();
+        return;
+    }
+    m_resumed = m_blob.size();
+}
 
 void VerifyingTarget::write(const char* data, std::size_t size) {
     if (m_blob.size() + size > m_expect.entry->size) {
@@ -114,16 +138,25 @@ void VerifyingTarget::write(const char* data, std::size_t size) {
 void VerifyingTarget::restart() {
     m_blob.restart();
     m_checker.reset();
+    m_resumed = 0;
 }
 
-std::string verify_cached_blob(const std::filesystem::path& blob, const Expectation& expect, bool adopted) {
+std::string verify_cached_blob(const std::filesystem::path& blob, const Expectation& expect, bool trusted) {
     const TreeEntry& entry = *expect.entry;
     bool need_extra =
         expect.metadata_digest && expect.metadata_algorithm && *expect.metadata_algorithm != digest::Algorithm::sha256;
     // An LFS blob's name is its verified SHA-256: no need to read it again.
-    if (!adopted && entry.is_lfs() && !need_extra) {
+    if (trusted && entry.is_lfs() && !need_extra) {
         if (auto sha = digest::from_hex(entry.lfs_sha256)) check_metadata(expect, *sha);
         return entry.lfs_sha256;
+    }
+    // A blob of the wrong size is refused before reading a byte of it, so a
+    // huge file planted in the cache costs nothing.
+    std::error_code ec;
+    std::uintmax_t on_disk = std::filesystem::file_size(blob, ec);
+    if (!ec && on_disk != entry.size) {
+        throw Error(ErrorCode::verification, expect.label + ": the cached blob has " + std::to_string(on_disk) +
+                                                 " bytes, the hub listed " + std::to_string(entry.size));
     }
     std::ifstream in(blob, std::ios::binary);
     if (!in)

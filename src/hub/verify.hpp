@@ -9,6 +9,7 @@
 
 #include "digest/digest.hpp"
 #include "http/http.hpp"
+#include "kernhub/error.hpp"
 #include "hub/hub_client.hpp"
 #include "kernhub/events.hpp"
 #include "store/cache.hpp"
@@ -25,6 +26,15 @@ struct MetadataDigest {
 // nullopt when metadata.json has no "digest". Error(verification) naming the
 // variant when it is malformed.
 std::optional<MetadataDigest> parse_metadata_digest(const std::string& json, const std::string& variant);
+
+// A file that matches the hub's hash but not its variant's metadata.json
+// digest: the publisher's mistake. Fetching the file again cannot help, and
+// the blob itself is fine (other snapshots may link it), so callers must not
+// treat this like a damaged blob.
+class MetadataMismatch final : public Error {
+public:
+    using Error::Error;
+};
 
 // What a downloaded or cached file must match.
 struct Expectation {
@@ -44,7 +54,7 @@ public:
     void reset();
     // Checks the size, the hub's hash and the metadata digest; returns the
     // SHA-256 hex. Throws Error(verification) naming the file and both
-    // values on a mismatch.
+    // values on a mismatch (MetadataMismatch for the metadata digest).
     std::string finish(std::uint64_t size);
 
 private:
@@ -54,7 +64,10 @@ private:
     std::optional<digest::Hasher> m_extra;
 };
 
-// Streams a download into an IncompleteBlob through a StreamChecker.
+// Streams a download into an IncompleteBlob through a StreamChecker. A blob
+// that already holds bytes (a partial adopted from an earlier run) is read
+// back first to rebuild the hash state, so the download continues where it
+// stopped and every byte is still hashed exactly once.
 class VerifyingTarget final : public http::BodyTarget {
 public:
     VerifyingTarget(store::IncompleteBlob& blob, const Expectation& expect, EventSink* events);
@@ -62,19 +75,28 @@ public:
     std::uint64_t size() const override { return m_blob.size(); }
     void write(const char* data, std::size_t size) override;
     void restart() override;
+    std::optional<std::uint64_t> expected_size() const override { return m_expect.entry->size; }
+    // The hub's ETag of the file is its blob id; it validates a resumed range.
+    std::string validator() const override { return "\"" + m_expect.entry->etag() + "\""; }
+    // Bytes that came from the adopted partial rather than this transfer.
+    std::uint64_t resumed_bytes() const noexcept { return m_resumed; }
     std::string finish() { return m_checker.finish(m_blob.size()); }
 
 private:
+    void read_back();
+
     store::IncompleteBlob& m_blob;
     const Expectation& m_expect;
     EventSink* m_events;
     StreamChecker m_checker;
+    std::uint64_t m_resumed = 0;
 };
 
 // Verifies a blob already in the cache and returns its SHA-256 hex.
-// kernhub's own blobs were checked against the hub when written, so only the
-// metadata digest is checked (an LFS blob is then not even read); a blob
-// another tool wrote (`adopted`) is re-hashed against everything.
-std::string verify_cached_blob(const std::filesystem::path& blob, const Expectation& expect, bool adopted);
+// `trusted`: this cache's own variant record names the file, so kernhub
+// hashed the blob when it wrote it; only the metadata digest is checked (an
+// LFS blob is then not even read). Any other blob, whoever left it, is
+// hashed against everything the hub listed.
+std::string verify_cached_blob(const std::filesystem::path& blob, const Expectation& expect, bool trusted);
 
 }  // namespace kernhub::hub

@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 
 #include "kernhub/error.hpp"
@@ -54,33 +53,6 @@ void write_file_atomic(const fs::path& path, const std::string& content, const f
     }
 }
 
-std::optional<std::string> read_file(const fs::path& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        // ENOTDIR: a path component is a file, which also means "not there".
-        if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
-        int err = errno;
-        throw Error(ErrorCode::internal,
-                    "cannot read " + path.string() + ": " + detail::errno_text(err) + "; check permissions");
-    }
-    std::string content;
-    std::array<char, 16 * 1024> buffer{};
-    for (;;) {
-        ssize_t n = ::read(fd, buffer.data(), buffer.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int err = errno;
-            ::close(fd);
-            throw Error(ErrorCode::internal,
-                        "cannot read " + path.string() + ": " + detail::errno_text(err) + "; check the disk");
-        }
-        if (n == 0) break;
-        content.append(buffer.data(), static_cast<std::size_t>(n));
-    }
-    ::close(fd);
-    return content;
-}
-
 // ---- IncompleteBlob --------------------------------------------------------
 
 IncompleteBlob::IncompleteBlob(fs::path temp_path, fs::path final_path)
@@ -90,10 +62,39 @@ IncompleteBlob::IncompleteBlob(fs::path temp_path, fs::path final_path)
     if (m_fd < 0) throw_write_error(m_temp, errno);
 }
 
+IncompleteBlob IncompleteBlob::reopen(fs::path temp_path, fs::path final_path) {
+    IncompleteBlob blob;
+    blob.m_temp = std::move(temp_path);
+    blob.m_final = std::move(final_path);
+    blob.m_fd = ::open(blob.m_temp.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st {};
+    if (blob.m_fd < 0 || ::fstat(blob.m_fd, &st) != 0) {
+        int err = errno;
+        fs::path temp = blob.m_temp;
+        blob.m_temp.clear();  // not ours to remove
+        throw_write_error(temp, err);
+    }
+    if (!S_ISREG(st.st_mode) || ::lseek(blob.m_fd, 0, SEEK_END) < 0) {
+        fs::path temp = blob.m_temp;
+        blob.m_temp.clear();
+        throw_write_error(temp, S_ISREG(st.st_mode) ? errno : EINVAL);
+    }
+    blob.m_size = static_cast<std::uint64_t>(st.st_size);
+    return blob;
+}
+
 IncompleteBlob::~IncompleteBlob() {
+    // The partial file stays: the next run continues it (see discard()).
+    if (m_fd >= 0) ::close(m_fd);
+}
+
+void IncompleteBlob::discard() noexcept {
     if (m_committed) return;
     if (m_fd >= 0) ::close(m_fd);
+    m_fd = -1;
     if (!m_temp.empty()) ::unlink(m_temp.c_str());
+    m_temp.clear();
+    m_committed = true;  // nothing left to do for the destructor
 }
 
 IncompleteBlob::IncompleteBlob(IncompleteBlob&& other) noexcept
@@ -102,8 +103,7 @@ IncompleteBlob::IncompleteBlob(IncompleteBlob&& other) noexcept
       m_fd(other.m_fd),
       m_size(other.m_size),
       m_committed(other.m_committed) {
-    // The moved-from object must neither close our descriptor nor unlink our
-    // temp file when it is destroyed.
+    // The moved-from object must not close our descriptor.
     other.m_fd = -1;
     other.m_temp.clear();
     other.m_committed = true;
@@ -137,7 +137,10 @@ void IncompleteBlob::commit() {
     if (::close(m_fd) != 0 && err == 0) err = errno;
     m_fd = -1;
     if (err == 0 && ::rename(m_temp.c_str(), m_final.c_str()) != 0) err = errno;
-    if (err != 0) throw_write_error(m_final, err);  // the destructor removes the temp
+    if (err != 0) {
+        discard();
+        throw_write_error(m_final, err);
+    }
     m_committed = true;
     if (int dir_err = detail::fsync_directory(m_final.parent_path()); dir_err != 0) {
         throw_write_error(m_final.parent_path(), dir_err);

@@ -190,9 +190,9 @@ bool RepoCache::has_blob(const std::string& etag) const {
     return fs::is_regular_file(fs::symlink_status(blob_path(etag), ec));
 }
 
-FileLock RepoCache::lock_blob(const std::string& etag) const {
+FileLock RepoCache::lock_blob(const std::string& etag, const std::atomic<bool>* cancel) const {
     check_etag(etag);
-    return FileLock(m_root / ".locks" / m_folder_name / (etag + ".lock"));
+    return FileLock(m_root / ".locks" / m_folder_name / (etag + ".lock"), cancel);
 }
 
 IncompleteBlob RepoCache::begin_blob(const std::string& etag) const {
@@ -207,6 +207,70 @@ IncompleteBlob RepoCache::begin_blob(const std::string& etag) const {
     if (!fs::exists(fs::symlink_status(tag, ec))) write_file_atomic(tag, k_cachedir_tag);
     fs::path temp = blobs / (etag + "." + detail::random_hex(16) + ".incomplete");
     return IncompleteBlob(temp, final_path);
+}
+
+// Partial files of one blob: "<etag>.<anything>.incomplete" directly in
+// blobs/, as kernhub and huggingface_hub name them. Only regular files count.
+static std::vector<fs::directory_entry> partials_of(const fs::path& blobs, const std::string& etag) {
+    std::vector<fs::directory_entry> out;
+    const std::string prefix = etag + ".";
+    const std::string suffix = ".incomplete";
+    std::error_code ec;
+    fs::directory_iterator it(blobs, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+            name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+            continue;
+        }
+        std::error_code type_ec;
+        if (it->is_regular_file(type_ec) && !it->is_symlink(type_ec)) out.push_back(*it);
+    }
+    return out;
+}
+
+IncompleteBlob RepoCache::open_partial(const std::string& etag, bool adopt) const {
+    const fs::path blobs = blob_path(etag).parent_path();
+    std::vector<fs::directory_entry> partials = partials_of(blobs, etag);
+    std::error_code ec;
+    if (!adopt) {
+        // Without a lock that excludes, a partial may belong to a live
+        // download: only an old one is known to be abandoned.
+        const auto now = fs::file_time_type::clock::now();
+        for (const auto& partial : partials) {
+            auto written = partial.last_write_time(ec);
+            if (!ec && now - written > k_stale_partial_age) fs::remove(partial.path(), ec);
+        }
+        return begin_blob(etag);
+    }
+    // The caller holds the blob's lock, so no live process writes any of
+    // these: keep the one with the most bytes, drop the rest.
+    const fs::directory_entry* best = nullptr;
+    std::uintmax_t best_size = 0;
+    for (const auto& partial : partials) {
+        std::uintmax_t size = partial.file_size(ec);
+        if (!ec && (best == nullptr || size > best_size)) {
+            best = &partial;
+            best_size = size;
+        }
+    }
+    for (const auto& partial : partials) {
+        if (&partial != best) fs::remove(partial.path(), ec);
+    }
+    if (best == nullptr || best_size == 0) {
+        if (best != nullptr) fs::remove(best->path(), ec);
+        return begin_blob(etag);
+    }
+    return IncompleteBlob::reopen(best->path(), blob_path(etag));
+}
+
+void RepoCache::remove_blob(const std::string& etag) const {
+    const fs::path path = blob_path(etag);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        int err = errno;
+        throw Error(ErrorCode::internal, "cannot remove the damaged blob " + path.string() + ": " +
+                                             detail::errno_text(err) + "; remove it by hand and fetch again");
+    }
 }
 
 // The link target climbs out of snapshots/<commit>/<dirs of relpath>: one
@@ -226,6 +290,9 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& relp
         throw Error(ErrorCode::internal, "cannot link " + link.string() + ": blob " + blob_path(etag).string() +
                                              " is missing; it must be fetched first");
     }
+    const std::string target = relative_blob_target(relpath, etag);
+    std::error_code read_ec;
+    if (fs::read_symlink(link, read_ec) == fs::path(target) && !read_ec) return;
     fs::path dir = link.parent_path();
     int err = detail::make_directories(dir);
     if (err == 0) err = detail::make_directories(staging_dir());
@@ -234,7 +301,7 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& relp
     // lives outside snapshots/ so a crash leaves no stray entry there; the
     // link text is relative to its final place, not to where it is made.
     fs::path temp = staging_dir() / ("." + link.filename().string() + "." + detail::random_hex(16) + ".tmp");
-    if (err == 0 && ::symlink(relative_blob_target(relpath, etag).c_str(), temp.c_str()) != 0) {
+    if (err == 0 && ::symlink(target.c_str(), temp.c_str()) != 0) {
         err = errno;
     }
     if (err == 0 && ::rename(temp.c_str(), link.c_str()) != 0) {
@@ -278,9 +345,32 @@ bool RepoCache::snapshot_complete(const std::string& commit, const std::string& 
     return fs::is_regular_file(fs::status(snapshot_path(commit, relpath), ec));
 }
 
+// Listings come from the cache, which other tools and users write too.
+static std::optional<std::string> read_listing(const fs::path& path) {
+    std::error_code ec;
+    fs::file_status status = fs::status(path, ec);
+    if (!fs::exists(status)) return std::nullopt;
+    if (!fs::is_regular_file(status)) {
+        throw Error(ErrorCode::verification, path.string() + " is not a regular file; remove it and fetch again");
+    }
+    std::uintmax_t size = fs::file_size(path, ec);
+    if (!ec && size > k_max_listing_bytes) {
+        throw Error(ErrorCode::verification, path.string() + " has " + std::to_string(size) +
+                                                 " bytes, over the tree listing limit of " +
+                                                 std::to_string(k_max_listing_bytes >> 20) +
+                                                 " MiB; remove the file and fetch again");
+    }
+    return read_file(path);
+}
+
 std::optional<std::string> RepoCache::read_tree(const std::string& commit) const {
     check_commit(commit);
-    return read_file(m_folder / ".kernhub" / "trees" / (commit + ".json"));
+    return read_listing(m_folder / ".kernhub" / "trees" / (commit + ".json"));
+}
+
+std::optional<std::string> RepoCache::read_hf_tree(const std::string& commit) const {
+    check_commit(commit);
+    return read_listing(m_folder / "trees" / (commit + ".json"));
 }
 
 void RepoCache::write_tree(const std::string& commit, const std::string& json) const {

@@ -1,18 +1,22 @@
-// The on-disk cache in the huggingface_hub layout (DESIGN.md, "Cache").
+// The on-disk cache in the huggingface_hub layout (docs/ARCHITECTURE.md, "Cache layout").
 // The store module owns the filesystem layout, atomic writes and locks.
 //
 //   <root>/CACHEDIR.TAG
 //   <root>/.locks/<repo folder>/<etag>.lock
 //   <root>/<kernels|models>--<org>--<name>/
 //       blobs/<etag>                       read-only, verified content
-//       blobs/<etag>.<random>.incomplete   a download in progress (per process)
-//       snapshots/<commit>/<path>          relative symlink to ../../blobs/<etag>
+//       blobs/<etag>.<random>.incomplete   a partial download, one per process; kept
+//                                          when a run stops, continued by the next
+//       snapshots/<commit>/<path>          relative symlink to blobs/<etag> (one ../ per
+//                                          path part, plus one for <commit>)
 //       refs/<revision>                    the commit id, written atomically
 //       .kernhub/trees/<commit>.json       kernhub's copy of the hub listing
 //       .kernhub/variants/<commit>/<variant>.json  record of a complete variant
 //       .kernhub/tmp/                      temp files for refs/ and snapshots/
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -53,10 +57,25 @@ void write_file_atomic(const fs::path& path, const std::string& content, const f
 // when it exists but cannot be read.
 std::optional<std::string> read_file(const fs::path& path);
 
+// The read under read_file, for callers that phrase their own errors, want
+// bytes or cap the size (a path such as /dev/zero never ends). error is 0
+// when `content` holds the whole file, else the errno that stopped the read,
+// EFBIG once the file holds more than max_bytes; opened tells open()
+// refusing (missing, not permitted) from a read failing after it (a
+// directory, a failing disk).
+struct ReadStatus {
+    int error = 0;
+    bool opened = false;
+};
+ReadStatus read_file_into(const fs::path& path, std::string& content, std::size_t max_bytes = SIZE_MAX);
+ReadStatus read_file_into(const fs::path& path, std::vector<std::uint8_t>& content, std::size_t max_bytes = SIZE_MAX);
+
 // An exclusive advisory lock (flock) held for the object's lifetime.
 class FileLock {
 public:
-    explicit FileLock(const fs::path& lock_path);  // blocks until acquired
+    // Blocks until acquired. With `cancel`, the wait polls instead and throws
+    // Error(interrupted) once *cancel becomes true.
+    explicit FileLock(const fs::path& lock_path, const std::atomic<bool>* cancel = nullptr);
     ~FileLock();
     FileLock(FileLock&& other) noexcept;
     FileLock& operator=(FileLock&&) = delete;
@@ -67,12 +86,23 @@ private:
     int m_fd = -1;
 };
 
+// Whether flock() on the filesystem holding `root` really excludes: a second
+// open file description of a locked file must be refused. Some network and
+// parallel filesystems accept every flock() call without excluding anyone,
+// which would let two processes write one partial download. Probed once per
+// root per process; false when flock() fails outright (ENOLCK, ENOSYS).
+bool flock_excludes(const fs::path& root);
+
 // A blob being written: blobs/<etag>.<random>.incomplete. Nothing becomes
-// visible under blobs/<etag> until commit(). Destroying an uncommitted
-// IncompleteBlob removes the temp file.
+// visible under blobs/<etag> until commit(). An uncommitted IncompleteBlob
+// leaves its file behind when destroyed, so a later run can continue the
+// download from the bytes already on disk; discard() removes it.
 class IncompleteBlob {
 public:
+    // Creates a new, empty partial file at temp_path (O_EXCL).
     IncompleteBlob(fs::path temp_path, fs::path final_path);
+    // Reopens an existing partial file for appending; size() is its length.
+    static IncompleteBlob reopen(fs::path temp_path, fs::path final_path);
     ~IncompleteBlob();
     IncompleteBlob(IncompleteBlob&& other) noexcept;
     IncompleteBlob& operator=(IncompleteBlob&&) = delete;
@@ -85,15 +115,27 @@ public:
     void restart();
     // fsync, chmod 0444, rename to the final path, fsync the directory.
     void commit();
+    // Removes the partial file: its bytes are known to be wrong.
+    void discard() noexcept;
     const fs::path& temp_path() const noexcept { return m_temp; }
 
 private:
+    IncompleteBlob() = default;
+
     fs::path m_temp;
     fs::path m_final;
     int m_fd = -1;
     std::uint64_t m_size = 0;
     bool m_committed = false;
 };
+
+// The largest tree listing read from the cache (kernhub's or
+// huggingface_hub's): a bigger file is refused with Error(verification).
+inline constexpr std::uint64_t k_max_listing_bytes = 64u << 20;
+
+// Partials of one blob untouched for this long belong to no live download,
+// even on a filesystem without working locks: they are removed.
+inline constexpr std::chrono::hours k_stale_partial_age{24};
 
 class RepoCache {
 public:
@@ -115,13 +157,25 @@ public:
     void write_ref(const std::string& revision, const std::string& commit) const;
 
     bool has_blob(const std::string& etag) const;
-    // Lock for one blob: <root>/.locks/<folder>/<etag>.lock
-    FileLock lock_blob(const std::string& etag) const;
-    // Creates blobs/ (and CACHEDIR.TAG at the root) if needed.
+    // Lock for one blob: <root>/.locks/<folder>/<etag>.lock, the file
+    // huggingface_hub locks for the same blob.
+    FileLock lock_blob(const std::string& etag, const std::atomic<bool>* cancel = nullptr) const;
+    // A new partial file for the blob. Creates blobs/ (and CACHEDIR.TAG at
+    // the root) if needed.
     IncompleteBlob begin_blob(const std::string& etag) const;
+    // The partial file to download the blob into. adopt (only while holding
+    // the blob's lock, on a filesystem where flock_excludes()): the largest
+    // existing partial of the blob is reopened and the other partials of it,
+    // left by dead processes, are removed. Otherwise a new partial, and
+    // partials of the blob older than k_stale_partial_age are removed.
+    IncompleteBlob open_partial(const std::string& etag, bool adopt) const;
+    // Removes blobs/<etag> (a blob that failed verification). Call it while
+    // holding the blob's lock.
+    void remove_blob(const std::string& etag) const;
 
     // snapshots/<commit>/<relpath> -> relative symlink to the blob, replaced
-    // atomically (temp symlink + rename). The blob must exist.
+    // atomically (temp symlink + rename). The blob must exist. A link that
+    // already points there is left alone, so a read-only cache needs no write.
     void link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag) const;
     // True when the snapshot entry exists and resolves to an existing file.
     bool snapshot_complete(const std::string& commit, const std::string& relpath) const;
@@ -141,6 +195,10 @@ public:
     // names are [A-Za-z0-9._+-] not starting with '.', else Error(usage).
     std::optional<std::string> read_tree(const std::string& commit) const;
     void write_tree(const std::string& commit, const std::string& json) const;
+    // huggingface_hub's listing of a commit, <folder>/trees/<commit>.json;
+    // nullopt when absent. kernhub only reads it: a listing that lacks files
+    // would break huggingface_hub's later online use of the cache.
+    std::optional<std::string> read_hf_tree(const std::string& commit) const;
     std::optional<std::string> read_variant_record(const std::string& commit, const std::string& variant) const;
     void write_variant_record(const std::string& commit, const std::string& variant, const std::string& json) const;
 

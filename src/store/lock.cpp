@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
+#include <mutex>
+#include <thread>
 
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
@@ -15,7 +18,7 @@ namespace kernhub::store {
                                          "; check permissions on the cache's .locks folder");
 }
 
-FileLock::FileLock(const fs::path& lock_path) {
+FileLock::FileLock(const fs::path& lock_path, const std::atomic<bool>* cancel) {
     if (int err = detail::make_directories(lock_path.parent_path()); err != 0) {
         throw_lock_error(lock_path, err);
     }
@@ -23,9 +26,23 @@ FileLock::FileLock(const fs::path& lock_path) {
     // lock a fresh inode while an earlier one still holds the old one.
     m_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (m_fd < 0) throw_lock_error(lock_path, errno);
-    while (::flock(m_fd, LOCK_EX) != 0) {
-        if (errno == EINTR) continue;
+    // With a cancel flag the wait polls, so that a request to stop is seen
+    // even when no signal interrupts flock() (a flag set by another thread).
+    const int mode = cancel != nullptr ? LOCK_EX | LOCK_NB : LOCK_EX;
+    while (::flock(m_fd, mode) != 0) {
         int err = errno;
+        bool busy = err == EWOULDBLOCK || err == EINTR;
+        if (busy && cancel != nullptr && cancel->load()) {
+            ::close(m_fd);
+            m_fd = -1;
+            throw Error(ErrorCode::interrupted, "interrupted while waiting for the lock " + lock_path.string() +
+                                                    "; another process is downloading that file");
+        }
+        if (err == EINTR) continue;
+        if (busy && cancel != nullptr) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            continue;
+        }
         ::close(m_fd);
         m_fd = -1;
         throw_lock_error(lock_path, err);
@@ -39,6 +56,36 @@ FileLock::~FileLock() {
 
 FileLock::FileLock(FileLock&& other) noexcept : m_fd(other.m_fd) {
     other.m_fd = -1;
+}
+
+// Two descriptors from two open() calls are two open file descriptions, so
+// a working flock() refuses the second one while the first holds the lock.
+// The probe file is private to this process so concurrent probes cannot
+// disturb each other.
+static bool probe_flock(const fs::path& root) {
+    const fs::path dir = root / ".locks";
+    if (detail::make_directories(dir) != 0) return false;
+    const fs::path probe = dir / (".flock-probe." + detail::random_hex(16));
+    int first = ::open(probe.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (first < 0) return false;
+    int second = ::open(probe.c_str(), O_RDWR | O_CLOEXEC);
+    ::unlink(probe.c_str());
+    bool excludes = false;
+    if (second >= 0 && ::flock(first, LOCK_EX | LOCK_NB) == 0) {
+        excludes = ::flock(second, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    }
+    if (second >= 0) ::close(second);
+    ::close(first);
+    return excludes;
+}
+
+bool flock_excludes(const fs::path& root) {
+    static std::mutex mutex;
+    static std::map<fs::path, bool> known;  // one-time facts about each filesystem
+    std::lock_guard<std::mutex> guard(mutex);
+    auto it = known.find(root);
+    if (it == known.end()) it = known.emplace(root, probe_flock(root)).first;
+    return it->second;
 }
 
 }  // namespace kernhub::store

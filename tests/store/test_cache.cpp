@@ -177,15 +177,25 @@ TEST_CASE("IncompleteBlob commit, abandon and restart", "[store]") {
         CHECK(names_in(cache.folder() / "blobs") == std::vector<std::string>{etag});
         CHECK_THROWS_AS(blob.write("x", 1), Error);
     }
-    SECTION("an abandoned blob leaves nothing") {
+    SECTION("an abandoned blob keeps its partial file for the next run; discard removes it") {
+        fs::path temp;
         {
             auto blob = cache.begin_blob(etag);
             blob.write(content.data(), content.size());
-            auto moved = std::move(blob);  // the moved-from one must not double-clean
+            auto moved = std::move(blob);  // the moved-from one must not close or remove anything
             moved.write("more", 4);
+            temp = moved.temp_path();
         }
-        CHECK(names_in(cache.folder() / "blobs").empty());
+        CHECK(names_in(cache.folder() / "blobs") == std::vector<std::string>{temp.filename().string()});
+        CHECK(slurp(temp) == content + "more");
         CHECK_FALSE(cache.has_blob(etag));
+        {
+            auto blob = cache.begin_blob(etag);
+            blob.write("x", 1);
+            blob.discard();
+            CHECK_THROWS_AS(blob.write("y", 1), Error);
+        }
+        CHECK(names_in(cache.folder() / "blobs").size() == 1);  // only the first partial
     }
     SECTION("restart drops what was written") {
         auto blob = cache.begin_blob(etag);

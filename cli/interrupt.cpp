@@ -1,0 +1,44 @@
+#include "interrupt.hpp"
+
+#include <signal.h>
+
+namespace kernhub::cli {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+volatile sig_atomic_t g_signal = 0;
+
+static_assert(std::atomic<bool>::is_always_lock_free, "the flag is set from a signal handler");
+
+void on_signal(int signo) {
+    g_signal = signo;
+    g_interrupted.store(true);
+    // The next SIGINT or SIGTERM takes the default action.
+    struct sigaction action {};
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+}
+
+}  // namespace
+
+void install_interrupt_handlers() {
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+}
+
+const std::atomic<bool>* interrupt_flag() {
+    return &g_interrupted;
+}
+
+int interrupt_signal() {
+    return g_signal;
+}
+
+}  // namespace kernhub::cli
