@@ -11,6 +11,7 @@
 #include <csignal>
 
 #include "commands.hpp"
+#include "common.hpp"
 #include "interrupt.hpp"
 #include "kernhub/kernhub.hpp"
 
@@ -26,7 +27,8 @@ bool wants_json(int argc, char** argv) {
 void report(const kernhub::Error& error, bool json) {
     const char* no_color = std::getenv("NO_COLOR");
     bool color = isatty(STDERR_FILENO) == 1 && (no_color == nullptr || *no_color == '\0');
-    std::cerr << (color ? "\033[31mkernhub: error:\033[0m " : "kernhub: error: ") << error.what() << '\n';
+    std::cerr << (color ? "\033[31mkernhub: error:\033[0m " : "kernhub: error: ")
+              << kernhub::cli::printable(error.what()) << '\n';
     if (json) {
         nlohmann::ordered_json out = {{"error",
                                        {{"code", static_cast<int>(error.code())},

@@ -13,7 +13,7 @@
 
 int main() {
     if (!kernhub::cuda_available()) {
-        std::fprintf(stderr, "embed_cuda: skipped, no CUDA driver with a device on this machine\n");
+        std::fprintf(stderr, "SKIPPED: embed_cuda needs a CUDA driver with a device\n");
         return 77;
     }
     try {

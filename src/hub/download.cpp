@@ -147,6 +147,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
         Expectation expect;
         expect.entry = entry;
         expect.label = label_base + entry->path;
+        expect.cancel = request.cancel;
         if (metadata && !excluded_from_digest(relpath)) {
             auto it = metadata->files.find(relpath);
             if (it == metadata->files.end()) {

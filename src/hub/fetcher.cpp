@@ -60,7 +60,12 @@ std::string repo_at(const RepoRef& repo, const std::string& revision) {
 // never a failure.
 std::optional<std::vector<FetchedFile>> read_record(const store::RepoCache& cache, const std::string& commit,
                                                     const std::string& variant) {
-    auto text = cache.read_variant_record(commit, variant);
+    std::optional<std::string> text;
+    try {
+        text = cache.read_variant_record(commit, variant);
+    } catch (const Error&) {
+        return std::nullopt;  // not a file kernhub wrote: verify everything instead
+    }
     if (!text) return std::nullopt;
     json record = json::parse(*text, nullptr, false);
     if (record.is_discarded() || !record.is_object() || !record.contains("files") || !record["files"].is_array()) {
@@ -89,7 +94,7 @@ std::optional<FetchOutcome> outcome_from_record(const store::RepoCache& cache, c
         bool found = std::any_of(recorded.begin(), recorded.end(), [&](const FetchedFile& f) {
             return prefix + f.path == entry->path && f.size == entry->size;
         });
-        if (!found || !cache.snapshot_complete(commit, entry->path)) return std::nullopt;
+        if (!found || !cache.snapshot_links_blob(commit, entry->path, entry->etag(), entry->size)) return std::nullopt;
     }
     FetchOutcome outcome;
     outcome.commit = commit;
@@ -172,34 +177,60 @@ static std::vector<TreeEntry> listing_from_snapshot(const store::RepoCache& cach
     return entries;
 }
 
-// Order of preference: kernhub's copy of the hub listing, huggingface_hub's
-// cached tree (also online: a commit's listing never changes), the hub, and
-// offline as a last resort the snapshot links.
+// kernhub's copy of the hub's listing; nullopt when absent or damaged (a
+// damaged copy only means "list again").
+static std::optional<std::vector<TreeEntry>> kernhub_listing(const store::RepoCache& cache,
+                                                             const std::string& commit) {
+    try {
+        auto text = cache.read_tree(commit);
+        if (!text) return std::nullopt;
+        return parse_tree_page(*text, cache.folder().string());
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+}
+
+// huggingface_hub's listing of the commit, used offline only: online the
+// hub's own answer wins over a file anyone could have edited. nullopt when
+// absent, unreadable or not in a format kernhub understands.
+static std::optional<std::vector<TreeEntry>> hf_listing(const store::RepoCache& cache, const std::string& commit) {
+    try {
+        auto text = cache.read_hf_tree(commit);
+        if (!text) return std::nullopt;
+        return parse_hf_tree_cache(*text);
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+}
+
+// Order of preference: kernhub's copy of the hub listing, then online the
+// hub; offline huggingface_hub's cached tree and as a last resort the
+// snapshot links.
 std::vector<TreeEntry> Fetcher::listing(const FetchRequest& request, const std::string& commit) {
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     m_listing_source = ListingSource::hub;
-    std::vector<TreeEntry> entries;
-    if (auto cached = cache.read_tree(commit)) {
-        entries = parse_tree_page(*cached, cache.folder().string());
-    } else if (auto hf_text = cache.read_hf_tree(commit); hf_text && parse_hf_tree_cache(*hf_text)) {
-        entries = *parse_hf_tree_cache(*hf_text);
-        m_listing_source = ListingSource::hf_tree;
-    } else if (request.offline) {
+    std::optional<std::vector<TreeEntry>> entries = kernhub_listing(cache, commit);
+    if (!entries && request.offline) {
+        entries = hf_listing(cache, commit);
+        if (entries) m_listing_source = ListingSource::hf_tree;
+    }
+    if (!entries && request.offline) {
         entries = listing_from_snapshot(cache, commit);
-        if (entries.empty()) {
+        if (entries->empty()) {
             throw Error(ErrorCode::offline, repo_at(request.repo, commit) + " has no cached listing under " +
                                                 m_root.string() + "; fetch it once while online (offline mode is on)");
         }
         m_listing_source = ListingSource::snapshot;
-    } else {
-        entries = m_client->list_tree(request.repo, commit, "build");
-        for (const auto& entry : entries) store::check_relative_path(entry.path);
-        write_side_data("the listing of " + repo_at(request.repo, commit),
-                        [&] { cache.write_tree(commit, tree_to_json(entries)); });
-        return entries;
     }
-    for (const auto& entry : entries) store::check_relative_path(entry.path);
-    return entries;
+    if (!entries) {
+        entries = m_client->list_tree(request.repo, commit, "build");
+        for (const auto& entry : *entries) store::check_relative_path(entry.path);
+        write_side_data("the listing of " + repo_at(request.repo, commit),
+                        [&] { cache.write_tree(commit, tree_to_json(*entries)); });
+        return *entries;
+    }
+    for (const auto& entry : *entries) store::check_relative_path(entry.path);
+    return *entries;
 }
 
 VariantChoice Fetcher::choose(const FetchRequest& request) {

@@ -11,6 +11,14 @@ namespace kernhub::hub {
 
 using nlohmann::json;
 
+// Hashing a large file from disk takes seconds: a request to stop must not
+// wait for it.
+static void check_cancel(const Expectation& expect) {
+    if (expect.cancel != nullptr && expect.cancel->load()) {
+        throw Error(ErrorCode::interrupted, "interrupted while checking " + expect.label);
+    }
+}
+
 std::optional<MetadataDigest> parse_metadata_digest(const std::string& text, const std::string& variant) {
     auto malformed = [&](const std::string& why) {
         return Error(ErrorCode::verification, "metadata.json of variant " + variant + " is malformed: " + why +
@@ -104,6 +112,7 @@ void VerifyingTarget::read_back() {
     std::uint64_t left = m_blob.size();
     std::vector<char> buffer(1 << 16);
     while (in && left > 0) {
+        check_cancel(m_expect);
         in.read(buffer.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(buffer.size(), left)));
         auto got = static_cast<std::size_t>(in.gcount());
         m_checker.update(buffer.data(), got);
@@ -165,6 +174,7 @@ std::string verify_cached_blob(const std::filesystem::path& blob, const Expectat
     std::uint64_t size = 0;
     char buffer[1 << 16];
     while (in) {
+        check_cancel(expect);
         in.read(buffer, sizeof buffer);
         auto got = static_cast<std::size_t>(in.gcount());
         checker.update(buffer, got);

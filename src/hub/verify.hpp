@@ -2,6 +2,7 @@
 // the temp blob, so no second pass over the file is needed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -42,6 +43,8 @@ struct Expectation {
     std::string label;  // "repo@commit:path" for messages
     std::optional<digest::Algorithm> metadata_algorithm;
     std::optional<digest::Bytes> metadata_digest;
+    // Polled while a file on disk is hashed (see Options::cancel).
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // The digests one file must match, computed in a single streaming pass:

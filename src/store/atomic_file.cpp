@@ -66,19 +66,21 @@ IncompleteBlob IncompleteBlob::reopen(fs::path temp_path, fs::path final_path) {
     IncompleteBlob blob;
     blob.m_temp = std::move(temp_path);
     blob.m_final = std::move(final_path);
-    blob.m_fd = ::open(blob.m_temp.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-    struct stat st {};
-    if (blob.m_fd < 0 || ::fstat(blob.m_fd, &st) != 0) {
-        int err = errno;
+    auto refuse = [&](int err) {
         fs::path temp = blob.m_temp;
         blob.m_temp.clear();  // not ours to remove
         throw_write_error(temp, err);
-    }
-    if (!S_ISREG(st.st_mode) || ::lseek(blob.m_fd, 0, SEEK_END) < 0) {
-        fs::path temp = blob.m_temp;
-        blob.m_temp.clear();
-        throw_write_error(temp, S_ISREG(st.st_mode) ? errno : EINVAL);
-    }
+    };
+    // O_NONBLOCK: a FIFO swapped in under the name must not block us while
+    // we hold the blob's lock; O_NOFOLLOW: nor may a symlink lead elsewhere.
+    blob.m_fd = ::open(blob.m_temp.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (blob.m_fd < 0) refuse(errno);
+    struct stat st {};
+    if (::fstat(blob.m_fd, &st) != 0) refuse(errno);
+    // Only a plain file of our own with no other name: appending to a hard
+    // link would change a file outside the cache.
+    if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != ::geteuid()) refuse(EPERM);
+    if (::lseek(blob.m_fd, 0, SEEK_END) < 0) refuse(errno);
     blob.m_size = static_cast<std::uint64_t>(st.st_size);
     return blob;
 }
@@ -133,15 +135,27 @@ void IncompleteBlob::commit() {
     }
     // Read-only before the rename, so the blob is never writable once visible.
     int err = 0;
-    if (::fsync(m_fd) != 0 || ::fchmod(m_fd, 0444) != 0) err = errno;
-    if (::close(m_fd) != 0 && err == 0) err = errno;
-    m_fd = -1;
+    struct stat written {};
+    if (::fsync(m_fd) != 0 || ::fchmod(m_fd, 0444) != 0 || ::fstat(m_fd, &written) != 0) err = errno;
     if (err == 0 && ::rename(m_temp.c_str(), m_final.c_str()) != 0) err = errno;
     if (err != 0) {
         discard();
         throw_write_error(m_final, err);
     }
+    ::close(m_fd);
+    m_fd = -1;
     m_committed = true;
+    // The rename goes by name: if someone swapped another file in under the
+    // partial's name, that file is what now sits at the final name. Only the
+    // inode that was written and hashed may stay there.
+    struct stat placed {};
+    if (::lstat(m_final.c_str(), &placed) != 0 || placed.st_dev != written.st_dev ||
+        placed.st_ino != written.st_ino) {
+        ::unlink(m_final.c_str());
+        throw Error(ErrorCode::verification, m_temp.string() +
+                                                 " was replaced by another file while it was written; nothing was "
+                                                 "kept, fetch again and check who else writes to the cache");
+    }
     if (int dir_err = detail::fsync_directory(m_final.parent_path()); dir_err != 0) {
         throw_write_error(m_final.parent_path(), dir_err);
     }

@@ -3,6 +3,7 @@
 // and file paths come from the network, revisions and variants from users.
 #include "store/cache.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -168,7 +169,13 @@ fs::path RepoCache::snapshot_path(const std::string& commit, const std::string& 
 
 std::optional<std::string> RepoCache::read_ref(const std::string& revision) const {
     check_revision(revision);
-    std::optional<std::string> content = read_file(m_folder / "refs" / revision);
+    std::optional<std::string> content;
+    try {
+        content = read_cache_file(m_folder / "refs" / revision, k_max_ref_bytes, "a ref");
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::verification) throw;
+        return std::nullopt;  // not a ref: resolved again and replaced
+    }
     if (!content) return std::nullopt;
     std::size_t end = content->find_last_not_of(" \t\r\n");
     content->resize(end == std::string::npos ? 0 : end + 1);
@@ -209,10 +216,18 @@ IncompleteBlob RepoCache::begin_blob(const std::string& etag) const {
     return IncompleteBlob(temp, final_path);
 }
 
+struct Partial {
+    fs::path path;
+    std::uint64_t size = 0;
+    fs::file_time_type written;
+    bool ours = false;  // a plain file of this user with no other name
+};
+
 // Partial files of one blob: "<etag>.<anything>.incomplete" directly in
-// blobs/, as kernhub and huggingface_hub name them. Only regular files count.
-static std::vector<fs::directory_entry> partials_of(const fs::path& blobs, const std::string& etag) {
-    std::vector<fs::directory_entry> out;
+// blobs/, as kernhub and huggingface_hub name them. Only regular files count
+// (never followed through a symlink).
+static std::vector<Partial> partials_of(const fs::path& blobs, const std::string& etag) {
+    std::vector<Partial> out;
     const std::string prefix = etag + ".";
     const std::string suffix = ".incomplete";
     std::error_code ec;
@@ -223,45 +238,45 @@ static std::vector<fs::directory_entry> partials_of(const fs::path& blobs, const
             name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
             continue;
         }
-        std::error_code type_ec;
-        if (it->is_regular_file(type_ec) && !it->is_symlink(type_ec)) out.push_back(*it);
+        struct stat st {};
+        if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        std::error_code time_ec;
+        Partial partial{it->path(), static_cast<std::uint64_t>(st.st_size), fs::last_write_time(it->path(), time_ec),
+                        st.st_nlink == 1 && st.st_uid == ::geteuid()};
+        if (!time_ec) out.push_back(std::move(partial));
     }
     return out;
 }
 
 IncompleteBlob RepoCache::open_partial(const std::string& etag, bool adopt) const {
     const fs::path blobs = blob_path(etag).parent_path();
-    std::vector<fs::directory_entry> partials = partials_of(blobs, etag);
+    std::vector<Partial> partials = partials_of(blobs, etag);
     std::error_code ec;
     if (!adopt) {
         // Without a lock that excludes, a partial may belong to a live
         // download: only an old one is known to be abandoned.
         const auto now = fs::file_time_type::clock::now();
         for (const auto& partial : partials) {
-            auto written = partial.last_write_time(ec);
-            if (!ec && now - written > k_stale_partial_age) fs::remove(partial.path(), ec);
+            if (now - partial.written > k_stale_partial_age) fs::remove(partial.path, ec);
         }
         return begin_blob(etag);
     }
     // The caller holds the blob's lock, so no live process writes any of
-    // these: keep the one with the most bytes, drop the rest.
-    const fs::directory_entry* best = nullptr;
-    std::uintmax_t best_size = 0;
+    // these: keep the largest one of our own, drop the rest. Another user's
+    // partial cannot be continued (nor made read-only) by us.
+    const Partial* best = nullptr;
     for (const auto& partial : partials) {
-        std::uintmax_t size = partial.file_size(ec);
-        if (!ec && (best == nullptr || size > best_size)) {
-            best = &partial;
-            best_size = size;
-        }
+        if (partial.ours && partial.size > 0 && (best == nullptr || partial.size > best->size)) best = &partial;
     }
     for (const auto& partial : partials) {
-        if (&partial != best) fs::remove(partial.path(), ec);
+        if (&partial != best) fs::remove(partial.path, ec);
     }
-    if (best == nullptr || best_size == 0) {
-        if (best != nullptr) fs::remove(best->path(), ec);
-        return begin_blob(etag);
+    if (best == nullptr) return begin_blob(etag);
+    try {
+        return IncompleteBlob::reopen(best->path, blob_path(etag));
+    } catch (const Error&) {
+        return begin_blob(etag);  // changed under us: start afresh
     }
-    return IncompleteBlob::reopen(best->path(), blob_path(etag));
 }
 
 void RepoCache::remove_blob(const std::string& etag) const {
@@ -345,32 +360,26 @@ bool RepoCache::snapshot_complete(const std::string& commit, const std::string& 
     return fs::is_regular_file(fs::status(snapshot_path(commit, relpath), ec));
 }
 
-// Listings come from the cache, which other tools and users write too.
-static std::optional<std::string> read_listing(const fs::path& path) {
+bool RepoCache::snapshot_links_blob(const std::string& commit, const std::string& relpath, const std::string& etag,
+                                    std::uint64_t size) const {
     std::error_code ec;
-    fs::file_status status = fs::status(path, ec);
-    if (!fs::exists(status)) return std::nullopt;
-    if (!fs::is_regular_file(status)) {
-        throw Error(ErrorCode::verification, path.string() + " is not a regular file; remove it and fetch again");
+    if (fs::read_symlink(snapshot_path(commit, relpath), ec) != fs::path(relative_blob_target(relpath, etag)) || ec) {
+        return false;
     }
-    std::uintmax_t size = fs::file_size(path, ec);
-    if (!ec && size > k_max_listing_bytes) {
-        throw Error(ErrorCode::verification, path.string() + " has " + std::to_string(size) +
-                                                 " bytes, over the tree listing limit of " +
-                                                 std::to_string(k_max_listing_bytes >> 20) +
-                                                 " MiB; remove the file and fetch again");
-    }
-    return read_file(path);
+    struct stat st {};
+    return ::lstat(blob_path(etag).c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           static_cast<std::uint64_t>(st.st_size) == size;
 }
 
 std::optional<std::string> RepoCache::read_tree(const std::string& commit) const {
     check_commit(commit);
-    return read_listing(m_folder / ".kernhub" / "trees" / (commit + ".json"));
+    return read_cache_file(m_folder / ".kernhub" / "trees" / (commit + ".json"), k_max_listing_bytes,
+                           "a tree listing");
 }
 
 std::optional<std::string> RepoCache::read_hf_tree(const std::string& commit) const {
     check_commit(commit);
-    return read_listing(m_folder / "trees" / (commit + ".json"));
+    return read_cache_file(m_folder / "trees" / (commit + ".json"), k_max_listing_bytes, "a tree listing");
 }
 
 void RepoCache::write_tree(const std::string& commit, const std::string& json) const {
@@ -381,7 +390,8 @@ void RepoCache::write_tree(const std::string& commit, const std::string& json) c
 std::optional<std::string> RepoCache::read_variant_record(const std::string& commit, const std::string& variant) const {
     check_commit(commit);
     check_variant(variant);
-    return read_file(m_folder / ".kernhub" / "variants" / commit / (variant + ".json"));
+    return read_cache_file(m_folder / ".kernhub" / "variants" / commit / (variant + ".json"), k_max_record_bytes,
+                           "a variant record");
 }
 
 void RepoCache::write_variant_record(const std::string& commit, const std::string& variant,

@@ -70,6 +70,12 @@ struct ReadStatus {
 ReadStatus read_file_into(const fs::path& path, std::string& content, std::size_t max_bytes = SIZE_MAX);
 ReadStatus read_file_into(const fs::path& path, std::vector<std::uint8_t>& content, std::size_t max_bytes = SIZE_MAX);
 
+// A file of the cache that other tools and users write too (refs, records,
+// listings): only a regular file, not through a symlink, at most max_bytes
+// (`what` names the limit in the message). nullopt when absent;
+// Error(verification) naming the path otherwise. Never blocks on a FIFO.
+std::optional<std::string> read_cache_file(const fs::path& path, std::size_t max_bytes, const char* what);
+
 // An exclusive advisory lock (flock) held for the object's lifetime.
 class FileLock {
 public:
@@ -130,8 +136,10 @@ private:
 };
 
 // The largest tree listing read from the cache (kernhub's or
-// huggingface_hub's): a bigger file is refused with Error(verification).
-inline constexpr std::uint64_t k_max_listing_bytes = 64u << 20;
+// huggingface_hub's), variant record and ref.
+inline constexpr std::size_t k_max_listing_bytes = 64u << 20;
+inline constexpr std::size_t k_max_record_bytes = 16u << 20;
+inline constexpr std::size_t k_max_ref_bytes = 4u << 10;
 
 // Partials of one blob untouched for this long belong to no live download,
 // even on a filesystem without working locks: they are removed.
@@ -179,6 +187,11 @@ public:
     void link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag) const;
     // True when the snapshot entry exists and resolves to an existing file.
     bool snapshot_complete(const std::string& commit, const std::string& relpath) const;
+    // True when snapshots/<commit>/<relpath> is exactly the relative link
+    // kernhub writes to blobs/<etag>, and that blob is a regular file (not a
+    // symlink) of `size` bytes: nothing on the way leads out of the cache.
+    bool snapshot_links_blob(const std::string& commit, const std::string& relpath, const std::string& etag,
+                             std::uint64_t size) const;
 
     // Regular files reachable under snapshots/<commit>/<subdir>, as written by
     // kernhub or huggingface_hub: the repo-relative path, the blob name the

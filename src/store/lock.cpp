@@ -24,7 +24,9 @@ FileLock::FileLock(const fs::path& lock_path, const std::atomic<bool>* cancel) {
     }
     // The lock file is never removed: unlinking it would let a later process
     // lock a fresh inode while an earlier one still holds the old one.
-    m_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // O_NOFOLLOW: a symlink planted at the lock's name must not make us
+    // create or open a file elsewhere.
+    m_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (m_fd < 0) throw_lock_error(lock_path, errno);
     // With a cancel flag the wait polls, so that a request to stop is seen
     // even when no signal interrupts flock() (a flag set by another thread).

@@ -17,11 +17,9 @@ namespace kernhub::store {
 
 namespace {
 
+// Reads all of `fd` into `content`, at most max_bytes. Closes fd.
 template <typename Container>
-ReadStatus read_whole(const fs::path& path, Container& content, std::size_t max_bytes) {
-    content.clear();
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return ReadStatus{errno, false};
+ReadStatus read_fd(int fd, Container& content, std::size_t max_bytes) {
     ReadStatus status{0, true};
     // One allocation for a regular file; a pipe or device reports no size.
     struct stat info {};
@@ -48,6 +46,14 @@ ReadStatus read_whole(const fs::path& path, Container& content, std::size_t max_
     return status;
 }
 
+template <typename Container>
+ReadStatus read_whole(const fs::path& path, Container& content, std::size_t max_bytes) {
+    content.clear();
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ReadStatus{errno, false};
+    return read_fd(fd, content, max_bytes);
+}
+
 }  // namespace
 
 ReadStatus read_file_into(const fs::path& path, std::string& content, std::size_t max_bytes) {
@@ -66,6 +72,37 @@ std::optional<std::string> read_file(const fs::path& path) {
     if (!status.opened && (status.error == ENOENT || status.error == ENOTDIR)) return std::nullopt;
     throw Error(ErrorCode::internal, "cannot read " + path.string() + ": " + detail::errno_text(status.error) +
                                          (status.opened ? "; check the disk" : "; check permissions"));
+}
+
+std::optional<std::string> read_cache_file(const fs::path& path, std::size_t max_bytes, const char* what) {
+    // O_NONBLOCK: opening a FIFO planted here must not wait for a writer.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) return std::nullopt;
+    auto refuse = [&](const std::string& why) {
+        return Error(ErrorCode::verification,
+                     path.string() + " " + why + "; remove it and fetch again while online");
+    };
+    if (fd < 0 && errno == ELOOP) throw refuse("is a symbolic link, where kernhub expects a plain file");
+    if (fd < 0) {
+        int err = errno;
+        throw Error(ErrorCode::internal, "cannot read " + path.string() + ": " + detail::errno_text(err) +
+                                             "; check permissions");
+    }
+    struct stat info {};
+    if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+        ::close(fd);
+        throw refuse("is not a regular file");
+    }
+    std::string content;
+    const ReadStatus status = read_fd(fd, content, max_bytes);
+    if (status.error == EFBIG) {
+        throw refuse("is larger than the " + std::to_string(max_bytes >> 10) + " KiB limit for " + what);
+    }
+    if (status.error != 0) {
+        throw Error(ErrorCode::internal,
+                    "cannot read " + path.string() + ": " + detail::errno_text(status.error) + "; check the disk");
+    }
+    return content;
 }
 
 }  // namespace kernhub::store

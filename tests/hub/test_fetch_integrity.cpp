@@ -1,6 +1,8 @@
 // Every byte is verified before use: blobs another tool (or a crash) left in
 // the cache, files a variant's digest leaves out, and variants shaped like
 // the hub's real kernels builds.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -223,4 +225,55 @@ TEST_CASE("a metadata digest mismatch on a cached blob leaves the blob for the s
     CHECK(fs::exists(blob));
     CHECK(fs::is_regular_file(link));  // the good commit's link still resolves
     CHECK(server.count_requests("/lfs/") == 0);  // nothing to gain from fetching it again
+}
+
+TEST_CASE("a warm fetch does not follow snapshot links or blobs out of the cache", "[hub][verify]") {
+    KernelHub hub;
+    TempDir dir;
+    Options o = options_for(dir, hub.server().endpoint());
+    FetchResult first = Client(o).fetch("vector-add");
+    const fs::path link = fs::path(first.path) / "libvector_add.so";
+    const std::string good = slurp(link);
+    const std::string target = fs::read_symlink(link).string();
+    const fs::path outside = dir.path() / "evil.so";
+    std::ofstream(outside) << "not the kernel";
+
+    SECTION("a snapshot link pointing elsewhere is put back") {
+        fs::remove(link);
+        fs::create_symlink(outside, link);
+        o.offline = true;
+        Client(o).fetch("vector-add");
+        CHECK(fs::read_symlink(link).string() == target);
+        CHECK(slurp(link) == good);
+    }
+    SECTION("a blob replaced by a symlink is downloaded again") {
+        const fs::path blob = fs::canonical(link);
+        fs::remove(blob);
+        fs::create_symlink(outside, blob);
+        hub.server().reset();
+        FetchResult again = Client(o).fetch("vector-add");
+        CHECK(hub.server().count_requests("/lfs/") == 1);
+        CHECK_FALSE(fs::is_symlink(blob));
+        CHECK(slurp(link) == good);
+        CHECK(again.bytes_downloaded == good.size());
+    }
+}
+
+TEST_CASE("cache files that are FIFOs or symlinks do not hang or mislead a fetch", "[hub][verify]") {
+    KernelHub hub;
+    TempDir dir;
+    Options o = options_for(dir, hub.server().endpoint());
+    FetchResult first = Client(o).fetch("vector-add");
+    const fs::path folder = repo_folder(dir, "vector-add");
+    const fs::path record = folder / ".kernhub" / "variants" / first.commit / (first.variant + ".json");
+    fs::remove(folder / "refs" / "main");
+    REQUIRE(::mkfifo((folder / "refs" / "main").c_str(), 0644) == 0);
+    fs::remove(record);
+    REQUIRE(::mkfifo(record.c_str(), 0644) == 0);
+    fs::create_symlink("/dev/zero", folder / ".kernhub" / "trees" / "x");  // unrelated, must stay unread
+
+    FetchResult again = Client(o).fetch("vector-add");  // returns instead of blocking on a FIFO
+    CHECK(again.commit == first.commit);
+    CHECK(fs::is_regular_file(fs::symlink_status(folder / "refs" / "main")));
+    CHECK(fs::is_regular_file(fs::symlink_status(record)));
 }

@@ -121,3 +121,39 @@ TEST_CASE("a lock wait ends with Error(interrupted) when the cancel flag is set"
     stopper.join();
     CHECK(code == kernhub::ErrorCode::interrupted);
 }
+
+TEST_CASE("a partial with another name elsewhere (a hard link) is never continued", "[store]") {
+    TempDir dir;
+    RepoCache cache(dir.path(), RepoType::kernel, "org/name");
+    const std::string etag = kernhub::digest::sha256_hex("whatever");
+    fs::create_directories(cache.folder() / "blobs");
+    const fs::path outside = dir.path() / "outside.txt";
+    std::ofstream(outside) << "a file outside the cache";
+    fs::create_hard_link(outside, cache.folder() / "blobs" / (etag + ".link.incomplete"));
+
+    IncompleteBlob blob = cache.open_partial(etag, true);
+    CHECK(blob.size() == 0);
+    blob.write("new", 3);
+    CHECK(slurp(outside) == "a file outside the cache");
+    CHECK(blob.temp_path().filename() != etag + ".link.incomplete");
+}
+
+TEST_CASE("commit refuses a partial that was swapped for another file while it was written", "[store]") {
+    TempDir dir;
+    RepoCache cache(dir.path(), RepoType::kernel, "org/name");
+    const std::string etag = kernhub::digest::sha256_hex("verified bytes");
+    IncompleteBlob blob = cache.begin_blob(etag);
+    blob.write("verified bytes", 14);
+    // Another writer renames its own file over the partial's name.
+    const fs::path planted = dir.path() / "planted";
+    std::ofstream(planted) << "EVIL";
+    fs::rename(planted, blob.temp_path());
+    kernhub::ErrorCode code = kernhub::ErrorCode::ok;
+    try {
+        blob.commit();
+    } catch (const kernhub::Error& e) {
+        code = e.code();
+    }
+    CHECK(code == kernhub::ErrorCode::verification);
+    CHECK_FALSE(fs::exists(cache.blob_path(etag)));
+}
