@@ -42,13 +42,14 @@ void report(const kernhub::Error& error, bool json) {
 int report_interrupt(const kernhub::Error& error, bool json) {
     int signo = kernhub::cli::interrupt_signal();
     const char* name = signo == SIGTERM ? "SIGTERM" : signo == SIGINT ? "SIGINT" : "a cancel request";
-    std::cerr << "kernhub: interrupted by " << name << "; partial downloads are kept and the next run continues them\n";
+    const std::string line = std::string("interrupted by ") + name + "; partial downloads are kept for the next run";
+    std::cerr << "kernhub: " << line << '\n';
     int code = signo != 0 ? 128 + signo : static_cast<int>(kernhub::ErrorCode::interrupted);
     if (json) {
         nlohmann::ordered_json out = {{"error",
                                        {{"code", code},
                                         {"kind", kernhub::to_string(error.code())},
-                                        {"message", std::string("interrupted by ") + name}}}};
+                                        {"message", line}}}};
         std::cout << out.dump(2) << std::endl;
     }
     return code;

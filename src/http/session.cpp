@@ -445,6 +445,15 @@ static std::string hint_headers(const Response& response) {
     return text;
 }
 
+// How to allow a wait that long: the variable (or Options::max_wait_seconds)
+// takes whole seconds up to a day; beyond that there is nothing to raise.
+static std::string raise_hint(milliseconds asked) {
+    const long long seconds = (asked.count() + 999) / 1000;
+    if (seconds > 86400) return "that is more than the one-day limit, so ";
+    return "raise KERNHUB_MAX_WAIT (or Options::max_wait_seconds) to " + std::to_string(seconds) +
+           " to wait that long, or ";
+}
+
 static std::string whole_seconds(milliseconds wait) {
     return std::to_string((wait.count() + 999) / 1000) + " s";
 }
@@ -490,9 +499,8 @@ Response Session::run(const std::string& url, BodyTarget* target) {
                 throw Error(ErrorCode::network,
                             "the hub asked to wait " + whole_seconds(*asked) + " before retrying " + redact(url) +
                                 " (HTTP " + std::to_string(response.status) + "), longer than the maximum of " +
-                                whole_seconds(m_policy.max_wait) + "; set KERNHUB_MAX_WAIT to " +
-                                std::to_string((asked->count() + 999) / 1000) +
-                                " (seconds) or more to wait that long, or try again later",
+                                whole_seconds(m_policy.max_wait) + "; " + raise_hint(*asked) +
+                                "try again later",
                             hint_headers(response));
             }
             delay = *asked;  // the hub knows when it will answer; backoff_max does not apply

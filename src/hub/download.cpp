@@ -72,7 +72,9 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
         } catch (const Error& e) {
             if (e.code() != ErrorCode::verification) throw;
         }
-        cache.remove_blob(etag);
+        // Without a lock that excludes, another process may be renaming a
+        // good copy into place right now: leave the name to the renames.
+        if (locking) cache.remove_blob(etag);
     }
     for (bool adopt = locking;; adopt = false) {
         store::IncompleteBlob blob = cache.open_partial(etag, adopt);

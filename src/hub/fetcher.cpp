@@ -269,7 +269,14 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
             update_ref(cache, request, commit);
             return *warm;
         }
-        for (const auto& file : *recorded) trusted.insert(variant_prefix(variant) + file.path);
+        // Trust a recorded path only where the listing still agrees on it.
+        for (const auto& file : *recorded) {
+            const std::string path = variant_prefix(variant) + file.path;
+            bool agrees = std::any_of(entries.begin(), entries.end(), [&](const TreeEntry* e) {
+                return e->path == path && e->size == file.size && (!e->is_lfs() || e->lfs_sha256 == file.sha256);
+            });
+            if (agrees) trusted.insert(path);
+        }
     }
     FetchOutcome outcome = download_variant(request, commit, variant, entries, trusted);
     // Links alone do not show whether a file is missing: such a variant is

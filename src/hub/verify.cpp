@@ -154,11 +154,6 @@ std::string verify_cached_blob(const std::filesystem::path& blob, const Expectat
     const TreeEntry& entry = *expect.entry;
     bool need_extra =
         expect.metadata_digest && expect.metadata_algorithm && *expect.metadata_algorithm != digest::Algorithm::sha256;
-    // An LFS blob's name is its verified SHA-256: no need to read it again.
-    if (trusted && entry.is_lfs() && !need_extra) {
-        if (auto sha = digest::from_hex(entry.lfs_sha256)) check_metadata(expect, *sha);
-        return entry.lfs_sha256;
-    }
     // A blob of the wrong size is refused before reading a byte of it, so a
     // huge file planted in the cache costs nothing.
     std::error_code ec;
@@ -166,6 +161,11 @@ std::string verify_cached_blob(const std::filesystem::path& blob, const Expectat
     if (!ec && on_disk != entry.size) {
         throw Error(ErrorCode::verification, expect.label + ": the cached blob has " + std::to_string(on_disk) +
                                                  " bytes, the hub listed " + std::to_string(entry.size));
+    }
+    // An LFS blob's name is its verified SHA-256: no need to read it again.
+    if (trusted && entry.is_lfs() && !need_extra) {
+        if (auto sha = digest::from_hex(entry.lfs_sha256)) check_metadata(expect, *sha);
+        return entry.lfs_sha256;
     }
     std::ifstream in(blob, std::ios::binary);
     if (!in)

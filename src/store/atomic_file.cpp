@@ -1,6 +1,7 @@
 // Crash-safe file creation: write_file_atomic for small metadata and
-// IncompleteBlob for streamed downloads. Both write a temp file in the target
-// directory, fsync it and rename it over the target, so a reader sees either
+// IncompleteBlob for streamed downloads. Both write a temp file on the target's
+// filesystem (its directory, or a staging folder such as .kernhub/tmp), fsync
+// it and rename it over the target, so a reader sees either
 // the old content or the complete new content, never a partial file.
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -189,8 +189,8 @@ TEST_CASE("a malformed numeric variable stops fetch, load, info and list with a 
         {"KERNHUB_RETRIES", "from 0 to 10", {"3abc", " 3", "-1", "99999999999", "", "11"}},
         {"KERNHUB_MAX_WAIT", "from 0 to 86400", {"abc", "86401", "-5", "", "60s"}},
     };
-    // The endpoint is dead: a command that ignored the variable would fail
-    // with exit 5, not 2.
+    // The endpoint is dead: fetch, load or info ignoring the variable would
+    // fail with exit 5, and list would succeed; only a usage error is 2.
     auto run = [&](const std::string& command, const EnvChanges& env, const std::vector<std::string>& more = {}) {
         if (command == "list") {
             std::vector<std::string> args{"list", "--registry", box.registry.string()};

@@ -96,7 +96,7 @@ TEST_CASE("an online fetch hashes cached blobs it has no record of and replaces 
         CHECK(digest::git_blob_sha1_file_hex(metadata_blob) == metadata_blob.filename().string());
         CHECK(again.files.size() == 2);
     }
-    SECTION("intact blobs are hashed once and kept; the record then makes the next fetch trust them") {
+    SECTION("intact blobs are kept, nothing is downloaded, and the variant is recorded again") {
         hub.server().reset();
         FetchResult again = Client(options_for(dir, hub.server().endpoint())).fetch("vector-add");
         CHECK(again.bytes_downloaded == 0);
