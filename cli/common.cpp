@@ -40,7 +40,7 @@ void ProgressPrinter::on_event(const Event& event) noexcept {
         case Event::Kind::download_start:
             m_last_drawn = 0;
             if (!m_bars)
-                std::fprintf(stderr, "downloading %s (%s)\n", printable(event.path).c_str(),
+                std::fprintf(stderr, "downloading %s (%s)\n", event.path.c_str(),
                              human_size(event.total).c_str());
             break;
         case Event::Kind::download_bytes: {
@@ -48,18 +48,18 @@ void ProgressPrinter::on_event(const Event& event) noexcept {
             if (!m_bars || (event.done - m_last_drawn < (256u << 10) && event.done != event.total)) break;
             m_last_drawn = event.done;
             unsigned percent = event.total ? static_cast<unsigned>(event.done * 100 / event.total) : 100u;
-            std::fprintf(stderr, "\r\033[K%s %s/%s %3u%%", printable(event.path).c_str(), human_size(event.done).c_str(),
+            std::fprintf(stderr, "\r\033[K%s %s/%s %3u%%", event.path.c_str(), human_size(event.done).c_str(),
                          human_size(event.total).c_str(), percent);
             break;
         }
         case Event::Kind::download_done:
             if (m_bars)
-                std::fprintf(stderr, "\r\033[K%s %s done\n", printable(event.path).c_str(),
+                std::fprintf(stderr, "\r\033[K%s %s done\n", event.path.c_str(),
                              human_size(event.total).c_str());
             break;
         case Event::Kind::retry:
         case Event::Kind::info:
-            std::fprintf(stderr, "%s\n", printable(event.text).c_str());
+            std::fprintf(stderr, "%s\n", event.text.c_str());
             break;
     }
 }
@@ -101,15 +101,6 @@ nlohmann::ordered_json fetch_json(const FetchResult& result) {
             {"files", files},
             {"bytes_downloaded", result.bytes_downloaded},
             {"requests", result.requests}};
-}
-
-std::string printable(const std::string& text) {
-    std::string out = text;
-    for (char& c : out) {
-        auto byte = static_cast<unsigned char>(c);
-        if (byte < 0x20 || byte == 0x7f) c = '?';
-    }
-    return out;
 }
 
 std::string short_commit(const std::string& commit) {

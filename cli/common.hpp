@@ -46,9 +46,7 @@ void status(const CommonFlags& flags, const std::string& line);
 void print_json(const nlohmann::ordered_json& object);
 nlohmann::ordered_json fetch_json(const FetchResult& result);
 std::string short_commit(const std::string& commit);
-// `text` with control characters (terminal escapes included) shown as '?':
-// paths and messages can carry what a hub sent.
-std::string printable(const std::string& text);
+
 std::string human_size(std::uint64_t bytes);
 
 }  // namespace kernhub::cli

@@ -11,7 +11,6 @@
 #include <csignal>
 
 #include "commands.hpp"
-#include "common.hpp"
 #include "interrupt.hpp"
 #include "kernhub/kernhub.hpp"
 
@@ -28,7 +27,7 @@ void report(const kernhub::Error& error, bool json) {
     const char* no_color = std::getenv("NO_COLOR");
     bool color = isatty(STDERR_FILENO) == 1 && (no_color == nullptr || *no_color == '\0');
     std::cerr << (color ? "\033[31mkernhub: error:\033[0m " : "kernhub: error: ")
-              << kernhub::cli::printable(error.what()) << '\n';
+              << error.what() << '\n';  // one printable line: Error sees to it
     if (json) {
         nlohmann::ordered_json out = {{"error",
                                        {{"code", static_cast<int>(error.code())},

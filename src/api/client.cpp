@@ -3,6 +3,7 @@
 
 #include "api/file_bytes.hpp"
 #include "api/settings.hpp"
+#include "common/text.hpp"
 #include "cuda/driver.hpp"
 #include "digest/digest.hpp"
 #include "elf/elf_inspect.hpp"
@@ -208,7 +209,7 @@ struct Client::Impl {
                 config.on_retry = [events](const std::string& text) {
                     Event event;
                     event.kind = Event::Kind::retry;
-                    event.text = text;
+                    event.text = printable(text);  // it quotes URLs a hub sent
                     events->on_event(event);
                 };
             }

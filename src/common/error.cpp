@@ -1,5 +1,7 @@
 #include "kernhub/error.hpp"
 
+#include "common/text.hpp"
+
 namespace kernhub {
 
 const char* to_string(ErrorCode code) noexcept {
@@ -30,10 +32,12 @@ static std::string join_what(const std::string& message, const std::string& cont
     return context.empty() ? message : message + " (" + context + ")";
 }
 
+// Messages quote hub answers, paths and registry text: every Error is one
+// printable line, whoever shows it.
 Error::Error(ErrorCode code, const std::string& message, std::string context)
-    : std::runtime_error(join_what(message, context)),
+    : std::runtime_error(join_what(printable(message), printable(context))),
       m_code(code),
-      m_message(message),
-      m_context(std::move(context)) {}
+      m_message(printable(message)),
+      m_context(printable(context)) {}
 
 }  // namespace kernhub

@@ -18,4 +18,13 @@ std::string ascii_lowercase(std::string_view text) {
     return out;
 }
 
+std::string printable(std::string_view text) {
+    std::string out(text);
+    for (char& c : out) {
+        auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x20 || byte == 0x7f) c = '?';
+    }
+    return out;
+}
+
 }  // namespace kernhub

@@ -5,6 +5,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "common/text.hpp"
 #include "hub/verify.hpp"
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
@@ -139,8 +140,8 @@ void Fetcher::emit(Event::Kind kind, const std::string& text, const std::string&
     if (m_events == nullptr) return;
     Event event;
     event.kind = kind;
-    event.text = text;
-    event.path = path;
+    event.text = printable(text);
+    event.path = printable(path);
     event.done = done;
     event.total = total;
     m_events->on_event(event);

@@ -5,6 +5,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "common/text.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::hub {
@@ -102,7 +103,7 @@ std::string StreamChecker::finish(std::uint64_t size) {
 }
 
 VerifyingTarget::VerifyingTarget(store::IncompleteBlob& blob, const Expectation& expect, EventSink* events)
-    : m_blob(blob), m_expect(expect), m_events(events), m_checker(expect) {
+    : m_blob(blob), m_expect(expect), m_events(events), m_checker(expect), m_display_path(printable(expect.entry->path)) {
     if (m_blob.size() > m_expect.entry->size) m_blob.restart();  // not a prefix of this file
     if (m_blob.size() > 0) read_back();
 }
@@ -137,7 +138,7 @@ void VerifyingTarget::write(const char* data, std::size_t size) {
     if (m_events != nullptr) {
         Event event;
         event.kind = Event::Kind::download_bytes;
-        event.path = m_expect.entry->path;
+        event.path = m_display_path;
         event.done = m_blob.size();
         event.total = m_expect.entry->size;
         m_events->on_event(event);

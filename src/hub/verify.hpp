@@ -92,6 +92,7 @@ private:
     const Expectation& m_expect;
     EventSink* m_events;
     StreamChecker m_checker;
+    std::string m_display_path;  // for progress events
     std::uint64_t m_resumed = 0;
 };
 

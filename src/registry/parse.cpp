@@ -15,16 +15,6 @@ constexpr int k_format = 1;
 constexpr std::size_t k_max_name_length = 128;
 constexpr std::size_t k_max_described_length = 40;
 
-// A source may be a path with arbitrary bytes; keep the message on one line.
-std::string printable(const std::string& text) {
-    std::string out = text;
-    for (char& c : out) {
-        auto byte = static_cast<unsigned char>(c);
-        if (byte < 0x20 || byte == 0x7f) c = '?';
-    }
-    return out;
-}
-
 std::size_t edit_distance(const std::string& a, const std::string& b) {
     std::vector<std::size_t> previous(b.size() + 1);
     std::vector<std::size_t> current(b.size() + 1);
@@ -158,7 +148,7 @@ void check_name(const std::string& name, const std::string& source) {
 }  // namespace
 
 void fail(const std::string& source, const std::string& problem) {
-    throw Error(ErrorCode::usage, "registry " + printable(source) + ": " + problem);
+    throw Error(ErrorCode::usage, "registry " + source + ": " + problem);  // Error keeps it printable
 }
 
 std::string in_quotes(const std::string& text) {

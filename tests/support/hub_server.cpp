@@ -117,6 +117,9 @@ HttpReply http_request(const std::string& method, const std::string& url, const 
     if (code != CURLE_OK) {
         reply.error = *error != '\0' ? error : curl_easy_strerror(code);
     }
+    // The handle outlives `error`, `reply` and the header list (it is
+    // cleaned up last): leave nothing of them registered on it.
+    curl_easy_reset(handle);
     return reply;
 }
 
