@@ -40,8 +40,7 @@ void ProgressPrinter::on_event(const Event& event) noexcept {
         case Event::Kind::download_start:
             m_last_drawn = 0;
             if (!m_bars)
-                std::fprintf(stderr, "downloading %s (%s)\n", event.path.c_str(),
-                             human_size(event.total).c_str());
+                std::fprintf(stderr, "downloading %s (%s)\n", event.path.c_str(), human_size(event.total).c_str());
             break;
         case Event::Kind::download_bytes: {
             // Redraw at most every 256 KiB so a fast loopback does not flood the TTY.
@@ -54,8 +53,7 @@ void ProgressPrinter::on_event(const Event& event) noexcept {
         }
         case Event::Kind::download_done:
             if (m_bars)
-                std::fprintf(stderr, "\r\033[K%s %s done\n", event.path.c_str(),
-                             human_size(event.total).c_str());
+                std::fprintf(stderr, "\r\033[K%s %s done\n", event.path.c_str(), human_size(event.total).c_str());
             break;
         case Event::Kind::retry:
         case Event::Kind::info:

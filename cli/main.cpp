@@ -26,8 +26,8 @@ bool wants_json(int argc, char** argv) {
 void report(const kernhub::Error& error, bool json) {
     const char* no_color = std::getenv("NO_COLOR");
     bool color = isatty(STDERR_FILENO) == 1 && (no_color == nullptr || *no_color == '\0');
-    std::cerr << (color ? "\033[31mkernhub: error:\033[0m " : "kernhub: error: ")
-              << error.what() << '\n';  // one printable line: Error sees to it
+    std::cerr << (color ? "\033[31mkernhub: error:\033[0m " : "kernhub: error: ") << error.what()
+              << '\n';  // one printable line: Error sees to it
     if (json) {
         nlohmann::ordered_json out = {{"error",
                                        {{"code", static_cast<int>(error.code())},
@@ -45,10 +45,8 @@ int report_interrupt(const kernhub::Error& error, bool json) {
     std::cerr << "kernhub: " << line << '\n';
     int code = signo != 0 ? 128 + signo : static_cast<int>(kernhub::ErrorCode::interrupted);
     if (json) {
-        nlohmann::ordered_json out = {{"error",
-                                       {{"code", code},
-                                        {"kind", kernhub::to_string(error.code())},
-                                        {"message", line}}}};
+        nlohmann::ordered_json out = {
+            {"error", {{"code", code}, {"kind", kernhub::to_string(error.code())}, {"message", line}}}};
         std::cout << out.dump(2) << std::endl;
     }
     return code;

@@ -17,15 +17,15 @@ namespace kernhub {
 // Values are the CLI exit codes (docs/ARCHITECTURE.md, "Exit codes").
 enum class ErrorCode : int {
     ok = 0,
-    internal = 1,      // a bug, or the local system refused (I/O on the cache)
-    usage = 2,         // malformed input from the caller: flags, registry files
-    not_found = 3,     // name, repo, revision, file, symbol or variant
-    verification = 4,  // hash, signature, ELF or fatbin check
-    network = 5,       // transport or hub error after retries
-    offline = 6,       // offline and not cached
-    load = 7,          // dlopen or CUDA driver refused the binary
-    interrupted = 130, // Options::cancel was set (SIGINT/SIGTERM in the CLI:
-                       // exit 130 or 143); partial downloads are kept
+    internal = 1,       // a bug, or the local system refused (I/O on the cache)
+    usage = 2,          // malformed input from the caller: flags, registry files
+    not_found = 3,      // name, repo, revision, file, symbol or variant
+    verification = 4,   // hash, signature, ELF or fatbin check
+    network = 5,        // transport or hub error after retries
+    offline = 6,        // offline and not cached
+    load = 7,           // dlopen or CUDA driver refused the binary
+    interrupted = 130,  // Options::cancel was set (SIGINT/SIGTERM in the CLI:
+                        // exit 130 or 143); partial downloads are kept
 };
 
 KERNHUB_API const char* to_string(ErrorCode code) noexcept;

@@ -499,8 +499,7 @@ Response Session::run(const std::string& url, BodyTarget* target) {
                 throw Error(ErrorCode::network,
                             "the hub asked to wait " + whole_seconds(*asked) + " before retrying " + redact(url) +
                                 " (HTTP " + std::to_string(response.status) + "), longer than the maximum of " +
-                                whole_seconds(m_policy.max_wait) + "; " + raise_hint(*asked) +
-                                "try again later",
+                                whole_seconds(m_policy.max_wait) + "; " + raise_hint(*asked) + "try again later",
                             hint_headers(response));
             }
             delay = *asked;  // the hub knows when it will answer; backoff_max does not apply

@@ -37,8 +37,8 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
         } catch (const Error& e) {
             if (e.code() != ErrorCode::verification) throw;
             if (request.offline) {
-                throw Error(ErrorCode::verification, "the cached copy of " + e.message() +
-                                                         "; fetch it again while online");
+                throw Error(ErrorCode::verification,
+                            "the cached copy of " + e.message() + "; fetch it again while online");
             }
             emit(Event::Kind::info, "the cached copy of " + entry.path + " does not verify; downloading it again");
         }
@@ -104,8 +104,8 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
         } catch (const Error& e) {
             blob.discard();
             if (target.resumed_bytes() > 0) {
-                emit(Event::Kind::info, "the resumed download of " + entry.path +
-                                            " does not verify; downloading it from the start");
+                emit(Event::Kind::info,
+                     "the resumed download of " + entry.path + " does not verify; downloading it from the start");
                 continue;
             }
             throw;
@@ -137,9 +137,10 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
         }
         if (count > 0) {
             if (count > 5) missing += " and " + std::to_string(count - 5) + " more";
-            throw Error(ErrorCode::offline, "variant " + variant + " of " + request.repo.repo_id + "@" + commit.substr(0, 12) +
-                                                " is not complete in the cache under " + m_root.string() +
-                                                " (missing " + missing + "); fetch it once while online "
+            throw Error(ErrorCode::offline, "variant " + variant + " of " + request.repo.repo_id + "@" +
+                                                commit.substr(0, 12) + " is not complete in the cache under " +
+                                                m_root.string() + " (missing " + missing +
+                                                "); fetch it once while online "
                                                 "(offline mode is on)");
         }
     }

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/text.hpp"
 #include "hub/verify.hpp"
@@ -119,8 +119,8 @@ void Fetcher::write_side_data(const std::string& what, const std::function<void(
         write();
     } catch (const Error& e) {
         if (e.code() != ErrorCode::internal) throw;
-        emit(Event::Kind::info, "could not record " + what + " in the cache (" + e.message() +
-                                    "); the next run verifies the files again");
+        emit(Event::Kind::info,
+             "could not record " + what + " in the cache (" + e.message() + "); the next run verifies the files again");
     }
 }
 
@@ -180,8 +180,7 @@ static std::vector<TreeEntry> listing_from_snapshot(const store::RepoCache& cach
 
 // kernhub's copy of the hub's listing; nullopt when absent or damaged (a
 // damaged copy only means "list again").
-static std::optional<std::vector<TreeEntry>> kernhub_listing(const store::RepoCache& cache,
-                                                             const std::string& commit) {
+static std::optional<std::vector<TreeEntry>> kernhub_listing(const store::RepoCache& cache, const std::string& commit) {
     try {
         auto text = cache.read_tree(commit);
         if (!text) return std::nullopt;

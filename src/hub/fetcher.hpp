@@ -33,9 +33,9 @@ struct FetchRequest {
 
 // Where a commit's listing came from; it decides what a fetch may conclude.
 enum class ListingSource {
-    hub,          // the hub's tree API, or kernhub's copy of it
-    hf_tree,      // huggingface_hub's trees/<commit>.json: the full listing
-    snapshot,     // rebuilt from snapshot links: only what is cached
+    hub,       // the hub's tree API, or kernhub's copy of it
+    hf_tree,   // huggingface_hub's trees/<commit>.json: the full listing
+    snapshot,  // rebuilt from snapshot links: only what is cached
 };
 
 struct FetchedFile {

@@ -50,7 +50,8 @@ std::optional<std::vector<TreeEntry>> parse_hf_tree_cache(const std::string& tex
         if (info.contains("lfs_sha256") && !info["lfs_sha256"].is_null()) {
             if (!info["lfs_sha256"].is_string()) return std::nullopt;
             entry.lfs_sha256 = info["lfs_sha256"].get<std::string>();
-            if (info.contains("lfs_size") && is_size(info["lfs_size"])) entry.size = info["lfs_size"].get<std::uint64_t>();
+            if (info.contains("lfs_size") && is_size(info["lfs_size"]))
+                entry.size = info["lfs_size"].get<std::uint64_t>();
         }
         entries.push_back(std::move(entry));
     }

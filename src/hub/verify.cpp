@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <fstream>
-#include <vector>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
@@ -72,9 +72,9 @@ static void check_metadata(const Expectation& expect, const digest::Bytes& actua
     if (!expect.metadata_digest) return;
     if (actual != *expect.metadata_digest) {
         throw MetadataMismatch(ErrorCode::verification,
-                    expect.label + " does not match the digest in its variant's metadata.json (expected " +
-                        digest::to_base64(*expect.metadata_digest) + ", got " + digest::to_base64(actual) +
-                        "); the file was not used");
+                               expect.label + " does not match the digest in its variant's metadata.json (expected " +
+                                   digest::to_base64(*expect.metadata_digest) + ", got " + digest::to_base64(actual) +
+                                   "); the file was not used");
     }
 }
 
@@ -103,7 +103,11 @@ std::string StreamChecker::finish(std::uint64_t size) {
 }
 
 VerifyingTarget::VerifyingTarget(store::IncompleteBlob& blob, const Expectation& expect, EventSink* events)
-    : m_blob(blob), m_expect(expect), m_events(events), m_checker(expect), m_display_path(printable(expect.entry->path)) {
+    : m_blob(blob),
+      m_expect(expect),
+      m_events(events),
+      m_checker(expect),
+      m_display_path(printable(expect.entry->path)) {
     if (m_blob.size() > m_expect.entry->size) m_blob.restart();  // not a prefix of this file
     if (m_blob.size() > 0) read_back();
 }

@@ -10,8 +10,8 @@
 
 #include "digest/digest.hpp"
 #include "http/http.hpp"
-#include "kernhub/error.hpp"
 #include "hub/hub_client.hpp"
+#include "kernhub/error.hpp"
 #include "kernhub/events.hpp"
 #include "store/cache.hpp"
 

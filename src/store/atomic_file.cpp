@@ -150,8 +150,7 @@ void IncompleteBlob::commit() {
     // partial's name, that file is what now sits at the final name. Only the
     // inode that was written and hashed may stay there.
     struct stat placed {};
-    if (::lstat(m_final.c_str(), &placed) != 0 || placed.st_dev != written.st_dev ||
-        placed.st_ino != written.st_ino) {
+    if (::lstat(m_final.c_str(), &placed) != 0 || placed.st_dev != written.st_dev || placed.st_ino != written.st_ino) {
         ::unlink(m_final.c_str());
         throw Error(ErrorCode::verification, m_temp.string() +
                                                  " was replaced by another file while it was written; nothing was "

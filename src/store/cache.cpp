@@ -373,8 +373,7 @@ bool RepoCache::snapshot_links_blob(const std::string& commit, const std::string
 
 std::optional<std::string> RepoCache::read_tree(const std::string& commit) const {
     check_commit(commit);
-    return read_cache_file(m_folder / ".kernhub" / "trees" / (commit + ".json"), k_max_listing_bytes,
-                           "a tree listing");
+    return read_cache_file(m_folder / ".kernhub" / "trees" / (commit + ".json"), k_max_listing_bytes, "a tree listing");
 }
 
 std::optional<std::string> RepoCache::read_hf_tree(const std::string& commit) const {

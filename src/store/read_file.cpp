@@ -79,14 +79,13 @@ std::optional<std::string> read_cache_file(const fs::path& path, std::size_t max
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) return std::nullopt;
     auto refuse = [&](const std::string& why) {
-        return Error(ErrorCode::verification,
-                     path.string() + " " + why + "; remove it and fetch again while online");
+        return Error(ErrorCode::verification, path.string() + " " + why + "; remove it and fetch again while online");
     };
     if (fd < 0 && errno == ELOOP) throw refuse("is a symbolic link, where kernhub expects a plain file");
     if (fd < 0) {
         int err = errno;
-        throw Error(ErrorCode::internal, "cannot read " + path.string() + ": " + detail::errno_text(err) +
-                                             "; check permissions");
+        throw Error(ErrorCode::internal,
+                    "cannot read " + path.string() + ": " + detail::errno_text(err) + "; check permissions");
     }
     struct stat info {};
     if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {

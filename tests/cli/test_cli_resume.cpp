@@ -46,7 +46,10 @@ struct BigHub {
         server = std::make_unique<HubServer>(dir.path() / "hub");
     }
 
-    void throttle() { server->add_faults({{{"match", "/lfs/"}, {"action", "throttle"}, {"bytes_per_second", k_throttle}, {"count", -1}}}); }
+    void throttle() {
+        server->add_faults(
+            {{{"match", "/lfs/"}, {"action", "throttle"}, {"bytes_per_second", k_throttle}, {"count", -1}}});
+    }
 
     // Body bytes the CDN sent for the big file since the last reset.
     std::uint64_t cdn_bytes_sent() const {
@@ -95,7 +98,7 @@ Running start_fetch(const Sandbox& box, const std::string& endpoint, const EnvCh
     REQUIRE(in.get() > 2);
     REQUIRE(out.get() > 2);
     REQUIRE(err.get() > 2);
-    std::vector<std::string> argv{KERNHUB_CLI_PATH, "fetch",       k_repo, "--endpoint", endpoint,
+    std::vector<std::string> argv{KERNHUB_CLI_PATH, "fetch",           k_repo, "--endpoint", endpoint,
                                   "--cache-dir",    box.cache.string()};
     run.pid = spawn_process(argv, box.env(extra), box.dir.path().string(), in.get(), out.get(), err.get());
     return run;

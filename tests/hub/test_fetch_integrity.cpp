@@ -131,22 +131,21 @@ TEST_CASE("a variant shaped like a real kernels build is accepted", "[hub][verif
         {prefix + "__pycache__/__init__.cpython-311.pyc", {{"text", pyc}}},
     };
     // A second variant whose digest does not cover _ops.py (a file that must be).
-    json unlisted = {{"digest",
-                      {{"algorithm", "sha256"},
-                       {"files", {{"__init__.py", b64_sha256(init_py)}}}}}};
-    json spec = {{"repos",
-                  {{{"repo_id", "kernhub-test/real-shape"},
-                    {"type", "kernel"},
-                    {"commits", {{{"message", "build"}, {"branches", {"main"}}, {"metadata", true}, {"files", files}}}}},
-                   {{"repo_id", "kernhub-test/unlisted"},
-                    {"type", "kernel"},
-                    {"commits",
-                     {{{"message", "build"},
-                       {"branches", {"main"}},
-                       {"metadata", true},
-                       {"metadata_extra", unlisted},
-                       {"files",
-                        {{prefix + "__init__.py", {{"text", init_py}}}, {prefix + "_ops.py", {{"text", ops_py}}}}}}}}}}}};
+    json unlisted = {{"digest", {{"algorithm", "sha256"}, {"files", {{"__init__.py", b64_sha256(init_py)}}}}}};
+    json spec = {
+        {"repos",
+         {{{"repo_id", "kernhub-test/real-shape"},
+           {"type", "kernel"},
+           {"commits", {{{"message", "build"}, {"branches", {"main"}}, {"metadata", true}, {"files", files}}}}},
+          {{"repo_id", "kernhub-test/unlisted"},
+           {"type", "kernel"},
+           {"commits",
+            {{{"message", "build"},
+              {"branches", {"main"}},
+              {"metadata", true},
+              {"metadata_extra", unlisted},
+              {"files",
+               {{prefix + "__init__.py", {{"text", init_py}}}, {prefix + "_ops.py", {{"text", ops_py}}}}}}}}}}}};
     make_hub(spec, dir.path() / "hub");
     HubServer server(dir.path() / "hub");
     Options o = options_for(dir, server.endpoint());
@@ -186,9 +185,9 @@ TEST_CASE("excluded_from_digest follows the kernels rule", "[hub][verify]") {
         INFO(path);
         CHECK(hub::excluded_from_digest(path));
     }
-    for (const char* path : {"pkg/metadata.json", "pkg/metadata.json.sigstore", "notmetadata.json",
-                             "metadata.json.sigstore.txt", "__pycache__x/a.py", "a__pycache__/b.py", "mod.pyc.txt",
-                             "_ops.py", "lib.abi3.so"}) {
+    for (const char* path :
+         {"pkg/metadata.json", "pkg/metadata.json.sigstore", "notmetadata.json", "metadata.json.sigstore.txt",
+          "__pycache__x/a.py", "a__pycache__/b.py", "mod.pyc.txt", "_ops.py", "lib.abi3.so"}) {
         INFO(path);
         CHECK_FALSE(hub::excluded_from_digest(path));
     }
@@ -223,7 +222,7 @@ TEST_CASE("a metadata digest mismatch on a cached blob leaves the blob for the s
     CHECK(code_of([&] { Client(o).fetch("kernhub-test/shared@bad"); }, &message) == ErrorCode::verification);
     CHECK(message.find("metadata.json") != std::string::npos);
     CHECK(fs::exists(blob));
-    CHECK(fs::is_regular_file(link));  // the good commit's link still resolves
+    CHECK(fs::is_regular_file(link));            // the good commit's link still resolves
     CHECK(server.count_requests("/lfs/") == 0);  // nothing to gain from fetching it again
 }
 

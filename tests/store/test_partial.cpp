@@ -2,9 +2,9 @@
 // which ones are removed, and whether this filesystem's flock excludes.
 #include <sys/file.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
