@@ -219,8 +219,9 @@ namespace {
                                          "; check that the file exists and is readable");
 }
 
-// Opens `path`, reports its size, then streams its content in chunks. The
-// file is read through one descriptor so the size and the bytes agree.
+}  // namespace
+
+// One descriptor for the size and the bytes, so the two agree.
 void read_chunks(const std::filesystem::path& path, const std::function<void(std::uint64_t)>& on_size,
                  const std::function<void(const void*, std::size_t)>& on_chunk) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -251,8 +252,6 @@ void read_chunks(const std::filesystem::path& path, const std::function<void(std
                                              "no other process is writing it");
     }
 }
-
-}  // namespace
 
 std::string sha256_file_hex(const std::filesystem::path& path) {
     Hasher hasher(Algorithm::sha256);

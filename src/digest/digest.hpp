@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,13 @@ std::optional<Bytes> from_hex(const std::string& hex);
 std::string to_base64(const Bytes& bytes);
 // nullopt on malformed input (standard alphabet, '=' padding required).
 std::optional<Bytes> from_base64(const std::string& text);
+
+// Opens `path` once, reports its size (fstat of the open file), then hands
+// its bytes to on_chunk in order. Either callback may throw to stop. Throws
+// Error(internal) naming the path when it cannot be read, is not a regular
+// file, or changes size while read.
+void read_chunks(const std::filesystem::path& path, const std::function<void(std::uint64_t)>& on_size,
+                 const std::function<void(const void*, std::size_t)>& on_chunk);
 
 // One-shot helpers reading a file in chunks. Throw Error(internal) naming the
 // path when it cannot be read.

@@ -1,9 +1,6 @@
 #include "hub/verify.hpp"
 
-#include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <vector>
 
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
@@ -113,23 +110,25 @@ VerifyingTarget::VerifyingTarget(store::IncompleteBlob& blob, const Expectation&
 }
 
 void VerifyingTarget::read_back() {
-    std::ifstream in(m_blob.temp_path(), std::ios::binary);
-    std::uint64_t left = m_blob.size();
-    std::vector<char> buffer(1 << 16);
-    while (in && left > 0) {
-        check_cancel(m_expect);
-        in.read(buffer.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(buffer.size(), left)));
-        auto got = static_cast<std::size_t>(in.gcount());
-        m_checker.update(buffer.data(), got);
-        left -= got;
-    }
-    if (left != 0) {
-        // Shorter or unreadable after all: start the file over.
+    const std::uint64_t kept = m_blob.size();
+    try {
+        digest::read_chunks(
+            m_blob.temp_path(),
+            [&](std::uint64_t on_disk) {
+                if (on_disk != kept) throw Error(ErrorCode::internal, "the partial file changed size");
+            },
+            [&](const void* data, std::size_t size) {
+                check_cancel(m_expect);
+                m_checker.update(static_cast<const char*>(data), size);
+            });
+    } catch (const Error& e) {
+        if (e.code() == ErrorCode::interrupted) throw;
+        // Unreadable or changed after all: start the file over.
         m_blob.restart();
         m_checker.reset();
         return;
     }
-    m_resumed = m_blob.size();
+    m_resumed = kept;
 }
 
 void VerifyingTarget::write(const char* data, std::size_t size) {
@@ -157,36 +156,31 @@ void VerifyingTarget::restart() {
 
 std::string verify_cached_blob(const std::filesystem::path& blob, const Expectation& expect, bool trusted) {
     const TreeEntry& entry = *expect.entry;
-    bool need_extra =
-        expect.metadata_digest && expect.metadata_algorithm && *expect.metadata_algorithm != digest::Algorithm::sha256;
     // A blob of the wrong size is refused before reading a byte of it, so a
     // huge file planted in the cache costs nothing.
-    std::error_code ec;
-    std::uintmax_t on_disk = std::filesystem::file_size(blob, ec);
-    if (!ec && on_disk != entry.size) {
-        throw Error(ErrorCode::verification, expect.label + ": the cached blob has " + std::to_string(on_disk) +
-                                                 " bytes, the hub listed " + std::to_string(entry.size));
-    }
+    auto check_size = [&](std::uint64_t on_disk) {
+        if (on_disk != entry.size) {
+            throw Error(ErrorCode::verification, expect.label + ": the cached blob has " + std::to_string(on_disk) +
+                                                     " bytes, the hub listed " + std::to_string(entry.size));
+        }
+    };
+    bool need_extra =
+        expect.metadata_digest && expect.metadata_algorithm && *expect.metadata_algorithm != digest::Algorithm::sha256;
     // An LFS blob's name is its verified SHA-256: no need to read it again.
     if (trusted && entry.is_lfs() && !need_extra) {
+        std::error_code ec;
+        std::uintmax_t on_disk = std::filesystem::file_size(blob, ec);
+        if (!ec) check_size(on_disk);
         if (auto sha = digest::from_hex(entry.lfs_sha256)) check_metadata(expect, *sha);
         return entry.lfs_sha256;
     }
-    std::ifstream in(blob, std::ios::binary);
-    if (!in)
-        throw Error(ErrorCode::internal, "cannot read cached blob " + blob.string() + "; run `kernhub fetch` again");
     StreamChecker checker(expect);
     std::uint64_t size = 0;
-    char buffer[1 << 16];
-    while (in) {
+    digest::read_chunks(blob, check_size, [&](const void* data, std::size_t got) {
         check_cancel(expect);
-        in.read(buffer, sizeof buffer);
-        auto got = static_cast<std::size_t>(in.gcount());
-        checker.update(buffer, got);
+        checker.update(static_cast<const char*>(data), got);
         size += got;
-    }
-    // A read error must not pass for a short (tampered) file.
-    if (in.bad()) throw Error(ErrorCode::internal, "cannot read cached blob " + blob.string() + "; check the disk");
+    });
     return checker.finish(size);
 }
 

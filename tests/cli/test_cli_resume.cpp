@@ -27,12 +27,15 @@ struct BigHub {
     TempDir dir;
     fs::path big = dir.path() / "weights.bin";
     std::unique_ptr<HubServer> server;
+    std::string bytes;  // the file's content
+    std::string etag;   // its blob name: the SHA-256
 
     BigHub() {
-        std::string bytes(k_big_size, '\0');
+        bytes.assign(k_big_size, '\0');
         std::mt19937 random(1234);
         for (auto& c : bytes) c = static_cast<char>(random());
         write_text(big, bytes);
+        etag = sha256_of(big);
         nlohmann::json spec = {
             {"repos",
              {{{"repo_id", k_repo},
@@ -62,9 +65,21 @@ struct BigHub {
     }
 };
 
+fs::path blobs_of(const fs::path& cache) {
+    return cache / "kernels--kernhub-test--big" / "blobs";
+}
+
+// A partial download as a killed run leaves it: blobs/<etag>.<tag>.incomplete.
+fs::path plant_partial(const Sandbox& box, const BigHub& hub, const std::string& tag, const std::string& content) {
+    fs::create_directories(blobs_of(box.cache));
+    fs::path partial = blobs_of(box.cache) / (hub.etag + "." + tag + ".incomplete");
+    write_text(partial, content);
+    return partial;
+}
+
 std::vector<fs::path> partials(const fs::path& cache) {
     std::vector<fs::path> out;
-    fs::path blobs = cache / "kernels--kernhub-test--big" / "blobs";
+    fs::path blobs = blobs_of(cache);
     std::error_code ec;
     for (fs::directory_iterator it(blobs, ec), end; !ec && it != end; it.increment(ec)) {
         if (it->path().extension() == ".incomplete") out.push_back(it->path());
@@ -193,14 +208,13 @@ TEST_CASE("SIGTERM and SIGINT stop a fetch with 143 or 130, one line, and keep t
 TEST_CASE("partials left by several killed runs: the largest is continued, the rest removed", "[cli][resume]") {
     BigHub hub;
     Sandbox box;
-    fs::path blobs = box.cache / "kernels--kernhub-test--big" / "blobs";
-    fs::create_directories(blobs);
-    std::string bytes = read_text(hub.big);
-    const std::string etag = sha256_of(hub.big);
+    const fs::path blobs = blobs_of(box.cache);
+    const std::string& bytes = hub.bytes;
+    const std::string& etag = hub.etag;
     // What three killed runs leave: three per-process partials of one blob.
-    write_text(blobs / (etag + ".1111111111111111.incomplete"), bytes.substr(0, 1000));
-    write_text(blobs / (etag + ".2222222222222222.incomplete"), bytes.substr(0, 5u << 20));
-    write_text(blobs / (etag + ".3333333333333333.incomplete"), bytes.substr(0, 3000));
+    plant_partial(box, hub, "1111111111111111", bytes.substr(0, 1000));
+    plant_partial(box, hub, "2222222222222222", bytes.substr(0, 5u << 20));
+    plant_partial(box, hub, "3333333333333333", bytes.substr(0, 3000));
 
     ProcessResult r = box.kh("fetch", k_repo, hub.server->endpoint());
     INFO(describe(r));
@@ -214,13 +228,12 @@ TEST_CASE("partials left by several killed runs: the largest is continued, the r
 TEST_CASE("a partial whose bytes are wrong is downloaded again from the start", "[cli][resume]") {
     BigHub hub;
     Sandbox box;
-    fs::path blobs = box.cache / "kernels--kernhub-test--big" / "blobs";
-    fs::create_directories(blobs);
-    std::string bytes = read_text(hub.big);
-    const std::string etag = sha256_of(hub.big);
+    const fs::path blobs = blobs_of(box.cache);
+    const std::string& bytes = hub.bytes;
+    const std::string& etag = hub.etag;
     std::string damaged = bytes.substr(0, 4u << 20);
     damaged[1000] = static_cast<char>(~damaged[1000]);
-    write_text(blobs / (etag + ".4444444444444444.incomplete"), damaged);
+    plant_partial(box, hub, "4444444444444444", damaged);
 
     ProcessResult r = box.kh("fetch", k_repo, hub.server->endpoint());
     INFO(describe(r));
@@ -234,14 +247,11 @@ TEST_CASE("a partial whose bytes are wrong is downloaded again from the start", 
 TEST_CASE("without working file locks nothing is adopted, and only stale partials are removed", "[cli][resume]") {
     BigHub hub;
     Sandbox box;
-    fs::path blobs = box.cache / "kernels--kernhub-test--big" / "blobs";
-    fs::create_directories(blobs);
-    std::string bytes = read_text(hub.big);
-    const std::string etag = sha256_of(hub.big);
-    fs::path fresh = blobs / (etag + ".5555555555555555.incomplete");
-    fs::path stale = blobs / (etag + ".6666666666666666.incomplete");
-    write_text(fresh, bytes.substr(0, 5u << 20));
-    write_text(stale, bytes.substr(0, 2u << 20));
+    const fs::path blobs = blobs_of(box.cache);
+    const std::string& bytes = hub.bytes;
+    const std::string& etag = hub.etag;
+    fs::path fresh = plant_partial(box, hub, "5555555555555555", bytes.substr(0, 5u << 20));
+    fs::path stale = plant_partial(box, hub, "6666666666666666", bytes.substr(0, 2u << 20));
     fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(48));
 
     // Forced: this filesystem's flock works, so the fallback must be chosen
