@@ -90,8 +90,11 @@ std::vector<fs::path> partials(const fs::path& cache) {
 std::uint64_t largest_partial(const fs::path& cache) {
     std::uint64_t best = 0;
     for (const auto& p : partials(cache)) {
+        // A partial may be renamed into place between the listing and here;
+        // file_size then reports (uintmax_t)-1, which must not count.
         std::error_code ec;
-        best = std::max<std::uint64_t>(best, fs::file_size(p, ec));
+        std::uintmax_t size = fs::file_size(p, ec);
+        if (!ec) best = std::max<std::uint64_t>(best, size);
     }
     return best;
 }
