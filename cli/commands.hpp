@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace kernhub::cli {
 
@@ -19,5 +20,12 @@ Command add_load_command(CLI::App& app);
 Command add_list_command(CLI::App& app);
 Command add_info_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
+Command add_lock_command(CLI::App& app);
+Command add_prewarm_command(CLI::App& app);
+Command add_mirror_command(CLI::App& app);
+// `cache ls|verify|prune|path` (cache.cpp) and `cache export|import`
+// (cache_archive.cpp) under the `cache` group.
+void add_cache_commands(CLI::App& cache, std::vector<Command>& commands);
+void add_cache_archive_commands(CLI::App& cache, std::vector<Command>& commands);
 
 }  // namespace kernhub::cli

@@ -61,8 +61,13 @@ int main(int argc, char** argv) {
     std::vector<kernhub::cli::Command> commands = {
         kernhub::cli::add_fetch_command(app),   kernhub::cli::add_load_command(app),
         kernhub::cli::add_list_command(app),    kernhub::cli::add_info_command(app),
-        kernhub::cli::add_inspect_command(app),
+        kernhub::cli::add_inspect_command(app), kernhub::cli::add_lock_command(app),
+        kernhub::cli::add_prewarm_command(app), kernhub::cli::add_mirror_command(app),
     };
+    CLI::App* cache = app.add_subcommand("cache", "Look after the cache: ls, verify, prune, path, export, import");
+    cache->require_subcommand(1);
+    kernhub::cli::add_cache_commands(*cache, commands);
+    kernhub::cli::add_cache_archive_commands(*cache, commands);
     bool json = wants_json(argc, argv);
     try {
         app.parse(argc, argv);

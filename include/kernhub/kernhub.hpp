@@ -20,6 +20,7 @@
 #include "kernhub/error.hpp"
 #include "kernhub/events.hpp"
 #include "kernhub/export.hpp"
+#include "kernhub/manage.hpp"
 
 namespace kernhub {
 
@@ -142,6 +143,31 @@ public:
     std::vector<RegistryEntry> list() const;
     // load() for each name, all before returning. Throws on the first failure.
     std::vector<LoadResult> prewarm(const std::vector<std::string>& refs);
+
+    // kernhub.lock for the kernels of the project's kernhub.json
+    // (Options::project_dir), for Options::targets or this host's variant.
+    LockReport lock(const LockOptions& options);
+    // Fetches exactly what a lock file pins (kernhub.lock, or the Python
+    // kernels library's kernels.lock in either format) for Options::targets
+    // or this host, verifies every file against the lock and writes the refs
+    // the lock names. Nothing is loaded.
+    PrewarmReport prewarm_lock(const std::string& lock_file);
+
+    // Cache management over the cache root (Options::cache_dir).
+    CacheListing cache_ls();
+    // The cache root, or with `ref` the cached variant directory of that
+    // kernel (offline: no request, no write).
+    std::string cache_path(const std::string& ref);
+    CacheVerifyReport cache_verify(bool repair);
+    PruneReport cache_prune(const PruneOptions& options);
+    // A reproducible archive of the cache, or of the named kernels only.
+    ExportReport cache_export(const std::string& file, const std::vector<std::string>& refs);
+    // Adds a cache archive to the cache after verifying every blob.
+    ImportReport cache_import(const std::string& file);
+
+    // Writes a static hub tree holding `refs` at their resolved commits
+    // (every variant, or Options::targets only).
+    MirrorReport mirror(const std::vector<std::string>& refs, const MirrorOptions& options);
 
 private:
     struct Impl;

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "api/file_bytes.hpp"
+#include "api/client_impl.hpp"
 #include "api/settings.hpp"
 #include "common/text.hpp"
 #include "cuda/driver.hpp"
@@ -26,57 +27,6 @@ void* resolved_address(const std::string& ref) {
 }
 
 namespace {
-
-registry::Registry load_registries(const Options& options, const store::EnvLookup& env) {
-    registry::StackSources sources;
-    if (!options.no_default_registry) {
-        std::filesystem::path installed = KERNHUB_DEFAULT_REGISTRY_INSTALLED;
-        std::error_code ec;
-        sources.default_file =
-            std::filesystem::exists(installed, ec) ? installed : std::filesystem::path(KERNHUB_DEFAULT_REGISTRY_BUILD);
-    }
-    std::filesystem::path project =
-        options.project_dir.empty() ? std::filesystem::current_path() : std::filesystem::path(options.project_dir);
-    sources.project_file = project / "kernhub.json";
-    sources.env_value = env("KERNHUB_REGISTRY").value_or("");
-    for (const auto& file : options.registries) sources.explicit_files.emplace_back(file);
-    return registry::load_stack(sources);
-}
-
-// "name[@rev]" from the registry, or "org/repo[@rev]" directly.
-registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::string& ref) {
-    auto at = ref.find('@');
-    std::string base = ref.substr(0, at);
-    std::string revision = at == std::string::npos ? std::string() : ref.substr(at + 1);
-    if (at != std::string::npos && revision.empty()) {
-        throw Error(ErrorCode::usage, "'" + ref + "' has an empty revision after '@'");
-    }
-    if (!revision.empty()) {
-        if (std::string problem = revision_problem(revision); !problem.empty()) {
-            throw Error(ErrorCode::usage, "revision '" + revision + "' in '" + ref + "' " + problem);
-        }
-    }
-    registry::KernelSpec spec;
-    if (base.find('/') != std::string::npos) {
-        validate_repo_id(base);
-        spec.name = base;
-        spec.repo_id = base;
-        spec.revision = revision.empty() ? "main" : revision;
-        spec.source = "command line";
-        return spec;
-    }
-    const registry::KernelSpec* found = registry.find(base);
-    if (found == nullptr) {
-        throw Error(ErrorCode::not_found,
-                    "unknown kernel '" + base + "'; `kernhub list` shows the known names, or pass ORG/REPO[@REVISION]");
-    }
-    spec = *found;
-    if (!revision.empty()) {
-        spec.revision = revision;
-        spec.version.reset();
-    }
-    return spec;
-}
 
 bool has_suffix(const std::string& path, const char* suffix) {
     std::string tail(suffix);
@@ -160,81 +110,60 @@ void* load_cuda_kernel(const std::filesystem::path& path, const std::string& sym
 
 }  // namespace
 
-struct Client::Impl {
-    Options options;
-    store::EnvLookup env = store::process_env();
-    api::Settings settings;
-    registry::Registry registry;
-    select::HostFacts host;
-    bool host_detected = false;
-    std::unique_ptr<hub::HubClient> hub;
+namespace api {
 
-    explicit Impl(Options opts) : options(std::move(opts)) {
-        settings = api::resolve_settings(options, env);
-        registry = load_registries(options, env);
+registry::Registry load_registries(const Options& options, const store::EnvLookup& env) {
+    registry::StackSources sources;
+    if (!options.no_default_registry) {
+        std::filesystem::path installed = KERNHUB_DEFAULT_REGISTRY_INSTALLED;
+        std::error_code ec;
+        sources.default_file =
+            std::filesystem::exists(installed, ec) ? installed : std::filesystem::path(KERNHUB_DEFAULT_REGISTRY_BUILD);
     }
+    std::filesystem::path project =
+        options.project_dir.empty() ? std::filesystem::current_path() : std::filesystem::path(options.project_dir);
+    sources.project_file = project / "kernhub.json";
+    sources.env_value = env("KERNHUB_REGISTRY").value_or("");
+    for (const auto& file : options.registries) sources.explicit_files.emplace_back(file);
+    return registry::load_stack(sources);
+}
 
-    // Host facts are detected on first need: binding the CUDA driver costs a
-    // dlopen, which `list` should not pay.
-    const select::HostFacts& host_facts() {
-        if (!host_detected) {
-            host = select::detect_host();
-            host.targets = settings.targets;
-            if (settings.targets.empty() && cuda::Driver::available()) {
-                // A device the driver cannot describe must not fail a CPU
-                // fetch: the host then counts as having no CUDA.
-                try {
-                    cuda::DriverInfo info = cuda::Driver::instance().info();
-                    if (!info.devices.empty()) host.cuda = std::make_pair(info.major(), info.minor());
-                } catch (const Error&) {
-                    host.cuda.reset();
-                }
-            }
-            host_detected = true;
+// "name[@rev]" from the registry, or "org/repo[@rev]" directly.
+registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::string& ref) {
+    auto at = ref.find('@');
+    std::string base = ref.substr(0, at);
+    std::string revision = at == std::string::npos ? std::string() : ref.substr(at + 1);
+    if (at != std::string::npos && revision.empty()) {
+        throw Error(ErrorCode::usage, "'" + ref + "' has an empty revision after '@'");
+    }
+    if (!revision.empty()) {
+        if (std::string problem = revision_problem(revision); !problem.empty()) {
+            throw Error(ErrorCode::usage, "revision '" + revision + "' in '" + ref + "' " + problem);
         }
-        return host;
     }
-
-    hub::HubClient* hub_client() {
-        if (settings.offline) return nullptr;
-        if (!hub) {
-            hub::TransportConfig config;
-            config.endpoint = settings.endpoint;
-            config.token = settings.token;
-            config.policy.retries = settings.retries;
-            config.policy.max_wait = std::chrono::seconds(settings.max_wait_seconds);
-            config.policy.cancel = options.cancel;
-            EventSink* events = options.events;
-            if (events != nullptr) {
-                config.on_retry = [events](const std::string& text) {
-                    Event event;
-                    event.kind = Event::Kind::retry;
-                    event.text = printable(text);  // it quotes URLs a hub sent
-                    events->on_event(event);
-                };
-            }
-            hub = std::make_unique<hub::HubClient>(settings.endpoint, hub::make_transport(config),
-                                                   !settings.token.empty());
-        }
-        return hub.get();
+    registry::KernelSpec spec;
+    if (base.find('/') != std::string::npos) {
+        validate_repo_id(base);
+        spec.name = base;
+        spec.repo_id = base;
+        spec.revision = revision.empty() ? "main" : revision;
+        spec.source = "command line";
+        return spec;
     }
-
-    std::uint64_t requests() const { return hub ? hub->requests() : 0; }
-
-    FetchResult fetch(const registry::KernelSpec& spec);
-
-    hub::FetchRequest request_for(const registry::KernelSpec& spec) {
-        hub::FetchRequest request;
-        request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
-        request.revision = spec.effective_revision();
-        request.required_file = spec.file;
-        request.host = host_facts();
-        request.offline = settings.offline;
-        request.use_locks = !api::env_flag(env, "KERNHUB_NO_FLOCK");
-        request.cancel = options.cancel;
-        return request;
+    const registry::KernelSpec* found = registry.find(base);
+    if (found == nullptr) {
+        throw Error(ErrorCode::not_found,
+                    "unknown kernel '" + base + "'; `kernhub list` shows the known names, or pass ORG/REPO[@REVISION]");
     }
-};
+    spec = *found;
+    if (!revision.empty()) {
+        spec.revision = revision;
+        spec.version.reset();
+    }
+    return spec;
+}
+
+}  // namespace api
 
 Client::Client(Options options) : m_impl(std::make_unique<Impl>(std::move(options))) {}
 Client::~Client() = default;
@@ -242,7 +171,7 @@ Client::Client(Client&&) noexcept = default;
 Client& Client::operator=(Client&&) noexcept = default;
 
 FetchResult Client::fetch(const std::string& ref) {
-    return m_impl->fetch(resolve_ref(m_impl->registry, ref));
+    return m_impl->fetch(api::resolve_ref(m_impl->registry, ref));
 }
 
 FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
@@ -266,7 +195,7 @@ FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
 }
 
 LoadResult Client::load(const std::string& ref, const std::string& symbol_override) {
-    registry::KernelSpec spec = resolve_ref(m_impl->registry, ref);
+    registry::KernelSpec spec = api::resolve_ref(m_impl->registry, ref);
     LoadResult result;
     result.symbol = symbol_override.empty() ? spec.symbol : symbol_override;
     if (result.symbol.empty()) {
@@ -299,7 +228,7 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
 }
 
 InfoResult Client::info(const std::string& ref) {
-    registry::KernelSpec spec = resolve_ref(m_impl->registry, ref);
+    registry::KernelSpec spec = api::resolve_ref(m_impl->registry, ref);
     hub::FetchRequest request = m_impl->request_for(spec);
     std::uint64_t before = m_impl->requests();
     hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);

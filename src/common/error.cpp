@@ -22,6 +22,8 @@ const char* to_string(ErrorCode code) noexcept {
             return "offline";
         case ErrorCode::load:
             return "load failed";
+        case ErrorCode::lock_outdated:
+            return "lock out of date";
         case ErrorCode::interrupted:
             return "interrupted";
     }

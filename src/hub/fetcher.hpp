@@ -69,6 +69,10 @@ public:
     // cache and verified. Error(not_found) listing each rejected variant when
     // nothing fits; Error(offline) when offline and something is missing.
     FetchOutcome fetch(const FetchRequest& request);
+    // The listing the last choose() or fetch() worked from, and where it
+    // came from.
+    const std::vector<TreeEntry>& last_listing() const noexcept { return m_last_listing; }
+    ListingSource last_listing_source() const noexcept { return m_listing_source; }
 
 private:
     std::string resolve_commit(const FetchRequest& request);

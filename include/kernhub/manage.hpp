@@ -1,0 +1,165 @@
+// What CI image builders and operators use besides fetch and load: lock
+// files, prewarming a cache from a lock, cache management, static mirrors
+// and cache archives. The operations are methods of kernhub::Client
+// (kernhub.hpp); these are their options and reports.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kernhub {
+
+// ---- kernhub lock -----------------------------------------------------------
+
+struct LockOptions {
+    // Names whose pins are resolved again (cargo update -p NAME).
+    std::vector<std::string> update;
+    // Resolve every pin again (--update without names).
+    bool update_all = false;
+    // Compute the lock but write nothing (--check).
+    bool check = false;
+};
+
+struct LockedKernel {
+    std::string name;
+    std::string repo_id;
+    std::string revision;
+    std::string commit;
+    std::vector<std::string> variants;
+    bool pin_kept = false;  // the commit came from the existing lock
+};
+
+struct LockReport {
+    std::string path;      // the kernhub.lock
+    std::string content;   // the document written (with check: the one that would be)
+    bool changed = false;  // content differs from the file on disk, or there was none
+    std::string diff;      // line diff from the old file to content, when changed
+    std::vector<LockedKernel> kernels;
+    std::uint64_t requests = 0;
+};
+
+// ---- kernhub prewarm --------------------------------------------------------
+
+struct PrewarmedKernel {
+    std::string name;  // the lock's name (kernhub.lock) or repo id (kernels.lock)
+    std::string repo_id;
+    std::string repo_type;
+    std::string revision;  // the branch, tag or "vN" the lock names; may be empty
+    std::string commit;
+    std::string variant;
+    std::string path;          // the variant directory in the cache
+    std::size_t files = 0;     // files of the variant
+    std::size_t fetched = 0;   // of those, downloaded by this call
+    std::uint64_t bytes_downloaded = 0;
+    std::vector<std::string> refs;  // refs/<name> written by this call
+};
+
+struct PrewarmReport {
+    std::string lock_file;
+    std::string lock_format;  // "kernhub.lock", "kernels.lock" or "kernels.lock (0.16)"
+    std::vector<PrewarmedKernel> kernels;
+    std::uint64_t bytes_downloaded = 0;
+    std::uint64_t requests = 0;
+};
+
+// ---- kernhub cache ls|verify|prune|path -------------------------------------
+
+struct CachedVariant {
+    std::string name;
+    std::size_t files = 0;
+    std::uint64_t size = 0;  // bytes of the files the snapshot links
+    bool recorded = false;   // kernhub's record says complete and verified
+};
+
+struct CachedCommit {
+    std::string commit;
+    std::vector<std::string> refs;  // revisions pointing here
+    std::vector<CachedVariant> variants;
+};
+
+struct CachedRepo {
+    std::string repo_id;
+    std::string repo_type;  // "kernel" or "model"
+    std::string folder;     // absolute path of the repo folder
+    std::vector<CachedCommit> commits;
+    std::size_t blobs = 0;
+    std::size_t partials = 0;
+    std::uint64_t size = 0;  // bytes under blobs/, partials included
+};
+
+struct CacheListing {
+    std::string root;
+    std::vector<CachedRepo> repos;
+    std::uint64_t size = 0;
+};
+
+struct CacheProblem {
+    std::string path;     // the damaged file, absolute
+    std::string problem;  // what is wrong with it
+    bool repaired = false;
+};
+
+struct CacheVerifyReport {
+    std::string root;
+    std::size_t blobs_checked = 0;
+    std::size_t links_checked = 0;
+    std::vector<CacheProblem> problems;
+};
+
+struct PruneOptions {
+    bool dry_run = false;
+    // Lock files (kernhub.lock or kernels.lock) whose commits are kept even
+    // when no ref points at them.
+    std::vector<std::string> keep_locks;
+};
+
+struct PruneReport {
+    bool dry_run = false;
+    std::vector<std::string> removed;  // absolute paths (removed, or to remove)
+    std::uint64_t bytes = 0;           // freed, or to free
+};
+
+// ---- kernhub cache export|import ------------------------------------------
+
+struct ExportReport {
+    std::string file;
+    std::size_t entries = 0;
+    std::uint64_t bytes = 0;  // bytes of file content archived
+};
+
+struct ImportReport {
+    std::string file;
+    std::size_t blobs = 0;    // blobs added (verified against their names)
+    std::size_t links = 0;    // snapshot links added
+    std::size_t skipped = 0;  // entries already in the cache
+};
+
+// ---- kernhub mirror ---------------------------------------------------------
+
+struct MirrorOptions {
+    std::string to;  // the static hub tree to write or add to
+    // Also write an nginx server block for the tree to this file.
+    std::string nginx_conf;
+    std::string listen = "127.0.0.1:8080";
+};
+
+struct MirroredKernel {
+    std::string name;
+    std::string repo_id;
+    std::string revision;
+    std::string commit;
+    std::vector<std::string> variants;
+    std::size_t files = 0;
+};
+
+struct MirrorReport {
+    std::string to;
+    std::string nginx_conf;  // empty when none was written
+    std::vector<MirroredKernel> kernels;
+    std::uint64_t bytes_downloaded = 0;
+    std::uint64_t requests = 0;
+};
+
+}  // namespace kernhub

@@ -1,0 +1,109 @@
+// Client::Impl, shared by the files that implement Client's methods
+// (client.cpp: fetch, load, info; client_lock.cpp: lock and prewarm from a
+// lock; client_cache.cpp, client_archive.cpp, client_mirror.cpp: cache
+// management, cache archives and mirrors).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "api/settings.hpp"
+#include "common/repo.hpp"
+#include "common/text.hpp"
+#include "cuda/driver.hpp"
+#include "hub/fetcher.hpp"
+#include "kernhub/kernhub.hpp"
+#include "registry/registry.hpp"
+#include "select/variant.hpp"
+#include "store/cache.hpp"
+
+namespace kernhub {
+
+namespace api {
+
+// The registry stack Options name: the installed default, the project's
+// kernhub.json, KERNHUB_REGISTRY, then Options::registries.
+registry::Registry load_registries(const Options& options, const store::EnvLookup& env);
+
+// "name[@rev]" from the registry, or "org/repo[@rev]" directly.
+registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::string& ref);
+
+}  // namespace api
+
+struct Client::Impl {
+    Options options;
+    store::EnvLookup env = store::process_env();
+    api::Settings settings;
+    registry::Registry registry;
+    select::HostFacts host;
+    bool host_detected = false;
+    std::unique_ptr<hub::HubClient> hub;
+
+    explicit Impl(Options opts) : options(std::move(opts)) {
+        settings = api::resolve_settings(options, env);
+        registry = api::load_registries(options, env);
+    }
+
+    // Host facts are detected on first need: binding the CUDA driver costs a
+    // dlopen, which `list` should not pay.
+    const select::HostFacts& host_facts() {
+        if (!host_detected) {
+            host = select::detect_host();
+            host.targets = settings.targets;
+            if (settings.targets.empty() && cuda::Driver::available()) {
+                // A device the driver cannot describe must not fail a CPU
+                // fetch: the host then counts as having no CUDA.
+                try {
+                    cuda::DriverInfo info = cuda::Driver::instance().info();
+                    if (!info.devices.empty()) host.cuda = std::make_pair(info.major(), info.minor());
+                } catch (const Error&) {
+                    host.cuda.reset();
+                }
+            }
+            host_detected = true;
+        }
+        return host;
+    }
+
+    hub::HubClient* hub_client() {
+        if (settings.offline) return nullptr;
+        if (!hub) {
+            hub::TransportConfig config;
+            config.endpoint = settings.endpoint;
+            config.token = settings.token;
+            config.policy.retries = settings.retries;
+            config.policy.max_wait = std::chrono::seconds(settings.max_wait_seconds);
+            config.policy.cancel = options.cancel;
+            EventSink* events = options.events;
+            if (events != nullptr) {
+                config.on_retry = [events](const std::string& text) {
+                    Event event;
+                    event.kind = Event::Kind::retry;
+                    event.text = printable(text);  // it quotes URLs a hub sent
+                    events->on_event(event);
+                };
+            }
+            hub = std::make_unique<hub::HubClient>(settings.endpoint, hub::make_transport(config),
+                                                   !settings.token.empty());
+        }
+        return hub.get();
+    }
+
+    std::uint64_t requests() const { return hub ? hub->requests() : 0; }
+
+    FetchResult fetch(const registry::KernelSpec& spec);
+
+    hub::FetchRequest request_for(const registry::KernelSpec& spec) {
+        hub::FetchRequest request;
+        request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
+        request.revision = spec.effective_revision();
+        request.required_file = spec.file;
+        request.host = host_facts();
+        request.offline = settings.offline;
+        request.use_locks = !api::env_flag(env, "KERNHUB_NO_FLOCK");
+        request.cancel = options.cancel;
+        return request;
+    }
+};
+
+}  // namespace kernhub
