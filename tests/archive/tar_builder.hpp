@@ -109,7 +109,8 @@ public:
 private:
     static la_ssize_t write_cb(struct archive*, void* self, const void* data, size_t size) {
         auto* builder = static_cast<TarBuilder*>(self);
-        if (builder->m_discard) return static_cast<la_ssize_t>(size);
+        // After header_only(): fail, so libarchive stops instead of padding out the declared size.
+        if (builder->m_discard) return -1;
         return ::write(builder->m_fd, data, size);
     }
     struct archive_entry* make(const std::string& path, unsigned type, unsigned mode) {

@@ -207,16 +207,25 @@ TEST_CASE("import refuses anything outside the cache layout and leaves the cache
          [&](TarBuilder& t) { t.file(f + "/.kernhub/trees/" + valid.commit.substr(0, 39) + "f.json", "{"); },
          {".kernhub/trees", "not JSON"}},
     };
+    // A cache that already holds something, to show it is left alone. Catch
+    // runs this body once per section: the import (which fsyncs) runs once,
+    // and each case gets a copy.
+    static const Scratch filled;
+    static const bool imported = [&] {
+        {
+            TarBuilder tar(filled.tar);
+            valid.add_to(tar);
+        }
+        kernhub::cache::import_cache(filled.root, filled.tar);
+        return true;
+    }();
+    REQUIRE(imported);
     for (const auto& c : cases) {
         DYNAMIC_SECTION(c.what) {
             Scratch s;
-            // A cache that already holds something, to show it is left alone.
-            {
-                TarBuilder tar(s.tar);
-                valid.add_to(tar);
-            }
-            kernhub::cache::import_cache(s.root, s.tar);
+            fs::copy(filled.root, s.root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
             const auto before = tree_state(s.root);
+            REQUIRE(before == tree_state(filled.root));
             {
                 TarBuilder tar(s.tar);  // plain, so a header_only() entry really ends the file there
                 valid.add_to(tar);
