@@ -113,8 +113,9 @@ std::string pull_through_config(const std::string& upstream, int port) {
         proxy_cache_key $request_uri;
         proxy_cache_valid 200 30d;
         proxy_cache_lock on;
+        proxy_cache_lock_timeout 10m;
         proxy_intercept_errors on;
-        error_page 301 302 303 307 308 = @kernhub_redirect;
+        error_page 302 = @kernhub_redirect;
         proxy_hide_header Link;
         add_header Link $kernhub_link;
     }
@@ -126,6 +127,7 @@ std::string pull_through_config(const std::string& upstream, int port) {
         proxy_cache_key $request_uri;
         proxy_cache_valid 200 30d;
         proxy_cache_lock on;
+        proxy_cache_lock_timeout 10m;
     }
     location / {
         proxy_pass )conf" +
