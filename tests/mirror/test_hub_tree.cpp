@@ -129,7 +129,7 @@ TEST_CASE("a hub tree holds the Hubs layout, its files hard-linked from the blob
     CHECK(fs::is_empty(root / ".kernhub-tmp"));
 }
 
-TEST_CASE("adding to a tree keeps other repos, commits and files; a revision moves to the new commit", "[mirror]") {
+TEST_CASE("adding to a tree keeps other repos, commits and files, and moves a revision to its new commit", "[mirror]") {
     TempDir dir;
     const fs::path root = dir.path() / "tree";
     const auto cpu = blob(dir.path(), "build/native-cpu-x86_64-linux/libk.so", "cpu", true);
