@@ -51,9 +51,21 @@ json revision_document(const hub::RepoRef& repo, const std::string& commit,
     return {{"id", repo.repo_id}, {"sha", commit}, {"private", false}, {"siblings", std::move(siblings)}};
 }
 
+// The tree's folder must exist before its lock file can be made in it.
+fs::path created(fs::path root) {
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    if (ec || !fs::is_directory(root, ec)) {
+        throw Error(ErrorCode::internal, "cannot make the hub tree " + root.string() + ": " +
+                                             (ec ? ec.message() : std::string("it is not a directory")) +
+                                             "; pass --to a directory you can write");
+    }
+    return root;
+}
+
 }  // namespace
 
-HubTree::HubTree(fs::path root) : m_root(absolute_root(std::move(root))), m_lock(m_root / k_lock_name) {}
+HubTree::HubTree(fs::path root) : m_root(created(absolute_root(std::move(root)))), m_lock(m_root / k_lock_name) {}
 
 PlaceCounts HubTree::add_files(const hub::RepoRef& repo, const std::string& commit,
                                const std::vector<MirrorFile>& files) {

@@ -208,6 +208,27 @@ TEST_CASE("a mirrored tree serves kernhub fetch from http.server, from nginx wit
         ProcessResult missing = fetch(box, "vector-add-v1", endpoint, cache);
         check_error(missing, 3, {"version 1"});
     }
+    // What huggingface_hub asks nginx for: a file by branch name (HEAD),
+    // and the whole repo's listing at tree/<commit>.
+    const std::string sha = file_hashes(want["vector-add"])["libvector_add.so"];
+    HttpReply head = http_request("HEAD", nginx.endpoint() + "/kernels/kernhub-test/vector-add/resolve/main/build/" +
+                                              host_cpu_variant() + "/libvector_add.so");
+    CHECK(head.status == 200);
+    CHECK(head.header("x-repo-commit") == commit);
+    CHECK(head.header("etag") == "\"" + sha + "\"");
+    CHECK(head.header("x-linked-etag") == "\"" + sha + "\"");
+    CHECK(head.header("x-linked-size") == std::to_string(fs::file_size(so)));
+    CHECK(head.header("content-length") == std::to_string(fs::file_size(so)));
+    HttpReply whole = http_request("GET", nginx.endpoint() + "/api/kernels/kernhub-test/vector-add/tree/" + commit +
+                                              "?recursive=true&expand=false");
+    CHECK(whole.status == 200);
+    CHECK(json::parse(whole.body, nullptr, false).size() == report["kernels"][0]["files"]);
+    HttpReply absent =
+        http_request("HEAD", nginx.endpoint() + "/kernels/kernhub-test/vector-add/resolve/main/README.md");
+    CHECK(absent.status == 404);
+    CHECK(absent.header("x-error-code") == "EntryNotFound");
+    CHECK(absent.header("x-repo-commit") == commit);
+
     ProcessResult loaded = box.run({"load", "vector-add", "--registry", box.registry.string(), "--endpoint",
                                     nginx.endpoint(), "--cache-dir", (box.dir.path() / "cache-load").string()});
     INFO(describe(loaded));
@@ -260,6 +281,17 @@ TEST_CASE("kernhub mirror --target adds variants and revisions to an existing tr
     CHECK(same["files_linked"] == 0);
     CHECK(same["bytes_downloaded"] == 0);
 
+    // Offline, a mirror is made from what the cache holds.
+    ProcessResult offline =
+        mirror(box, {"vector-add", "--to", (box.dir.path() / "offline").string(), "--target", host, "--offline"},
+               k_dead_endpoint);
+    INFO(describe(offline));
+    REQUIRE(offline.exit_code == 0);
+    CHECK(parse_stdout(offline)["requests"] == 0);
+    CHECK(
+        fetch(box, "vector-add", "file://" + (box.dir.path() / "offline").string(), box.dir.path() / "c3").exit_code ==
+        0);
+
     check_error(mirror(box, {"vector-add", "--to", tree.string(), "--target", "native-cpu-riscv64-linux"}, endpoint), 3,
                 {"native-cpu-riscv64-linux", k_cuda_variant});
 }
@@ -291,6 +323,9 @@ TEST_CASE("kernhub mirror without kernels writes the nginx configuration of an e
     check_error(mirror(box, {"vector-add", "--to", tree.string(), "--listen", "127.0.0.1:9"}, endpoint), 2,
                 {"--nginx-conf"});
     check_error(mirror(box, {"no-such-kernel", "--to", tree.string()}, endpoint), 3, {"no-such-kernel"});
+    write_text(box.dir.path() / "a-file", "not a folder");
+    check_error(mirror(box, {"vector-add", "--to", (box.dir.path() / "a-file").string()}, endpoint), 1,
+                {"cannot make the hub tree", "a-file"});
 }
 
 TEST_CASE("an nginx pull-through cache serves a second node with no file request reaching the hub or its CDN",
