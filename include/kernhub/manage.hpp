@@ -146,25 +146,33 @@ struct ImportReport {
 
 struct MirrorOptions {
     std::string to;  // the static hub tree to write or add to
-    // Also write an nginx server block for the tree to this file.
+    // Also write an nginx server block for the tree to this file. With no
+    // kernels named, only this is written, for the tree as it is.
     std::string nginx_conf;
-    std::string listen = "127.0.0.1:8080";
+    std::string listen = "127.0.0.1:8080";  // where that server block listens
 };
 
 struct MirroredKernel {
     std::string name;
     std::string repo_id;
-    std::string revision;
+    std::string repo_type;  // "kernel" or "model"
+    std::string revision;   // the branch, tag or vN the tree now maps to commit
     std::string commit;
     std::vector<std::string> variants;
     std::size_t files = 0;
+    std::uint64_t bytes = 0;  // of those files
 };
 
 struct MirrorReport {
     std::string to;
     std::string nginx_conf;  // empty when none was written
     std::vector<MirroredKernel> kernels;
-    std::uint64_t bytes_downloaded = 0;
+    // How the files got into the tree: hard links to cache blobs, copies
+    // (the tree is on another filesystem), or already there.
+    std::size_t files_linked = 0;
+    std::size_t files_copied = 0;
+    std::size_t files_unchanged = 0;
+    std::uint64_t bytes_downloaded = 0;  // from the hub, into the cache
     std::uint64_t requests = 0;
 };
 

@@ -1,10 +1,149 @@
-// (not yet implemented)
+// Client::mirror: fetch every wanted variant of each kernel through the cache
+// (so each file is verified once, by the same pipeline as fetch), then lay
+// the verified blobs out as a static hub tree (docs/ARCHITECTURE.md,
+// "Mirrors").
+#include <algorithm>
+
 #include "api/client_impl.hpp"
+#include "mirror/mirror.hpp"
 
 namespace kernhub {
 
-MirrorReport Client::mirror(const std::vector<std::string>&, const MirrorOptions&) {
-    throw Error(ErrorCode::internal, "not implemented yet");
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+    return out;
 }
+
+// The variants of the repo to mirror: the --target ones it has, or all.
+std::vector<std::string> variants_to_mirror(const hub::VariantChoice& choice, const std::vector<std::string>& targets,
+                                            const std::string& where) {
+    std::vector<std::string> available;
+    for (const auto& candidate : choice.candidates) available.push_back(candidate.name);
+    if (available.empty()) throw Error(ErrorCode::not_found, where + " has no build variants to mirror");
+    if (targets.empty()) return available;
+    std::vector<std::string> chosen;
+    for (const auto& target : targets) {
+        bool has = std::find(available.begin(), available.end(), target) != available.end();
+        if (has && std::find(chosen.begin(), chosen.end(), target) == chosen.end()) chosen.push_back(target);
+    }
+    if (chosen.empty()) {
+        throw Error(ErrorCode::not_found, "none of the --target variants (" + join(targets) + ") is in " + where +
+                                              "; it has " + join(available));
+    }
+    return chosen;
+}
+
+// What mirroring one kernel needs from the client.
+struct MirrorRun {
+    const api::Settings& settings;
+    bool use_locks;
+    const std::atomic<bool>* cancel;
+    hub::Fetcher& fetcher;
+    mirror::HubTree& tree;
+    MirrorReport& report;
+};
+
+MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run);
+
+}  // namespace
+
+MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOptions& options) {
+    if (options.to.empty()) throw Error(ErrorCode::usage, "kernhub mirror needs the tree to write: pass --to DIR");
+    if (refs.empty() && options.nginx_conf.empty()) {
+        throw Error(ErrorCode::usage,
+                    "nothing to mirror: name kernels (NAME or ORG/REPO[@REV]), or pass --nginx-conf FILE to write "
+                    "only the nginx configuration of an existing tree");
+    }
+    if (!options.nginx_conf.empty()) mirror::check_listen(options.listen);
+    // Every name is resolved before anything is written.
+    std::vector<registry::KernelSpec> specs;
+    for (const auto& ref : refs) specs.push_back(api::resolve_ref(m_impl->registry, ref));
+
+    MirrorReport report;
+    std::error_code ec;
+    report.to = std::filesystem::absolute(options.to, ec).lexically_normal().string();
+    if (ec) report.to = options.to;
+    const std::uint64_t before = m_impl->requests();
+    if (!specs.empty()) {
+        mirror::HubTree tree(report.to);
+        hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
+        MirrorRun run{m_impl->settings,
+                      !api::env_flag(m_impl->env, "KERNHUB_NO_FLOCK"),
+                      m_impl->options.cancel,
+                      fetcher,
+                      tree,
+                      report};
+        for (const auto& spec : specs) report.kernels.push_back(mirror_kernel(spec, run));
+    }
+    if (!options.nginx_conf.empty()) {
+        report.nginx_conf = std::filesystem::absolute(options.nginx_conf, ec).lexically_normal().string();
+        if (ec) report.nginx_conf = options.nginx_conf;
+        store::write_file_atomic(report.nginx_conf, mirror::nginx_conf(report.to, options.listen));
+    }
+    report.requests = m_impl->requests() - before;
+    return report;
+}
+
+namespace {
+
+MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
+    const api::Settings& settings = run.settings;
+    hub::Fetcher& fetcher = run.fetcher;
+    MirrorReport& report = run.report;
+    hub::FetchRequest request;
+    request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
+    request.revision = spec.effective_revision();
+    request.offline = settings.offline;
+    request.use_locks = run.use_locks;
+    request.cancel = run.cancel;
+    // The registry's "file" picks a variant to load; a mirror serves them all.
+    const hub::VariantChoice choice = fetcher.choose(request);
+    const std::string where =
+        (spec.repo_type == RepoType::kernel ? "kernel repo " : "model repo ") + spec.repo_id + "@" + request.revision;
+
+    MirroredKernel kernel;
+    kernel.name = spec.name;
+    kernel.repo_id = spec.repo_id;
+    kernel.repo_type = to_string(spec.repo_type);
+    kernel.revision = request.revision;
+    kernel.commit = choice.commit;
+    kernel.variants = variants_to_mirror(choice, settings.targets, where);
+
+    // By commit from here on: the listing is cached now, so each variant
+    // costs no revision or listing request.
+    request.revision = choice.commit;
+    store::RepoCache cache(settings.cache_root, spec.repo_type, spec.repo_id);
+    std::vector<mirror::MirrorFile> files;
+    for (const auto& variant : kernel.variants) {
+        request.host.targets = {variant};
+        hub::FetchOutcome outcome = fetcher.fetch(request);
+        report.bytes_downloaded += outcome.bytes_downloaded;
+        const std::string prefix = "build/" + variant + "/";
+        for (const auto& entry : fetcher.last_listing()) {
+            if (!entry.is_file || entry.path.rfind(prefix, 0) != 0) continue;
+            files.push_back(mirror::MirrorFile{entry, cache.blob_path(entry.etag())});
+            kernel.bytes += entry.size;
+        }
+    }
+    kernel.files = files.size();
+    mirror::PlaceCounts placed = run.tree.add_files(request.repo, choice.commit, files);
+    report.files_linked += placed.linked;
+    report.files_copied += placed.copied;
+    report.files_unchanged += placed.unchanged;
+    if (!is_commit_sha(kernel.revision)) {
+        run.tree.set_revision(request.repo, kernel.revision, choice.commit);
+        // As fetch does: the cache's ref follows the hub, so a later
+        // --offline mirror or fetch of the same name finds the commit.
+        if (!settings.offline && cache.read_ref(kernel.revision) != choice.commit) {
+            cache.write_ref(kernel.revision, choice.commit);
+        }
+    }
+    return kernel;
+}
+
+}  // namespace
 
 }  // namespace kernhub

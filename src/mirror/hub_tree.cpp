@@ -1,0 +1,152 @@
+// Writes a static hub tree (docs/ARCHITECTURE.md, "Mirrors"). Order matters
+// to readers of a tree being added to: file bytes, then the commit's
+// listings, then revision/<commit>, and last revision/<name> and refs, so a
+// revision never names a commit whose files are not there yet.
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "digest/digest.hpp"
+#include "kernhub/error.hpp"
+#include "mirror/mirror.hpp"
+#include "mirror/tree_files.hpp"
+#include "store/place_file.hpp"
+
+namespace kernhub::mirror {
+
+using nlohmann::json;
+using namespace detail;
+
+namespace {
+
+constexpr const char* k_lock_name = ".kernhub-mirror.lock";
+// Temp names live here, not next to their targets, so a directory listing
+// served by a web server never shows them.
+constexpr const char* k_staging_name = ".kernhub-tmp";
+
+fs::path absolute_root(fs::path root) {
+    std::error_code ec;
+    fs::path absolute = fs::absolute(root, ec);
+    return ec ? root : absolute.lexically_normal();
+}
+
+// True when `target` already holds the entry's bytes: the same inode as the
+// source (a hard link from an earlier run), or a file whose hub hash matches.
+bool already_there(const fs::path& target, const MirrorFile& file) {
+    struct stat have {
+    }, want{};
+    if (::lstat(target.c_str(), &have) != 0 || !S_ISREG(have.st_mode)) return false;
+    if (::stat(file.source.c_str(), &want) == 0 && have.st_dev == want.st_dev && have.st_ino == want.st_ino) {
+        return true;
+    }
+    if (static_cast<std::uint64_t>(have.st_size) != file.entry.size) return false;
+    if (file.entry.is_lfs()) return digest::sha256_file_hex(target) == file.entry.lfs_sha256;
+    return digest::git_blob_sha1_file_hex(target) == file.entry.oid;
+}
+
+json revision_document(const hub::RepoRef& repo, const std::string& commit,
+                       const std::map<std::string, hub::TreeEntry>& listing) {
+    json siblings = json::array();
+    for (const auto& [path, entry] : listing) siblings.push_back({{"rfilename", path}});
+    return {{"id", repo.repo_id}, {"sha", commit}, {"private", false}, {"siblings", std::move(siblings)}};
+}
+
+// The tree's folder must exist before its lock file can be made in it.
+fs::path created(fs::path root) {
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    if (ec || !fs::is_directory(root, ec)) {
+        throw Error(ErrorCode::internal, "cannot make the hub tree " + root.string() + ": " +
+                                             (ec ? ec.message() : std::string("it is not a directory")) +
+                                             "; pass --to a directory you can write");
+    }
+    return root;
+}
+
+}  // namespace
+
+HubTree::HubTree(fs::path root) : m_root(created(absolute_root(std::move(root)))), m_lock(m_root / k_lock_name) {}
+
+PlaceCounts HubTree::add_files(const hub::RepoRef& repo, const std::string& commit,
+                               const std::vector<MirrorFile>& files) {
+    validate_repo_id(repo.repo_id);
+    store::check_commit(commit);
+    PlaceCounts counts;
+    const fs::path resolve = m_root / resolve_prefix(repo) / "resolve" / commit;
+    std::map<std::string, hub::TreeEntry> listing = read_listing(m_root, repo, commit);
+    for (const MirrorFile& file : files) {
+        store::check_relative_path(file.entry.path);
+        store::check_etag(file.entry.etag());
+        const fs::path target = resolve / file.entry.path;
+        if (already_there(target, file)) {
+            ++counts.unchanged;
+        } else if (store::place_file(file.source, target, m_root / k_staging_name) == store::Placed::linked) {
+            ++counts.linked;
+        } else {
+            ++counts.copied;
+        }
+        listing[file.entry.path] = file.entry;
+    }
+
+    std::vector<hub::TreeEntry> all, build;
+    for (const auto& [path, entry] : listing) {
+        all.push_back(entry);
+        if (path.rfind("build/", 0) == 0) build.push_back(entry);
+    }
+    const fs::path api = api_dir(m_root, repo);
+    const fs::path staging = m_root / k_staging_name;
+    store::write_file_atomic(api / "tree" / commit / "build", listing_json(build), staging);
+    store::write_file_atomic(api / "tree" / (commit + ".json"), listing_json(all), staging);
+    store::write_file_atomic(api / "revision" / commit, revision_document(repo, commit, listing).dump(), staging);
+    // Other names of this commit list its files too.
+    for (const auto& [name, path] : revision_files(api / "revision")) {
+        if (name == commit) continue;
+        std::optional<std::string> text = read_document(path);
+        if (text && revision_commit(path, *text) == commit) {
+            store::write_file_atomic(path, revision_document(repo, commit, listing).dump(), staging);
+        }
+    }
+    return counts;
+}
+
+void HubTree::set_revision(const hub::RepoRef& repo, const std::string& revision, const std::string& commit) {
+    validate_repo_id(repo.repo_id);
+    store::check_commit(commit);
+    if (std::string problem = revision_problem(revision); !problem.empty() || is_commit_sha(revision)) {
+        throw Error(ErrorCode::usage, "revision '" + revision + "' cannot name a file of the hub tree" +
+                                          (problem.empty() ? ": it is a commit id" : ": it " + problem));
+    }
+    const fs::path api = api_dir(m_root, repo);
+    const fs::path staging = m_root / k_staging_name;
+    const auto listing = read_listing(m_root, repo, commit);
+    store::write_file_atomic(api / "revision" / revision, revision_document(repo, commit, listing).dump(), staging);
+
+    json refs = {{"branches", json::array()}, {"tags", json::array()}, {"converts", json::array()}};
+    const fs::path refs_path = api / "refs";
+    if (std::optional<std::string> text = read_document(refs_path)) {
+        refs = json::parse(*text, nullptr, false);
+        bool valid =
+            refs.is_object() && refs.value("branches", json()).is_array() && refs.value("tags", json()).is_array();
+        if (!valid) {
+            throw Error(ErrorCode::verification,
+                        "the hub tree's " + refs_path.string() + " is not a refs document; fix or remove it");
+        }
+    }
+    // A name the tree already has keeps its kind; a new one becomes a branch
+    // (the hub's answer does not say which it was).
+    bool found = false;
+    for (const char* kind : {"branches", "tags"}) {
+        for (auto& ref : refs[kind]) {
+            if (ref.is_object() && ref.value("name", "") == revision) {
+                ref["targetCommit"] = commit;
+                found = true;
+            }
+        }
+    }
+    if (!found) {
+        refs["branches"].push_back({{"name", revision}, {"ref", "refs/heads/" + revision}, {"targetCommit", commit}});
+    }
+    store::write_file_atomic(refs_path, refs.dump(), staging);
+}
+
+}  // namespace kernhub::mirror
