@@ -33,6 +33,7 @@ std::vector<select::Candidate> candidates_from(const std::vector<TreeEntry>& lis
         auto slash = rest.find('/');
         if (slash == std::string::npos || slash == 0) continue;
         std::string name = rest.substr(0, slash);
+        if (is_python_bytecode(rest.substr(slash + 1))) continue;
         auto [it, inserted] = index.emplace(name, out.size());
         if (inserted) out.push_back(select::Candidate{name, {}});
         out[it->second].files.push_back(rest.substr(slash + 1));
@@ -44,7 +45,9 @@ std::vector<const TreeEntry*> variant_entries(const std::vector<TreeEntry>& list
     std::vector<const TreeEntry*> out;
     const std::string prefix = variant_prefix(variant);
     for (const auto& entry : listing) {
-        if (entry.is_file && entry.path.rfind(prefix, 0) == 0) out.push_back(&entry);
+        if (entry.is_file && entry.path.rfind(prefix, 0) == 0 && !is_python_bytecode(entry.path.substr(prefix.size()))) {
+            out.push_back(&entry);
+        }
     }
     // metadata.json first: its digests check the files that follow.
     std::stable_sort(out.begin(), out.end(), [&](const TreeEntry* a, const TreeEntry* b) {
@@ -265,6 +268,7 @@ std::string listing_variant_hash(const std::vector<TreeEntry>& listing, const st
     std::vector<std::pair<std::string, digest::Bytes>> files;
     for (const auto& entry : listing) {
         if (!entry.is_file || entry.path.rfind(prefix, 0) != 0) continue;
+        if (is_python_bytecode(entry.path.substr(prefix.size()))) continue;
         auto raw = digest::from_hex(entry.etag());
         if (!raw) throw Error(ErrorCode::verification, "the listing of " + entry.path + " has no usable hash");
         files.emplace_back(entry.path.substr(prefix.size()), std::move(*raw));
@@ -281,8 +285,8 @@ static void check_listing_against_pins(const std::vector<TreeEntry>& listing, co
     const std::string prefix = variant_prefix(variant);
     auto fail = [&](const std::string& problem) {
         throw Error(ErrorCode::verification, where + " variant " + variant + ": " + problem +
-                                                 "; the hub no longer serves what was locked (re-lock with "
-                                                 "`kernhub lock --update` only if the change is expected)");
+                                                 "; the hub no longer serves what was locked (lock again only if the "
+                                                 "change is expected)");
     };
     // A lock with per-file pins names the file that changed (plain files
     // while they stream); the variant hash, which cannot, is the check for
@@ -295,8 +299,9 @@ static void check_listing_against_pins(const std::vector<TreeEntry>& listing, co
     std::size_t listed = 0;
     for (const auto& entry : listing) {
         if (!entry.is_file || entry.path.rfind(prefix, 0) != 0) continue;
-        ++listed;
         const std::string relpath = entry.path.substr(prefix.size());
+        if (is_python_bytecode(relpath)) continue;
+        ++listed;
         auto pin = pins.files->find(relpath);
         if (pin == pins.files->end()) fail(relpath + " is on the hub but not in the lock file");
         if (pin->second.size != entry.size) {

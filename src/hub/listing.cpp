@@ -9,8 +9,7 @@ namespace kernhub::hub {
 
 using nlohmann::json;
 
-bool excluded_from_digest(const std::string& relpath) {
-    if (relpath == "metadata.json" || relpath == "metadata.json.sigstore") return true;
+bool is_python_bytecode(const std::string& relpath) {
     const std::string pyc = ".pyc";
     if (relpath.size() >= pyc.size() && relpath.compare(relpath.size() - pyc.size(), pyc.size(), pyc) == 0) {
         return true;
@@ -24,6 +23,10 @@ bool excluded_from_digest(const std::string& relpath) {
         if (end == std::string::npos) return false;
         start = end + 1;
     }
+}
+
+bool excluded_from_digest(const std::string& relpath) {
+    return relpath == "metadata.json" || relpath == "metadata.json.sigstore" || is_python_bytecode(relpath);
 }
 
 static bool is_size(const json& value) {
