@@ -16,10 +16,12 @@ and the native-cpu variant with a real .so that kernhub loads.
 
 --part current (kernels >= 0.17, the current kernels.lock format):
   (a) kernels itself says which variant it selects on this host
-      (get_kernel_variants against the hub) and writes kernels.lock
-      (`kernels lock PROJECT`, pinning v1); `kernhub prewarm --lock
-      kernels.lock --target <that variant>` fills an empty cache with exactly
-      that variant and refs/v1; with the hub server stopped and HF_HUB_OFFLINE=1,
+      (get_kernel_variants against the hub: without torch, torch-cuda where
+      it finds a CUDA runtime library, else torch-cpu) and writes
+      kernels.lock (`kernels lock PROJECT`, pinning v1); `kernhub prewarm
+      --lock kernels.lock --target <that variant>` fills an empty cache with
+      exactly that variant and refs/v1, and its --json report says so; with
+      the hub server stopped and HF_HUB_OFFLINE=1,
       load_kernel(..., lockfile=kernels.lock) and get_kernel(..., version=1)
       load v1 of that variant from the cache (through KERNELS_CACHE and
       HF_HUB_CACHE), kernels' own digest check accepts it, and get_kernel(
@@ -30,7 +32,10 @@ and the native-cpu variant with a real .so that kernhub loads.
   (c) huggingface_hub fills a cache (snapshot_download of the variant at v1),
       and `kernhub prewarm --offline` over it exits 0 making no request (the
       hub is stopped), leaving huggingface_hub's trees/ as it was; with one
-      of the variant's files removed it exits 6 naming that file.
+      of the variant's files removed it exits 6 naming that file. (An INFO
+      line tells whether kernels itself loads offline from huggingface_hub's
+      one-variant cache: with huggingface_hub 2.4 it does not, because of
+      the trees/ listing.)
 --part legacy (kernels <= 0.16, the older kernels.lock format with variant
   hashes): `kernels lock` writes the old format, kernhub prewarms from it,
   and kernels 0.16 load_kernel(..., lockfile=...) loads it offline; a lock
@@ -291,6 +296,26 @@ def prewarm(cli, tmp, hub, lock, variant, cache, *extra):
                          "--endpoint", hub.endpoint, "--json", *extra], clean_env(tmp, HF_HUB_DISABLE_TELEMETRY=1))
 
 
+def check_report(report, p, hub, commit, variant, cache, fetched, refs, what):
+    """prewarm --json: one kernel, the target variant at the locked commit."""
+    try:
+        out = json.loads(p.stdout)
+    except ValueError:
+        out = {}
+    kernels = out.get("kernels") or [{}]
+    k = kernels[0]
+    n = len(hub.files(commit, variant))
+    got = (len(kernels), k.get("repo_id"), k.get("commit"), k.get("variant"), k.get("files"), k.get("fetched"),
+           k.get("path"), k.get("refs"))
+    want = (1, REPO, commit, variant, n, n if fetched else 0,
+            str(cache / FOLDER / "snapshots" / commit / "build" / variant), refs)
+    report.check(got == want, f"{what} the JSON report names the kernel, commit, variant, "
+                 f"{'fetched' if fetched else 'already cached'} files and refs written", f"got {got}, want {want}")
+    if not fetched:
+        report.check(out.get("requests") == 0 and out.get("bytes_downloaded") == 0,
+                     f"{what} no request and no byte downloaded", str(out))
+
+
 def check_loaded(report, p, out, cache, commit, variant, version, what):
     where = cache / FOLDER / "snapshots" / commit / "build" / variant
     ok = (p.returncode == 0 and out.get("variant") == variant and out.get("version") == version
@@ -314,6 +339,7 @@ def part_current(report, args, tmp, hub):
     report.info(f"kernhub prewarm --lock kernels.lock --target {variant}: exit {p.returncode}\n{p.stdout.strip()}")
     if not report.check(p.returncode == 0, "(a) kernhub prewarm --lock kernels.lock fills an empty cache", tail(p)):
         return
+    check_report(report, p, hub, v1, variant, cache, fetched=True, refs=["v1"], what="(a)")
     check_prewarmed(report, hub, cache, v1, variant, "(a)")
     ref = cache / FOLDER / "refs" / "v1"
     report.check(ref.is_file() and ref.read_text() == v1, "(a) refs/v1 holds the locked commit, as huggingface_hub "
@@ -327,7 +353,8 @@ def part_current(report, args, tmp, hub):
     download = (f"import huggingface_hub as h; print(h.snapshot_download({REPO!r}, repo_type='kernel', "
                 f"revision='v1', allow_patterns=['build/{variant}/*']))")
     p_hf = run_python(download, hf_env(tmp, HF_ENDPOINT=hub.endpoint, HF_HUB_CACHE=hf_cache))
-    report.check(p_hf.returncode == 0, "(c) huggingface_hub snapshot_download fills a cache with the variant", tail(p_hf))
+    report.check(p_hf.returncode == 0, "(c) huggingface_hub snapshot_download fills a cache with the variant",
+                 tail(p_hf))
 
     hub.stop()  # from here on, nothing can be downloaded
 
@@ -347,6 +374,12 @@ def part_current(report, args, tmp, hub):
 
     part_hf_reads(report, tmp, hub, cache, v1, variant)
     if p_hf.returncode == 0:
+        # A fact, not a check: kernels' own download path leaves a one-variant
+        # snapshot with huggingface_hub's trees/<commit>.json listing the whole
+        # commit, which some huggingface_hub versions then call incomplete.
+        p, out = load(tmp, "lockfile", lock, "HF_HUB_CACHE", hf_cache)
+        report.info(f"kernels load_kernel offline over huggingface_hub's own one-variant cache: exit "
+                    f"{p.returncode} {out or (p.stderr.strip().splitlines() or [''])[-1][:300]}")
         part_prewarm_offline(report, args, tmp, hub, lock, hf_cache, v1, variant)
 
 
@@ -392,7 +425,9 @@ def part_prewarm_offline(report, args, tmp, hub, lock, hf_cache, commit, variant
     shutil.copytree(hf_cache, cache, symlinks=True)
     p = prewarm(args.kernhub, tmp, hub, lock, variant, cache, "--offline")
     report.info(f"kernhub prewarm --offline over huggingface_hub's cache: exit {p.returncode}\n{p.stdout.strip()}")
-    report.check(p.returncode == 0, "(c) kernhub prewarm --offline verifies huggingface_hub's cache: exit 0", tail(p))
+    if report.check(p.returncode == 0, "(c) kernhub prewarm --offline verifies huggingface_hub's cache: exit 0",
+                    tail(p)):
+        check_report(report, p, hub, commit, variant, cache, fetched=False, refs=[], what="(c)")
     report.check(sorted((cache / FOLDER / "trees").iterdir()) == [cache / FOLDER / "trees" / t.name for t in trees]
                  and [t.read_bytes() for t in sorted((cache / FOLDER / "trees").iterdir())] == tree_bytes,
                  "(c) huggingface_hub's trees/ is left as it was")
@@ -444,6 +479,7 @@ def part_legacy(report, args, tmp, hub):
     if not report.check(p.returncode == 0, "(a) kernhub prewarm --lock <old-format kernels.lock> fills an empty cache",
                         tail(p)):
         return
+    check_report(report, p, hub, v1, variant, cache, fetched=True, refs=[], what="(a)")
     check_prewarmed(report, hub, cache, v1, variant, "(a)")
 
     hub.stop()
@@ -464,7 +500,7 @@ def probe():
         return None, f"the Python kernels library is not installed for {sys.executable} ({e})"
     if "kernel" not in getattr(c, "REPO_TYPES_WITH_KERNEL", c.REPO_TYPES):
         return None, "this huggingface_hub has no repo_type 'kernel'"
-    return tuple(int(x) for x in kernels.__version__.split(".")[:2]), None
+    return kernels.__version__, None
 
 
 def main():
@@ -478,9 +514,10 @@ def main():
     args = parser.parse_args()
 
     version, why = probe()
-    if why is None and args.part == "current" and version < (0, 17):
+    major_minor = tuple(int(x) for x in (version or "0.0").split(".")[:2])
+    if why is None and args.part == "current" and major_minor < (0, 17):
         why = f"kernels {version} predates the current kernels.lock format (0.17)"
-    if why is None and args.part == "legacy" and version >= (0, 17):
+    if why is None and args.part == "legacy" and major_minor >= (0, 17):
         why = (f"kernels {version} no longer reads the older kernels.lock format; set "
                "KERNHUB_TEST_PYTHON_KERNELS_LEGACY to a Python with kernels 0.16")
     if why:
