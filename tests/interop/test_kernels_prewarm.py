@@ -55,9 +55,11 @@ Usage: test_kernels_prewarm.py --kernhub CLI --so LIB.so --make-hub make_hub.py
 """
 
 import argparse
+import base64
 import hashlib
 import json
 import os
+import py_compile
 import shutil
 import subprocess
 import sys
@@ -148,16 +150,37 @@ def tail(p, n=1500):
 
 # ---- the hub -----------------------------------------------------------------
 
-def python_variant_files(variant, version):
+def is_bytecode(relpath):
+    """What kernels never downloads and its metadata.json digest and variant hash leave out."""
+    return relpath.endswith(".pyc") or "__pycache__" in relpath.split("/")
+
+
+def stray_bytecode(tmp):
+    """An _ops.py compiled to bytecode that Python uses without looking at
+    the source (an unchecked-hash .pyc), as a build that kernel-builder did
+    not make may leave in a variant."""
+    source = tmp / "stray" / "_ops.py"
+    source.parent.mkdir()
+    source.write_text("VARIANT = 'bytecode outside the digest'\n")
+    pyc = tmp / "stray" / "_ops.pyc"
+    py_compile.compile(str(source), cfile=str(pyc), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    return base64.b64encode(pyc.read_bytes()).decode("ascii")
+
+
+def python_variant_files(variant, version, pyc):
     init = (f"from ._ops import VARIANT\n"
             f"KERNEL_VERSION = {version}\n\n\n"
             f"def vector_add(a, b):\n"
             f"    return [x + y for x, y in zip(a, b)]\n")
+    # The tag of the interpreter that runs kernels here, so it would be used.
+    stray = f"build/{variant}/{MODULE}/__pycache__/_ops.{sys.implementation.cache_tag}.pyc"
     return {f"build/{variant}/{MODULE}/__init__.py": {"text": init},
-            f"build/{variant}/{MODULE}/_ops.py": {"text": f"VARIANT = {variant!r}\n"}}
+            f"build/{variant}/{MODULE}/_ops.py": {"text": f"VARIANT = {variant!r}\n"},
+            stray: {"base64": pyc, "lfs": False}}
 
 
-def hub_spec(so):
+def hub_spec(so, pyc):
     commits = []
     for version, branches in ((1, ["v1"]), (2, ["v2", "main"])):
         files = {"README.md": {"text": f"vector-add v{version}\n"},
@@ -165,7 +188,7 @@ def hub_spec(so):
                  f"build/{TORCH_CUDA}/{MODULE}/__init__.py": {"text": "raise ImportError('needs torch')\n"},
                  f"build/{TORCH_CUDA}/{MODULE}/_{MODULE}_cuda.abi3.so": {"text": f"not cuda {version}", "lfs": True}}
         for variant in PYTHON_VARIANTS:
-            files.update(python_variant_files(variant, version))
+            files.update(python_variant_files(variant, version, pyc))
         commits.append({"message": f"v{version}", "branches": branches, "metadata": True,
                         "metadata_extra": {"version": version, "python-depends": []}, "files": files})
     return {"organizations": {ORG: {"trusted_kernel_publisher": True}},
@@ -177,7 +200,7 @@ class Hub:
 
     def __init__(self, args, tmp):
         self.args, self.tmp = args, tmp
-        (tmp / "spec.json").write_text(json.dumps(hub_spec(Path(args.so).resolve())))
+        (tmp / "spec.json").write_text(json.dumps(hub_spec(Path(args.so).resolve(), stray_bytecode(tmp))))
         subprocess.run([args.python, args.make_hub, "--spec", str(tmp / "spec.json"), "--out", str(tmp / "hub")],
                        check=True, timeout=TIMEOUT)
         index = json.loads((tmp / "hub" / "_hub.json").read_text())["repos"][REPO]
@@ -187,11 +210,13 @@ class Hub:
         self.endpoint = json.loads(self.server.stdout.readline())["endpoint"]
 
     def files(self, commit, variant):
-        """{relpath in the variant: sha256 hex} of one variant at one commit."""
+        """{relpath in the variant: sha256 hex} of one variant at one commit,
+        bytecode left out."""
         prefix = f"build/{variant}/"
         out = {}
         for entry in self.trees[commit]:
-            if entry["type"] == "file" and entry["path"].startswith(prefix):
+            if (entry["type"] == "file" and entry["path"].startswith(prefix)
+                    and not is_bytecode(entry["path"][len(prefix):])):
                 data = (self.tmp / "hub" / "kernels" / REPO / "resolve" / commit / entry["path"]).read_bytes()
                 out[entry["path"][len(prefix):]] = hashlib.sha256(data).hexdigest()
         return out
@@ -289,6 +314,10 @@ def check_prewarmed(report, hub, cache, commit, variant, what):
             got[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     report.check(got == want, f"{what}: all {len(want)} files of the variant, with the hub's bytes",
                  f"missing or different: {sorted(set(want.items()) ^ set(got.items()))}")
+    root = build / variant
+    stray = sorted(str(p.relative_to(root)) for p in root.rglob("*") if is_bytecode(str(p.relative_to(root))))
+    report.check(not stray, f"{what}: no bytecode from the hub, which no digest covers (kernels never downloads it)",
+                 str(stray))
 
 
 def prewarm(cli, tmp, hub, lock, variant, cache, *extra):
@@ -351,7 +380,8 @@ def part_current(report, args, tmp, hub):
     # (c) huggingface_hub fills a cache while the hub is up.
     hf_cache = tmp / "hf-cache"
     download = (f"import huggingface_hub as h; print(h.snapshot_download({REPO!r}, repo_type='kernel', "
-                f"revision='v1', allow_patterns=['build/{variant}/*']))")
+                f"revision='v1', allow_patterns=['build/{variant}/*'], "
+                f"ignore_patterns=['*.pyc', '**/__pycache__/**']))")  # as kernels downloads
     p_hf = run_python(download, hf_env(tmp, HF_ENDPOINT=hub.endpoint, HF_HUB_CACHE=hf_cache))
     report.check(p_hf.returncode == 0, "(c) huggingface_hub snapshot_download fills a cache with the variant",
                  tail(p_hf))
