@@ -35,8 +35,8 @@ nlohmann::ordered_json lock_json(const LockReport& report) {
 
 Command add_lock_command(CLI::App& app) {
     auto flags = std::make_shared<LockFlags>();
-    CLI::App* command =
-        app.add_subcommand("lock", "Pin the kernels of the project's kernhub.json to commits and digests in kernhub.lock");
+    CLI::App* command = app.add_subcommand(
+        "lock", "Pin the kernels of the project's kernhub.json to commits and digests in kernhub.lock");
     add_fetch_flags(*command, flags->common);
     command->remove_option(command->get_option("--registry"));  // the lock covers kernhub.json only
     CLI::Option* update = command->add_option("--update", flags->update,
@@ -65,9 +65,9 @@ Command add_lock_command(CLI::App& app) {
                     for (const auto& kernel : report.kernels) {
                         std::string variants;
                         for (const auto& v : kernel.variants) variants += (variants.empty() ? "" : ", ") + v;
-                        status(flags->common, "locked " + kernel.name + " (" + kernel.repo_id + "@" +
-                                                  kernel.revision + " = " + short_commit(kernel.commit) + ") " +
-                                                  variants + (kernel.pin_kept ? "" : " [resolved]"));
+                        status(flags->common, "locked " + kernel.name + " (" + kernel.repo_id + "@" + kernel.revision +
+                                                  " = " + short_commit(kernel.commit) + ") " + variants +
+                                                  (kernel.pin_kept ? "" : " [resolved]"));
                     }
                     if (stale) {
                         std::cout << report.diff;

@@ -39,7 +39,8 @@ nlohmann::ordered_json prewarm_json(const PrewarmReport& report) {
 Command add_prewarm_command(CLI::App& app) {
     auto flags = std::make_shared<PrewarmFlags>();
     CLI::App* command = app.add_subcommand(
-        "prewarm", "Fetch and verify exactly what a lock file pins (kernhub.lock or kernels.lock), for --target or this host");
+        "prewarm",
+        "Fetch and verify exactly what a lock file pins (kernhub.lock or kernels.lock), for --target or this host");
     add_fetch_flags(*command, flags->common);
     command->remove_option(command->get_option("--registry"));  // a lock names its repos itself
     CLI::Option* lock = command->add_option("--lock", flags->lock_file,
@@ -55,19 +56,19 @@ Command add_prewarm_command(CLI::App& app) {
                     return 0;
                 }
                 for (const auto& k : report.kernels) {
-                    std::string what = k.fetched == 0 ? "already cached (" + std::to_string(k.files) + " files)"
-                                                      : "fetched " + std::to_string(k.fetched) + " of " +
-                                                            std::to_string(k.files) + " files (" +
-                                                            human_size(k.bytes_downloaded) + "), " +
-                                                            std::to_string(k.files - k.fetched) + " already cached";
+                    std::string what = k.fetched == 0
+                                           ? "already cached (" + std::to_string(k.files) + " files)"
+                                           : "fetched " + std::to_string(k.fetched) + " of " + std::to_string(k.files) +
+                                                 " files (" + human_size(k.bytes_downloaded) + "), " +
+                                                 std::to_string(k.files - k.fetched) + " already cached";
                     std::string refs;
                     for (const auto& r : k.refs) refs += (refs.empty() ? "; refs/" : ", refs/") + r;
                     status(flags->common, k.name + " (" + k.repo_id + "@" + short_commit(k.commit) + ") " + k.variant +
                                               ": " + what + ", verified against the lock" + refs);
                 }
                 status(flags->common, "prewarmed " + std::to_string(report.kernels.size()) + " variant(s) from " +
-                                          report.lock_file + " (" + report.lock_format + "): " +
-                                          human_size(report.bytes_downloaded) + " downloaded, " +
+                                          report.lock_file + " (" + report.lock_format +
+                                          "): " + human_size(report.bytes_downloaded) + " downloaded, " +
                                           std::to_string(report.requests) + " requests");
                 return 0;
             }};

@@ -229,7 +229,8 @@ std::vector<LockJob> jobs_from(const lock::AnyLock& parsed) {
                 hub::VariantPins pins;
                 pins.hash = locked.hash;
                 pins.files.emplace();
-                for (const auto& [path, file] : locked.files) (*pins.files)[path] = hub::FilePin{file.size, file.sha256};
+                for (const auto& [path, file] : locked.files)
+                    (*pins.files)[path] = hub::FilePin{file.size, file.sha256};
                 job.pins->emplace(variant, std::move(pins));
             }
             jobs.push_back(std::move(job));
@@ -240,7 +241,8 @@ std::vector<LockJob> jobs_from(const lock::AnyLock& parsed) {
         LockJob job{entry.repo_id, entry.repo_id, RepoType::kernel, entry.revision, entry.commit, {}, {}};
         if (parsed.format == lock::Format::kernels_legacy) {
             job.pins.emplace();
-            for (const auto& [variant, hash] : entry.variant_hashes) job.pins->emplace(variant, hub::VariantPins{hash, {}});
+            for (const auto& [variant, hash] : entry.variant_hashes)
+                job.pins->emplace(variant, hub::VariantPins{hash, {}});
         }
         jobs.push_back(std::move(job));
     }
@@ -294,12 +296,11 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
                 if (contains(offered, target)) runs.push_back({target});
             }
             if (runs.empty()) {
-                throw Error(ErrorCode::not_found,
-                            "kernel '" + job.name + "' has none of the targets " + join(targets) +
-                                (job.pins ? " in the lock file (it locks " + join(offered) +
-                                                "); lock them with `kernhub lock --target`"
-                                          : " at commit " + job.commit.substr(0, 12) + " (it has " + join(offered) +
-                                                ")"));
+                throw Error(ErrorCode::not_found, "kernel '" + job.name + "' has none of the targets " + join(targets) +
+                                                      (job.pins ? " in the lock file (it locks " + join(offered) +
+                                                                      "); lock them with `kernhub lock --target`"
+                                                                : " at commit " + job.commit.substr(0, 12) +
+                                                                      " (it has " + join(offered) + ")"));
             }
         }
         for (const auto& run : runs) {

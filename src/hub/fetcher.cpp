@@ -274,8 +274,8 @@ std::string listing_variant_hash(const std::vector<TreeEntry>& listing, const st
 
 // Before any byte is used, the listing must be what the lock pinned: the
 // same files with the same sizes (and, for LFS files, the same SHA-256),
-// and the same variant hash. Plain files are checked against their
-// SHA-256 pins while they stream.
+// or the same variant hash. Plain files are checked against their SHA-256
+// pins while they stream.
 static void check_listing_against_pins(const std::vector<TreeEntry>& listing, const std::string& variant,
                                        const VariantPins& pins, const std::string& where) {
     const std::string prefix = variant_prefix(variant);
@@ -284,11 +284,14 @@ static void check_listing_against_pins(const std::vector<TreeEntry>& listing, co
                                                  "; the hub no longer serves what was locked (re-lock with "
                                                  "`kernhub lock --update` only if the change is expected)");
     };
-    if (!pins.hash.empty()) {
-        std::string actual = listing_variant_hash(listing, variant);
+    // A lock with per-file pins names the file that changed (plain files
+    // while they stream); the variant hash, which cannot, is the check for
+    // locks that have nothing else (kernels.lock up to 0.16).
+    if (!pins.files) {
+        std::string actual = pins.hash.empty() ? pins.hash : listing_variant_hash(listing, variant);
         if (actual != pins.hash) fail("the variant hash is " + actual + ", the lock file has " + pins.hash);
+        return;
     }
-    if (!pins.files) return;
     std::size_t listed = 0;
     for (const auto& entry : listing) {
         if (!entry.is_file || entry.path.rfind(prefix, 0) != 0) continue;

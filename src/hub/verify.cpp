@@ -69,9 +69,10 @@ static void check_metadata(const Expectation& expect, const digest::Bytes& actua
     if (!expect.metadata_digest) return;
     if (actual != *expect.metadata_digest) {
         throw DeclaredDigestMismatch(ErrorCode::verification,
-                               expect.label + " does not match the digest in its variant's metadata.json (expected " +
-                                   digest::to_base64(*expect.metadata_digest) + ", got " + digest::to_base64(actual) +
-                                   "); the file was not used");
+                                     expect.label +
+                                         " does not match the digest in its variant's metadata.json (expected " +
+                                         digest::to_base64(*expect.metadata_digest) + ", got " +
+                                         digest::to_base64(actual) + "); the file was not used");
     }
 }
 

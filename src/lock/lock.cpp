@@ -76,8 +76,9 @@ json parse_json(const std::string& text, const std::string& source) {
 }
 
 bool is_lower_hex(const std::string& text, std::size_t length) {
-    return text.size() == length &&
-           std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    return text.size() == length && std::all_of(text.begin(), text.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
 }
 
 // Variant names become folder names in the cache.
@@ -228,7 +229,8 @@ KernhubLock parse_kernhub(const json& document, const std::string& source) {
     check_count(kernels.size(), k_max_lock_kernels, "k_max_lock_kernels", "\"kernels\"", source);
     KernhubLock lock;
     for (const auto& [name, value] : kernels.items()) {
-        if (name.empty() || name.size() > k_max_name_length) fail(source, "kernel " + quote_json(name) + ": invalid name");
+        if (name.empty() || name.size() > k_max_name_length)
+            fail(source, "kernel " + quote_json(name) + ": invalid name");
         lock.kernels.emplace(name, parse_kernhub_kernel(value, source, "kernel " + quote_json(name)));
     }
     return lock;
@@ -408,10 +410,10 @@ std::string line_diff(const std::string& before, const std::string& after, const
                 body.push_back(" " + a[head + i]);
                 ++i;
                 ++j;
-            } else if (j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j])) {
-                body.push_back("+" + b[head + j++]);
+            } else if (i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1])) {
+                body.push_back("-" + a[head + i++]);  // removals before additions
             } else {
-                body.push_back("-" + a[head + i++]);
+                body.push_back("+" + b[head + j++]);
             }
         }
     } else {
@@ -423,7 +425,8 @@ std::string line_diff(const std::string& before, const std::string& after, const
     const std::size_t from = head > k_context ? head - k_context : 0;
     for (std::size_t i = from; i < head; ++i) out += " " + a[i] + "\n";
     for (const auto& line : body) out += line + "\n";
-    for (std::size_t i = a.size() - tail; i < a.size() && i < a.size() - tail + k_context; ++i) out += " " + a[i] + "\n";
+    for (std::size_t i = a.size() - tail; i < a.size() && i < a.size() - tail + k_context; ++i)
+        out += " " + a[i] + "\n";
     return out;
 }
 
