@@ -349,7 +349,7 @@ def check_loaded(report, p, out, cache, commit, variant, version, what):
     where = cache / FOLDER / "snapshots" / commit / "build" / variant
     ok = (p.returncode == 0 and out.get("variant") == variant and out.get("version") == version
           and out.get("sum") == [11, 22, 33] and str(out.get("file", "")).startswith(str(where)))
-    report.check(ok, what, tail(p) + f" {out}")
+    report.check(ok, what, f"loaded {out}; " + tail(p).replace("\n", " "))
 
 
 def part_current(report, args, tmp, hub):
