@@ -23,8 +23,15 @@ if [ ! -x "$dir/venv/bin/python" ]; then
   python3 -m venv "$dir/venv"
 fi
 "$dir/venv/bin/python" -m pip install -q --disable-pip-version-check -r tests/requirements.txt
+# The older kernels release (its own kernels.lock format) needs a venv of its own.
+if [ ! -x "$dir/venv-kernels-legacy/bin/python" ]; then
+  python3 -m venv "$dir/venv-kernels-legacy"
+fi
+"$dir/venv-kernels-legacy/bin/python" -m pip install -q --disable-pip-version-check \
+  -r tests/requirements-kernels-legacy.txt
 
-cmake -S . -B "$dir" -G Ninja "${flags[@]}" -DKERNHUB_TEST_PYTHON="$PWD/$dir/venv/bin/python" >/dev/null
+cmake -S . -B "$dir" -G Ninja "${flags[@]}" -DKERNHUB_TEST_PYTHON="$PWD/$dir/venv/bin/python" \
+  -DKERNHUB_TEST_PYTHON_KERNELS_LEGACY="$PWD/$dir/venv-kernels-legacy/bin/python" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 # A test is skipped only when it could not start here (its executable exits
 # 77 before checking anything, printing "SKIPPED: <reason>"). Say how many

@@ -10,15 +10,19 @@ so any static web server (or a file:// endpoint) can serve it:
   api/{kernels|models}/ORG/NAME/refs          refs JSON
   api/{kernels|models}/ORG/NAME/tree/COMMIT/build
                                               recursive listing of build/
+  api/organizations/ORG/overview              organisation JSON, with the
+                                              trustedKernelPublisher flag
   [kernels/]ORG/NAME/resolve/COMMIT/PATH      file bytes
 
 Only the build/ listing is a static file because a file `tree/COMMIT` and a
 directory `tree/COMMIT/` cannot coexist; tests/support/hub_server.py answers
 other listings from the trees recorded in _hub.json.
 
-The spec lists repos, each a linear history of full tree snapshots:
+The spec lists repos, each a linear history of full tree snapshots, and
+optionally organisations:
 
-  {"repos": [{"repo_id": "org/name", "type": "kernel"|"model", "private": false,
+  {"organizations": {"ORG": {"trusted_kernel_publisher": bool}},
+   "repos": [{"repo_id": "org/name", "type": "kernel"|"model", "private": false,
               "commits": [{"message": "...", "branches": ["main"], "tags": [],
                            "metadata": true, "metadata_extra": {...},
                            "files": {"PATH": {"text"|"path"|"base64": ..., "lfs": bool}}}]}]}
@@ -29,7 +33,11 @@ and .tar.gz files and for files over 10 MiB. "metadata": true adds a kernels
 style build/<variant>/metadata.json (digest of the variant's files, less
 those a kernels build leaves out: metadata.json.sigstore, __pycache__/ and
 *.pyc) where the commit lacks one; "metadata_extra" is merged over its top
-level, e.g. to plant a wrong digest.
+level, e.g. to plant a wrong digest, or to add the "python-depends" list that
+the Python kernels library (0.16 and later) needs to parse a metadata.json.
+An organisation's overview is what the kernels library asks the hub before
+it downloads or locks a kernel online: only a trusted kernel publisher's
+repos pass its trust check (offline it skips the check).
 
 Usage: make_hub.py --spec SPEC.json --out DIR   (Python 3.11 standard library)
 """
@@ -280,12 +288,27 @@ def load_commit(repo: Repo, raw, spec_dir: Path, where: str):
         raise SpecError(f"{where}: {sorted(both)[0]!r} is both a branch and a tag")
 
 
-def load_spec(spec_path: Path) -> list[Repo]:
+def load_organizations(raw) -> dict[str, dict]:
+    """The overview documents of the spec's organisations, by name."""
+    overviews = {}
+    for name, entry in typed({"organizations": raw}, "organizations", dict, {}, "spec").items():
+        where = f"organizations[{name!r}]"
+        if not REPO_ID_PART.fullmatch(name) or name.startswith(".") or ".." in name:
+            raise SpecError(f"{where}: name must be of [A-Za-z0-9._-], no leading dot, no '..'")
+        check_keys(entry, where, {"trusted_kernel_publisher"})
+        trusted = typed(entry, "trusted_kernel_publisher", bool, False, where)
+        overviews[name] = {"name": name, "fullname": name, "avatarUrl": "", "type": "org",
+                           "trustedKernelPublisher": trusted}
+    return overviews
+
+
+def load_spec(spec_path: Path) -> tuple[list[Repo], dict[str, dict]]:
     try:
         spec = json.loads(spec_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise SpecError(f"cannot read spec {str(spec_path)!r}: {e}") from None
-    check_keys(spec, "spec", {"repos"})
+    check_keys(spec, "spec", {"repos", "organizations"})
+    organizations = load_organizations(spec.get("organizations", {}))
     repos: dict[str, Repo] = {}
     for i, raw in enumerate(typed(spec, "repos", list, [], "spec")):
         where = f"repos[{i}]"
@@ -304,7 +327,7 @@ def load_spec(spec_path: Path) -> list[Repo]:
         for j, raw_commit in enumerate(commits):
             load_commit(repo, raw_commit, spec_path.parent, f"{where}.commits[{j}]")
         repos[repo_id] = repo
-    return list(repos.values())
+    return list(repos.values()), organizations
 
 
 def write_repo(repo: Repo, out: Path):
@@ -339,7 +362,7 @@ def write_repo(repo: Repo, out: Path):
             f.blob.write_to(out / repo.resolve_prefix / "resolve" / commit.sha / path)
 
 
-def write_hub(repos: list[Repo], out: Path):
+def write_hub(repos: list[Repo], organizations: dict[str, dict], out: Path):
     """Build the tree next to OUT, then swap it in so readers never see half a hub."""
     out = out.absolute()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -350,6 +373,10 @@ def write_hub(repos: list[Repo], out: Path):
         tmp.mkdir()
         for repo in repos:
             write_repo(repo, tmp)
+        for name, overview in organizations.items():
+            path = tmp / "api" / "organizations" / name / "overview"
+            path.parent.mkdir(parents=True)
+            path.write_bytes(dump_json(overview))
         index = {
             r.repo_id: {
                 "type": r.kind,
@@ -377,7 +404,7 @@ def main() -> int:
     parser.add_argument("--out", required=True, type=Path, help="the hub directory to (re)create")
     args = parser.parse_args()
     try:
-        write_hub(load_spec(args.spec), args.out)
+        write_hub(*load_spec(args.spec), args.out)
     except SpecError as e:
         print(f"make_hub.py: bad spec {str(args.spec)!r}: {e}", file=sys.stderr)
         return 2

@@ -2,7 +2,7 @@
 """A loopback hub for tests: serves a tree laid out by examples/hub/make_hub.py.
 
 Speaks the Hub HTTP protocol (revision, refs, paginated recursive tree,
-resolve with LFS redirects, Range/If-Range) on one host and a "CDN" for LFS
+resolve with LFS redirects, Range/If-Range, organisation overviews) on one host and a "CDN" for LFS
 blobs on another, so clients must drop Authorization on the redirect. Tests
 steer it through control endpoints on the hub host, which are never counted
 and never faulted:
@@ -278,6 +278,8 @@ class Handler(BaseHTTPRequestHandler):
             if blob is None:
                 return error_reply(404, "EntryNotFound", "Entry not found")
             return self.file_reply(blob, segs[1], [])
+        if segs[0] == "api" and len(segs) == 4 and segs[1] == "organizations" and segs[3] == "overview":
+            return self.organization(index, segs[2])
         if segs[0] == "api" and len(segs) >= 5 and segs[1] in ("kernels", "models"):
             return self.api(index, segs[1][:-1], "/".join(segs[2:4]), segs[4], segs[5:], url)
         if len(segs) >= 5 and segs[0] == "kernels" and segs[3] == "resolve":
@@ -285,6 +287,14 @@ class Handler(BaseHTTPRequestHandler):
         if len(segs) >= 4 and segs[2] == "resolve":
             return self.resolve(index, "model", "/".join(segs[0:2]), segs[3], segs[4:])
         return error_reply(404, "", "Not found")
+
+    def organization(self, index, name) -> Reply:
+        # make_hub.py checked the names it wrote; a request's name is only
+        # looked up among the directory's entries, never joined as a path.
+        folder = index.root / "api" / "organizations"
+        if not folder.is_dir() or name not in os.listdir(folder):
+            return error_reply(404, "", f"Organization not found: {name}")
+        return Reply(200, [("Content-Type", "application/json")], (folder / name / "overview").read_bytes())
 
     def check_repo(self, index, kind, repo_id):
         """An error reply when the repo is unknown, of the other type, or private to us."""
