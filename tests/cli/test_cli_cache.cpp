@@ -131,7 +131,8 @@ TEST_CASE("cache path prints the root, or offline the variant directory fetch ch
     CHECK(tree_of(box.cache) == before);
 }
 
-TEST_CASE("cache verify exits 4 naming each damaged file; --repair and a fetch restore the cache", "[cli][cache]") {
+TEST_CASE("cache verify exits 4 naming each damaged file, and --repair then a fetch restore the cache",
+          "[cli][cache]") {
     KernelHub hub;
     Sandbox box;
     const std::string ep = hub.server().endpoint();
@@ -191,7 +192,7 @@ TEST_CASE("cache verify exits 4 naming each damaged file; --repair and a fetch r
     }
 }
 
-TEST_CASE("cache prune keeps fresh and referenced snapshots and removes the rest; --dry-run removes nothing",
+TEST_CASE("cache prune keeps fresh and referenced snapshots and removes the rest, and --dry-run removes nothing",
           "[cli][cache]") {
     KernelHub hub;
     Sandbox box;
