@@ -1,11 +1,90 @@
+// `kernhub lock`: pin the project's kernels (kernhub.json) in kernhub.lock.
+#include <iostream>
+
 #include "commands.hpp"
 #include "common.hpp"
 
 namespace kernhub::cli {
 
+namespace {
+
+struct LockFlags {
+    CommonFlags common;
+    std::vector<std::string> update;
+    bool check = false;
+};
+
+nlohmann::ordered_json lock_json(const LockReport& report) {
+    nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
+    for (const auto& kernel : report.kernels) {
+        kernels.push_back({{"name", kernel.name},
+                           {"repo_id", kernel.repo_id},
+                           {"revision", kernel.revision},
+                           {"commit", kernel.commit},
+                           {"variants", kernel.variants},
+                           {"pin_kept", kernel.pin_kept}});
+    }
+    return {{"path", report.path},
+            {"changed", report.changed},
+            {"diff", report.diff},
+            {"kernels", kernels},
+            {"requests", report.requests}};
+}
+
+}  // namespace
+
 Command add_lock_command(CLI::App& app) {
-    CLI::App* command = app.add_subcommand("lock", "(not yet implemented)");
-    return {command, []() -> int { throw Error(ErrorCode::internal, "kernhub lock is not implemented yet"); }};
+    auto flags = std::make_shared<LockFlags>();
+    CLI::App* command = app.add_subcommand(
+        "lock", "Pin the kernels of the project's kernhub.json to commits and digests in kernhub.lock");
+    add_fetch_flags(*command, flags->common);
+    command->remove_option(command->get_option("--registry"));  // the lock covers kernhub.json only
+    CLI::Option* update = command->add_option("--update", flags->update,
+                                              "Resolve these kernels' pins again (all of them when no name follows)");
+    update->expected(0, -1);
+    command->add_flag("--check", flags->check,
+                      "Write nothing; exit 8 with a diff when kernhub.lock is not what `kernhub lock` would write");
+    return {command, [flags, update]() {
+                ProgressPrinter progress(flags->common.quiet);
+                Client client(make_options(flags->common, &progress));
+                LockOptions options;
+                options.update = flags->update;
+                options.update_all = update->count() > 0 && flags->update.empty();
+                options.check = flags->check;
+                LockReport report = client.lock(options);
+                const bool stale = flags->check && report.changed;
+                if (flags->common.json) {
+                    nlohmann::ordered_json out = lock_json(report);
+                    if (stale) {
+                        out["error"] = {{"code", static_cast<int>(ErrorCode::lock_outdated)},
+                                        {"kind", to_string(ErrorCode::lock_outdated)},
+                                        {"message", report.path + " is out of date; run `kernhub lock`"}};
+                    }
+                    print_json(out);
+                } else {
+                    for (const auto& kernel : report.kernels) {
+                        std::string variants;
+                        for (const auto& v : kernel.variants) variants += (variants.empty() ? "" : ", ") + v;
+                        status(flags->common, "locked " + kernel.name + " (" + kernel.repo_id + "@" + kernel.revision +
+                                                  " = " + short_commit(kernel.commit) + ") " + variants +
+                                                  (kernel.pin_kept ? "" : " [resolved]"));
+                    }
+                    if (stale) {
+                        std::cout << report.diff;
+                    } else if (flags->check) {
+                        status(flags->common, report.path + " is up to date");
+                    } else {
+                        status(flags->common, (report.changed ? "wrote " : "unchanged ") + report.path + " (" +
+                                                  std::to_string(report.requests) + " requests)");
+                    }
+                }
+                if (stale) {
+                    std::cerr << "kernhub: error: " << report.path
+                              << " is out of date (the diff above shows how); run `kernhub lock` and commit it\n";
+                    return static_cast<int>(ErrorCode::lock_outdated);
+                }
+                return 0;
+            }};
 }
 
 }  // namespace kernhub::cli

@@ -169,8 +169,11 @@ public:
     // (every variant, or Options::targets only).
     MirrorReport mirror(const std::vector<std::string>& refs, const MirrorOptions& options);
 
-private:
+    // The implementation (src/api/client_impl.hpp); named here so that the
+    // files implementing Client can share helpers over it.
     struct Impl;
+
+private:
     std::unique_ptr<Impl> m_impl;
 };
 

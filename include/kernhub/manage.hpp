@@ -50,9 +50,9 @@ struct PrewarmedKernel {
     std::string revision;  // the branch, tag or "vN" the lock names; may be empty
     std::string commit;
     std::string variant;
-    std::string path;          // the variant directory in the cache
-    std::size_t files = 0;     // files of the variant
-    std::size_t fetched = 0;   // of those, downloaded by this call
+    std::string path;         // the variant directory in the cache
+    std::size_t files = 0;    // files of the variant
+    std::size_t fetched = 0;  // of those, downloaded by this call
     std::uint64_t bytes_downloaded = 0;
     std::vector<std::string> refs;  // refs/<name> written by this call
 };

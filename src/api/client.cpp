@@ -1,8 +1,8 @@
 // The public C++ API: composes registry -> hub -> select -> fetch -> load.
 #include <algorithm>
 
-#include "api/file_bytes.hpp"
 #include "api/client_impl.hpp"
+#include "api/file_bytes.hpp"
 #include "api/settings.hpp"
 #include "common/text.hpp"
 #include "cuda/driver.hpp"

@@ -1,14 +1,340 @@
-// (not yet implemented)
+// Client::lock and Client::prewarm_lock (docs/ARCHITECTURE.md, "Locks and
+// prewarming"): pin a project's kernels to commits and file digests, and
+// fill a cache with exactly what a lock pins.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
 #include "api/client_impl.hpp"
+#include "lock/lock.hpp"
+#include "store/cache.hpp"
 
 namespace kernhub {
 
-LockReport Client::lock(const LockOptions&) {
-    throw Error(ErrorCode::internal, "not implemented yet");
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* k_lock_name = "kernhub.lock";
+
+fs::path project_dir(const Options& options) {
+    return options.project_dir.empty() ? fs::current_path() : fs::path(options.project_dir);
 }
 
-PrewarmReport Client::prewarm_lock(const std::string&) {
-    throw Error(ErrorCode::internal, "not implemented yet");
+// The lock file's text; nullopt when it does not exist.
+std::optional<std::string> read_lock_text(const fs::path& path) {
+    std::string text;
+    store::ReadStatus status = store::read_file_into(path, text, lock::k_max_lock_bytes);
+    if (status.error == 0) return text;
+    if (!status.opened && status.error == ENOENT) return std::nullopt;
+    if (status.error == EFBIG) {
+        throw Error(ErrorCode::usage, "lock file " + path.string() + " is larger than " +
+                                          std::to_string(lock::k_max_lock_bytes) + " bytes (k_max_lock_bytes)");
+    }
+    throw Error(ErrorCode::internal, "cannot read " + path.string() + ": " + std::strerror(status.error));
+}
+
+std::string join(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+    return out;
+}
+
+registry::KernelSpec spec_at_commit(const std::string& name, const std::string& repo_id, RepoType type,
+                                    const std::string& commit, const std::string& file) {
+    registry::KernelSpec spec;
+    spec.name = name;
+    spec.repo_id = repo_id;
+    spec.repo_type = type;
+    spec.revision = commit;
+    spec.file = file;
+    return spec;
+}
+
+// The candidates a listing offers, as names, in listing order.
+std::vector<std::string> candidate_names(const hub::VariantChoice& choice) {
+    std::vector<std::string> names;
+    for (const auto& candidate : choice.candidates) names.push_back(candidate.name);
+    return names;
+}
+
+bool contains(const std::vector<std::string>& items, const std::string& item) {
+    return std::find(items.begin(), items.end(), item) != items.end();
+}
+
+}  // namespace
+
+// ---- lock -------------------------------------------------------------------
+
+namespace {
+
+struct Locker {
+    Client::Impl& impl;
+
+    // Describes one variant at a commit: every file's size and SHA-256 (LFS
+    // files from the listing, plain files fetched through the cache) and
+    // the variant hash.
+    lock::LockedVariant describe(const registry::KernelSpec& spec, const std::string& variant) {
+        hub::FetchRequest request = impl.request_for(spec);
+        request.host.targets = {variant};
+        request.skip_lfs_downloads = true;
+        hub::Fetcher fetcher(impl.settings.cache_root, impl.hub_client(), impl.options.events);
+        hub::FetchOutcome outcome = fetcher.fetch(request);
+        lock::LockedVariant locked;
+        for (const auto& file : outcome.files) locked.files[file.path] = lock::LockedFile{file.size, file.sha256};
+        locked.hash = hub::listing_variant_hash(fetcher.last_listing(), variant);
+        return locked;
+    }
+
+    // The commit and the variants to lock for one kernel: this host's
+    // choice, the --target list, or (re-locking without --target) the
+    // variants the previous lock had.
+    lock::LockedKernel lock_kernel(const registry::KernelSpec& spec, const lock::LockedKernel* previous,
+                                   bool keep_pin) {
+        lock::LockedKernel out;
+        out.repo_id = spec.repo_id;
+        out.repo_type = spec.repo_type;
+        out.revision = spec.effective_revision();
+        out.symbol = spec.symbol;
+        out.file = spec.file;
+
+        hub::FetchRequest request = impl.request_for(spec);
+        if (keep_pin) request.revision = previous->commit;
+        hub::Fetcher fetcher(impl.settings.cache_root, impl.hub_client(), impl.options.events);
+        hub::VariantChoice choice = fetcher.choose(request);
+        out.commit = choice.commit;
+
+        std::vector<std::string> wanted;
+        const std::vector<std::string>& targets = impl.settings.targets;
+        if (!targets.empty()) {
+            std::vector<std::string> offered = candidate_names(choice);
+            for (const auto& target : targets) {
+                if (contains(offered, target) && !contains(wanted, target)) wanted.push_back(target);
+            }
+            if (wanted.empty()) {
+                throw Error(ErrorCode::not_found, "kernel '" + spec.name + "' (" + spec.repo_id + "@" +
+                                                      choice.commit.substr(0, 12) + ") has none of the targets " +
+                                                      join(targets) + "; it has " + join(offered));
+            }
+        } else if (previous != nullptr && !previous->variants.empty() && previous->repo_id == spec.repo_id) {
+            for (const auto& [name, variant] : previous->variants) wanted.push_back(name);
+        } else if (choice.selection.chosen) {
+            wanted.push_back(*choice.selection.chosen);
+        } else {
+            throw Error(ErrorCode::not_found, "no build variant of kernel '" + spec.name + "' fits this host (" +
+                                                  select::describe(request.host) +
+                                                  "): " + hub::describe_rejections(choice.selection) +
+                                                  "; lock for other machines with --target");
+        }
+        registry::KernelSpec at_commit = spec_at_commit(spec.name, spec.repo_id, spec.repo_type, out.commit, spec.file);
+        for (const auto& variant : wanted) {
+            const lock::LockedVariant* kept = nullptr;
+            if (keep_pin && previous->commit == out.commit) {
+                auto it = previous->variants.find(variant);
+                if (it != previous->variants.end()) kept = &it->second;
+            }
+            out.variants[variant] = kept != nullptr ? *kept : describe(at_commit, variant);
+        }
+        return out;
+    }
+};
+
+}  // namespace
+
+LockReport Client::lock(const LockOptions& options) {
+    const fs::path dir = project_dir(m_impl->options);
+    const fs::path manifest = dir / "kernhub.json";
+    const fs::path lock_path = dir / k_lock_name;
+    std::error_code ec;
+    if (!fs::is_regular_file(manifest, ec)) {
+        throw Error(ErrorCode::not_found, "no kernhub.json in " + dir.string() +
+                                              "; create one naming the kernels the project uses (the registry "
+                                              "format), or pass --project DIR");
+    }
+    registry::Registry project;
+    project.add_file(manifest);
+    const std::vector<registry::KernelSpec> specs = project.entries();
+
+    lock::KernhubLock previous;
+    const std::optional<std::string> old_text = read_lock_text(lock_path);
+    if (old_text) {
+        lock::AnyLock parsed = lock::parse_lock(*old_text, lock_path.string());
+        if (parsed.format != lock::Format::kernhub) {
+            throw Error(ErrorCode::usage, lock_path.string() + " is a " + lock::describe(parsed.format) +
+                                              ", not a kernhub.lock; move it away or name it kernels.lock");
+        }
+        previous = std::move(parsed.kernhub);
+    }
+    for (const auto& name : options.update) {
+        bool known = std::any_of(specs.begin(), specs.end(), [&](const auto& spec) { return spec.name == name; });
+        if (!known) {
+            throw Error(ErrorCode::usage, "--update " + name + ": no kernel of that name in " + manifest.string());
+        }
+    }
+
+    LockReport report;
+    report.path = lock_path.string();
+    const std::uint64_t requests_before = m_impl->requests();
+    Locker locker{*m_impl};
+    lock::KernhubLock next;
+    for (const auto& spec : specs) {
+        auto found = previous.kernels.find(spec.name);
+        const lock::LockedKernel* prior = found == previous.kernels.end() ? nullptr : &found->second;
+        // As with cargo and uv, a pin stays until asked to move or until the
+        // manifest names something else.
+        const bool keep_pin = prior != nullptr && !options.update_all && !contains(options.update, spec.name) &&
+                              prior->repo_id == spec.repo_id && prior->repo_type == spec.repo_type &&
+                              prior->revision == spec.effective_revision();
+        lock::LockedKernel locked = locker.lock_kernel(spec, prior, keep_pin);
+        LockedKernel summary{spec.name, locked.repo_id, locked.revision, locked.commit, {}, keep_pin};
+        for (const auto& [variant, data] : locked.variants) summary.variants.push_back(variant);
+        report.kernels.push_back(std::move(summary));
+        next.kernels.emplace(spec.name, std::move(locked));
+    }
+    report.content = lock::write_kernhub_lock(next);
+    report.changed = !old_text || *old_text != report.content;
+    if (report.changed) {
+        report.diff = lock::line_diff(old_text.value_or(""), report.content, old_text ? k_lock_name : "/dev/null",
+                                      std::string(k_lock_name) + " (new)");
+        if (!options.check) store::write_file_atomic(lock_path, report.content);
+    }
+    report.requests = m_impl->requests() - requests_before;
+    return report;
+}
+
+// ---- prewarm from a lock ------------------------------------------------------
+
+namespace {
+
+// One kernel of a lock, whatever its format.
+struct LockJob {
+    std::string name;
+    std::string repo_id;
+    RepoType repo_type = RepoType::kernel;
+    std::string revision;  // the ref to point at the commit; may be empty
+    std::string commit;
+    std::string file;
+    std::optional<std::map<std::string, hub::VariantPins>> pins;
+};
+
+std::vector<LockJob> jobs_from(const lock::AnyLock& parsed) {
+    std::vector<LockJob> jobs;
+    if (parsed.format == lock::Format::kernhub) {
+        for (const auto& [name, kernel] : parsed.kernhub.kernels) {
+            LockJob job{name, kernel.repo_id, kernel.repo_type, kernel.revision, kernel.commit, kernel.file, {}};
+            job.pins.emplace();
+            for (const auto& [variant, locked] : kernel.variants) {
+                hub::VariantPins pins;
+                pins.hash = locked.hash;
+                pins.files.emplace();
+                for (const auto& [path, file] : locked.files)
+                    (*pins.files)[path] = hub::FilePin{file.size, file.sha256};
+                job.pins->emplace(variant, std::move(pins));
+            }
+            jobs.push_back(std::move(job));
+        }
+        return jobs;
+    }
+    for (const auto& entry : parsed.kernels) {
+        LockJob job{entry.repo_id, entry.repo_id, RepoType::kernel, entry.revision, entry.commit, {}, {}};
+        if (parsed.format == lock::Format::kernels_legacy) {
+            job.pins.emplace();
+            for (const auto& [variant, hash] : entry.variant_hashes)
+                job.pins->emplace(variant, hub::VariantPins{hash, {}});
+        }
+        jobs.push_back(std::move(job));
+    }
+    return jobs;
+}
+
+std::vector<std::string> pinned_names(const LockJob& job) {
+    std::vector<std::string> names;
+    for (const auto& [name, pins] : *job.pins) names.push_back(name);
+    return names;
+}
+
+}  // namespace
+
+PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
+    fs::path path = lock_file;
+    if (path.empty()) path = project_dir(m_impl->options) / k_lock_name;
+    std::optional<std::string> text = read_lock_text(path);
+    if (!text) {
+        if (lock_file.empty()) {
+            throw Error(ErrorCode::not_found, "no kernhub.lock in " + path.parent_path().string() +
+                                                  "; run `kernhub lock` there first (or pass --lock FILE)");
+        }
+        throw Error(ErrorCode::not_found, "lock file " + path.string() + " does not exist");
+    }
+    lock::AnyLock parsed = lock::parse_lock(*text, path.string());
+
+    PrewarmReport report;
+    report.lock_file = path.string();
+    report.lock_format = lock::describe(parsed.format);
+    const std::uint64_t requests_before = m_impl->requests();
+    const std::vector<std::string>& targets = m_impl->settings.targets;
+    for (const LockJob& job : jobs_from(parsed)) {
+        registry::KernelSpec spec = spec_at_commit(job.name, job.repo_id, job.repo_type, job.commit, job.file);
+        hub::FetchRequest base = m_impl->request_for(spec);
+        base.pins = job.pins;
+        // Which variants to fetch: this host's choice among what the lock
+        // allows, or each requested target the kernel offers.
+        std::vector<std::vector<std::string>> runs;
+        if (targets.empty()) {
+            runs.push_back({});
+        } else {
+            std::vector<std::string> offered;
+            if (job.pins) {
+                offered = pinned_names(job);
+            } else {
+                hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
+                offered = candidate_names(fetcher.choose(base));
+            }
+            for (const auto& target : targets) {
+                if (contains(offered, target)) runs.push_back({target});
+            }
+            if (runs.empty()) {
+                throw Error(ErrorCode::not_found, "kernel '" + job.name + "' has none of the targets " + join(targets) +
+                                                      (job.pins ? " in the lock file (it locks " + join(offered) +
+                                                                      "); lock them with `kernhub lock --target`"
+                                                                : " at commit " + job.commit.substr(0, 12) +
+                                                                      " (it has " + join(offered) + ")"));
+            }
+        }
+        for (const auto& run : runs) {
+            hub::FetchRequest request = base;
+            if (!run.empty()) request.host.targets = run;
+            hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
+            hub::FetchOutcome outcome = fetcher.fetch(request);
+
+            PrewarmedKernel done;
+            done.name = job.name;
+            done.repo_id = job.repo_id;
+            done.repo_type = to_string(job.repo_type);
+            done.revision = job.revision;
+            done.commit = outcome.commit;
+            done.variant = outcome.variant;
+            done.path = outcome.variant_dir.string();
+            done.files = outcome.files.size();
+            done.fetched = static_cast<std::size_t>(outcome.files_downloaded);
+            done.bytes_downloaded = outcome.bytes_downloaded;
+            // Offline consumers (huggingface_hub, the kernels library,
+            // kernhub itself) resolve the branch or version through refs/.
+            if (!job.revision.empty() && job.revision != job.commit) {
+                store::RepoCache cache(m_impl->settings.cache_root, job.repo_type, job.repo_id);
+                if (cache.read_ref(job.revision) != job.commit) {
+                    cache.write_ref(job.revision, job.commit);
+                    done.refs.push_back(job.revision);
+                }
+            }
+            report.bytes_downloaded += done.bytes_downloaded;
+            report.kernels.push_back(std::move(done));
+        }
+    }
+    report.requests = m_impl->requests() - requests_before;
+    return report;
 }
 
 }  // namespace kernhub

@@ -32,7 +32,7 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
     if (cache.has_blob(etag)) {
         try {
             sha256 = verify_cached_blob(cache.blob_path(etag), expect, trusted);
-        } catch (const MetadataMismatch&) {
+        } catch (const DeclaredDigestMismatch&) {
             throw;
         } catch (const Error& e) {
             if (e.code() != ErrorCode::verification) throw;
@@ -67,7 +67,7 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
         // copy found before: either way it is hashed before use.
         try {
             return verify_cached_blob(cache.blob_path(etag), expect, false);
-        } catch (const MetadataMismatch&) {
+        } catch (const DeclaredDigestMismatch&) {
             throw;
         } catch (const Error& e) {
             if (e.code() != ErrorCode::verification) throw;
@@ -98,7 +98,7 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
         std::string sha256;
         try {
             sha256 = target.finish();
-        } catch (const MetadataMismatch&) {
+        } catch (const DeclaredDigestMismatch&) {
             blob.discard();
             throw;
         } catch (const Error& e) {
@@ -112,6 +112,7 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
         }
         blob.commit();
         bytes_downloaded += target.size() - target.resumed_bytes();
+        ++m_files_downloaded;
         emit(Event::Kind::download_done, {}, entry.path, entry.size, entry.size);
         return sha256;
     }
@@ -125,6 +126,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
     outcome.commit = commit;
     outcome.variant = variant;
     outcome.variant_dir = cache.snapshot_dir(commit) / "build" / variant;
+    const std::uint64_t downloads_before = m_files_downloaded;
     const std::string prefix = "build/" + variant + "/";
     const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
     if (request.offline) {
@@ -132,7 +134,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
         std::string missing;
         std::size_t count = 0;
         for (const TreeEntry* entry : entries) {
-            if (cache.has_blob(entry->etag())) continue;
+            if (cache.has_blob(entry->etag()) || (request.skip_lfs_downloads && entry->is_lfs())) continue;
             if (++count <= 5) missing += (missing.empty() ? "" : ", ") + entry->path.substr(prefix.size());
         }
         if (count > 0) {
@@ -144,6 +146,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
                                                 "(offline mode is on)");
         }
     }
+    const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
     std::optional<MetadataDigest> metadata;
     for (const TreeEntry* entry : entries) {
         std::string relpath = entry->path.substr(prefix.size());
@@ -161,8 +164,26 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
             expect.metadata_algorithm = metadata->algorithm;
             expect.metadata_digest = it->second;
         }
-        bool is_trusted = trusted.count(entry->path) != 0;
-        std::string sha256 = ensure_file(request, commit, expect, is_trusted, outcome.bytes_downloaded);
+        if (pins != nullptr && pins->files) {
+            auto pin = pins->files->find(relpath);
+            if (pin != pins->files->end()) expect.pinned_sha256 = pin->second.sha256;
+        }
+        std::string sha256;
+        if (request.skip_lfs_downloads && entry->is_lfs()) {
+            // Described, not fetched: the listed SHA-256 is the file's name,
+            // and it must agree with the metadata digest and the pin.
+            sha256 = entry->lfs_sha256;
+            if (expect.metadata_digest && expect.metadata_algorithm == digest::Algorithm::sha256 &&
+                digest::from_hex(sha256) != expect.metadata_digest) {
+                throw DeclaredDigestMismatch(ErrorCode::verification,
+                                             expect.label + " is listed with sha256 " + sha256 +
+                                                 ", which its variant's metadata.json digest does not match");
+            }
+            check_pin(expect, sha256);
+        } else {
+            bool is_trusted = trusted.count(entry->path) != 0;
+            sha256 = ensure_file(request, commit, expect, is_trusted, outcome.bytes_downloaded);
+        }
         outcome.files.push_back(FetchedFile{relpath, entry->size, sha256});
         if (relpath == "metadata.json") {
             // Its blob was verified by ensure_file just now.
@@ -182,6 +203,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
                                                      " lists " + path + ", which the repo does not have");
         }
     }
+    outcome.files_downloaded = m_files_downloaded - downloads_before;
     return outcome;
 }
 

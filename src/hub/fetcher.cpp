@@ -8,6 +8,7 @@
 #include "common/text.hpp"
 #include "hub/verify.hpp"
 #include "kernhub/error.hpp"
+#include "lock/lock.hpp"
 #include "store/cache.hpp"
 
 namespace kernhub::hub {
@@ -240,8 +241,93 @@ VariantChoice Fetcher::choose(const FetchRequest& request) {
     choice.candidates = candidates_from(m_last_listing);
     std::optional<std::string> required;
     if (!request.required_file.empty()) required = request.required_file;
-    choice.selection = select::select_variant(request.host, choice.candidates, required);
+    if (!request.pins) {
+        choice.selection = select::select_variant(request.host, choice.candidates, required);
+        return choice;
+    }
+    // A lock decides which variants exist for this fetch.
+    std::vector<select::Candidate> locked;
+    std::vector<select::Rejection> unlocked;
+    for (const auto& candidate : choice.candidates) {
+        if (request.pins->count(candidate.name) != 0) {
+            locked.push_back(candidate);
+        } else {
+            unlocked.push_back(select::Rejection{candidate.name, "not in the lock file"});
+        }
+    }
+    choice.selection = select::select_variant(request.host, locked, required);
+    for (auto& rejection : unlocked) choice.selection.rejected.push_back(std::move(rejection));
     return choice;
+}
+
+std::string listing_variant_hash(const std::vector<TreeEntry>& listing, const std::string& variant) {
+    const std::string prefix = variant_prefix(variant);
+    std::vector<std::pair<std::string, digest::Bytes>> files;
+    for (const auto& entry : listing) {
+        if (!entry.is_file || entry.path.rfind(prefix, 0) != 0) continue;
+        auto raw = digest::from_hex(entry.etag());
+        if (!raw) throw Error(ErrorCode::verification, "the listing of " + entry.path + " has no usable hash");
+        files.emplace_back(entry.path.substr(prefix.size()), std::move(*raw));
+    }
+    return lock::variant_hash(std::move(files));
+}
+
+// Before any byte is used, the listing must be what the lock pinned: the
+// same files with the same sizes (and, for LFS files, the same SHA-256),
+// or the same variant hash. Plain files are checked against their SHA-256
+// pins while they stream.
+static void check_listing_against_pins(const std::vector<TreeEntry>& listing, const std::string& variant,
+                                       const VariantPins& pins, const std::string& where) {
+    const std::string prefix = variant_prefix(variant);
+    auto fail = [&](const std::string& problem) {
+        throw Error(ErrorCode::verification, where + " variant " + variant + ": " + problem +
+                                                 "; the hub no longer serves what was locked (re-lock with "
+                                                 "`kernhub lock --update` only if the change is expected)");
+    };
+    // A lock with per-file pins names the file that changed (plain files
+    // while they stream); the variant hash, which cannot, is the check for
+    // locks that have nothing else (kernels.lock up to 0.16).
+    if (!pins.files) {
+        std::string actual = pins.hash.empty() ? pins.hash : listing_variant_hash(listing, variant);
+        if (actual != pins.hash) fail("the variant hash is " + actual + ", the lock file has " + pins.hash);
+        return;
+    }
+    std::size_t listed = 0;
+    for (const auto& entry : listing) {
+        if (!entry.is_file || entry.path.rfind(prefix, 0) != 0) continue;
+        ++listed;
+        const std::string relpath = entry.path.substr(prefix.size());
+        auto pin = pins.files->find(relpath);
+        if (pin == pins.files->end()) fail(relpath + " is on the hub but not in the lock file");
+        if (pin->second.size != entry.size) {
+            fail(relpath + " has " + std::to_string(entry.size) + " bytes, the lock file pins " +
+                 std::to_string(pin->second.size));
+        }
+        if (entry.is_lfs() && entry.lfs_sha256 != pin->second.sha256) {
+            fail(relpath + " has sha256 " + entry.lfs_sha256 + ", the lock file pins " + pin->second.sha256);
+        }
+    }
+    if (listed != pins.files->size()) {
+        for (const auto& [relpath, pin] : *pins.files) {
+            (void)pin;
+            bool found = std::any_of(listing.begin(), listing.end(),
+                                     [&](const TreeEntry& e) { return e.is_file && e.path == prefix + relpath; });
+            if (!found) fail(relpath + " is in the lock file but not on the hub");
+        }
+    }
+}
+
+// A variant already complete in the cache must still be what the lock pins.
+static void check_files_against_pins(const std::vector<FetchedFile>& files, const VariantPins& pins,
+                                     const std::string& where) {
+    if (!pins.files) return;
+    for (const auto& file : files) {
+        auto pin = pins.files->find(file.path);
+        if (pin == pins.files->end() || pin->second.sha256 != file.sha256 || pin->second.size != file.size) {
+            throw Error(ErrorCode::verification, where + ": " + file.path + " (sha256 " + file.sha256 +
+                                                     ") is not what the lock file pins; the file was not used");
+        }
+    }
 }
 
 FetchOutcome Fetcher::fetch(const FetchRequest& request) {
@@ -262,10 +348,13 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     const std::string& commit = choice.commit;
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     auto entries = variant_entries(m_last_listing, variant);
+    const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
+    if (pins != nullptr) check_listing_against_pins(m_last_listing, variant, *pins, repo_at(request.repo, commit));
 
     std::set<std::string> trusted;
     if (auto recorded = read_record(cache, commit, variant)) {
         if (auto warm = outcome_from_record(cache, commit, variant, *recorded, entries)) {
+            if (pins != nullptr) check_files_against_pins(warm->files, *pins, repo_at(request.repo, commit));
             update_ref(cache, request, commit);
             return *warm;
         }
@@ -280,8 +369,9 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     }
     FetchOutcome outcome = download_variant(request, commit, variant, entries, trusted);
     // Links alone do not show whether a file is missing: such a variant is
-    // returned but not recorded as complete.
-    if (m_listing_source != ListingSource::snapshot) {
+    // returned but not recorded as complete; nor is one whose LFS files were
+    // only described.
+    if (m_listing_source != ListingSource::snapshot && !request.skip_lfs_downloads) {
         json record = {{"format", 1}, {"variant", variant}, {"commit", commit}, {"files", json::array()}};
         for (const auto& file : outcome.files) {
             record["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,6 +21,20 @@ namespace kernhub::hub {
 
 struct Expectation;
 
+// What a lock file pins for one variant (docs/ARCHITECTURE.md, "Locks and
+// prewarming").
+struct FilePin {
+    std::uint64_t size = 0;
+    std::string sha256;
+};
+struct VariantPins {
+    // "sha256-<hex>", the kernels library's git_lfs_concat hash over the
+    // listing; empty when the lock has none.
+    std::string hash;
+    // relpath -> size and SHA-256; nullopt when the lock pins no files.
+    std::optional<std::map<std::string, FilePin>> files;
+};
+
 struct FetchRequest {
     RepoRef repo;
     std::string revision;       // branch, tag, "vN" or a 40-hex commit
@@ -29,6 +44,13 @@ struct FetchRequest {
     // false: behave as if flock() did not exclude (KERNHUB_NO_FLOCK=1).
     bool use_locks = true;
     const std::atomic<bool>* cancel = nullptr;  // see Options::cancel
+    // From a lock file: only these variants may be chosen, and the chosen
+    // one's listing and bytes must match its pins before anything is used.
+    std::optional<std::map<std::string, VariantPins>> pins;
+    // For `lock`: LFS files are described from the listing (their name is
+    // their SHA-256) instead of downloaded; only plain files are fetched.
+    // The variant is then not recorded as complete.
+    bool skip_lfs_downloads = false;
 };
 
 // Where a commit's listing came from; it decides what a fetch may conclude.
@@ -56,6 +78,7 @@ struct FetchOutcome {
     std::filesystem::path variant_dir;  // snapshots/<commit>/build/<variant>
     std::vector<FetchedFile> files;
     std::uint64_t bytes_downloaded = 0;
+    std::uint64_t files_downloaded = 0;  // of `files`, how many came over the network
 };
 
 class Fetcher {
@@ -102,6 +125,7 @@ private:
     EventSink* m_events;
     std::vector<TreeEntry> m_last_listing;
     ListingSource m_listing_source = ListingSource::hub;
+    std::uint64_t m_files_downloaded = 0;
 };
 
 // Paths a variant's metadata.json digest does not cover, as the Python
@@ -114,6 +138,10 @@ bool excluded_from_digest(const std::string& relpath);
 // (<repo>/trees/<commit>.json, format_version 1). nullopt when the document
 // is not one kernhub understands; huggingface_hub ignores those too.
 std::optional<std::vector<TreeEntry>> parse_hf_tree_cache(const std::string& json);
+
+// The kernels library's variant hash (git_lfs_concat) of the listed files
+// of `variant`.
+std::string listing_variant_hash(const std::vector<TreeEntry>& listing, const std::string& variant);
 
 // "name: reason; name: reason" for error messages.
 std::string describe_rejections(const select::Selection& selection);

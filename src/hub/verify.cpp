@@ -68,10 +68,20 @@ void StreamChecker::update(const char* data, std::size_t size) {
 static void check_metadata(const Expectation& expect, const digest::Bytes& actual) {
     if (!expect.metadata_digest) return;
     if (actual != *expect.metadata_digest) {
-        throw MetadataMismatch(ErrorCode::verification,
-                               expect.label + " does not match the digest in its variant's metadata.json (expected " +
-                                   digest::to_base64(*expect.metadata_digest) + ", got " + digest::to_base64(actual) +
-                                   "); the file was not used");
+        throw DeclaredDigestMismatch(ErrorCode::verification,
+                                     expect.label +
+                                         " does not match the digest in its variant's metadata.json (expected " +
+                                         digest::to_base64(*expect.metadata_digest) + ", got " +
+                                         digest::to_base64(actual) + "); the file was not used");
+    }
+}
+
+void check_pin(const Expectation& expect, const std::string& sha256_hex) {
+    if (expect.pinned_sha256 && *expect.pinned_sha256 != sha256_hex) {
+        throw DeclaredDigestMismatch(ErrorCode::verification,
+                                     expect.label + " has sha256 " + sha256_hex + ", but the lock file pins " +
+                                         *expect.pinned_sha256 +
+                                         "; the hub changed what was locked, the file was not used");
     }
 }
 
@@ -96,6 +106,7 @@ std::string StreamChecker::finish(std::uint64_t size) {
         }
     }
     check_metadata(m_expect, m_extra ? m_extra->finish() : sha256);
+    check_pin(m_expect, sha256_hex);
     return sha256_hex;
 }
 
@@ -172,6 +183,7 @@ std::string verify_cached_blob(const std::filesystem::path& blob, const Expectat
         std::uintmax_t on_disk = std::filesystem::file_size(blob, ec);
         if (!ec) check_size(on_disk);
         if (auto sha = digest::from_hex(entry.lfs_sha256)) check_metadata(expect, *sha);
+        check_pin(expect, entry.lfs_sha256);
         return entry.lfs_sha256;
     }
     StreamChecker checker(expect);

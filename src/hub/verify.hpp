@@ -28,11 +28,12 @@ struct MetadataDigest {
 // variant when it is malformed.
 std::optional<MetadataDigest> parse_metadata_digest(const std::string& json, const std::string& variant);
 
-// A file that matches the hub's hash but not its variant's metadata.json
-// digest: the publisher's mistake. Fetching the file again cannot help, and
-// the blob itself is fine (other snapshots may link it), so callers must not
-// treat this like a damaged blob.
-class MetadataMismatch final : public Error {
+// A file that matches the hub's hash but not a digest declared above the
+// hub: its variant's metadata.json (the publisher's mistake) or a lock file
+// (the hub changed what was locked). Fetching the file again cannot help,
+// and the blob itself is what the hub names (other snapshots may link it),
+// so callers must not treat this like a damaged blob.
+class DeclaredDigestMismatch final : public Error {
 public:
     using Error::Error;
 };
@@ -43,9 +44,15 @@ struct Expectation {
     std::string label;  // "repo@commit:path" for messages
     std::optional<digest::Algorithm> metadata_algorithm;
     std::optional<digest::Bytes> metadata_digest;
+    // The file's SHA-256 hex from a lock file, when one pins it.
+    std::optional<std::string> pinned_sha256;
     // Polled while a file on disk is hashed (see Options::cancel).
     const std::atomic<bool>* cancel = nullptr;
 };
+
+// DeclaredDigestMismatch unless the lock's pin (when there is one) is
+// `sha256_hex`.
+void check_pin(const Expectation& expect, const std::string& sha256_hex);
 
 // The digests one file must match, computed in a single streaming pass:
 // SHA-256 (always), the git blob SHA-1 (plain files) and the metadata
@@ -57,7 +64,7 @@ public:
     void reset();
     // Checks the size, the hub's hash and the metadata digest; returns the
     // SHA-256 hex. Throws Error(verification) naming the file and both
-    // values on a mismatch (MetadataMismatch for the metadata digest).
+    // values on a mismatch (DeclaredDigestMismatch for the metadata digest).
     std::string finish(std::uint64_t size);
 
 private:

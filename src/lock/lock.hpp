@@ -28,8 +28,8 @@ struct LockedFile {
 };
 
 struct LockedVariant {
-    std::string hash;                          // "sha256-<hex>", git_lfs_concat
-    std::map<std::string, LockedFile> files;   // relative to the variant directory
+    std::string hash;                         // "sha256-<hex>", git_lfs_concat
+    std::map<std::string, LockedFile> files;  // relative to the variant directory
 };
 
 struct LockedKernel {
@@ -70,8 +70,8 @@ const char* describe(Format format);
 
 struct AnyLock {
     Format format = Format::kernhub;
-    KernhubLock kernhub;                   // Format::kernhub
-    std::vector<KernelsLockEntry> kernels; // the kernels.lock formats
+    KernhubLock kernhub;                    // Format::kernhub
+    std::vector<KernelsLockEntry> kernels;  // the kernels.lock formats
 };
 
 // Detects the format from the document's shape and parses it strictly:

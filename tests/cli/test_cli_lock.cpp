@@ -1,0 +1,356 @@
+// `kernhub lock` and `kernhub prewarm`: a lock for several targets made on
+// this CPU-only machine, pins kept and updated, --check, prewarm from
+// kernhub.lock and both kernels.lock formats, refs, offline, and a hub that
+// changed what was locked.
+#include "cli_support.hpp"
+#include "support/hub_builder.hpp"
+
+using namespace kernhub::test;
+using namespace kernhub::test::cli;
+
+namespace {
+
+const std::string k_repo = "locktest/kern";
+const std::string k_folder = "kernels--locktest--kern";
+const std::string k_cuda = "native-cu128-x86_64-linux";
+
+// One repo with the host's CPU variant (a real .so and a plain file), a
+// CUDA variant and a fatbin-only variant; main and v1 on the first commit.
+// `fatbin_text` lets a test publish different bytes; `second_commit` adds
+// a later commit on main only.
+json lock_hub_spec(const std::string& fatbin_text = "fatbin bytes v1", bool second_commit = false) {
+    const std::string cpu = "build/" + host_cpu_variant() + "/";
+    json first = {{"message", "first"},
+                  {"branches", {"main", "v1"}},
+                  {"metadata", true},
+                  {"files",
+                   {{cpu + "libkern.so", {{"path", vector_add_so().string()}, {"lfs", true}}},
+                    {cpu + "NOTES.txt", {{"text", "plain file, not in LFS\n"}}},
+                    {"build/" + k_cuda + "/libkern.so", {{"text", "cuda shared object stand-in"}, {"lfs", true}}},
+                    {"build/native-cuda/kern.fatbin", {{"text", fatbin_text}, {"lfs", true}}}}}};
+    json commits = json::array({first});
+    if (second_commit) {
+        json second = first;
+        second["message"] = "second";
+        second["branches"] = {"main"};
+        second["files"]["build/native-cuda/kern.fatbin"]["text"] = "fatbin bytes v2";
+        commits.push_back(second);
+    }
+    return {{"repos", json::array({{{"repo_id", k_repo}, {"type", "kernel"}, {"commits", commits}}})}};
+}
+
+std::string sha_of(const fs::path& hub, const std::string& revision) {
+    json doc = json::parse(read_text(hub / "api/kernels/locktest/kern/revision" / revision));
+    return doc["sha"].get<std::string>();
+}
+
+// Makes the hub tree at `dir` claim commit `to` for what it publishes as
+// `from`: a hub that serves other bytes under a locked commit, consistently
+// (listing, metadata.json digest and bytes agree with each other).
+void impersonate(const fs::path& dir, const std::string& from, const std::string& to) {
+    std::vector<fs::path> renames;
+    for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+        if (it->path().filename() == from) renames.push_back(it->path());
+        if (!it->is_regular_file()) continue;
+        const bool api = it->path().string().find("/api/") != std::string::npos;
+        if (!api && it->path().filename() != "_hub.json") continue;
+        std::string text = read_text(it->path());
+        for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at))
+            text.replace(at, from.size(), to);
+        write_text(it->path(), text);
+    }
+    for (const auto& path : renames) fs::rename(path, path.parent_path() / to);
+}
+
+struct LockProject {
+    Sandbox sandbox;
+    fs::path hub = sandbox.dir.path() / "hub";
+    fs::path project = sandbox.dir.path() / "project";
+    std::string endpoint = "file://" + hub.string();
+    fs::path image_cache = sandbox.dir.path() / "image-cache";
+
+    explicit LockProject(const json& spec = lock_hub_spec()) {
+        make_hub(spec, hub);
+        fs::create_directories(project);
+        write_manifest("kh_vector_add");
+    }
+
+    void write_manifest(const std::string& symbol) const {
+        json manifest = {{"format", 1},
+                         {"kernels", {{"kern", {{"repo_id", k_repo}, {"version", 1}, {"symbol", symbol}}}}}};
+        write_text(project / "kernhub.json", manifest.dump(2));
+    }
+
+    // `kernhub COMMAND` against the hub, quiet. `lock` works in the
+    // developer's cache and `prewarm` fills the image's, as on a builder.
+    ProcessResult run(const std::string& command, std::vector<std::string> more = {},
+                      const std::string& use_endpoint = {}) const {
+        const fs::path& cache = command == "lock" ? sandbox.cache : image_cache;
+        std::vector<std::string> args{command,       "--endpoint",   use_endpoint.empty() ? endpoint : use_endpoint,
+                                      "--cache-dir", cache.string(), "--quiet"};
+        if (command == "lock" || std::find(more.begin(), more.end(), "--lock") == more.end()) {
+            args.push_back("--project");
+            args.push_back(project.string());
+        }
+        args.insert(args.end(), more.begin(), more.end());
+        return sandbox.run(args);
+    }
+
+    fs::path lock_file() const { return project / "kernhub.lock"; }
+    fs::path repo() const { return image_cache / k_folder; }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "lock pins a CUDA target and the CPU variant on a CPU-only machine, with sizes, digests and the variant hash") {
+    LockProject p;
+    ProcessResult r = p.run("lock", {"--target", k_cuda, "--target", host_cpu_variant(), "--json"});
+    INFO(describe(r));
+    REQUIRE(r.exit_code == 0);
+    json lock = json::parse(read_text(p.lock_file()));
+    CHECK(lock["format"] == 1);
+    const json& kern = lock["kernels"]["kern"];
+    CHECK(kern["repo_id"] == k_repo);
+    CHECK(kern["repo_type"] == "kernel");
+    CHECK(kern["revision"] == "v1");
+    CHECK(kern["symbol"] == "kh_vector_add");
+    CHECK(kern["commit"] == sha_of(p.hub, "v1"));
+    std::vector<std::string> expected{k_cuda, host_cpu_variant()};
+    std::sort(expected.begin(), expected.end());
+    CHECK(keys_of(kern["variants"]) == expected);
+    const std::string commit = kern["commit"];
+    for (const std::string variant : {k_cuda, host_cpu_variant()}) {
+        const json& files = kern["variants"][variant]["files"];
+        CHECK(kern["variants"][variant]["hash"].get<std::string>().rfind("sha256-", 0) == 0);
+        for (auto it = files.begin(); it != files.end(); ++it) {
+            fs::path source = p.hub / "kernels/locktest/kern/resolve" / commit / "build" / variant / it.key();
+            CHECK(it.value()["sha256"] == sha256_of(source));
+            CHECK(it.value()["size"] == fs::file_size(source));
+        }
+    }
+    CHECK(kern["variants"][host_cpu_variant()]["files"].contains("NOTES.txt"));
+    // Only plain files were downloaded to describe them; LFS files came
+    // from the listing.
+    CHECK_FALSE(tree_has_name(p.sandbox.cache / k_folder / "blobs", sha256_of(vector_add_so())));
+    // The two-space indent, sorted keys and final newline.
+    std::string text = read_text(p.lock_file());
+    CHECK(text.back() == '\n');
+    CHECK(text == lock.dump(2) + "\n");
+}
+
+TEST_CASE("re-locking unchanged rewrites identical bytes with no request, and --check passes") {
+    LockProject p;
+    HubServer server(p.hub);
+    REQUIRE(p.run("lock", {"--target", k_cuda}, server.endpoint()).exit_code == 0);
+    const std::string first = read_text(p.lock_file());
+    ProcessResult again = p.run("lock", {"--json"}, server.endpoint());
+    INFO(describe(again));
+    REQUIRE(again.exit_code == 0);
+    json report = parse_stdout(again);
+    CHECK(report["changed"] == false);
+    CHECK(report["requests"] == 0);
+    CHECK(report["kernels"][0]["pin_kept"] == true);
+    CHECK(report["kernels"][0]["variants"] == json::array({k_cuda}));  // the locked targets are kept
+    CHECK(read_text(p.lock_file()) == first);
+    ProcessResult check = p.run("lock", {"--check"}, server.endpoint());
+    CHECK(check.exit_code == 0);
+    CHECK(check.out.empty());
+}
+
+TEST_CASE("lock --check exits 8 with a diff and writes nothing when the lock is stale") {
+    LockProject p;
+    REQUIRE(p.run("lock").exit_code == 0);
+    const std::string before = read_text(p.lock_file());
+    p.write_manifest("kh_saxpy");
+    ProcessResult r = p.run("lock", {"--check"});
+    INFO(describe(r));
+    CHECK(r.exit_code == 8);
+    CHECK(r.out.find("-      \"symbol\": \"kh_vector_add\",") != std::string::npos);
+    CHECK(r.out.find("+      \"symbol\": \"kh_saxpy\",") != std::string::npos);
+    CHECK(r.err.find("out of date") != std::string::npos);
+    CHECK(read_text(p.lock_file()) == before);
+
+    ProcessResult json_check = p.run("lock", {"--check", "--json"});
+    CHECK(json_check.exit_code == 8);
+    json report = parse_stdout(json_check);
+    CHECK(report["changed"] == true);
+    CHECK(report["error"]["code"] == 8);
+
+    fs::remove(p.lock_file());
+    CHECK(p.run("lock", {"--check"}).exit_code == 8);
+    CHECK_FALSE(fs::exists(p.lock_file()));
+}
+
+TEST_CASE("a pin stays when the branch moves, until --update asks") {
+    LockProject p;
+    REQUIRE(p.run("lock", {"--target", "native-cuda"}).exit_code == 0);
+    const std::string old_commit = json::parse(read_text(p.lock_file()))["kernels"]["kern"]["commit"];
+    // The publisher moves main to a new commit; v1 stays. Lock "main".
+    make_hub(lock_hub_spec("fatbin bytes v1", true), p.hub);
+    json manifest = {{"format", 1},
+                     {"kernels", {{"kern", {{"repo_id", k_repo}, {"revision", "main"}, {"symbol", "kh_vector_add"}}}}}};
+    write_text(p.project / "kernhub.json", manifest.dump());
+    // A changed revision re-resolves.
+    REQUIRE(p.run("lock").exit_code == 0);
+    const std::string main_commit = json::parse(read_text(p.lock_file()))["kernels"]["kern"]["commit"];
+    CHECK(main_commit == sha_of(p.hub, "main"));
+    CHECK(main_commit != old_commit);
+
+    // Now pin an older state and check that re-locking keeps it.
+    json lock = json::parse(read_text(p.lock_file()));
+    make_hub(lock_hub_spec("fatbin bytes v1", false), p.hub);  // main back at the first commit
+    REQUIRE(p.run("lock", {"--update", "kern"}).exit_code == 0);
+    const std::string pinned = json::parse(read_text(p.lock_file()))["kernels"]["kern"]["commit"];
+    CHECK(pinned == old_commit);
+    make_hub(lock_hub_spec("fatbin bytes v1", true), p.hub);  // main moves again
+    REQUIRE(p.run("lock").exit_code == 0);
+    CHECK(json::parse(read_text(p.lock_file()))["kernels"]["kern"]["commit"] == old_commit);
+    ProcessResult update = p.run("lock", {"--update", "--json"});
+    INFO(describe(update));
+    REQUIRE(update.exit_code == 0);
+    CHECK(json::parse(read_text(p.lock_file()))["kernels"]["kern"]["commit"] == main_commit);
+    CHECK(parse_stdout(update)["kernels"][0]["pin_kept"] == false);
+    check_error(p.run("lock", {"--update", "nope"}), 2, {"nope", "kernhub.json"});
+}
+
+TEST_CASE("prewarm fetches the locked CUDA target on a CPU-only machine, verifies it and writes the ref") {
+    LockProject p;
+    REQUIRE(p.run("lock", {"--target", "native-cuda", "--target", host_cpu_variant()}).exit_code == 0);
+    const std::string commit = json::parse(read_text(p.lock_file()))["kernels"]["kern"]["commit"];
+    ProcessResult r = p.run("prewarm", {"--target", "native-cuda", "--json"});
+    INFO(describe(r));
+    REQUIRE(r.exit_code == 0);
+    json report = parse_stdout(r);
+    REQUIRE(report["kernels"].size() == 1);
+    CHECK(report["format"] == "kernhub.lock");
+    CHECK(report["kernels"][0]["variant"] == "native-cuda");
+    CHECK(report["kernels"][0]["fetched"] == 2);
+    CHECK(report["kernels"][0]["refs"] == json::array({"v1"}));
+    CHECK(read_text(p.repo() / "refs/v1") == commit);
+    CHECK(read_text(p.repo() / "snapshots" / commit / "build/native-cuda/kern.fatbin") == "fatbin bytes v1");
+
+    // Both targets: the first is already there.
+    ProcessResult both = p.run("prewarm", {"--target", "native-cuda", "--target", host_cpu_variant(), "--json"});
+    INFO(describe(both));
+    REQUIRE(both.exit_code == 0);
+    json second = parse_stdout(both);
+    REQUIRE(second["kernels"].size() == 2);
+    CHECK(second["kernels"][0]["fetched"] == 0);
+    CHECK(second["kernels"][0]["already_cached"] == 2);
+    CHECK(second["kernels"][1]["fetched"] == 3);
+    CHECK(second["kernels"][1]["refs"].empty());  // refs/v1 is already right
+
+    // Offline, a fetch of the version finds it through refs/v1.
+    ProcessResult offline = p.sandbox.run(
+        {"fetch", k_repo + "@v1", "--target", "native-cuda", "--offline", "--cache-dir", p.image_cache.string()});
+    CHECK(offline.exit_code == 0);
+
+    // A target the lock does not have is refused.
+    check_error(p.run("prewarm", {"--target", k_cuda}), 3, {"kern", k_cuda, "kernhub lock --target"});
+}
+
+TEST_CASE("prewarm refuses a hub that changed what was locked, naming the file, and keeps it out of the cache") {
+    LockProject p;
+    REQUIRE(p.run("lock", {"--target", "native-cuda"}).exit_code == 0);
+    const std::string commit = json::parse(read_text(p.lock_file()))["kernels"]["kern"]["commit"];
+
+    // The same commit id, other bytes: listing, metadata digest and file agree.
+    fs::path tampered = p.sandbox.dir.path() / "tampered";
+    make_hub(lock_hub_spec("fatbin bytes, tampered"), tampered);
+    const std::string fake = sha_of(tampered, "v1");
+    impersonate(tampered, fake, commit);
+    REQUIRE(sha_of(tampered, "v1") == commit);
+    // kernhub fetch alone accepts it: the hub is self-consistent.
+    ProcessResult fetch =
+        p.sandbox.run({"fetch", k_repo + "@" + commit, "--target", "native-cuda", "--endpoint",
+                       "file://" + tampered.string(), "--cache-dir", (p.sandbox.dir.path() / "other-cache").string()});
+    REQUIRE(fetch.exit_code == 0);
+
+    ProcessResult r = p.run("prewarm", {"--target", "native-cuda"}, "file://" + tampered.string());
+    check_error(r, 4, {"kern.fatbin", "lock"});
+    CHECK_FALSE(fs::exists(p.repo() / "snapshots" / commit / "build/native-cuda/kern.fatbin"));
+    const std::string bad_sha =
+        sha256_of(tampered / "kernels/locktest/kern/resolve" / commit / "build/native-cuda/kern.fatbin");
+    CHECK_FALSE(tree_has_name(p.repo() / "blobs", bad_sha));
+}
+
+TEST_CASE("prewarm names a changed plain file and commits none of its bytes") {
+    LockProject p;
+    REQUIRE(p.run("lock").exit_code == 0);  // this host's variant, with NOTES.txt
+    const std::string commit = json::parse(read_text(p.lock_file()))["kernels"]["kern"]["commit"];
+    fs::path tampered = p.sandbox.dir.path() / "tampered";
+    json spec = lock_hub_spec();
+    spec["repos"][0]["commits"][0]["files"]["build/" + host_cpu_variant() + "/NOTES.txt"]["text"] =
+        "plain file, NOT in LFS\n";  // same length
+    make_hub(spec, tampered);
+    impersonate(tampered, sha_of(tampered, "v1"), commit);
+    ProcessResult r = p.run("prewarm", {}, "file://" + tampered.string());
+    // metadata.json lists the changed digest, so it is the first file that
+    // is not what was locked.
+    check_error(r, 4, {"metadata.json", "lock file pins"});
+    CHECK_FALSE(fs::exists(p.repo() / "snapshots" / commit / "build" / host_cpu_variant() / "metadata.json"));
+}
+
+TEST_CASE("prewarm without a lock says to run kernhub lock; offline it only verifies what is cached") {
+    LockProject p;
+    check_error(p.run("prewarm"), 3, {"kernhub.lock", "kernhub lock"});
+    check_error(p.run("prewarm", {"--lock", (p.project / "missing.lock").string()}), 3, {"missing.lock"});
+    REQUIRE(p.run("lock").exit_code == 0);
+    check_error(p.run("prewarm", {"--offline"}), 6, {"offline"});
+    REQUIRE(p.run("prewarm").exit_code == 0);
+    ProcessResult offline = p.run("prewarm", {"--offline", "--json"}, k_dead_endpoint);
+    INFO(describe(offline));
+    REQUIRE(offline.exit_code == 0);
+    CHECK(parse_stdout(offline)["kernels"][0]["fetched"] == 0);
+    // A damaged blob is found offline (exit 4), not trusted.
+    const std::string commit = json::parse(read_text(p.lock_file()))["kernels"]["kern"]["commit"];
+    fs::path notes = fs::canonical(p.repo() / "snapshots" / commit / "build" / host_cpu_variant() / "NOTES.txt");
+    fs::permissions(notes, fs::perms::owner_write, fs::perm_options::add);
+    write_text(notes, "plain file, not in LFS?\n");
+    fs::remove_all(p.repo() / ".kernhub/variants");
+    check_error(p.run("prewarm", {"--offline"}), 4, {"NOTES.txt"});
+    // A malformed lock is a usage error naming the file.
+    write_text(p.lock_file(), "{\"format\": 1}");
+    check_error(p.run("prewarm"), 2, {"kernhub.lock", "kernels"});
+}
+
+TEST_CASE("prewarm reads the kernels library's kernels.lock in its current and older formats") {
+    LockProject p;
+    const std::string commit = sha_of(p.hub, "v1");
+    fs::path current = p.sandbox.dir.path() / "kernels.lock";
+    write_text(
+        current,
+        json::array({{{"dependency", {{"repo-id", k_repo}, {"version", 1}}}, {"lock", {{"commit", commit}}}}}).dump(2));
+    ProcessResult r = p.run("prewarm", {"--lock", current.string(), "--target", "native-cuda", "--json"});
+    INFO(describe(r));
+    REQUIRE(r.exit_code == 0);
+    json report = parse_stdout(r);
+    CHECK(report["format"] == "kernels.lock");
+    CHECK(report["kernels"][0]["name"] == k_repo);
+    CHECK(read_text(p.repo() / "refs/v1") == commit);
+
+    // The older format pins each variant by its git_lfs_concat hash; take
+    // the hash from a kernhub.lock of the same commit.
+    REQUIRE(p.run("lock", {"--target", "native-cuda"}).exit_code == 0);
+    const std::string hash =
+        json::parse(read_text(p.lock_file()))["kernels"]["kern"]["variants"]["native-cuda"]["hash"];
+    fs::path legacy = p.sandbox.dir.path() / "kernels-old.lock";
+    auto write_legacy = [&](const std::string& h) {
+        write_text(legacy,
+                   json::array({{{"repo_id", k_repo},
+                                 {"sha", commit},
+                                 {"variants", {{"native-cuda", {{"hash", h}, {"hash_type", "git_lfs_concat"}}}}}}})
+                       .dump(2));
+    };
+    write_legacy(hash);
+    ProcessResult old = p.run("prewarm", {"--lock", legacy.string(), "--target", "native-cuda", "--json"});
+    INFO(describe(old));
+    REQUIRE(old.exit_code == 0);
+    CHECK(parse_stdout(old)["format"] == "kernels.lock (0.16)");
+    std::string wrong = hash;
+    wrong.back() = wrong.back() == '0' ? '1' : '0';
+    write_legacy(wrong);
+    check_error(p.run("prewarm", {"--lock", legacy.string(), "--target", "native-cuda"}), 4,
+                {"native-cuda", "variant hash"});
+}
