@@ -122,20 +122,17 @@ ordered_json verify_json(const CacheVerifyReport& report) {
             {"ok", ok}};
 }
 
-// Damage is exit 4 naming the files. With --json the report stays the one
-// object on stdout (it names them with what is wrong), and the error is the
-// usual single line on stderr.
-int report_damage(const CommonFlags& flags, const CacheVerifyReport& report) {
+// Damage is exit 4 naming the files: the error names the first ones, the
+// report all of them. With --json the report stays the one object on stdout
+// and carries the error as its "error" member, as lock --check does.
+Error damage_error(const CacheVerifyReport& report) {
     std::string names;
     const std::size_t shown = std::min<std::size_t>(report.problems.size(), 10);
     for (std::size_t i = 0; i < shown; ++i) names += (i == 0 ? "" : ", ") + report.problems[i].path;
     if (report.problems.size() > shown) names += " and " + std::to_string(report.problems.size() - shown) + " more";
-    Error error(ErrorCode::verification, std::to_string(report.problems.size()) + " damaged files in the cache at " +
-                                             report.root + ": " + names +
-                                             "; run 'kernhub cache verify --repair' to remove them, then fetch again");
-    if (!flags.json) throw error;
-    std::cerr << "kernhub: error: " << error.what() << '\n';
-    return static_cast<int>(error.code());
+    return Error(ErrorCode::verification, std::to_string(report.problems.size()) + " damaged files in the cache at " +
+                                              report.root + ": " + names +
+                                              "; run 'kernhub cache verify --repair' to remove them, then fetch again");
 }
 
 Command add_verify(CLI::App& cache) {
@@ -148,10 +145,20 @@ Command add_verify(CLI::App& cache) {
     return {command, [flags, repair]() {
                 Client client(make_options(*flags, nullptr));
                 CacheVerifyReport report = client.cache_verify(*repair);
-                if (flags->json) print_json(verify_json(report));
-                for (const auto& p : report.problems) {
-                    if (!flags->json)
+                const bool damaged = !*repair && !report.problems.empty();
+                if (flags->json) {
+                    ordered_json out = verify_json(report);
+                    if (damaged) {
+                        Error error = damage_error(report);
+                        out["error"] = {{"code", static_cast<int>(error.code())},
+                                        {"kind", to_string(error.code())},
+                                        {"message", error.what()}};
+                    }
+                    print_json(out);
+                } else {
+                    for (const auto& p : report.problems) {
                         std::cout << p.path << ": " << p.problem << (p.repaired ? " (removed)" : "") << '\n';
+                    }
                 }
                 const std::string checked = "checked " + std::to_string(report.blobs_checked) + " blobs, " +
                                             std::to_string(report.links_checked) + " links and " +
@@ -161,7 +168,12 @@ Command add_verify(CLI::App& cache) {
                     status(*flags, checked + ": no damage");
                     return 0;
                 }
-                if (!*repair) return report_damage(*flags, report);
+                if (damaged) {
+                    Error error = damage_error(report);
+                    if (!flags->json) throw error;
+                    std::cerr << "kernhub: error: " << error.what() << '\n';
+                    return static_cast<int>(error.code());
+                }
                 status(*flags, checked + ": removed " + std::to_string(report.problems.size()) +
                                    " damaged files; the next fetch downloads them again");
                 return 0;

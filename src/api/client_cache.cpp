@@ -74,7 +74,11 @@ PruneReport Client::cache_prune(const PruneOptions& options) {
     const std::filesystem::path root = absolute_root(m_impl->settings);
     cache::PruneRequest request;
     request.dry_run = options.dry_run;
-    if (!options.keep_locks.empty()) throw Error(ErrorCode::usage, "TEMP: --keep-lock not wired yet");
+    for (const auto& file : options.keep_locks) {
+        for (const auto& [folder, commits] : cache::locked_commits(file)) {
+            request.keep[folder].insert(commits.begin(), commits.end());
+        }
+    }
     request.use_locks = locks_work(m_impl->env, root);
     PruneReport report = cache::prune_cache(root, request);
     std::sort(report.removed.begin(), report.removed.end());

@@ -6,9 +6,12 @@
 
 #include "cache/cache_fixture.hpp"
 #include "cache/prune.hpp"
+#include "kernhub/error.hpp"
+#include "lock/lock.hpp"
 
 using namespace kernhub::test::cache;
 using kernhub::PruneReport;
+using kernhub::RepoType;
 using kernhub::test::TempDir;
 namespace kc = kernhub::cache;
 
@@ -198,4 +201,48 @@ TEST_CASE("a ref that does not hold a commit keeps every snapshot of its repo", 
     CHECK(report.removed.empty());
     CHECK(fs::exists(kernel.snapshot(k_commit_a)));
     CHECK(kept_reasons(report, dir.path()).count("kernels--org--kernel/refs") == 1);
+}
+
+TEST_CASE("locked_commits reads kernhub.lock and both kernels.lock formats", "[cache]") {
+    TempDir dir;
+    kernhub::lock::KernhubLock lock;
+    kernhub::lock::LockedKernel kernel;
+    kernel.repo_id = "org/kernel";
+    kernel.revision = "main";
+    kernel.commit = k_commit_a;
+    kernel.symbol = "f";
+    lock.kernels["kernel"] = kernel;
+    kernel.repo_id = "org/model";
+    kernel.repo_type = RepoType::model;
+    kernel.commit = k_commit_b;
+    lock.kernels["model"] = kernel;
+    write_file(dir.path() / "kernhub.lock", kernhub::lock::write_kernhub_lock(lock));
+    CHECK(kc::locked_commits(dir.path() / "kernhub.lock") ==
+          kc::KeptCommits{{"kernels--org--kernel", {k_commit_a}}, {"models--org--model", {k_commit_b}}});
+
+    write_file(dir.path() / "kernels.lock", R"([{"dependency": {"repo-id": "org/kernel", "version": 1},
+        "lock": {"commit": ")" + k_commit_b + R"("}}])");
+    CHECK(kc::locked_commits(dir.path() / "kernels.lock") == kc::KeptCommits{{"kernels--org--kernel", {k_commit_b}}});
+
+    write_file(dir.path() / "old.lock", R"([{"repo_id": "org/kernel", "sha": ")" + k_commit_c +
+                                            R"(", "variants": {"torch-universal": {"hash": "sha256-)" +
+                                            std::string(64, '0') + R"(", "hash_type": "git_lfs_concat"}}}])");
+    CHECK(kc::locked_commits(dir.path() / "old.lock") == kc::KeptCommits{{"kernels--org--kernel", {k_commit_c}}});
+}
+
+TEST_CASE("a --keep-lock file that is missing, oversized or not a lock is refused", "[cache]") {
+    TempDir dir;
+    auto code_of = [](const fs::path& path) {
+        try {
+            kc::locked_commits(path);
+        } catch (const kernhub::Error& e) {
+            return e.code();
+        }
+        return kernhub::ErrorCode::ok;
+    };
+    CHECK(code_of(dir.path() / "absent.lock") == kernhub::ErrorCode::not_found);
+    write_file(dir.path() / "big.lock", std::string(kernhub::lock::k_max_lock_bytes + 1, ' '));
+    CHECK(code_of(dir.path() / "big.lock") == kernhub::ErrorCode::usage);
+    write_file(dir.path() / "registry.json", R"({"format": 1, "kernels": {}, "extra": true})");
+    CHECK(code_of(dir.path() / "registry.json") == kernhub::ErrorCode::usage);
 }

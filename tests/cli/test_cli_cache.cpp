@@ -170,6 +170,9 @@ TEST_CASE("cache verify exits 4 naming each damaged file, and --repair then a fe
     CHECK(as_json.exit_code == 4);
     json report = parse_stdout(as_json);
     CHECK(report["ok"] == false);
+    CHECK(report["error"]["code"] == 4);
+    CHECK(report["error"]["kind"] == "verification failed");
+    CHECK(as_json.err.rfind("kernhub: error: ", 0) == 0);
     std::set<std::string> named;
     for (const auto& p : report["problems"]) named.insert(p["path"].get<std::string>());
     CHECK(named.count((variant / "dangling.so").string()) == 1);
@@ -210,6 +213,16 @@ TEST_CASE("cache prune keeps fresh and referenced snapshots and removes the rest
     CHECK(kept["kept"].size() >= 1);  // B's snapshot: fetched just now
 
     age(box.cache, 2);
+    // A kernels.lock pinning B keeps it.
+    const fs::path lock = box.dir.path() / "kernels.lock";
+    write_text(lock, R"([{"dependency": {"repo-id": ")" + k_repo + R"(", "version": 2}, "lock": {"commit": ")" +
+                         v2["commit"].get<std::string>() + R"("}}])");
+    ProcessResult locked = cache_cmd(box, "prune", {"--keep-lock", lock.string(), "--json"});
+    INFO(describe(locked));
+    CHECK(locked.exit_code == 0);
+    CHECK(parse_stdout(locked)["removed"].empty());
+    check_error(cache_cmd(box, "prune", {"--keep-lock", (box.dir.path() / "none.lock").string()}), 3, {"none.lock"});
+
     const auto before = tree_of(box.cache);
     ProcessResult dry = cache_cmd(box, "prune", {"--dry-run"});
     INFO(describe(dry));
