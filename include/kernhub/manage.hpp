@@ -137,14 +137,20 @@ struct PruneReport {
 struct ExportReport {
     std::string file;
     std::size_t entries = 0;
-    std::uint64_t bytes = 0;  // bytes of file content archived
+    std::uint64_t bytes = 0;         // bytes of file content archived
+    std::string compression;         // "zstd", "gzip", "xz" or "none", from the file name
+    std::vector<std::string> repos;  // repo folders exported ("kernels--org--name")
 };
 
 struct ImportReport {
     std::string file;
-    std::size_t blobs = 0;    // blobs added (verified against their names)
-    std::size_t links = 0;    // snapshot links added
-    std::size_t skipped = 0;  // entries already in the cache
+    std::size_t entries = 0;         // entries in the archive
+    std::size_t blobs = 0;           // blobs added (verified against their names)
+    std::size_t links = 0;           // snapshot links added
+    std::size_t refs = 0;            // refs written
+    std::size_t side_files = 0;      // tree listings and variant records written
+    std::size_t skipped = 0;         // entries already in the cache
+    std::vector<std::string> repos;  // repo folders imported into
 };
 
 // ---- kernhub mirror ---------------------------------------------------------

@@ -3,6 +3,7 @@
 // and file paths come from the network, revisions and variants from users.
 #include "store/cache.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -219,6 +220,28 @@ IncompleteBlob RepoCache::begin_blob(const std::string& etag) const {
     if (!fs::exists(fs::symlink_status(tag, ec))) write_file_atomic(tag, k_cachedir_tag);
     fs::path temp = blobs / (etag + "." + detail::random_hex(16) + ".incomplete");
     return IncompleteBlob(temp, final_path);
+}
+
+bool RepoCache::adopt_blob(const std::string& etag, const fs::path& verified) const {
+    if (has_blob(etag)) return false;
+    const fs::path final_path = blob_path(etag);
+    int err = detail::make_directories(final_path.parent_path());
+    std::error_code ec;
+    if (err == 0 && !fs::exists(fs::symlink_status(m_root / "CACHEDIR.TAG", ec))) {
+        write_file_atomic(m_root / "CACHEDIR.TAG", k_cachedir_tag);
+    }
+    const int fd = err == 0 ? ::open(verified.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    if (err == 0 && fd < 0) err = errno;
+    // Read-only and on disk before the name appears, as a download's commit.
+    if (err == 0 && (::fchmod(fd, 0444) != 0 || ::fsync(fd) != 0)) err = errno;
+    if (fd >= 0) ::close(fd);
+    if (err == 0 && ::rename(verified.c_str(), final_path.c_str()) != 0) err = errno;
+    if (err == 0) err = detail::fsync_directory(final_path.parent_path());
+    if (err != 0) {
+        throw Error(ErrorCode::internal, "cannot place " + final_path.string() + ": " + detail::errno_text(err) +
+                                             "; check permissions and free space");
+    }
+    return true;
 }
 
 struct Partial {

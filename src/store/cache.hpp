@@ -188,6 +188,12 @@ public:
     // left by dead processes, are removed. Otherwise a new partial, and
     // partials of the blob older than k_stale_partial_age are removed.
     IncompleteBlob open_partial(const std::string& etag, bool adopt) const;
+    // Moves `verified`, a file on the cache's filesystem whose content was
+    // checked against `etag`, to blobs/<etag>: fsync, mode 0444, rename,
+    // directory fsync (blobs/ and CACHEDIR.TAG made if needed). Returns
+    // false, leaving `verified` alone, when blobs/<etag> already exists. Call
+    // it while holding the blob's lock.
+    bool adopt_blob(const std::string& etag, const fs::path& verified) const;
     // Removes blobs/<etag> (a blob that failed verification). Call it while
     // holding the blob's lock.
     void remove_blob(const std::string& etag) const;

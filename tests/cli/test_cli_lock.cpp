@@ -120,7 +120,7 @@ TEST_CASE(
     std::sort(expected.begin(), expected.end());
     CHECK(keys_of(kern["variants"]) == expected);
     const std::string commit = kern["commit"];
-    for (const std::string variant : {k_cuda, host_cpu_variant()}) {
+    for (const std::string& variant : {k_cuda, host_cpu_variant()}) {
         const json& files = kern["variants"][variant]["files"];
         CHECK(kern["variants"][variant]["hash"].get<std::string>().rfind("sha256-", 0) == 0);
         for (auto it = files.begin(); it != files.end(); ++it) {

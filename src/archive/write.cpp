@@ -1,0 +1,231 @@
+// The reproducible writer: the same entries give the same bytes, whoever
+// writes them and whenever (docs/ARCHITECTURE.md, "Cache archives").
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "archive/archive.hpp"
+#include "archive/detail.hpp"
+#include "common/text.hpp"
+#include "kernhub/error.hpp"
+
+namespace kernhub::archive {
+
+const char* to_string(Compression compression) {
+    switch (compression) {
+        case Compression::gzip:
+            return "gzip";
+        case Compression::xz:
+            return "xz";
+        case Compression::zstd:
+            return "zstd";
+        case Compression::none:
+            break;
+    }
+    return "none";
+}
+
+Compression compression_for(const fs::path& file) {
+    const std::string name = file.filename().string();
+    auto ends_with = [&](const char* suffix) {
+        std::size_t n = std::strlen(suffix);
+        return name.size() > n && name.compare(name.size() - n, n, suffix) == 0;
+    };
+    if (ends_with(".tar.zst") || ends_with(".tzst")) return Compression::zstd;
+    if (ends_with(".tar.gz") || ends_with(".tgz")) return Compression::gzip;
+    if (ends_with(".tar.xz") || ends_with(".txz")) return Compression::xz;
+    if (ends_with(".tar")) return Compression::none;
+    throw Error(ErrorCode::usage, "cannot tell the compression of " + detail::quoted(name) +
+                                      " from its name; end it in .tar.zst, .tar.gz, .tar.xz or .tar");
+}
+
+namespace {
+
+[[noreturn]] void write_error(const fs::path& path, int err) {
+    throw Error(ErrorCode::internal, "cannot write " + printable(path.string()) + ": " + std::strerror(err) +
+                                         "; check permissions and free space");
+}
+
+// The temp file beside the archive: unlinked unless the rename happened.
+struct TempFile {
+    fs::path path;
+    int fd = -1;
+    ~TempFile() {
+        if (fd >= 0) ::close(fd);
+        if (!path.empty()) ::unlink(path.c_str());
+    }
+};
+
+class Writer {
+public:
+    Writer(const fs::path& file, int fd, Compression compression, const std::atomic<bool>* cancel)
+        : m_file(file), m_cancel(cancel), m_handle(detail::Handle::Kind::write) {
+        struct archive* out = m_handle.get();
+        // pax only where ustar cannot hold a name, so short paths give plain
+        // ustar headers; libarchive names its pax headers without a pid.
+        check(archive_write_set_format_pax_restricted(out));
+        switch (compression) {
+            case Compression::gzip:
+                check(archive_write_add_filter_gzip(out));
+                // gzip headers carry the time of writing unless told not to.
+                check(archive_write_set_filter_option(out, "gzip", "timestamp", nullptr));
+                break;
+            case Compression::xz:
+                check(archive_write_add_filter_xz(out));
+                break;
+            case Compression::zstd:
+                check(archive_write_add_filter_zstd(out));
+                break;
+            case Compression::none:
+                check(archive_write_add_filter_none(out));
+                break;
+        }
+        check(archive_write_open_fd(out, fd));
+    }
+
+    std::uint64_t add(const WriteEntry& entry);
+    void close() { check(archive_write_close(m_handle.get())); }
+
+private:
+    void check(int status) const {
+        if (status != ARCHIVE_OK) {
+            throw Error(ErrorCode::internal, "cannot write archive " + printable(m_file.string()) + ": " +
+                                                 m_handle.error_text() + "; check free space");
+        }
+    }
+    void check_cancel() const {
+        if (m_cancel != nullptr && m_cancel->load()) {
+            throw Error(ErrorCode::interrupted, "writing " + printable(m_file.string()) + " was cancelled");
+        }
+    }
+    std::uint64_t copy_file(struct archive_entry* header, const WriteEntry& entry);
+
+    const fs::path& m_file;
+    const std::atomic<bool>* m_cancel;
+    detail::Handle m_handle;
+};
+
+using EntryPtr = std::unique_ptr<struct archive_entry, decltype(&archive_entry_free)>;
+
+std::uint64_t Writer::add(const WriteEntry& entry) {
+    check_cancel();
+    EntryPtr header(archive_entry_new(), &archive_entry_free);
+    if (!header) throw Error(ErrorCode::internal, "libarchive could not allocate an entry; out of memory");
+    archive_entry_copy_pathname(header.get(), entry.path.c_str());
+    archive_entry_set_mtime(header.get(), 0, 0);
+    archive_entry_set_uid(header.get(), 0);
+    archive_entry_set_gid(header.get(), 0);
+    switch (entry.type) {
+        case EntryType::directory:
+            archive_entry_set_filetype(header.get(), AE_IFDIR);
+            archive_entry_set_perm(header.get(), 0755);
+            check(archive_write_header(m_handle.get(), header.get()));
+            return 0;
+        case EntryType::symlink:
+            archive_entry_set_filetype(header.get(), AE_IFLNK);
+            archive_entry_set_perm(header.get(), 0777);
+            archive_entry_copy_symlink(header.get(), entry.link_target.c_str());
+            check(archive_write_header(m_handle.get(), header.get()));
+            return 0;
+        case EntryType::file:
+            return copy_file(header.get(), entry);
+        default:
+            break;
+    }
+    throw Error(ErrorCode::internal, "cannot archive " + detail::quoted(entry.path) + " as a " + to_string(entry.type) +
+                                         "; only files, directories and symbolic links are written");
+}
+
+std::uint64_t Writer::copy_file(struct archive_entry* header, const WriteEntry& entry) {
+    const std::string source = printable(entry.source.string());
+    int fd = ::open(entry.source.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        int err = errno;
+        throw Error(ErrorCode::internal, "cannot read " + source + ": " + std::strerror(err) + "; check permissions");
+    }
+    TempFile closer{{}, fd};  // closes fd; unlinks nothing
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        throw Error(ErrorCode::internal, source + " is not a regular file; it cannot go into an archive");
+    }
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    archive_entry_set_filetype(header, AE_IFREG);
+    archive_entry_set_perm(header, entry.read_only ? 0444 : 0644);
+    archive_entry_set_size(header, static_cast<la_int64_t>(size));
+    check(archive_write_header(m_handle.get(), header));
+    std::array<char, 256 * 1024> buffer{};
+    std::uint64_t copied = 0;
+    for (;;) {
+        check_cancel();
+        ssize_t n = ::read(fd, buffer.data(), buffer.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int err = errno;
+            throw Error(ErrorCode::internal, "cannot read " + source + ": " + std::strerror(err) + "; check the disk");
+        }
+        if (n == 0) break;
+        copied += static_cast<std::uint64_t>(n);
+        if (copied > size) break;
+        if (archive_write_data(m_handle.get(), buffer.data(), static_cast<std::size_t>(n)) != n) check(ARCHIVE_FATAL);
+    }
+    if (copied != size) {
+        throw Error(ErrorCode::internal, source +
+                                             " changed size while it was archived; stop whatever writes it and "
+                                             "export again");
+    }
+    return size;
+}
+
+void check_entries(const fs::path& file, std::vector<WriteEntry>& entries) {
+    std::sort(entries.begin(), entries.end(), [](const WriteEntry& a, const WriteEntry& b) { return a.path < b.path; });
+    const ExtractionPolicy plain;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        detail::NormalizedPath normalized = detail::normalize_path(entries[i].path, false, plain);
+        bool clean = normalized.problem.empty() && !normalized.archive_root && normalized.path == entries[i].path;
+        if (!clean || (i > 0 && entries[i - 1].path == entries[i].path)) {
+            throw Error(ErrorCode::internal, "cannot write archive " + printable(file.string()) + ": entry " +
+                                                 detail::quoted(entries[i].path) +
+                                                 " is not a plain relative path or appears twice; please report it");
+        }
+    }
+}
+
+}  // namespace
+
+WriteStats write_archive(const fs::path& file, std::vector<WriteEntry> entries, const std::atomic<bool>* cancel) {
+    WriteStats stats;
+    stats.compression = compression_for(file);
+    check_entries(file, entries);
+    fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+    std::string pattern = (dir / ("." + file.filename().string() + ".XXXXXX")).string();
+    TempFile temp;
+    temp.fd = ::mkostemp(pattern.data(), O_CLOEXEC);
+    if (temp.fd < 0) write_error(file, errno);
+    temp.path = pattern;
+    if (::fchmod(temp.fd, 0644) != 0) write_error(temp.path, errno);
+    {
+        Writer writer(file, temp.fd, stats.compression, cancel);
+        for (const auto& entry : entries) stats.bytes += writer.add(entry);
+        writer.close();
+    }
+    stats.entries = entries.size();
+    if (::fsync(temp.fd) != 0) write_error(temp.path, errno);
+    if (::rename(temp.path.c_str(), file.c_str()) != 0) write_error(file, errno);
+    temp.path.clear();
+    int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd >= 0) {
+        ::fsync(dir_fd);  // a filesystem that cannot sync a directory still renamed
+        ::close(dir_fd);
+    }
+    return stats;
+}
+
+}  // namespace kernhub::archive

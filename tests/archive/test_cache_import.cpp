@@ -1,0 +1,259 @@
+// Cache import over crafted archives: the cache layout goes in, checked;
+// everything else is refused with Error(verification) and leaves the cache
+// exactly as it was (docs/ARCHITECTURE.md, "Cache archives").
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <string>
+
+#include "archive/tar_builder.hpp"
+#include "cache/cache_archive.hpp"
+#include "digest/digest.hpp"
+#include "kernhub/error.hpp"
+#include "support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using kernhub::Error;
+using kernhub::ErrorCode;
+using kernhub::test::TarBuilder;
+using kernhub::test::TempDir;
+
+namespace {
+
+std::string slurp(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string git_blob_id(const std::string& content) {
+    kernhub::digest::GitBlobHasher hasher(content.size());
+    hasher.update(content.data(), content.size());
+    return hasher.finish_hex();
+}
+
+// Every path under `root` with what it holds: link targets, file bytes.
+std::map<std::string, std::string> tree_state(const fs::path& root) {
+    std::map<std::string, std::string> state;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string rel = it->path().lexically_relative(root).generic_string();
+        if (it->is_symlink()) {
+            state[rel] = "-> " + fs::read_symlink(it->path()).string();
+        } else if (it->is_regular_file()) {
+            state[rel] = slurp(it->path());
+        } else {
+            state[rel] = "dir";
+        }
+    }
+    return state;
+}
+
+// A small, valid cache of one kernel repo: an LFS-style blob (SHA-256 name)
+// and a plain one (git blob id), their snapshot links, a ref, and side data.
+struct ValidCache {
+    std::string folder = "kernels--kh-test--vec";
+    std::string commit = "0123456789abcdef0123456789abcdef01234567";
+    std::string so =
+        "\x7f"
+        "ELF shared object bytes";
+    std::string so_etag = kernhub::digest::sha256_hex(so);
+    std::string meta = "{\"python-depends\": []}";
+    std::string meta_etag = git_blob_id(meta);
+    std::string snap = folder + "/snapshots/" + commit;
+
+    void add_to(TarBuilder& tar) const {
+        tar.dir(folder).dir(folder + "/blobs");
+        tar.file(folder + "/blobs/" + so_etag, so).file(folder + "/blobs/" + meta_etag, meta);
+        tar.symlink(snap + "/build/native-cpu/lib.so", "../../../../blobs/" + so_etag);
+        tar.symlink(snap + "/build/native-cpu/metadata.json", "../../../../blobs/" + meta_etag);
+        tar.file(folder + "/refs/main", commit).file(folder + "/refs/v1", commit);
+        tar.file(folder + "/trees/" + commit + ".json", "[]");
+        tar.file(folder + "/.kernhub/trees/" + commit + ".json", "[]");
+        tar.file(folder + "/.kernhub/variants/" + commit + "/native-cpu.json", "{\"format\": 1}");
+        tar.file("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n");
+    }
+};
+
+struct Scratch {
+    TempDir dir;
+    fs::path root = dir.path() / "cache";
+    fs::path tar = dir.path() / "in.tar";
+};
+
+bool leftovers_in(const fs::path& root) {
+    std::error_code ec;
+    for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+        if (it->path().filename().string().rfind(".kernhub-extract-", 0) == 0) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("import moves a checked cache archive in, and a second import adds nothing", "[archive]") {
+    Scratch s;
+    ValidCache valid;
+    {
+        TarBuilder tar(s.tar, TarBuilder::Filter::zstd);
+        valid.add_to(tar);
+    }
+    auto stats = kernhub::cache::import_cache(s.root, s.tar);
+    CHECK(stats.blobs == 2);
+    CHECK(stats.links == 2);
+    CHECK(stats.refs == 2);
+    CHECK(stats.side_files == 3);
+    CHECK(stats.skipped == 0);
+    CHECK(stats.repos == std::vector<std::string>{valid.folder});
+    const fs::path repo = s.root / valid.folder;
+    CHECK(slurp(repo / "blobs" / valid.so_etag) == valid.so);
+    struct stat st {};
+    REQUIRE(::lstat((repo / "blobs" / valid.so_etag).c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0444);
+    CHECK(fs::read_symlink(repo / "snapshots" / valid.commit / "build/native-cpu/lib.so") ==
+          "../../../../blobs/" + valid.so_etag);
+    CHECK(slurp(repo / "snapshots" / valid.commit / "build/native-cpu/metadata.json") == valid.meta);
+    CHECK(slurp(repo / "refs/main") == valid.commit);
+    CHECK(slurp(repo / ".kernhub/variants" / valid.commit / "native-cpu.json") == "{\"format\": 1}");
+    CHECK(slurp(repo / "trees" / (valid.commit + ".json")) == "[]");
+    CHECK(fs::exists(s.root / "CACHEDIR.TAG"));
+    CHECK(!leftovers_in(s.root));
+    CHECK((!fs::exists(repo / ".kernhub/tmp") || fs::is_empty(repo / ".kernhub/tmp")));
+
+    const auto before = tree_state(s.root);
+    auto again = kernhub::cache::import_cache(s.root, s.tar);
+    CHECK(again.blobs + again.links + again.refs + again.side_files == 0);
+    CHECK(again.skipped == 9);
+    CHECK(tree_state(s.root) == before);
+}
+
+TEST_CASE("import refuses anything outside the cache layout and leaves the cache as it was", "[archive]") {
+    ValidCache valid;
+    const std::string f = valid.folder;
+    const std::string other_blob = kernhub::digest::sha256_hex("other");
+    struct Case {
+        const char* what;
+        std::function<void(TarBuilder&)> add;
+        std::vector<std::string> names;
+    };
+    const std::vector<Case> cases = {
+        {"absolute path",
+         [](TarBuilder& t) { t.file("/etc/kernhub-import", "x"); },
+         {"/etc/kernhub-import", "absolute"}},
+        {"'..'", [&](TarBuilder& t) { t.file(f + "/blobs/../../escape", "x"); }, {"escape", "'..'"}},
+        {"symlink to /etc/passwd",
+         [&](TarBuilder& t) { t.symlink(valid.snap + "/build/native-cpu/passwd", "/etc/passwd"); },
+         {"passwd", "leads out of the archive"}},
+        {"symlink leaving the repo",
+         [&](TarBuilder& t) {
+             t.symlink(valid.snap + "/build/native-cpu/x",
+                       "../../../../../kernels--kh-test--other/blobs/" + other_blob);
+         },
+         {"native-cpu/x", "blobs/ of its own repo folder"}},
+        {"symlink outside snapshots/",
+         [&](TarBuilder& t) { t.symlink(f + "/refs/v2", "main"); },
+         {"refs/v2", "only under snapshots"}},
+        {"hard link",
+         [&](TarBuilder& t) { t.hardlink(f + "/blobs/" + other_blob, f + "/blobs/" + valid.so_etag); },
+         {other_blob, "hard link"}},
+        {"device", [&](TarBuilder& t) { t.special(f + "/blobs/" + other_blob, AE_IFCHR); }, {"character device"}},
+        {"fifo", [&](TarBuilder& t) { t.special(f + "/refs/pipe", AE_IFIFO); }, {"refs/pipe", "FIFO"}},
+        {"oversized blob",
+         [&](TarBuilder& t) { t.header_only(f + "/blobs/" + other_blob, 17ull << 30); },
+         {other_blob, "max_entry_bytes", "16 GiB"}},
+        {"oversized ref",
+         [&](TarBuilder& t) { t.file(f + "/refs/big", std::string(5000, 'a')); },
+         {"refs/big", "max_ref_bytes"}},
+        {"long path",
+         [&](TarBuilder& t) {
+             std::string path = f + "/refs";
+             for (int i = 0; i < 6; ++i) path += "/" + std::string(200, 'r');
+             t.file(path, valid.commit);
+         },
+         {"max_path_bytes", "1024"}},
+        {"blob not matching its SHA-256 name",
+         [&](TarBuilder& t) { t.file(f + "/blobs/" + other_blob, "not other"); },
+         {other_blob, "does not match its name"}},
+        {"blob not matching its git blob id",
+         [&](TarBuilder& t) { t.file(f + "/blobs/" + git_blob_id("a"), "b"); },
+         {git_blob_id("a"), "does not match its name", git_blob_id("b")}},
+        {"blob with a name that is no digest",
+         [&](TarBuilder& t) { t.file(f + "/blobs/notahash", "x"); },
+         {"notahash", "lowercase hex digest"}},
+        {"unknown top-level file",
+         [](TarBuilder& t) { t.file("README", "hi"); },
+         {"README", "outside any repo folder"}},
+        {".locks",
+         [&](TarBuilder& t) { t.file(".locks/" + f + "/x.lock", ""); },
+         {".locks", "outside any repo folder"}},
+        {"not a kernhub repo folder", [](TarBuilder& t) { t.dir("datasets--a--b"); }, {"datasets--a--b"}},
+        {".kernhub/tmp",
+         [&](TarBuilder& t) { t.file(f + "/.kernhub/tmp/.x.tmp", ""); },
+         {"not part of the cache layout"}},
+        {"file under snapshots/",
+         [&](TarBuilder& t) { t.file(valid.snap + "/build/native-cpu/plain", "x"); },
+         {"native-cpu/plain", "only links into blobs/"}},
+        {"link to a blob nobody has",
+         [&](TarBuilder& t) { t.symlink(valid.snap + "/build/native-cpu/gone", "../../../../blobs/" + other_blob); },
+         {"native-cpu/gone", "neither the archive nor the cache"}},
+        {"ref without a commit",
+         [&](TarBuilder& t) { t.file(f + "/refs/v3", "not a commit"); },
+         {"refs/v3", "commit id"}},
+        {"side data that is not JSON",
+         [&](TarBuilder& t) { t.file(f + "/.kernhub/trees/" + valid.commit.substr(0, 39) + "f.json", "{"); },
+         {".kernhub/trees", "not JSON"}},
+    };
+    // A cache that already holds something, to show it is left alone. Catch
+    // runs this body once per section: the import (which fsyncs) runs once,
+    // and each case gets a copy.
+    static const Scratch filled;
+    static const bool imported = [&] {
+        {
+            TarBuilder tar(filled.tar);
+            valid.add_to(tar);
+        }
+        kernhub::cache::import_cache(filled.root, filled.tar);
+        return true;
+    }();
+    REQUIRE(imported);
+    for (const auto& c : cases) {
+        DYNAMIC_SECTION(c.what) {
+            Scratch s;
+            fs::copy(filled.root, s.root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+            const auto before = tree_state(s.root);
+            REQUIRE(before == tree_state(filled.root));
+            {
+                TarBuilder tar(s.tar);  // plain, so a header_only() entry really ends the file there
+                valid.add_to(tar);
+                c.add(tar);
+            }
+            std::string message;
+            ErrorCode code = ErrorCode::ok;
+            try {
+                kernhub::cache::import_cache(s.root, s.tar);
+            } catch (const Error& e) {
+                code = e.code();
+                message = e.what();
+            }
+            INFO(message);
+            CHECK(code == ErrorCode::verification);
+            for (const auto& name : c.names) {
+                INFO("expected in the message: " << name);
+                CHECK(message.find(name) != std::string::npos);
+            }
+            CHECK(tree_state(s.root) == before);
+            CHECK(!leftovers_in(s.root));
+        }
+    }
+}
+
+TEST_CASE("a refused import into a missing cache leaves no cache behind", "[archive]") {
+    Scratch s;
+    TarBuilder(s.tar).file("README", "x").finish();
+    CHECK_THROWS_AS(kernhub::cache::import_cache(s.root, s.tar), Error);
+    CHECK(!fs::exists(s.root));
+}

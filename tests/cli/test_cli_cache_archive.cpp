@@ -1,0 +1,248 @@
+// `kernhub cache export` and `kernhub cache import` end to end: a cache
+// filled from the loopback hub travels through an archive into an empty
+// cache that then works offline; hostile archives exit 4 and change nothing
+// (README.md, "Cache archives").
+#include "archive/tar_builder.hpp"
+#include "cli/cli_support.hpp"
+
+using namespace kernhub::test;
+using namespace kernhub::test::cli;
+
+namespace {
+
+// Every path under `dir` with what it holds: link targets, file bytes.
+std::map<std::string, std::string> tree_state(const fs::path& dir) {
+    std::map<std::string, std::string> state;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string rel = it->path().lexically_relative(dir).generic_string();
+        if (it->is_symlink()) {
+            state[rel] = "-> " + fs::read_symlink(it->path()).string();
+        } else if (it->is_regular_file()) {
+            state[rel] = read_text(it->path());
+        } else {
+            state[rel] = "dir";
+        }
+    }
+    return state;
+}
+
+// `more` comes first: names given after --registry would be taken as more registries.
+ProcessResult export_cache(const Sandbox& box, const fs::path& to, const std::vector<std::string>& more = {}) {
+    std::vector<std::string> args{"cache", "export"};
+    args.insert(args.end(), more.begin(), more.end());
+    for (const std::string& arg : {std::string("--to"), to.string(), std::string("--cache-dir"), box.cache.string(),
+                                   std::string("--registry"), box.registry.string()}) {
+        args.push_back(arg);
+    }
+    return box.run(args);
+}
+
+ProcessResult import_cache(const Sandbox& box, const fs::path& file, const fs::path& cache,
+                           const EnvChanges& extra = {}) {
+    return box.run({"cache", "import", file.string(), "--cache-dir", cache.string(), "--json"}, extra);
+}
+
+// A sandbox whose cache holds vector-add (main, commit A) from the hub.
+struct FilledCache {
+    KernelHub hub;
+    Sandbox box;
+    FilledCache() {
+        ProcessResult r = box.kh("fetch", "vector-add", hub.server().endpoint());
+        INFO(describe(r));
+        REQUIRE(r.exit_code == 0);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("export, then import into an empty cache: fetch --offline works and the snapshot is identical", "[cli]") {
+    FilledCache filled;
+    const Sandbox& box = filled.box;
+    const fs::path archive = box.dir.path() / "cache.tar.zst";
+    ProcessResult r = export_cache(box, archive, {"--json"});
+    json out = parse_stdout(r);
+    REQUIRE(r.exit_code == 0);
+    CHECK(keys_of(out) == std::vector<std::string>{"bytes", "compression", "entries", "file", "repos"});
+    CHECK(out["compression"] == "zstd");
+    CHECK(out["repos"] == json::array({k_vector_add_folder}));
+    CHECK(out["entries"].get<int>() > 5);
+    CHECK(out["bytes"].get<std::uint64_t>() > 10000);  // the .so is in it
+
+    // Reproducible: a second export is the same bytes.
+    const fs::path again = box.dir.path() / "again.tar.zst";
+    REQUIRE(export_cache(box, again).exit_code == 0);
+    CHECK(read_text(archive) == read_text(again));
+
+    Sandbox target;
+    TempDir tmp;
+    r = import_cache(target, archive, target.cache, {{"TMPDIR", tmp.path().string()}});
+    json imported = parse_stdout(r);
+    REQUIRE(r.exit_code == 0);
+    CHECK(keys_of(imported) ==
+          std::vector<std::string>{"blobs", "entries", "file", "links", "refs", "repos", "side_files", "skipped"});
+    CHECK(imported["blobs"] == 2);
+    CHECK(imported["links"] == 2);
+    CHECK(imported["refs"] == 1);
+    CHECK(imported["skipped"] == 0);
+    CHECK(fs::is_empty(tmp.path()));
+
+    // The imported snapshot, refs and blobs are the source cache's, byte for byte.
+    const fs::path from = box.cache / k_vector_add_folder;
+    const fs::path to = target.cache / k_vector_add_folder;
+    for (const char* part : {"snapshots", "refs", "blobs", ".kernhub/trees", ".kernhub/variants"}) {
+        INFO(part);
+        CHECK(tree_state(to / part) == tree_state(from / part));
+    }
+
+    r = target.kh("fetch", "vector-add", k_dead_endpoint, {"--offline", "--json"});
+    json fetched = parse_stdout(r);
+    REQUIRE(r.exit_code == 0);
+    CHECK(fetched["requests"] == 0);
+    CHECK(fetched["bytes_downloaded"] == 0);
+    CHECK(fetched["variant"] == host_cpu_variant());
+
+    // Online, a commit-pinned fetch of the imported kernel asks the hub nothing.
+    filled.hub.server().reset();
+    r = target.kh("fetch", "kernhub-test/vector-add@" + fetched["commit"].get<std::string>(),
+                  filled.hub.server().endpoint(), {"--json"});
+    REQUIRE(r.exit_code == 0);
+    CHECK(parse_stdout(r)["requests"] == 0);
+    CHECK(filled.hub.server().count_requests("/") == 0);
+}
+
+TEST_CASE("plain, gzip, xz and zstd cache archives import, recognised by content", "[cli]") {
+    FilledCache filled;
+    const Sandbox& box = filled.box;
+    int n = 0;
+    for (const char* name : {"c.tar", "c.tar.gz", "c.tar.xz", "c.tar.zst"}) {
+        INFO(name);
+        const fs::path archive = box.dir.path() / name;
+        ProcessResult r = export_cache(box, archive, {"--json"});
+        REQUIRE(r.exit_code == 0);
+        // The name says nothing about the content: import reads the bytes.
+        const fs::path renamed = box.dir.path() / ("bundle-" + std::to_string(n) + ".data");
+        fs::rename(archive, renamed);
+        const fs::path cache = box.dir.path() / ("imported-" + std::to_string(n++));
+        r = import_cache(box, renamed, cache);
+        REQUIRE(r.exit_code == 0);
+        CHECK(parse_stdout(r)["blobs"] == 2);
+        r = box.run({"fetch", "vector-add", "--registry", box.registry.string(), "--cache-dir", cache.string(),
+                     "--offline", "--json"});
+        CHECK(r.exit_code == 0);
+    }
+}
+
+TEST_CASE("importing what the cache already holds succeeds and changes nothing", "[cli]") {
+    FilledCache filled;
+    const Sandbox& box = filled.box;
+    const fs::path archive = box.dir.path() / "cache.tar.gz";
+    REQUIRE(export_cache(box, archive).exit_code == 0);
+    const auto before = tree_state(box.cache / k_vector_add_folder);
+    ProcessResult r = import_cache(box, archive, box.cache);
+    json out = parse_stdout(r);
+    REQUIRE(r.exit_code == 0);
+    CHECK(out["blobs"] == 0);
+    CHECK(out["links"] == 0);
+    CHECK(out["refs"] == 0);
+    CHECK(out["side_files"] == 0);
+    CHECK(out["skipped"].get<int>() >= 5);
+    CHECK(tree_state(box.cache / k_vector_add_folder) == before);
+
+    // Human output goes to stderr.
+    r = box.run({"cache", "import", archive.string(), "--cache-dir", box.cache.string()});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("imported " + archive.string() + ": 0 blobs") != std::string::npos);
+}
+
+TEST_CASE("export NAME carries the commit the name resolves to in the cache", "[cli]") {
+    FilledCache filled;
+    const Sandbox& box = filled.box;
+    REQUIRE(box.kh("fetch", "vector-add-v2", filled.hub.server().endpoint()).exit_code == 0);
+    const fs::path snapshots = box.cache / k_vector_add_folder / "snapshots";
+    const std::string commit_a = read_text(box.cache / k_vector_add_folder / "refs/main");
+    const std::string commit_b = read_text(box.cache / k_vector_add_folder / "refs/v2");
+    REQUIRE(commit_a != commit_b);
+
+    const fs::path archive = box.dir.path() / "v2.tar";
+    ProcessResult r = export_cache(box, archive, {"vector-add-v2"});
+    INFO(describe(r));
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find("exported 1 repos to " + archive.string() + " (none)") != std::string::npos);
+    const fs::path cache = box.dir.path() / "only-v2";
+    REQUIRE(import_cache(box, archive, cache).exit_code == 0);
+    const fs::path repo = cache / k_vector_add_folder;
+    CHECK(fs::exists(repo / "snapshots" / commit_b));
+    CHECK(!fs::exists(repo / "snapshots" / commit_a));
+    CHECK(read_text(repo / "refs/v2") == commit_b);
+    CHECK(!fs::exists(repo / "refs/main"));
+    r = box.run(
+        {"fetch", "vector-add-v2", "--registry", box.registry.string(), "--cache-dir", cache.string(), "--offline"});
+    CHECK(r.exit_code == 0);
+    r = box.run(
+        {"fetch", "vector-add", "--registry", box.registry.string(), "--cache-dir", cache.string(), "--offline"});
+    CHECK(r.exit_code == 6);
+
+    // The whole cache carries both commits.
+    REQUIRE(export_cache(box, box.dir.path() / "all.tar").exit_code == 0);
+    const fs::path all = box.dir.path() / "all";
+    REQUIRE(import_cache(box, box.dir.path() / "all.tar", all).exit_code == 0);
+    CHECK(tree_state(all / k_vector_add_folder / "snapshots") == tree_state(snapshots));
+
+    // A name whose revision this cache never saw, and a name that is not known.
+    r = export_cache(box, box.dir.path() / "x.tar", {"vector-add-v7"});
+    check_error(r, 6, {"vector-add-v7", "refs/v7", "fetch or prewarm"});
+    r = export_cache(box, box.dir.path() / "x.tar", {"no-such-kernel"});
+    check_error(r, 3, {"no-such-kernel"});
+    r = export_cache(box, box.dir.path() / "x.zip");
+    check_error(r, 2, {"x.zip", ".tar.zst"});
+    CHECK(!fs::exists(box.dir.path() / "x.tar"));
+}
+
+TEST_CASE("import refuses a hostile archive with exit 4 and leaves the cache and TMPDIR untouched", "[cli]") {
+    FilledCache filled;
+    const Sandbox& box = filled.box;
+    TempDir tmp;
+    const std::string folder = k_vector_add_folder;
+    const std::string commit = read_text(box.cache / folder / "refs/main");
+    const std::string fake_etag = std::string(64, 'a');
+    struct Case {
+        const char* what;
+        std::function<void(TarBuilder&)> add;
+        std::vector<std::string> names;
+    };
+    const std::vector<Case> cases = {
+        {"absolute path", [](TarBuilder& t) { t.file("/tmp/kernhub-evil", "x"); }, {"/tmp/kernhub-evil", "absolute"}},
+        {"'..'", [&](TarBuilder& t) { t.file(folder + "/../escape", "x"); }, {"escape", "'..'"}},
+        {"symlink to /etc/passwd",
+         [&](TarBuilder& t) { t.symlink(folder + "/snapshots/" + commit + "/passwd", "/etc/passwd"); },
+         {"passwd", "/etc/passwd"}},
+        {"blob that does not match its name",
+         [&](TarBuilder& t) { t.file(folder + "/blobs/" + fake_etag, "bytes"); },
+         {fake_etag, "does not match its name"}},
+        {"fifo", [&](TarBuilder& t) { t.special(folder + "/refs/fifo", AE_IFIFO); }, {"refs/fifo", "FIFO"}},
+    };
+    const auto before = tree_state(box.cache);
+    // One loop, not sections: a refused import changes nothing, so every case
+    // can start from the same cache.
+    for (const auto& c : cases) {
+        INFO(c.what);
+        {
+            const fs::path bad = box.dir.path() / "bad.tar";
+            {
+                TarBuilder tar(bad);
+                tar.file(folder + "/refs/v9", commit);  // something valid first, to show it is not kept
+                c.add(tar);
+            }
+            ProcessResult r = import_cache(box, bad, box.cache, {{"TMPDIR", tmp.path().string()}});
+            std::vector<std::string> names = c.names;
+            names.push_back("refusing archive " + bad.string());
+            check_error(r, 4, names);
+            json error = parse_stdout(r);
+            CHECK(error["error"]["code"] == 4);
+            CHECK(tree_state(box.cache) == before);
+            CHECK(fs::is_empty(tmp.path()));
+        }
+    }
+}
