@@ -1,11 +1,224 @@
+// kernhub cache ls | verify [--repair] | prune [--dry-run] [--keep-lock FILE]... | path [NAME]
+#include <algorithm>
+#include <iostream>
+
 #include "commands.hpp"
 #include "common.hpp"
 
 namespace kernhub::cli {
 
+namespace {
+
+using nlohmann::ordered_json;
+
+void add_cache_flags(CLI::App& command, CommonFlags& flags) {
+    command.add_option("--cache-dir", flags.cache_dir, "Cache root (env KERNHUB_CACHE, KERNELS_CACHE, HF_HUB_CACHE)");
+    command.add_flag("--json", flags.json, "Print one JSON object on stdout");
+    command.add_flag("-q,--quiet", flags.quiet, "Print nothing but results, errors and --json output");
+}
+
+ordered_json listing_json(const CacheListing& listing) {
+    ordered_json repos = ordered_json::array();
+    for (const auto& repo : listing.repos) {
+        ordered_json commits = ordered_json::array();
+        for (const auto& commit : repo.commits) {
+            ordered_json variants = ordered_json::array();
+            for (const auto& v : commit.variants) {
+                variants.push_back({{"name", v.name}, {"files", v.files}, {"size", v.size}, {"recorded", v.recorded}});
+            }
+            commits.push_back({{"commit", commit.commit},
+                               {"refs", commit.refs},
+                               {"files", commit.files},
+                               {"size", commit.size},
+                               {"variants", variants}});
+        }
+        repos.push_back({{"repo_id", repo.repo_id},
+                         {"repo_type", repo.repo_type},
+                         {"folder", repo.folder},
+                         {"refs", repo.refs},
+                         {"commits", commits},
+                         {"blobs", repo.blobs},
+                         {"partials", repo.partials},
+                         {"size", repo.size}});
+    }
+    return {{"root", listing.root}, {"size", listing.size}, {"repos", repos}};
+}
+
+void print_listing(const CacheListing& listing) {
+    std::cout << listing.root << "  " << listing.repos.size() << " repos, " << human_size(listing.size) << '\n';
+    for (const auto& repo : listing.repos) {
+        std::cout << repo.repo_type << ' ' << repo.repo_id << "  " << repo.blobs << " blobs, " << human_size(repo.size);
+        if (repo.partials > 0) std::cout << ", " << repo.partials << " partial downloads";
+        std::cout << '\n';
+        for (const auto& [revision, commit] : repo.refs) {
+            std::cout << "  ref " << revision << " -> " << short_commit(commit) << '\n';
+        }
+        for (const auto& commit : repo.commits) {
+            std::cout << "  commit " << commit.commit;
+            for (std::size_t i = 0; i < commit.refs.size(); ++i) std::cout << (i == 0 ? " (" : ", ") << commit.refs[i];
+            std::cout << (commit.refs.empty() ? "" : ")") << "  " << commit.files << " files, "
+                      << human_size(commit.size) << '\n';
+            for (const auto& v : commit.variants) {
+                std::cout << "    " << v.name << "  " << v.files << " files, " << human_size(v.size)
+                          << (v.recorded ? ", verified by kernhub" : "") << '\n';
+            }
+        }
+    }
+}
+
+Command add_ls(CLI::App& cache) {
+    auto flags = std::make_shared<CommonFlags>();
+    CLI::App* command = cache.add_subcommand("ls", "List cached repos, refs, commits, variants and sizes");
+    add_cache_flags(*command, *flags);
+    return {command, [flags]() {
+                Client client(make_options(*flags, nullptr));
+                CacheListing listing = client.cache_ls();
+                if (flags->json) {
+                    print_json(listing_json(listing));
+                } else {
+                    print_listing(listing);
+                }
+                return 0;
+            }};
+}
+
+Command add_path(CLI::App& cache) {
+    auto flags = std::make_shared<CommonFlags>();
+    auto ref = std::make_shared<std::string>();
+    CLI::App* command = cache.add_subcommand(
+        "path", "Print the cache root, or the cached variant directory of NAME (offline, writes nothing)");
+    command->add_option("kernel", *ref, "Registry name or ORG/REPO[@REVISION]");
+    add_cache_flags(*command, *flags);
+    command->add_option("--registry", flags->registries, "Registry file stacked last (repeatable)");
+    command->add_option("--project", flags->project, "Directory holding kernhub.json (default: the current one)");
+    command->add_option("--target", flags->targets,
+                        "Use this build variant instead of detecting the host (repeatable)");
+    return {command, [flags, ref]() {
+                Client client(make_options(*flags, nullptr));
+                std::string path = client.cache_path(*ref);
+                if (flags->json) {
+                    ordered_json out = {{"path", path}};
+                    if (!ref->empty()) out["name"] = *ref;
+                    print_json(out);
+                } else {
+                    std::cout << path << '\n';
+                }
+                return 0;
+            }};
+}
+
+ordered_json verify_json(const CacheVerifyReport& report) {
+    ordered_json problems = ordered_json::array();
+    for (const auto& p : report.problems) {
+        problems.push_back({{"path", p.path}, {"problem", p.problem}, {"repaired", p.repaired}});
+    }
+    bool ok =
+        std::all_of(report.problems.begin(), report.problems.end(), [](const CacheProblem& p) { return p.repaired; });
+    return {{"root", report.root},
+            {"blobs_checked", report.blobs_checked},
+            {"links_checked", report.links_checked},
+            {"records_checked", report.records_checked},
+            {"problems", problems},
+            {"ok", ok}};
+}
+
+// Damage is exit 4 naming the files: the error names the first ones, the
+// report all of them. With --json the report stays the one object on stdout
+// and carries the error as its "error" member, as lock --check does.
+Error damage_error(const CacheVerifyReport& report) {
+    std::string names;
+    const std::size_t shown = std::min<std::size_t>(report.problems.size(), 10);
+    for (std::size_t i = 0; i < shown; ++i) names += (i == 0 ? "" : ", ") + report.problems[i].path;
+    if (report.problems.size() > shown) names += " and " + std::to_string(report.problems.size() - shown) + " more";
+    return Error(ErrorCode::verification, std::to_string(report.problems.size()) + " damaged files in the cache at " +
+                                              report.root + ": " + names +
+                                              "; run 'kernhub cache verify --repair' to remove them, then fetch again");
+}
+
+Command add_verify(CLI::App& cache) {
+    auto flags = std::make_shared<CommonFlags>();
+    auto repair = std::make_shared<bool>(false);
+    CLI::App* command = cache.add_subcommand(
+        "verify", "Re-hash every blob against its name and check every snapshot link and variant record");
+    command->add_flag("--repair", *repair, "Remove what is damaged so that the next fetch downloads it again");
+    add_cache_flags(*command, *flags);
+    return {command, [flags, repair]() {
+                Client client(make_options(*flags, nullptr));
+                CacheVerifyReport report = client.cache_verify(*repair);
+                const bool damaged = !*repair && !report.problems.empty();
+                if (flags->json) {
+                    ordered_json out = verify_json(report);
+                    if (damaged) {
+                        Error error = damage_error(report);
+                        out["error"] = {{"code", static_cast<int>(error.code())},
+                                        {"kind", to_string(error.code())},
+                                        {"message", error.what()}};
+                    }
+                    print_json(out);
+                } else {
+                    for (const auto& p : report.problems) {
+                        std::cout << p.path << ": " << p.problem << (p.repaired ? " (removed)" : "") << '\n';
+                    }
+                }
+                const std::string checked = "checked " + std::to_string(report.blobs_checked) + " blobs, " +
+                                            std::to_string(report.links_checked) + " links and " +
+                                            std::to_string(report.records_checked) + " variant records in " +
+                                            report.root;
+                if (report.problems.empty()) {
+                    status(*flags, checked + ": no damage");
+                    return 0;
+                }
+                if (damaged) {
+                    Error error = damage_error(report);
+                    if (!flags->json) throw error;
+                    std::cerr << "kernhub: error: " << error.what() << '\n';
+                    return static_cast<int>(error.code());
+                }
+                status(*flags, checked + ": removed " + std::to_string(report.problems.size()) +
+                                   " damaged files; the next fetch downloads them again");
+                return 0;
+            }};
+}
+
+Command add_prune(CLI::App& cache) {
+    auto flags = std::make_shared<CommonFlags>();
+    auto options = std::make_shared<PruneOptions>();
+    CLI::App* command =
+        cache.add_subcommand("prune", "Remove unreferenced blobs and snapshots and abandoned partial downloads");
+    command->add_flag("--dry-run", options->dry_run, "Print what would be removed and remove nothing");
+    command->add_option("--keep-lock", options->keep_locks,
+                        "Keep the commits this kernhub.lock or kernels.lock pins (repeatable)");
+    add_cache_flags(*command, *flags);
+    return {command, [flags, options]() {
+                Client client(make_options(*flags, nullptr));
+                PruneReport report = client.cache_prune(*options);
+                if (flags->json) {
+                    ordered_json kept = ordered_json::array();
+                    for (const auto& k : report.kept) kept.push_back({{"path", k.path}, {"reason", k.reason}});
+                    print_json({{"dry_run", report.dry_run},
+                                {"removed", report.removed},
+                                {"bytes", report.bytes},
+                                {"kept", kept}});
+                    return 0;
+                }
+                for (const auto& path : report.removed) {
+                    std::cout << (report.dry_run ? "would remove " : "removed ") << path << '\n';
+                }
+                for (const auto& k : report.kept) status(*flags, "kept " + k.path + ": " + k.reason);
+                status(*flags, std::string(report.dry_run ? "would remove " : "removed ") +
+                                   std::to_string(report.removed.size()) + " entries, " + human_size(report.bytes) +
+                                   (report.dry_run ? " (dry run: nothing removed)" : ""));
+                return 0;
+            }};
+}
+
+}  // namespace
+
 void add_cache_commands(CLI::App& cache, std::vector<Command>& commands) {
-    (void)cache;
-    (void)commands;
+    commands.push_back(add_ls(cache));
+    commands.push_back(add_verify(cache));
+    commands.push_back(add_prune(cache));
+    commands.push_back(add_path(cache));
 }
 
 }  // namespace kernhub::cli

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -77,13 +78,16 @@ struct CachedCommit {
     std::string commit;
     std::vector<std::string> refs;  // revisions pointing here
     std::vector<CachedVariant> variants;
+    std::size_t files = 0;   // everything in the snapshot, build/ or not
+    std::uint64_t size = 0;  // bytes of those files
 };
 
 struct CachedRepo {
     std::string repo_id;
     std::string repo_type;  // "kernel" or "model"
     std::string folder;     // absolute path of the repo folder
-    std::vector<CachedCommit> commits;
+    std::map<std::string, std::string> refs;  // revision -> commit
+    std::vector<CachedCommit> commits;        // one per snapshot
     std::size_t blobs = 0;
     std::size_t partials = 0;
     std::uint64_t size = 0;  // bytes under blobs/, partials included
@@ -105,6 +109,7 @@ struct CacheVerifyReport {
     std::string root;
     std::size_t blobs_checked = 0;
     std::size_t links_checked = 0;
+    std::size_t records_checked = 0;  // kernhub's variant records
     std::vector<CacheProblem> problems;
 };
 
@@ -115,10 +120,16 @@ struct PruneOptions {
     std::vector<std::string> keep_locks;
 };
 
+struct PruneKept {
+    std::string path;    // absolute
+    std::string reason;  // why it stays although nothing references it
+};
+
 struct PruneReport {
     bool dry_run = false;
     std::vector<std::string> removed;  // absolute paths (removed, or to remove)
     std::uint64_t bytes = 0;           // freed, or to free
+    std::vector<PruneKept> kept;       // unreferenced, but fresh or in use
 };
 
 // ---- kernhub cache export|import ------------------------------------------

@@ -1,22 +1,88 @@
-// (not yet implemented)
+// Client's cache management: ls, path, verify and prune over the cache root
+// (docs/ARCHITECTURE.md, "Cache management"). The work is in src/cache.
+#include <algorithm>
+
 #include "api/client_impl.hpp"
+#include "cache/inventory.hpp"
+#include "cache/prune.hpp"
+#include "cache/verify.hpp"
 
 namespace kernhub {
 
+namespace {
+
+std::filesystem::path absolute_root(const api::Settings& settings) {
+    std::error_code ec;
+    std::filesystem::path root = std::filesystem::absolute(settings.cache_root, ec);
+    return ec ? settings.cache_root : root.lexically_normal();
+}
+
+// Whether blob locks mean anything here, as fetch decides it.
+bool locks_work(const store::EnvLookup& env, const std::filesystem::path& root) {
+    return !api::env_flag(env, "KERNHUB_NO_FLOCK") && store::flock_excludes(root);
+}
+
+}  // namespace
+
 CacheListing Client::cache_ls() {
-    throw Error(ErrorCode::internal, "not implemented yet");
+    return cache::list_cache(absolute_root(m_impl->settings));
 }
 
-std::string Client::cache_path(const std::string&) {
-    throw Error(ErrorCode::internal, "not implemented yet");
+// The selection fetch would make, from the cache alone: the ref, the cached
+// listing and the snapshot. Nothing is requested, written or re-hashed
+// (verify does that); every file of the variant must be linked.
+std::string Client::cache_path(const std::string& ref) {
+    const std::filesystem::path root = absolute_root(m_impl->settings);
+    if (ref.empty()) return root.string();
+    registry::KernelSpec spec = api::resolve_ref(m_impl->registry, ref);
+    hub::FetchRequest request = m_impl->request_for(spec);
+    request.offline = true;
+    hub::Fetcher fetcher(root, nullptr, m_impl->options.events);
+    hub::VariantChoice choice = fetcher.choose(request);
+    const std::string at = spec.repo_id + "@" + request.revision;
+    if (!choice.selection.chosen) {
+        // As fetch: with the whole listing, nothing fits at all (not found);
+        // with links alone, only nothing cached fits.
+        const bool links_only = fetcher.last_listing_source() == hub::ListingSource::snapshot;
+        throw Error(links_only ? ErrorCode::offline : ErrorCode::not_found,
+                    std::string(links_only ? "no cached" : "no") + " build variant of " + at +
+                        " fits: " + hub::describe_rejections(choice.selection) + "; pick one with --target");
+    }
+    const std::string variant = *choice.selection.chosen;
+    store::RepoCache cache(root, spec.repo_type, spec.repo_id);
+    for (const auto& entry : fetcher.last_listing()) {
+        if (!entry.is_file || entry.path.rfind("build/" + variant + "/", 0) != 0) continue;
+        if (!cache.snapshot_complete(choice.commit, entry.path)) {
+            throw Error(ErrorCode::offline, "variant " + variant + " of " + at + " is not complete in the cache at " +
+                                                root.string() + " (" + entry.path + " is missing); fetch it first");
+        }
+    }
+    return (cache.snapshot_dir(choice.commit) / "build" / variant).string();
 }
 
-CacheVerifyReport Client::cache_verify(bool) {
-    throw Error(ErrorCode::internal, "not implemented yet");
+CacheVerifyReport Client::cache_verify(bool repair) {
+    const std::filesystem::path root = absolute_root(m_impl->settings);
+    cache::VerifyOptions options;
+    options.repair = repair;
+    // Taking a blob lock is only needed to remove a blob; the probe writes.
+    options.use_locks = repair && locks_work(m_impl->env, root);
+    options.cancel = m_impl->options.cancel;
+    return cache::verify_cache(root, options);
 }
 
-PruneReport Client::cache_prune(const PruneOptions&) {
-    throw Error(ErrorCode::internal, "not implemented yet");
+PruneReport Client::cache_prune(const PruneOptions& options) {
+    const std::filesystem::path root = absolute_root(m_impl->settings);
+    cache::PruneRequest request;
+    request.dry_run = options.dry_run;
+    for (const auto& file : options.keep_locks) {
+        for (const auto& [folder, commits] : cache::locked_commits(file)) {
+            request.keep[folder].insert(commits.begin(), commits.end());
+        }
+    }
+    request.use_locks = locks_work(m_impl->env, root);
+    PruneReport report = cache::prune_cache(root, request);
+    std::sort(report.removed.begin(), report.removed.end());
+    return report;
 }
 
 }  // namespace kernhub

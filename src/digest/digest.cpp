@@ -223,8 +223,8 @@ namespace {
 
 // One descriptor for the size and the bytes, so the two agree.
 void read_chunks(const std::filesystem::path& path, const std::function<void(std::uint64_t)>& on_size,
-                 const std::function<void(const void*, std::size_t)>& on_chunk) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+                 const std::function<void(const void*, std::size_t)>& on_chunk, bool follow_links) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (follow_links ? 0 : O_NOFOLLOW | O_NONBLOCK));
     if (fd < 0) throw_read_error(path, errno);
     struct Closer {
         int fd;

@@ -64,9 +64,10 @@ std::optional<Bytes> from_base64(const std::string& text);
 // Opens `path` once, reports its size (fstat of the open file), then hands
 // its bytes to on_chunk in order. Either callback may throw to stop. Throws
 // Error(internal) naming the path when it cannot be read, is not a regular
-// file, or changes size while read.
+// file, or changes size while read. follow_links=false: a symlink at `path`
+// is refused (ELOOP) instead of read through, and a FIFO never blocks the open.
 void read_chunks(const std::filesystem::path& path, const std::function<void(std::uint64_t)>& on_size,
-                 const std::function<void(const void*, std::size_t)>& on_chunk);
+                 const std::function<void(const void*, std::size_t)>& on_chunk, bool follow_links = true);
 
 // One-shot helpers reading a file in chunks. Throw Error(internal) naming the
 // path when it cannot be read.

@@ -203,6 +203,11 @@ FileLock RepoCache::lock_blob(const std::string& etag, const std::atomic<bool>* 
     return FileLock(m_root / ".locks" / m_folder_name / (etag + ".lock"), cancel);
 }
 
+std::optional<FileLock> RepoCache::try_lock_blob(const std::string& etag, bool create) const {
+    check_etag(etag);
+    return FileLock::try_acquire(m_root / ".locks" / m_folder_name / (etag + ".lock"), create);
+}
+
 IncompleteBlob RepoCache::begin_blob(const std::string& etag) const {
     fs::path final_path = blob_path(etag);
     fs::path blobs = final_path.parent_path();
@@ -314,7 +319,7 @@ void RepoCache::remove_blob(const std::string& etag) const {
 // The link target climbs out of snapshots/<commit>/<dirs of relpath>: one
 // "../" per path part plus one for the commit folder, as huggingface_hub
 // does, so the cache stays valid when the root is moved or mounted elsewhere.
-static std::string relative_blob_target(const std::string& relpath, const std::string& etag) {
+std::string snapshot_link_target(const std::string& relpath, const std::string& etag) {
     std::size_t ups = 2;
     for (char c : relpath) ups += c == '/' ? 1 : 0;
     std::string target;
@@ -328,7 +333,7 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& relp
         throw Error(ErrorCode::internal, "cannot link " + link.string() + ": blob " + blob_path(etag).string() +
                                              " is missing; it must be fetched first");
     }
-    const std::string target = relative_blob_target(relpath, etag);
+    const std::string target = snapshot_link_target(relpath, etag);
     std::error_code read_ec;
     if (fs::read_symlink(link, read_ec) == fs::path(target) && !read_ec) return;
     fs::path dir = link.parent_path();
@@ -386,7 +391,7 @@ bool RepoCache::snapshot_complete(const std::string& commit, const std::string& 
 bool RepoCache::snapshot_links_blob(const std::string& commit, const std::string& relpath, const std::string& etag,
                                     std::uint64_t size) const {
     std::error_code ec;
-    if (fs::read_symlink(snapshot_path(commit, relpath), ec) != fs::path(relative_blob_target(relpath, etag)) || ec) {
+    if (fs::read_symlink(snapshot_path(commit, relpath), ec) != fs::path(snapshot_link_target(relpath, etag)) || ec) {
         return false;
     }
     struct stat st {};

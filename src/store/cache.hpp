@@ -88,7 +88,16 @@ public:
     FileLock(const FileLock&) = delete;
     FileLock& operator=(const FileLock&) = delete;
 
+    // Takes the lock without waiting; nullopt while another open file
+    // description holds it. create=false: a lock file that does not exist
+    // counts as free (a writer creates it before it writes) and nothing is
+    // created; the lock returned then holds nothing (held() is false).
+    static std::optional<FileLock> try_acquire(const fs::path& lock_path, bool create = true);
+    bool held() const noexcept { return m_fd >= 0; }
+
 private:
+    FileLock() = default;
+
     int m_fd = -1;
 };
 
@@ -168,6 +177,8 @@ public:
     // Lock for one blob: <root>/.locks/<folder>/<etag>.lock, the file
     // huggingface_hub locks for the same blob.
     FileLock lock_blob(const std::string& etag, const std::atomic<bool>* cancel = nullptr) const;
+    // FileLock::try_acquire on the same file.
+    std::optional<FileLock> try_lock_blob(const std::string& etag, bool create = true) const;
     // A new partial file for the blob. Creates blobs/ (and CACHEDIR.TAG at
     // the root) if needed.
     IncompleteBlob begin_blob(const std::string& etag) const;
@@ -226,6 +237,11 @@ private:
     fs::path m_folder;
     std::string m_folder_name;
 };
+
+// The target of the snapshot link for `relpath` (relative to the commit
+// folder): one "../" per part of relpath plus one for the commit folder,
+// then "blobs/<etag>". The only link target kernhub writes or accepts.
+std::string snapshot_link_target(const std::string& relpath, const std::string& etag);
 
 // Rejects relative paths that are absolute, empty, contain "." / ".." parts
 // or NUL: Error(verification) naming the path. Hub-provided paths pass

@@ -51,6 +51,25 @@ FileLock::FileLock(const fs::path& lock_path, const std::atomic<bool>* cancel) {
     }
 }
 
+std::optional<FileLock> FileLock::try_acquire(const fs::path& lock_path, bool create) {
+    FileLock lock;
+    if (create) {
+        if (int err = detail::make_directories(lock_path.parent_path()); err != 0) throw_lock_error(lock_path, err);
+    }
+    const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0);
+    lock.m_fd = ::open(lock_path.c_str(), flags, 0644);
+    if (lock.m_fd < 0) {
+        if (!create && (errno == ENOENT || errno == ENOTDIR)) return lock;  // never locked: free
+        throw_lock_error(lock_path, errno);
+    }
+    while (::flock(lock.m_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EINTR) continue;
+        if (errno == EWOULDBLOCK) return std::nullopt;  // the destructor closes the descriptor
+        throw_lock_error(lock_path, errno);
+    }
+    return lock;
+}
+
 FileLock::~FileLock() {
     // Closing the last descriptor of the open file releases the flock.
     if (m_fd >= 0) ::close(m_fd);

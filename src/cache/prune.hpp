@@ -1,0 +1,46 @@
+// `kernhub cache prune [--dry-run] [--keep-lock FILE]...` (docs/ARCHITECTURE.md,
+// "Cache management"): removes blobs no snapshot links, partial downloads no
+// live writer holds, and snapshots no ref or kept lock names, while other
+// processes fetch from and read the same cache.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include "cache/inventory.hpp"
+#include "kernhub/manage.hpp"
+
+namespace kernhub::cache {
+
+// Nothing modified this recently is removed, as git gc spares young loose
+// objects: a fetch writes a blob before it links it and links before it
+// writes the ref, so its files are fresh until the ref names them.
+inline constexpr std::chrono::hours k_prune_grace{1};
+
+// Commits to keep although no ref names them, by repo folder name
+// (kernels--org--name).
+using KeptCommits = std::map<std::string, std::set<std::string>>;
+
+struct PruneRequest {
+    bool dry_run = false;
+    // Blob locks exclude on this cache's filesystem (store::flock_excludes)
+    // and KERNHUB_NO_FLOCK is not set. Without them a partial download is
+    // only taken for abandoned after store::k_stale_partial_age.
+    bool use_locks = true;
+    KeptCommits keep;
+    Clock::time_point now = Clock::now();
+};
+
+// Error(internal) naming the path when something cannot be removed.
+PruneReport prune_cache(const std::filesystem::path& root, const PruneRequest& request);
+
+// The commits a lock file pins: kernhub.lock, or the Python kernels
+// library's kernels.lock in either format (lock::parse_lock). Error(not_found)
+// when the file cannot be opened, Error(usage) when it is not a lock or is
+// over lock::k_max_lock_bytes.
+KeptCommits locked_commits(const std::filesystem::path& lock_file);
+
+}  // namespace kernhub::cache

@@ -1,0 +1,248 @@
+// cache prune: what goes (unreferenced blobs and snapshots, abandoned
+// partials), what stays (referenced, kept, fresh, in use), and --dry-run.
+#include <sys/stat.h>
+
+#include <set>
+
+#include "cache/cache_fixture.hpp"
+#include "cache/prune.hpp"
+#include "kernhub/error.hpp"
+#include "lock/lock.hpp"
+
+using namespace kernhub::test::cache;
+using kernhub::PruneReport;
+using kernhub::RepoType;
+using kernhub::test::TempDir;
+namespace kc = kernhub::cache;
+
+namespace {
+
+// Every path below the root, links and folders included.
+std::set<std::string> tree_of(const fs::path& root) {
+    std::set<std::string> out;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+        out.insert(it->path().lexically_relative(root).string());
+    }
+    return out;
+}
+
+std::set<std::string> relative(const std::vector<std::string>& paths, const fs::path& root) {
+    std::set<std::string> out;
+    for (const auto& p : paths) out.insert(fs::path(p).lexically_relative(root).string());
+    return out;
+}
+
+std::map<std::string, std::string> kept_reasons(const PruneReport& report, const fs::path& root) {
+    std::map<std::string, std::string> out;
+    for (const auto& k : report.kept) out[fs::path(k.path).lexically_relative(root).string()] = k.reason;
+    return out;
+}
+
+// Commit A is named by a ref, B only by the keep set, C by nothing; blob
+// "loose" is linked by no snapshot. Everything is two hours old.
+struct ThreeCommits {
+    TempDir dir;
+    RepoFixture kernel{dir.path(), "org/kernel"};
+    std::string loose;
+
+    ThreeCommits() {
+        kernel.variant(k_commit_a, "object A");
+        kernel.variant(k_commit_b, "object B");
+        kernel.variant(k_commit_c, "object C");
+        kernel.repo.write_tree(k_commit_c, "[]");
+        kernel.repo.write_ref("main", k_commit_a);
+        loose = kernel.blob("nobody links me");
+        age(dir.path(), 2);
+    }
+
+    kc::PruneRequest request(bool dry_run = false) const {
+        kc::PruneRequest r;
+        r.dry_run = dry_run;
+        r.keep["kernels--org--kernel"] = {k_commit_b};
+        return r;
+    }
+
+    std::set<std::string> expected_removed() const {
+        const std::string f = "kernels--org--kernel/";
+        return {f + "snapshots/" + k_commit_c,
+                f + ".kernhub/variants/" + k_commit_c,
+                f + ".kernhub/trees/" + k_commit_c + ".json",
+                f + "blobs/" + kernhub::digest::sha256_hex("object C"),
+                f + "blobs/" + git_blob_id("{\"id\": \"object C\"}"),
+                f + "blobs/" + loose};
+    }
+};
+
+}  // namespace
+
+TEST_CASE("prune --dry-run lists what prune removes and removes nothing", "[cache]") {
+    ThreeCommits cache;
+    const auto before = tree_of(cache.dir.path());
+    PruneReport dry = kc::prune_cache(cache.dir.path(), cache.request(true));
+    CHECK(dry.dry_run);
+    CHECK(tree_of(cache.dir.path()) == before);
+    CHECK(relative(dry.removed, cache.dir.path()) == cache.expected_removed());
+
+    PruneReport real = kc::prune_cache(cache.dir.path(), cache.request());
+    CHECK_FALSE(real.dry_run);
+    CHECK(relative(real.removed, cache.dir.path()) == cache.expected_removed());
+    CHECK(real.bytes == dry.bytes);
+    CHECK(real.bytes == std::string("object C").size() + std::string("{\"id\": \"object C\"}").size() +
+                            std::string("nobody links me").size());
+    for (const auto& path : cache.expected_removed()) {
+        std::error_code ec;
+        CHECK_FALSE(fs::exists(fs::symlink_status(cache.dir.path() / path, ec)));
+    }
+}
+
+TEST_CASE("prune keeps the snapshots refs and kept locks name, with their blobs and records", "[cache]") {
+    ThreeCommits cache;
+    kc::prune_cache(cache.dir.path(), cache.request());
+    for (const std::string& commit : {k_commit_a, k_commit_b}) {
+        const fs::path variant = cache.kernel.snapshot(commit) / "build" / k_variant;
+        CHECK(fs::is_regular_file(variant / "libkernel.so"));  // the link resolves: its blob stayed
+        CHECK(fs::is_regular_file(variant / "metadata.json"));
+        CHECK(fs::exists(cache.kernel.repo.folder() / ".kernhub" / "variants" / commit / (k_variant + ".json")));
+    }
+    CHECK(cache.kernel.repo.read_ref("main") == k_commit_a);
+    // A second run finds nothing more to do.
+    CHECK(kc::prune_cache(cache.dir.path(), cache.request()).removed.empty());
+    // Without the keep set, B goes too.
+    CHECK(kc::prune_cache(cache.dir.path(), kc::PruneRequest{}).removed.size() == 4);  // snapshot, record, 2 blobs
+}
+
+TEST_CASE("prune keeps anything modified within k_prune_grace", "[cache]") {
+    TempDir dir;
+    RepoFixture kernel(dir.path(), "org/kernel");
+    kernel.variant(k_commit_a, "fresh snapshot");
+    const std::string fresh_blob = kernel.blob("fresh blob");
+    const fs::path partial = kernel.repo.folder() / "blobs" / (fresh_blob + ".1234.incomplete");
+    write_file(partial, "fresh partial");
+    // Old except for one link: a fetch adding to the snapshot right now.
+    kernel.variant(k_commit_b, "old snapshot");
+    age(kernel.snapshot(k_commit_b), 2);
+    fs::remove(kernel.snapshot(k_commit_b) / "build" / k_variant / "libkernel.so");
+    kernel.file(k_commit_b, "build/" + k_variant + "/libkernel.so", "old snapshot");
+
+    PruneReport report = kc::prune_cache(dir.path(), {});
+    CHECK(report.removed.empty());
+    auto kept = kept_reasons(report, dir.path());
+    const std::string f = "kernels--org--kernel/";
+    CHECK(kept.count(f + "snapshots/" + k_commit_a) == 1);
+    CHECK(kept.count(f + "snapshots/" + k_commit_b) == 1);
+    CHECK(kept.count(f + "blobs/" + fresh_blob) == 1);
+    CHECK(kept.count(f + "blobs/" + fresh_blob + ".1234.incomplete") == 1);
+    for (const auto& [path, reason] : kept) CHECK(reason.find("k_prune_grace") != std::string::npos);
+
+    age(dir.path(), 2);
+    // Two snapshots with their records and two blobs each, the loose blob, the partial.
+    CHECK(kc::prune_cache(dir.path(), {}).removed.size() == 2 * 4 + 2);
+}
+
+TEST_CASE("prune removes a stale partial, but not one whose blob lock a live download holds", "[cache]") {
+    TempDir dir;
+    RepoFixture kernel(dir.path(), "org/kernel");
+    const std::string free_etag = kernhub::digest::sha256_hex("abandoned");
+    const std::string busy_etag = kernhub::digest::sha256_hex("downloading");
+    const fs::path blobs = kernel.repo.folder() / "blobs";
+    write_file(blobs / (free_etag + ".aaaa.incomplete"), "aband");
+    write_file(blobs / (busy_etag + ".bbbb.incomplete"), "downl");
+    age(dir.path(), 2);
+    auto lock = kernel.repo.lock_blob(busy_etag);  // another open file description: a download in flight
+
+    PruneReport report = kc::prune_cache(dir.path(), {});
+    CHECK(relative(report.removed, dir.path()) ==
+          std::set<std::string>{"kernels--org--kernel/blobs/" + free_etag + ".aaaa.incomplete"});
+    CHECK(report.bytes == 5);
+    CHECK(fs::exists(blobs / (busy_etag + ".bbbb.incomplete")));
+    auto kept = kept_reasons(report, dir.path());
+    CHECK(kept["kernels--org--kernel/blobs/" + busy_etag + ".bbbb.incomplete"].find("lock is held") !=
+          std::string::npos);
+}
+
+TEST_CASE("without working file locks a partial is removed only after k_stale_partial_age", "[cache]") {
+    TempDir dir;
+    RepoFixture kernel(dir.path(), "org/kernel");
+    const fs::path blobs = kernel.repo.folder() / "blobs";
+    const fs::path recent = blobs / (std::string(64, '1') + ".aaaa.incomplete");
+    const fs::path stale = blobs / (std::string(64, '2') + ".bbbb.incomplete");
+    write_file(recent, "two hours");
+    write_file(stale, "a day and more");
+    age(recent, 2);
+    age(stale, 25);
+    kc::PruneRequest request;
+    request.use_locks = false;
+    PruneReport report = kc::prune_cache(dir.path(), request);
+    CHECK(report.removed == std::vector<std::string>{stale.string()});
+    CHECK(fs::exists(recent));
+    CHECK(kept_reasons(report, dir.path()).count(recent.lexically_relative(dir.path()).string()) == 1);
+}
+
+TEST_CASE("prune keeps blobs that another tool's links name in another form", "[cache]") {
+    TempDir dir;
+    RepoFixture kernel(dir.path(), "org/kernel");
+    const std::string etag = kernel.blob("linked absolutely");
+    fs::create_directories(kernel.snapshot(k_commit_a));
+    fs::create_symlink(kernel.blob_path(etag), kernel.snapshot(k_commit_a) / "file");
+    kernel.repo.write_ref("main", k_commit_a);
+    age(dir.path(), 2);
+    CHECK(kc::prune_cache(dir.path(), {}).removed.empty());
+    CHECK(fs::exists(kernel.blob_path(etag)));
+}
+
+TEST_CASE("a ref that does not hold a commit keeps every snapshot of its repo", "[cache]") {
+    TempDir dir;
+    RepoFixture kernel(dir.path(), "org/kernel");
+    kernel.variant(k_commit_a, "object A");
+    write_file(kernel.repo.folder() / "refs" / "main", "garbage");
+    age(dir.path(), 2);
+    PruneReport report = kc::prune_cache(dir.path(), {});
+    CHECK(report.removed.empty());
+    CHECK(fs::exists(kernel.snapshot(k_commit_a)));
+    CHECK(kept_reasons(report, dir.path()).count("kernels--org--kernel/refs") == 1);
+}
+
+TEST_CASE("locked_commits reads kernhub.lock and both kernels.lock formats", "[cache]") {
+    TempDir dir;
+    kernhub::lock::KernhubLock lock;
+    kernhub::lock::LockedKernel kernel;
+    kernel.repo_id = "org/kernel";
+    kernel.revision = "main";
+    kernel.commit = k_commit_a;
+    kernel.symbol = "f";
+    lock.kernels["kernel"] = kernel;
+    kernel.repo_id = "org/model";
+    kernel.repo_type = RepoType::model;
+    kernel.commit = k_commit_b;
+    lock.kernels["model"] = kernel;
+    write_file(dir.path() / "kernhub.lock", kernhub::lock::write_kernhub_lock(lock));
+    CHECK(kc::locked_commits(dir.path() / "kernhub.lock") ==
+          kc::KeptCommits{{"kernels--org--kernel", {k_commit_a}}, {"models--org--model", {k_commit_b}}});
+
+    write_file(dir.path() / "kernels.lock", R"([{"dependency": {"repo-id": "org/kernel", "version": 1},
+        "lock": {"commit": ")" + k_commit_b + R"("}}])");
+    CHECK(kc::locked_commits(dir.path() / "kernels.lock") == kc::KeptCommits{{"kernels--org--kernel", {k_commit_b}}});
+
+    write_file(dir.path() / "old.lock", R"([{"repo_id": "org/kernel", "sha": ")" + k_commit_c +
+                                            R"(", "variants": {"torch-universal": {"hash": "sha256-)" +
+                                            std::string(64, '0') + R"(", "hash_type": "git_lfs_concat"}}}])");
+    CHECK(kc::locked_commits(dir.path() / "old.lock") == kc::KeptCommits{{"kernels--org--kernel", {k_commit_c}}});
+}
+
+TEST_CASE("a --keep-lock file that is missing, oversized or not a lock is refused", "[cache]") {
+    TempDir dir;
+    auto code_of = [](const fs::path& path) {
+        try {
+            kc::locked_commits(path);
+        } catch (const kernhub::Error& e) {
+            return e.code();
+        }
+        return kernhub::ErrorCode::ok;
+    };
+    CHECK(code_of(dir.path() / "absent.lock") == kernhub::ErrorCode::not_found);
+    write_file(dir.path() / "big.lock", std::string(kernhub::lock::k_max_lock_bytes + 1, ' '));
+    CHECK(code_of(dir.path() / "big.lock") == kernhub::ErrorCode::usage);
+    write_file(dir.path() / "registry.json", R"({"format": 1, "kernels": {}, "extra": true})");
+    CHECK(code_of(dir.path() / "registry.json") == kernhub::ErrorCode::usage);
+}
