@@ -48,8 +48,11 @@ Command add_lock_command(CLI::App& app) {
                 ProgressPrinter progress(flags->common.quiet);
                 Client client(make_options(flags->common, &progress));
                 LockOptions options;
-                options.update = flags->update;
-                options.update_all = update->count() > 0 && flags->update.empty();
+                // A bare --update leaves CLI11 one empty value: it means "all".
+                for (const auto& name : flags->update) {
+                    if (!name.empty()) options.update.push_back(name);
+                }
+                options.update_all = update->count() > 0 && options.update.empty();
                 options.check = flags->check;
                 LockReport report = client.lock(options);
                 const bool stale = flags->check && report.changed;
