@@ -84,8 +84,8 @@ struct CachedCommit {
 
 struct CachedRepo {
     std::string repo_id;
-    std::string repo_type;  // "kernel" or "model"
-    std::string folder;     // absolute path of the repo folder
+    std::string repo_type;                    // "kernel" or "model"
+    std::string folder;                       // absolute path of the repo folder
     std::map<std::string, std::string> refs;  // revision -> commit
     std::vector<CachedCommit> commits;        // one per snapshot
     std::size_t blobs = 0;

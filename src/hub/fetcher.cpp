@@ -45,7 +45,8 @@ std::vector<const TreeEntry*> variant_entries(const std::vector<TreeEntry>& list
     std::vector<const TreeEntry*> out;
     const std::string prefix = variant_prefix(variant);
     for (const auto& entry : listing) {
-        if (entry.is_file && entry.path.rfind(prefix, 0) == 0 && !is_python_bytecode(entry.path.substr(prefix.size()))) {
+        if (entry.is_file && entry.path.rfind(prefix, 0) == 0 &&
+            !is_python_bytecode(entry.path.substr(prefix.size()))) {
             out.push_back(&entry);
         }
     }
