@@ -297,12 +297,8 @@ bool ExportPlan::add_folder(const std::string& folder, const std::optional<std::
         add_snapshot(folder, sha);
         add_side_file(folder + "/trees/" + sha + ".json", store::k_max_listing_bytes);
         add_side_file(folder + "/.kernhub/trees/" + sha + ".json", store::k_max_listing_bytes);
-        std::error_code ec;
-        const std::string records = folder + "/.kernhub/variants/" + sha;
-        for (fs::directory_iterator it(m_root / records, ec), end; !ec && it != end; it.increment(ec)) {
-            const std::string name = it->path().filename().string();
-            if (is_variant_name(json_stem(name))) add_side_file(records + "/" + name, store::k_max_record_bytes);
-        }
+        // Variant records stay out: a record says "kernhub verified these
+        // bytes in this cache", which no archive can carry.
     }
     add_refs(folder, commits);
     return !commits.empty();
@@ -456,11 +452,13 @@ StagedCache stage(const fs::path& root, const fs::path& archive_file, const arch
                 repo.refs[at.name] = commit;
                 break;
             }
+            case Kind::variant_record:
+                // Never trusted from an archive (docs/ARCHITECTURE.md, "Cache
+                // archives"): the first verified use writes the cache's own.
+                break;
             default: {
-                const bool record = at.kind == Kind::variant_record;
-                std::string content = read_staged(archive_file, entry, file,
-                                                  record ? store::k_max_record_bytes : store::k_max_listing_bytes,
-                                                  record ? "a variant record" : "a tree listing");
+                std::string content =
+                    read_staged(archive_file, entry, file, store::k_max_listing_bytes, "a tree listing");
                 if (!nlohmann::json::accept(content)) throw archive::refusal(archive_file, entry.path, "is not JSON");
                 repo.side_files.push_back(StagedSideFile{at.kind, at.commit, at.name, std::move(content)});
             }

@@ -323,19 +323,6 @@ static void check_listing_against_pins(const std::vector<TreeEntry>& listing, co
     }
 }
 
-// A variant already complete in the cache must still be what the lock pins.
-static void check_files_against_pins(const std::vector<FetchedFile>& files, const VariantPins& pins,
-                                     const std::string& where) {
-    if (!pins.files) return;
-    for (const auto& file : files) {
-        auto pin = pins.files->find(file.path);
-        if (pin == pins.files->end() || pin->second.sha256 != file.sha256 || pin->second.size != file.size) {
-            throw Error(ErrorCode::verification, where + ": " + file.path + " (sha256 " + file.sha256 +
-                                                     ") is not what the lock file pins; the file was not used");
-        }
-    }
-}
-
 FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     VariantChoice choice = choose(request);
     if (!choice.selection.chosen && m_listing_source == ListingSource::snapshot) {
@@ -358,9 +345,13 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     if (pins != nullptr) check_listing_against_pins(m_last_listing, variant, *pins, repo_at(request.repo, commit));
 
     std::set<std::string> trusted;
-    if (auto recorded = read_record(cache, commit, variant)) {
+    // With a lock, every byte is checked against it: the cache's own record
+    // is not enough (it says what was verified, not what is on disk now), so
+    // cached blobs are hashed again, as `prewarm --offline` promises.
+    std::optional<std::vector<FetchedFile>> recorded;
+    if (pins == nullptr) recorded = read_record(cache, commit, variant);
+    if (recorded) {
         if (auto warm = outcome_from_record(cache, commit, variant, *recorded, entries)) {
-            if (pins != nullptr) check_files_against_pins(warm->files, *pins, repo_at(request.repo, commit));
             update_ref(cache, request, commit);
             return *warm;
         }

@@ -27,7 +27,11 @@ json lock_hub_spec(const std::string& fatbin_text = "fatbin bytes v1", bool seco
                    {{cpu + "libkern.so", {{"path", vector_add_so().string()}, {"lfs", true}}},
                     {cpu + "NOTES.txt", {{"text", "plain file, not in LFS\n"}}},
                     {"build/" + k_cuda + "/libkern.so", {{"text", "cuda shared object stand-in"}, {"lfs", true}}},
-                    {"build/native-cuda/kern.fatbin", {{"text", fatbin_text}, {"lfs", true}}}}}};
+                    {"build/native-cuda/kern.fatbin", {{"text", fatbin_text}, {"lfs", true}}},
+                    // A variant whose metadata.json has no digest: only the
+                    // lock covers its plain file.
+                    {"build/native-cuda/metadata.json", {{"text", "{\"name\": \"kern\"}\n"}}},
+                    {"build/native-cuda/README.txt", {{"text", "plain file of the cuda variant\n"}}}}}};
     json commits = json::array({first});
     if (second_commit) {
         json second = first;
@@ -225,7 +229,7 @@ TEST_CASE("prewarm fetches the locked CUDA target on a CPU-only machine, verifie
     REQUIRE(report["kernels"].size() == 1);
     CHECK(report["format"] == "kernhub.lock");
     CHECK(report["kernels"][0]["variant"] == "native-cuda");
-    CHECK(report["kernels"][0]["fetched"] == 2);
+    CHECK(report["kernels"][0]["fetched"] == 3);
     CHECK(report["kernels"][0]["refs"] == json::array({"v1"}));
     CHECK(read_text(p.repo() / "refs/v1") == commit);
     CHECK(read_text(p.repo() / "snapshots" / commit / "build/native-cuda/kern.fatbin") == "fatbin bytes v1");
@@ -237,7 +241,7 @@ TEST_CASE("prewarm fetches the locked CUDA target on a CPU-only machine, verifie
     json second = parse_stdout(both);
     REQUIRE(second["kernels"].size() == 2);
     CHECK(second["kernels"][0]["fetched"] == 0);
-    CHECK(second["kernels"][0]["already_cached"] == 2);
+    CHECK(second["kernels"][0]["already_cached"] == 3);
     CHECK(second["kernels"][1]["fetched"] == 3);
     CHECK(second["kernels"][1]["refs"].empty());  // refs/v1 is already right
 
@@ -292,6 +296,22 @@ TEST_CASE("prewarm names a changed plain file and commits none of its bytes") {
     CHECK_FALSE(fs::exists(p.repo() / "snapshots" / commit / "build" / host_cpu_variant() / "metadata.json"));
 }
 
+TEST_CASE("prewarm checks a plain file no digest covers against its pin while it streams") {
+    LockProject p;
+    REQUIRE(p.run("lock", {"--target", "native-cuda"}).exit_code == 0);
+    const std::string commit = json::parse(read_text(p.lock_file()))["kernels"]["kern"]["commit"];
+    fs::path tampered = p.sandbox.dir.path() / "tampered";
+    json spec = lock_hub_spec();
+    spec["repos"][0]["commits"][0]["files"]["build/native-cuda/README.txt"]["text"] =
+        "PLAIN file of the cuda variant\n";  // same length, same listing size
+    make_hub(spec, tampered);
+    impersonate(tampered, sha_of(tampered, "v1"), commit);
+    ProcessResult r = p.run("prewarm", {"--target", "native-cuda"}, "file://" + tampered.string());
+    check_error(r, 4, {"README.txt", "lock file pins"});
+    CHECK_FALSE(fs::exists(p.repo() / "snapshots" / commit / "build/native-cuda/README.txt"));
+    CHECK_FALSE(tree_has_name(p.repo() / "blobs", ".incomplete"));
+}
+
 TEST_CASE("prewarm without a lock says to run kernhub lock; offline it only verifies what is cached") {
     LockProject p;
     check_error(p.run("prewarm"), 3, {"kernhub.lock", "kernhub lock"});
@@ -303,13 +323,22 @@ TEST_CASE("prewarm without a lock says to run kernhub lock; offline it only veri
     INFO(describe(offline));
     REQUIRE(offline.exit_code == 0);
     CHECK(parse_stdout(offline)["kernels"][0]["fetched"] == 0);
-    // A damaged blob is found offline (exit 4), not trusted.
+    // A damaged blob is found offline (exit 4), even though kernhub's own
+    // record says the variant was verified: with a lock, bytes are hashed.
     const std::string commit = json::parse(read_text(p.lock_file()))["kernels"]["kern"]["commit"];
     fs::path notes = fs::canonical(p.repo() / "snapshots" / commit / "build" / host_cpu_variant() / "NOTES.txt");
     fs::permissions(notes, fs::perms::owner_write, fs::perm_options::add);
     write_text(notes, "plain file, not in LFS?\n");
-    fs::remove_all(p.repo() / ".kernhub/variants");
     check_error(p.run("prewarm", {"--offline"}), 4, {"NOTES.txt"});
+    write_text(notes, "plain file, not in LFS\n");
+    REQUIRE(p.run("prewarm", {"--offline"}).exit_code == 0);
+    // The same for an LFS blob, whose name is its SHA-256.
+    fs::path so = fs::canonical(p.repo() / "snapshots" / commit / "build" / host_cpu_variant() / "libkern.so");
+    fs::permissions(so, fs::perms::owner_write, fs::perm_options::add);
+    std::string bytes = read_text(so);
+    bytes[100] = static_cast<char>(bytes[100] ^ 1);
+    write_text(so, bytes);
+    check_error(p.run("prewarm", {"--offline"}), 4, {"libkern.so"});
     // A malformed lock is a usage error naming the file.
     write_text(p.lock_file(), "{\"format\": 1}");
     check_error(p.run("prewarm"), 2, {"kernhub.lock", "kernels"});
