@@ -251,6 +251,18 @@ Snapshot scan_snapshot(const fs::path& snapshots_dir, const std::string& commit)
     return snapshot;
 }
 
+std::set<std::string> linked_blob_names(const fs::path& snapshots_dir, const std::set<std::string>& skip) {
+    Walker walker(snapshots_dir);
+    std::set<std::string> out;
+    for (const Entry& commit : walker.list(snapshots_dir).value_or(std::vector<Entry>{})) {
+        if (commit.type != EntryType::directory || skip.count(commit.name) != 0) continue;
+        for (const Entry& entry : walker.walk(snapshots_dir / commit.name)) {
+            if (entry.type == EntryType::symlink) out.insert(fs::path(entry.link).filename().string());
+        }
+    }
+    return out;
+}
+
 std::optional<std::vector<RecordedFile>> read_record(const RepoScan& repo, const std::string& commit,
                                                      const std::string& variant) {
     std::optional<std::string> text;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,11 @@ std::vector<RepoScan> scan_cache(const fs::path& root);
 
 // One snapshot, walked again (prune re-checks it right before removing it).
 Snapshot scan_snapshot(const fs::path& snapshots_dir, const std::string& commit);
+// The blob names every link below snapshots_dir points to, by the target's
+// file name whatever its form, in every snapshot folder there now (prune
+// reads this again right before it removes blobs), except the folders named
+// in `skip`. Bounded as scan_cache.
+std::set<std::string> linked_blob_names(const fs::path& snapshots_dir, const std::set<std::string>& skip = {});
 
 bool is_etag(const std::string& name);
 // The etag that the link at `relpath` (relative to its commit folder) names

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -18,7 +19,11 @@ namespace kernhub::cache {
 namespace {
 
 constexpr const char* k_fresh = "modified within the last hour (k_prune_grace); a fetch may be using it";
-constexpr const char* k_locked = "its blob lock is held: a download of it is in progress";
+constexpr const char* k_locked = "its blob lock is held: a fetch is downloading or linking it";
+
+// Blob locks held at once while removing blobs, which bounds the descriptors
+// prune keeps open; snapshots/ is walked again once per batch.
+constexpr std::size_t k_prune_lock_batch = 256;
 
 [[noreturn]] void fail_remove(const fs::path& path, int err) {
     throw Error(ErrorCode::internal,
@@ -67,23 +72,34 @@ public:
             kept(m_repo.folder / "refs",
                  "a ref does not hold a commit id, so every snapshot is kept; run kernhub cache verify --repair");
         }
-        std::vector<std::string> staying;
+        // A dry run removes nothing, so the links of the snapshots it would
+        // remove must not keep their blobs.
+        std::set<std::string> gone;
         for (const Snapshot& snapshot : m_repo.snapshots) {
             bool named = !refs_readable || keep.count(snapshot.commit) != 0;
-            if (named || !snapshot.is_directory || !prune_snapshot(snapshot.commit)) staying.push_back(snapshot.commit);
-        }
-        // Walked again after the snapshots were settled, so that a link a
-        // fetch made meanwhile still keeps its blob. By the target's file
-        // name, whatever its form: a link another tool wrote differently
-        // keeps its blob too.
-        std::set<std::string> linked;
-        for (const std::string& commit : staying) {
-            for (const Entry& entry : scan_snapshot(m_repo.folder / "snapshots", commit).entries) {
-                if (entry.type == EntryType::symlink) linked.insert(fs::path(entry.link).filename().string());
+            if (!named && snapshot.is_directory && prune_snapshot(snapshot.commit) && m_request.dry_run) {
+                gone.insert(snapshot.commit);
             }
         }
+        // Walked again after the snapshots were settled, every snapshot folder
+        // there is now, so that one a fetch made since the scan counts too.
+        // By the target's file name, whatever its form: a link another tool
+        // wrote differently keeps its blob too.
+        const std::set<std::string> linked = linked_blob_names(m_repo.folder / "snapshots", gone);
+        std::vector<const Entry*> unlinked;
         for (const Entry& blob : m_repo.blobs) {
-            if (linked.count(blob.name) == 0) prune_blob(blob);
+            if (blob.type != EntryType::file && blob.type != EntryType::symlink) continue;  // verify reports those
+            if (linked.count(blob.name) != 0) continue;
+            if (fresh(blob.modified)) {
+                kept(m_repo.folder / "blobs" / blob.name, k_fresh);
+                continue;
+            }
+            unlinked.push_back(&blob);
+        }
+        for (std::size_t first = 0; first < unlinked.size(); first += k_prune_lock_batch) {
+            const std::size_t last = std::min(unlinked.size(), first + k_prune_lock_batch);
+            prune_blobs(std::vector<const Entry*>(unlinked.begin() + first, unlinked.begin() + last),
+                        m_request.dry_run ? gone : std::set<std::string>{});
         }
         for (const Entry& partial : m_repo.partials) prune_partial(partial);
     }
@@ -134,17 +150,41 @@ private:
         remove();
     }
 
-    void prune_blob(const Entry& blob) {
-        if (blob.type != EntryType::file && blob.type != EntryType::symlink) return;  // verify reports those
-        const fs::path path = m_repo.folder / "blobs" / blob.name;
-        if (fresh(blob.modified)) return kept(path, k_fresh);
-        under_blob_lock(path, blob.name, [&] {
+    // Removes unlinked blobs the way a fetch cannot race: a fetch links a
+    // blob only while holding its lock (Fetcher::ensure_file), so once this
+    // holds the locks of the whole batch, a walk of snapshots/ shows every
+    // link that will ever point to them, until the locks are released. A
+    // busy blob is kept; so is one linked since the first walk.
+    void prune_blobs(const std::vector<const Entry*>& batch, const std::set<std::string>& gone) {
+        std::vector<store::FileLock> locks;
+        locks.reserve(batch.size());
+        std::vector<const Entry*> held;
+        for (const Entry* blob : batch) {
+            if (m_request.use_locks) {
+                // A dry run creates no lock file; a missing one counts as free.
+                auto lock = m_cache.try_lock_blob(blob->name, !m_request.dry_run);
+                if (!lock) {
+                    kept(m_repo.folder / "blobs" / blob->name, k_locked);
+                    continue;
+                }
+                locks.push_back(std::move(*lock));
+            }
+            held.push_back(blob);
+        }
+        if (held.empty()) return;
+        const std::set<std::string> linked = linked_blob_names(m_repo.folder / "snapshots", gone);
+        for (const Entry* blob : held) {
+            if (linked.count(blob->name) != 0) continue;
+            const fs::path path = m_repo.folder / "blobs" / blob->name;
             auto modified = modified_now(path);
-            if (!modified) return;  // gone meanwhile
-            if (fresh(*modified)) return kept(path, k_fresh);
+            if (!modified) continue;  // gone meanwhile
+            if (fresh(*modified)) {
+                kept(path, k_fresh);
+                continue;
+            }
             if (!m_request.dry_run) remove_file(path);
-            removed(path, blob.type == EntryType::file ? blob.size : 0);
-        });
+            removed(path, blob->type == EntryType::file ? blob->size : 0);
+        }
     }
 
     void prune_partial(const Entry& partial) {
@@ -173,9 +213,13 @@ private:
 }  // namespace
 
 PruneReport prune_cache(const fs::path& root, const PruneRequest& request) {
+    return prune_scanned(scan_cache(root), request);
+}
+
+PruneReport prune_scanned(const std::vector<RepoScan>& repos, const PruneRequest& request) {
     PruneReport report;
     report.dry_run = request.dry_run;
-    for (const RepoScan& repo : scan_cache(root)) RepoPruner(repo, request, report).run();
+    for (const RepoScan& repo : repos) RepoPruner(repo, request, report).run();
     return report;
 }
 

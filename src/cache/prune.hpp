@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cache/inventory.hpp"
 #include "kernhub/manage.hpp"
@@ -36,6 +37,10 @@ struct PruneRequest {
 
 // Error(internal) naming the path when something cannot be removed.
 PruneReport prune_cache(const std::filesystem::path& root, const PruneRequest& request);
+// prune_cache's work on a scan_cache taken earlier: the cache may have
+// changed since, as it does under a prune that runs while others fetch
+// (the tests place a fetch between the scan and the removal with it).
+PruneReport prune_scanned(const std::vector<RepoScan>& repos, const PruneRequest& request);
 
 // The commits a lock file pins: kernhub.lock, or the Python kernels
 // library's kernels.lock in either format (lock::parse_lock). Error(not_found)

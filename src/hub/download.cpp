@@ -28,6 +28,18 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const std::string& etag = entry.etag();
     check_cancel(request, expect.label);
+    // The blob's lock is held from the has_blob check until the link is
+    // made, so that cache prune, which removes a blob only while holding its
+    // lock and after finding no link to it, cannot remove a blob this fetch
+    // is about to link (docs/ARCHITECTURE.md, "Cache management"). The same
+    // lock serialises downloads of the blob; it is taken once per process,
+    // since two open file descriptions of one file exclude each other even
+    // in one process. Where flock() does not exclude, every process
+    // downloads into a partial of its own and the renames race harmlessly:
+    // the content is the same.
+    const bool locking = request.use_locks && store::flock_excludes(m_root);
+    std::optional<store::FileLock> lock;
+    if (locking) lock.emplace(cache.lock_blob(etag, request.cancel));
     std::string sha256;
     if (cache.has_blob(etag)) {
         try {
@@ -41,30 +53,29 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
                             "the cached copy of " + e.message() + "; fetch it again while online");
             }
             emit(Event::Kind::info, "the cached copy of " + entry.path + " does not verify; downloading it again");
+            // Under the lock nobody else is placing a good copy: the damaged
+            // one goes. Without it another process may be renaming a good
+            // copy into place right now, so the name is left to the renames.
+            if (locking) cache.remove_blob(etag);
         }
     }
     if (sha256.empty()) {
         if (request.offline) throw Error(ErrorCode::offline, not_cached(request, expect.label, m_root.string()));
-        sha256 = download_blob(request, commit, expect, bytes_downloaded);
+        sha256 = download_blob(request, commit, expect, locking, bytes_downloaded);
     }
     cache.link_snapshot(commit, entry.path, etag);
     return sha256;
 }
 
 std::string Fetcher::download_blob(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                                   std::uint64_t& bytes_downloaded) {
+                                   bool locked, std::uint64_t& bytes_downloaded) {
     const TreeEntry& entry = *expect.entry;
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const std::string& etag = entry.etag();
-    // One process downloads; the others wait on the lock, then find the blob.
-    // Where flock() does not exclude, every process downloads into a partial
-    // of its own and the renames race harmlessly: the content is the same.
-    const bool locking = request.use_locks && store::flock_excludes(m_root);
-    std::optional<store::FileLock> lock;
-    if (locking) lock.emplace(cache.lock_blob(etag, request.cancel));
-    if (cache.has_blob(etag)) {
-        // Another process finished it while we waited, or it is the damaged
-        // copy found before: either way it is hashed before use.
+    if (!locked && cache.has_blob(etag)) {
+        // Another process renamed a copy into place since ensure_file
+        // looked, or it is the damaged copy found there: either way it is
+        // hashed before use.
         try {
             return verify_cached_blob(cache.blob_path(etag), expect, false);
         } catch (const DeclaredDigestMismatch&) {
@@ -72,11 +83,8 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
         } catch (const Error& e) {
             if (e.code() != ErrorCode::verification) throw;
         }
-        // Without a lock that excludes, another process may be renaming a
-        // good copy into place right now: leave the name to the renames.
-        if (locking) cache.remove_blob(etag);
     }
-    for (bool adopt = locking;; adopt = false) {
+    for (bool adopt = locked;; adopt = false) {
         store::IncompleteBlob blob = cache.open_partial(etag, adopt);
         VerifyingTarget target(blob, expect, m_events);
         const std::uint64_t resumed = target.resumed_bytes();

@@ -107,13 +107,15 @@ private:
     // Makes blobs/<etag> exist and verified, links it into the snapshot and
     // returns the file's SHA-256 hex. A blob already in the cache is hashed
     // unless `trusted`; one that does not match is downloaded again (online)
-    // or refused with Error(verification) (offline).
+    // or refused with Error(verification) (offline). Holds the blob's lock
+    // from the first look until the link is made.
     std::string ensure_file(const FetchRequest& request, const std::string& commit, const Expectation& expect,
                             bool trusted, std::uint64_t& bytes_downloaded);
-    // Downloads blobs/<etag> under the blob's lock, continuing the largest
-    // partial left by an earlier run when the lock really excludes.
+    // Downloads blobs/<etag>. `locked`: the caller holds the blob's lock on
+    // a filesystem where it excludes, so the largest partial left by an
+    // earlier run is continued.
     std::string download_blob(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                              std::uint64_t& bytes_downloaded);
+                              bool locked, std::uint64_t& bytes_downloaded);
     // Side data under .kernhub/ is a cache of what the hub said: a failure
     // to write it (a read-only cache) is reported, not fatal.
     void write_side_data(const std::string& what, const std::function<void()>& write);

@@ -246,3 +246,45 @@ TEST_CASE("a --keep-lock file that is missing, oversized or not a lock is refuse
     write_file(dir.path() / "registry.json", R"({"format": 1, "kernels": {}, "extra": true})");
     CHECK(code_of(dir.path() / "registry.json") == kernhub::ErrorCode::usage);
 }
+
+TEST_CASE("prune keeps an unlinked blob whose lock a fetch holds", "[cache]") {
+    ThreeCommits cache;
+    // A fetch holds the lock from its look at the blob until its link is made.
+    auto lock = cache.kernel.repo.lock_blob(cache.loose);
+    PruneReport report = kc::prune_cache(cache.dir.path(), cache.request());
+    std::set<std::string> expected = cache.expected_removed();
+    expected.erase("kernels--org--kernel/blobs/" + cache.loose);
+    CHECK(relative(report.removed, cache.dir.path()) == expected);
+    CHECK(fs::exists(cache.kernel.blob_path(cache.loose)));
+    CHECK(kept_reasons(report, cache.dir.path())["kernels--org--kernel/blobs/" + cache.loose].find("lock is held") !=
+          std::string::npos);
+}
+
+TEST_CASE("a link made after prune's scan keeps its old blob, in a snapshot the scan did not see", "[cache]") {
+    ThreeCommits cache;
+    for (bool dry_run : {false, true}) {
+        CAPTURE(dry_run);
+        TempDir other;
+        fs::copy(cache.dir.path(), other.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+        RepoFixture kernel(other.path(), "org/kernel");
+        const auto scan = kc::scan_cache(other.path());
+        // A fetch of a new commit that reuses the old, unlinked blob links it
+        // (under its lock) after prune's scan.
+        const std::string new_commit(40, 'd');
+        kernel.repo.link_snapshot(new_commit, "build/" + k_variant + "/reused.bin", cache.loose);
+        kernel.repo.write_ref("main", new_commit);
+        PruneReport report = kc::prune_scanned(scan, cache.request(dry_run));
+        CHECK(relative(report.removed, other.path()).count("kernels--org--kernel/blobs/" + cache.loose) == 0);
+        CHECK(fs::exists(kernel.snapshot(new_commit) / "build" / k_variant / "reused.bin"));  // follows the link
+    }
+}
+
+TEST_CASE("prune removes unlinked blobs beyond one batch of blob locks", "[cache]") {
+    TempDir dir;
+    RepoFixture kernel(dir.path(), "org/kernel");
+    for (int i = 0; i < 600; ++i) kernel.blob("orphan " + std::to_string(i));
+    age(dir.path(), 2);
+    PruneReport report = kc::prune_cache(dir.path(), {});
+    CHECK(report.removed.size() == 600);
+    CHECK(fs::is_empty(kernel.repo.folder() / "blobs"));
+}

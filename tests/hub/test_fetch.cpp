@@ -2,12 +2,16 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "kernhub/cuda.hpp"
 #include "kernhub/kernhub.hpp"
+#include "store/cache.hpp"
 #include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/process.hpp"
@@ -499,4 +503,39 @@ TEST_CASE("a shared object that needs a newer glibc than the host is refused bef
     CHECK(code_of([&] { Client(o).load("kernhub-test/needs-new-glibc", "kh_copy"); }, &message) == ErrorCode::load);
     CHECK(message.find("needs GLIBC_9.") != std::string::npos);
     CHECK(message.find("this host has GLIBC_") != std::string::npos);
+}
+
+TEST_CASE("fetch links a blob already in the cache only while holding that blob's lock", "[hub]") {
+    KernelHub hub;
+    Env env;
+    FetchResult first = Client(env.options(hub.server().endpoint())).fetch("vector-add");
+    // One link of the variant goes, so the next fetch reuses its blob.
+    fs::path link;
+    for (const auto& e : fs::recursive_directory_iterator(first.path)) {
+        if (e.is_symlink()) link = e.path();
+    }
+    REQUIRE(!link.empty());
+    const std::string etag = fs::read_symlink(link).filename().string();
+    fs::remove(link);
+    store::RepoCache cache(env.cache, RepoType::kernel, "kernhub-test/vector-add");
+    REQUIRE(cache.has_blob(etag));
+
+    Options o = env.options(hub.server().endpoint());
+    o.offline = true;  // nothing to download: only the lock can hold it up
+    std::atomic<bool> cancel{false};
+    o.cancel = &cancel;
+    {
+        // What cache prune holds while it decides to remove the blob.
+        store::FileLock held = cache.lock_blob(etag);
+        std::thread stop([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+            cancel = true;
+        });
+        CHECK(code_of([&] { Client(o).fetch("vector-add"); }) == ErrorCode::interrupted);
+        stop.join();
+        CHECK_FALSE(fs::exists(fs::symlink_status(link)));
+    }
+    cancel = false;
+    CHECK(Client(o).fetch("vector-add").path == first.path);
+    CHECK(fs::exists(link));
 }
