@@ -517,6 +517,9 @@ void move_in(const fs::path& root, const StagedCache& staged, ImportStats& stats
             ++(cache.adopt_blob(etag, blob.staged) ? stats.blobs : stats.skipped);
         }
         for (const auto& link : repo.links) {
+            // Linked under the blob's lock, as a fetch links: prune decides
+            // a blob's fate under the same lock.
+            store::FileLock lock = cache.lock_blob(link.etag, cancel);
             if (cache.snapshot_links_blob(link.commit, link.path, link.etag, link.size)) {
                 ++stats.skipped;
                 continue;
