@@ -30,6 +30,7 @@ nlohmann::ordered_json prewarm_json(const PrewarmReport& report) {
     return {{"lock", report.lock_file},
             {"format", report.lock_format},
             {"kernels", kernels},
+            {"missing_targets", report.missing_targets},
             {"bytes_downloaded", report.bytes_downloaded},
             {"requests", report.requests}};
 }
@@ -65,6 +66,9 @@ Command add_prewarm_command(CLI::App& app) {
                     for (const auto& r : k.refs) refs += (refs.empty() ? "; refs/" : ", refs/") + r;
                     status(flags->common, k.name + " (" + k.repo_id + "@" + short_commit(k.commit) + ") " + k.variant +
                                               ": " + what + ", verified against the lock" + refs);
+                }
+                for (const auto& missing : report.missing_targets) {
+                    status(flags->common, "warning: no variant for " + missing + " (the other targets were fetched)");
                 }
                 status(flags->common, "prewarmed " + std::to_string(report.kernels.size()) + " variant(s) from " +
                                           report.lock_file + " (" + report.lock_format +

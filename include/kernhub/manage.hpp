@@ -30,6 +30,8 @@ struct LockedKernel {
     std::string commit;
     std::vector<std::string> variants;
     bool pin_kept = false;  // the commit came from the existing lock
+    // --target variants this kernel does not have (others were locked).
+    std::vector<std::string> missing_targets;
 };
 
 struct LockReport {
@@ -59,6 +61,9 @@ struct PrewarmedKernel {
 
 struct PrewarmReport {
     std::string lock_file;
+    // "<name>: <target>" for each --target a kernel does not offer (the
+    // kernel's other targets were fetched); an image builder should look.
+    std::vector<std::string> missing_targets;
     std::string lock_format;  // "kernhub.lock", "kernels.lock" or "kernels.lock (0.16)"
     std::vector<PrewarmedKernel> kernels;
     std::uint64_t bytes_downloaded = 0;

@@ -91,8 +91,8 @@ struct Locker {
     // The commit and the variants to lock for one kernel: this host's
     // choice, the --target list, or (re-locking without --target) the
     // variants the previous lock had.
-    lock::LockedKernel lock_kernel(const registry::KernelSpec& spec, const lock::LockedKernel* previous,
-                                   bool keep_pin) {
+    lock::LockedKernel lock_kernel(const registry::KernelSpec& spec, const lock::LockedKernel* previous, bool keep_pin,
+                                   std::vector<std::string>& out_missing) {
         lock::LockedKernel out;
         out.repo_id = spec.repo_id;
         out.repo_type = spec.repo_type;
@@ -111,7 +111,11 @@ struct Locker {
         if (!targets.empty()) {
             std::vector<std::string> offered = candidate_names(choice);
             for (const auto& target : targets) {
-                if (contains(offered, target) && !contains(wanted, target)) wanted.push_back(target);
+                if (!contains(offered, target)) {
+                    out_missing.push_back(target);
+                } else if (!contains(wanted, target)) {
+                    wanted.push_back(target);
+                }
             }
             if (wanted.empty()) {
                 throw Error(ErrorCode::not_found, "kernel '" + spec.name + "' (" + spec.repo_id + "@" +
@@ -187,8 +191,9 @@ LockReport Client::lock(const LockOptions& options) {
         const bool keep_pin = prior != nullptr && !options.update_all && !contains(options.update, spec.name) &&
                               prior->repo_id == spec.repo_id && prior->repo_type == spec.repo_type &&
                               prior->revision == spec.effective_revision();
-        lock::LockedKernel locked = locker.lock_kernel(spec, prior, keep_pin);
-        LockedKernel summary{spec.name, locked.repo_id, locked.revision, locked.commit, {}, keep_pin};
+        std::vector<std::string> missing;
+        lock::LockedKernel locked = locker.lock_kernel(spec, prior, keep_pin, missing);
+        LockedKernel summary{spec.name, locked.repo_id, locked.revision, locked.commit, {}, keep_pin, missing};
         for (const auto& [variant, data] : locked.variants) summary.variants.push_back(variant);
         report.kernels.push_back(std::move(summary));
         next.kernels.emplace(spec.name, std::move(locked));
@@ -293,7 +298,11 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
                 offered = candidate_names(fetcher.choose(base));
             }
             for (const auto& target : targets) {
-                if (contains(offered, target)) runs.push_back({target});
+                if (contains(offered, target)) {
+                    runs.push_back({target});
+                } else {
+                    report.missing_targets.push_back(job.name + ": " + target);
+                }
             }
             if (runs.empty()) {
                 throw Error(ErrorCode::not_found, "kernel '" + job.name + "' has none of the targets " + join(targets) +

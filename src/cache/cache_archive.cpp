@@ -283,6 +283,8 @@ private:
 };
 
 bool ExportPlan::add_folder(const std::string& folder, const std::optional<std::string>& commit) {
+    // A repo folder that is a link leads out of the cache: never exported.
+    if (!lstat_is(m_root / folder, S_IFDIR) || !lstat_is(m_root / folder / "snapshots", S_IFDIR)) return false;
     std::set<std::string> commits;
     if (commit) {
         commits.insert(*commit);
@@ -296,9 +298,7 @@ bool ExportPlan::add_folder(const std::string& folder, const std::optional<std::
     for (const auto& sha : commits) {
         add_snapshot(folder, sha);
         add_side_file(folder + "/trees/" + sha + ".json", store::k_max_listing_bytes);
-        add_side_file(folder + "/.kernhub/trees/" + sha + ".json", store::k_max_listing_bytes);
-        // Variant records stay out: a record says "kernhub verified these
-        // bytes in this cache", which no archive can carry.
+        // kernhub's side data stays out: import would not take it.
     }
     add_refs(folder, commits);
     return !commits.empty();
@@ -453,8 +453,11 @@ StagedCache stage(const fs::path& root, const fs::path& archive_file, const arch
                 break;
             }
             case Kind::variant_record:
-                // Never trusted from an archive (docs/ARCHITECTURE.md, "Cache
-                // archives"): the first verified use writes the cache's own.
+            case Kind::kernhub_tree:
+                // kernhub's side data is this cache's own trust: its copy of
+                // the hub's listing (used online in place of asking the hub)
+                // and its record of what it verified. Never taken from an
+                // archive (docs/ARCHITECTURE.md, "Cache archives").
                 break;
             default: {
                 std::string content =
@@ -478,6 +481,17 @@ StagedCache stage(const fs::path& root, const fs::path& archive_file, const arch
                 throw archive::refusal(
                     archive_file, folder + "/snapshots/" + link.commit + "/" + link.path,
                     "links to blob " + link.etag + ", which neither the archive nor the cache holds");
+            }
+            // A commit's content never changes: an archive that disagrees
+            // with what the cache holds for it is wrong (or hostile), and
+            // must not replace a file kernhub verified.
+            std::error_code ec;
+            const fs::path existing = cache.snapshot_path(link.commit, link.path);
+            if (fs::symlink_status(existing, ec).type() != fs::file_type::not_found &&
+                (!fs::is_symlink(existing, ec) ||
+                 fs::read_symlink(existing, ec) != store::snapshot_link_target(link.path, link.etag))) {
+                throw archive::refusal(archive_file, folder + "/snapshots/" + link.commit + "/" + link.path,
+                                       "differs from the file the cache already holds for that commit");
             }
         }
     }

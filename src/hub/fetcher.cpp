@@ -282,7 +282,7 @@ std::string listing_variant_hash(const std::vector<TreeEntry>& listing, const st
 // or the same variant hash. Plain files are checked against their SHA-256
 // pins while they stream.
 static void check_listing_against_pins(const std::vector<TreeEntry>& listing, const std::string& variant,
-                                       const VariantPins& pins, const std::string& where) {
+                                       const VariantPins& pins, const std::string& where, bool from_links) {
     const std::string prefix = variant_prefix(variant);
     auto fail = [&](const std::string& problem) {
         throw Error(ErrorCode::verification, where + " variant " + variant + ": " + problem +
@@ -318,6 +318,13 @@ static void check_listing_against_pins(const std::vector<TreeEntry>& listing, co
             (void)pin;
             bool found = std::any_of(listing.begin(), listing.end(),
                                      [&](const TreeEntry& e) { return e.is_file && e.path == prefix + relpath; });
+            if (!found && from_links) {
+                // Offline over links alone, a pinned file that is not
+                // linked is simply not in the cache.
+                throw Error(ErrorCode::offline, where + " variant " + variant + ": " + relpath +
+                                                    " is not in the cache; prewarm once while online (offline "
+                                                    "mode is on)");
+            }
             if (!found) fail(relpath + " is in the lock file but not on the hub");
         }
     }
@@ -342,7 +349,10 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     auto entries = variant_entries(m_last_listing, variant);
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
-    if (pins != nullptr) check_listing_against_pins(m_last_listing, variant, *pins, repo_at(request.repo, commit));
+    if (pins != nullptr) {
+        check_listing_against_pins(m_last_listing, variant, *pins, repo_at(request.repo, commit),
+                                   m_listing_source == ListingSource::snapshot);
+    }
 
     std::set<std::string> trusted;
     // With a lock, every byte is checked against it: the cache's own record
@@ -368,7 +378,10 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     // Links alone do not show whether a file is missing: such a variant is
     // returned but not recorded as complete; nor is one whose LFS files were
     // only described.
-    if (m_listing_source != ListingSource::snapshot && !request.skip_lfs_downloads) {
+    // A lock that pins every file is a full listing of its own: the links
+    // then do show that nothing is missing.
+    const bool complete = m_listing_source != ListingSource::snapshot || (pins != nullptr && pins->files);
+    if (complete && !request.skip_lfs_downloads) {
         json record = {{"format", 1}, {"variant", variant}, {"commit", commit}, {"files", json::array()}};
         for (const auto& file : outcome.files) {
             record["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});

@@ -47,6 +47,18 @@ std::string quoted(const std::string& text) {
     return out + "\"";
 }
 
+// nginx expands variables in `root` (and has no escape for '$'): a tree
+// path holding one would let a request header choose the served folder.
+std::string root_path(const fs::path& root) {
+    const std::string text = root.string();
+    if (text.find('$') != std::string::npos) {
+        throw Error(ErrorCode::usage, "cannot serve " + text +
+                                          " with nginx: its path holds '$', which nginx reads as a variable; "
+                                          "move the tree to a path without '$'");
+    }
+    return text;
+}
+
 // Sub-folders of `dir` whose names are org or repo name parts.
 std::vector<std::string> name_folders(const fs::path& dir) {
     std::vector<std::string> out;
@@ -187,7 +199,7 @@ std::string nginx_conf(const fs::path& root, const std::string& listen) {
         << "# below, with the headers huggingface_hub needs (docs/ARCHITECTURE.md, \"Mirrors\").\n"
         << "server {\n"
         << "    listen " << listen << ";\n"
-        << "    root " << quoted(root.string()) << ";\n"
+        << "    root " << quoted(root_path(root)) << ";\n"
         << "    # Each file's ETag is the hub's id of it (set below), not nginx's mtime-size.\n"
         << "    etag off;\n"
         << "    # huggingface_hub checks Content-Length against the file size.\n"

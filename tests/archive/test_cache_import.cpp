@@ -106,7 +106,7 @@ TEST_CASE("import moves a checked cache archive in, and a second import adds not
     CHECK(stats.blobs == 2);
     CHECK(stats.links == 2);
     CHECK(stats.refs == 2);
-    CHECK(stats.side_files == 2);  // the listings; the variant record is not carried
+    CHECK(stats.side_files == 1);  // huggingface_hub's listing; kernhub's side data is never taken
     CHECK(stats.skipped == 0);
     CHECK(stats.repos == std::vector<std::string>{valid.folder});
     const fs::path repo = s.root / valid.folder;
@@ -129,7 +129,7 @@ TEST_CASE("import moves a checked cache archive in, and a second import adds not
     const auto before = tree_state(s.root);
     auto again = kernhub::cache::import_cache(s.root, s.tar);
     CHECK(again.blobs + again.links + again.refs + again.side_files == 0);
-    CHECK(again.skipped == 8);
+    CHECK(again.skipped == 7);
     CHECK(tree_state(s.root) == before);
 }
 
@@ -205,9 +205,9 @@ TEST_CASE("import refuses anything outside the cache layout and leaves the cache
         {"ref without a commit",
          [&](TarBuilder& t) { t.file(f + "/refs/v3", "not a commit"); },
          {"refs/v3", "commit id"}},
-        {"side data that is not JSON",
-         [&](TarBuilder& t) { t.file(f + "/.kernhub/trees/" + valid.commit.substr(0, 39) + "f.json", "{"); },
-         {".kernhub/trees", "not JSON"}},
+        {"a listing that is not JSON",
+         [&](TarBuilder& t) { t.file(f + "/trees/" + valid.commit.substr(0, 39) + "f.json", "{"); },
+         {"/trees/", "not JSON"}},
     };
     // A cache that already holds something, to show it is left alone. Catch
     // runs this body once per section: the import (which fsyncs) runs once,
@@ -251,6 +251,48 @@ TEST_CASE("import refuses anything outside the cache layout and leaves the cache
             CHECK(!leftovers_in(s.root));
         }
     }
+}
+
+TEST_CASE("import refuses a commit's file that differs from what the cache holds, and never takes kernhub's side data",
+          "[archive]") {
+    Scratch s;
+    ValidCache valid;
+    {
+        TarBuilder tar(s.tar);
+        valid.add_to(tar);
+    }
+    kernhub::cache::import_cache(s.root, s.tar);
+    const fs::path repo = s.root / valid.folder;
+    // kernhub's listing copy and variant record came in the archive, but
+    // the cache holds neither: they are this cache's own trust.
+    CHECK_FALSE(fs::exists(repo / ".kernhub/trees"));
+    CHECK_FALSE(fs::exists(repo / ".kernhub/variants"));
+
+    // A second archive claims other bytes for the same commit's lib.so: a
+    // blob that matches its own name, and a link to it.
+    const std::string evil =
+        "\x7f"
+        "ELF other code";
+    const std::string evil_etag = kernhub::digest::sha256_hex(evil);
+    Scratch second;
+    {
+        TarBuilder tar(second.tar);
+        tar.file(valid.folder + "/blobs/" + evil_etag, evil);
+        tar.symlink(valid.snap + "/build/native-cpu/lib.so", "../../../../blobs/" + evil_etag);
+    }
+    const auto before = tree_state(s.root);
+    std::string message;
+    try {
+        kernhub::cache::import_cache(s.root, second.tar);
+    } catch (const Error& e) {
+        CHECK(e.code() == ErrorCode::verification);
+        message = e.what();
+    }
+    INFO(message);
+    CHECK(message.find("native-cpu/lib.so") != std::string::npos);
+    CHECK(message.find("differs from the file the cache already holds") != std::string::npos);
+    CHECK(tree_state(s.root) == before);
+    CHECK(!leftovers_in(s.root));
 }
 
 TEST_CASE("a refused import into a missing cache leaves no cache behind", "[archive]") {

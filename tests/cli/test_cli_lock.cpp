@@ -123,6 +123,7 @@ TEST_CASE(
     std::vector<std::string> expected{k_cuda, host_cpu_variant()};
     std::sort(expected.begin(), expected.end());
     CHECK(keys_of(kern["variants"]) == expected);
+    CHECK(parse_stdout(r)["kernels"][0]["missing_targets"].empty());
     const std::string commit = kern["commit"];
     for (const std::string& variant : {k_cuda, host_cpu_variant()}) {
         const json& files = kern["variants"][variant]["files"];
@@ -249,6 +250,13 @@ TEST_CASE("prewarm fetches the locked CUDA target on a CPU-only machine, verifie
     ProcessResult offline = p.sandbox.run(
         {"fetch", k_repo + "@v1", "--target", "native-cuda", "--offline", "--cache-dir", p.image_cache.string()});
     CHECK(offline.exit_code == 0);
+
+    // A target the kernel lacks, beside one it has: fetched what exists,
+    // and the missing one is reported, not silently dropped.
+    ProcessResult partial = p.run("prewarm", {"--target", "no-such-variant", "--target", "native-cuda", "--json"});
+    INFO(describe(partial));
+    REQUIRE(partial.exit_code == 0);
+    CHECK(parse_stdout(partial)["missing_targets"] == json::array({"kern: no-such-variant"}));
 
     // A target the lock does not have is refused.
     check_error(p.run("prewarm", {"--target", k_cuda}), 3, {"kern", k_cuda, "kernhub lock --target"});
