@@ -21,75 +21,25 @@ the model file). Then:
       an unreferenced old blob, and huggingface_hub still reads the cache
       offline afterwards.
 
-Prints one PASS/FAIL line per check, then "N passed, N failed". Exit 0 when
-all pass, 1 when any fails, 77 when huggingface_hub is missing or lacks
-repo_type "kernel" (nothing was checked then).
-
-Usage: test_hf_cache_manage.py --kernhub CLI --so LIB.so --make-hub make_hub.py
-                               --hub-server hub_server.py [--python EXE]
+Options, output and exit status as interop_support.py describes; skipped
+(77) when huggingface_hub is missing or lacks repo_type "kernel".
 """
 
-import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-SKIP_CODE = 77
-TIMEOUT = 60
+import interop_support as support
+from interop_support import clean_env, kernhub, run_python
+
 REPO = "kernhub-interop/manage"
 MODEL = "kernhub-interop/model"
 FOLDER = "kernels--kernhub-interop--manage"
 HEADER = "include/vector_add.h"
-
-
-class Report:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-            print(f"PASS: {what}", flush=True)
-        else:
-            self.failed += 1
-            print(f"FAIL: {what}" + (f" -- {detail}" if detail else ""), flush=True)
-        return ok
-
-
-def host_variant():
-    machine = os.uname().machine.lower()
-    return "native-cpu-" + {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine) + "-linux"
-
-
-def clean_env(**extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("HF_", "KERNHUB_", "KERNELS_", "HUGGINGFACE_"))
-           and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
-    env.update({"NO_PROXY": "127.0.0.1,127.0.0.2,localhost", "no_proxy": "127.0.0.1,127.0.0.2,localhost",
-                "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-                "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1", "HF_HUB_DISABLE_XET": "1"})
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
-
-
-def hf_supports_kernels(python):
-    probe = ("import huggingface_hub.constants as c;"
-             "import sys; sys.exit(0 if 'kernel' in getattr(c, 'REPO_TYPES_WITH_KERNEL', c.REPO_TYPES) else 3)")
-    return subprocess.run([python, "-c", probe], capture_output=True, timeout=TIMEOUT).returncode == 0
-
-
-def hf(python, code, env):
-    """Runs huggingface_hub code in a child, so its variables are read at import."""
-    return subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, timeout=TIMEOUT)
-
-
-def kernhub(cli, args, env):
-    return subprocess.run([cli, *args], env=env, capture_output=True, text=True, timeout=TIMEOUT)
 
 
 def tree(path):
@@ -107,26 +57,13 @@ def age(path, hours):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--kernhub", required=True)
-    parser.add_argument("--so", required=True)
-    parser.add_argument("--make-hub", required=True)
-    parser.add_argument("--hub-server", required=True)
-    parser.add_argument("--python", default=sys.executable, help="Python for make_hub.py and the hub server")
-    args = parser.parse_args()
-    hf_python = sys.executable  # the interpreter with huggingface_hub (KERNHUB_TEST_PYTHON)
+    args = support.parse_args(support.argument_parser())
+    why = support.hf_missing()
+    if why:
+        return support.skipped(why)
 
-    try:
-        import huggingface_hub  # noqa: F401
-    except ImportError:
-        print("SKIPPED: huggingface_hub is not installed for", hf_python, flush=True)
-        return SKIP_CODE
-    if not hf_supports_kernels(hf_python):
-        print("SKIPPED: this huggingface_hub has no repo_type 'kernel'", flush=True)
-        return SKIP_CODE
-
-    report = Report()
-    variant = host_variant()
+    report = support.Report()
+    variant = support.host_variant()
     with tempfile.TemporaryDirectory(prefix="kernhub-hf-manage-") as tmp:
         tmp = Path(tmp)
         spec = {"repos": [
@@ -140,30 +77,19 @@ def main():
             {"repo_id": MODEL, "type": "model", "commits": [{
                 "message": "weights", "branches": ["main"], "files": {"config.json": {"text": "{}\n"}}}]},
         ]}
-        (tmp / "spec.json").write_text(json.dumps(spec))
-        subprocess.run([args.python, args.make_hub, "--spec", str(tmp / "spec.json"), "--out", str(tmp / "hub")],
-                       check=True, timeout=TIMEOUT)
-        commit = json.loads((tmp / "hub" / "_hub.json").read_text())["repos"][REPO]["branches"]["main"]
-        server = subprocess.Popen([args.python, args.hub_server, "--root", str(tmp / "hub")],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        try:
-            endpoint = json.loads(server.stdout.readline())["endpoint"]
-            run_checks(report, args, hf_python, tmp, endpoint, commit, variant)
-        finally:
-            server.stdin.close()
-            server.wait(10)
-    print(f"{report.passed} passed, {report.failed} failed", flush=True)
-    return 1 if report.failed or report.passed == 0 else 0
+        with support.served_hub(args, spec, tmp / "hub") as (server, index):
+            run_checks(report, args, tmp, server.endpoint, index["repos"][REPO]["branches"]["main"], variant)
+    return report.finish()
 
 
-def run_checks(report, args, hf_python, tmp, endpoint, commit, variant):
+def run_checks(report, args, tmp, endpoint, commit, variant):
     cache = tmp / "hf-cache"
     fill = (f"import huggingface_hub as h\n"
             f"h.snapshot_download({REPO!r}, repo_type='kernel', allow_patterns=['build/{variant}/*'])\n"
             f"h.hf_hub_download({REPO!r}, 'README.md', repo_type='kernel')\n"
             f"h.hf_hub_download({MODEL!r}, 'config.json')\n")
     hf_env = clean_env(HF_HUB_CACHE=cache, HF_ENDPOINT=endpoint, HF_HOME=tmp / "hf-home")
-    p = hf(hf_python, fill, hf_env)
+    p = run_python(fill, hf_env)
     if not report.check(p.returncode == 0, "huggingface_hub fills a cache from the test hub", p.stderr[-2000:]):
         return
     offline_hf_env = clean_env(HF_HUB_CACHE=cache, HF_HUB_OFFLINE=1, HF_HOME=tmp / "hf-home")
@@ -230,7 +156,7 @@ def run_checks(report, args, hf_python, tmp, endpoint, commit, variant):
                 clean_env(HF_HOME=tmp / "kh-home"))
     report.check(r.returncode == 0 and blob.read_bytes() == Path(args.so).read_bytes(),
                  "(4) a kernhub fetch gets the removed file again", f"exit {r.returncode}: {r.stderr}")
-    p = hf(hf_python, read_back, offline_hf_env)
+    p = run_python(read_back, offline_hf_env)
     expected_head = Path(args.so).read_bytes().hex()[:64]
     report.check(p.returncode == 0 and p.stdout.strip() == expected_head,
                  "(4) huggingface_hub reads the repaired cache offline", p.stderr[-1000:])
@@ -243,7 +169,7 @@ def run_checks(report, args, hf_python, tmp, endpoint, commit, variant):
     out = json.loads(r.stdout) if r.returncode == 0 else {}
     report.check(r.returncode == 0 and out.get("removed") == [str(cache / FOLDER / "blobs" / stray)],
                  "(5) prune removes only the unreferenced blob", f"exit {r.returncode}: {r.stdout} {r.stderr}")
-    p = hf(hf_python, read_back, offline_hf_env)
+    p = run_python(read_back, offline_hf_env)
     report.check(p.returncode == 0 and p.stdout.strip() == expected_head,
                  "(5) huggingface_hub still reads the pruned cache offline", p.stderr[-1000:])
     r = kernhub(args.kernhub, ["cache", "verify", "--cache-dir", str(cache)], kh_env)

@@ -35,15 +35,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_hf_cache as base  # noqa: E402 - shares the hub spec, the hub server and the cache comparison
-
-SKIP_CODE = base.SKIP_CODE
+import interop_support as support
+from interop_support import NAMES, clean_env, folder_name
 
 
 def find_nginx(explicit):
@@ -118,7 +115,7 @@ def phase_mirror(ctx, report):
     report.equal(constants.ENDPOINT, ctx["endpoint"], "huggingface_hub's endpoint is the nginx mirror")
     for repo in ctx["repos"]:
         label = f"(h) {repo['type']} repo {repo['repo_id']}"
-        snapshot = os.path.join(cache, base.folder_name(repo), "snapshots", repo["commit"])
+        snapshot = os.path.join(cache, folder_name(repo), "snapshots", repo["commit"])
         try:
             got = huggingface_hub.snapshot_download(repo["repo_id"], repo_type=repo["type"], revision="main",
                                                     cache_dir=cache, allow_patterns=[f"build/{variant}/*"])
@@ -131,7 +128,7 @@ def phase_mirror(ctx, report):
                  if Path(snapshot, f["path"]).read_bytes() != Path(f["source"]).read_bytes()]
         report.equal(wrong, [], f"{label}: every file of the variant has the hub's bytes")
 
-        so = next(f for f in repo["files"] if f["path"].endswith(base.SO_NAME))
+        so = next(f for f in repo["files"] if f["path"].endswith(support.SO_NAME))
         what = f"{label}: hf_hub_download({so['path']!r}, revision='main')"
         try:
             path = huggingface_hub.hf_hub_download(repo["repo_id"], so["path"], repo_type=repo["type"],
@@ -149,35 +146,7 @@ def phase_mirror(ctx, report):
             report.check(True, f"{label}: a file the mirror does not hold is EntryNotFound")
 
 
-def run_phase(ctx_path):
-    report = base.Report()
-    ctx = json.loads(Path(ctx_path).read_text())
-    try:
-        phase_mirror(ctx, report)
-    except Exception:  # noqa: BLE001 - report, do not hide
-        traceback.print_exc()
-        report.check(False, "phase mirror ran to the end", "it raised (traceback above)")
-    print(f"PHASE-RESULT: {json.dumps({'passed': report.passed, 'failed': report.failed})}", flush=True)
-    return 1 if report.failed else 0
-
-
-def run_child(report, ctx, workdir, env):
-    ctx_path = workdir / "mirror-phase.json"
-    ctx_path.write_text(json.dumps(ctx))
-    p = base.run([sys.executable, os.path.abspath(__file__), "--phase", "--context", str(ctx_path)], env,
-                 "phase mirror", report)
-    if p is None:
-        return
-    sys.stdout.write(p.stdout.replace("PHASE-RESULT:", "phase result:"))
-    if p.stderr.strip():
-        print(f"--- stderr of phase mirror ---\n{p.stderr.rstrip()}\n---", flush=True)
-    counts = next((json.loads(line[len("PHASE-RESULT: "):]) for line in p.stdout.splitlines()
-                   if line.startswith("PHASE-RESULT: ")), None)
-    if counts is None:
-        report.check(False, "phase mirror reported its results", f"exit {p.returncode}")
-        return
-    report.passed += counts["passed"]
-    report.failed += counts["failed"]
+PHASES = {"mirror": phase_mirror}
 
 
 # ---- parent -------------------------------------------------------------------
@@ -187,7 +156,7 @@ def kernhub_mirror(args, report, names, server, registry, workdir, variant, port
     cmd = [args.kernhub, "mirror", *names, "--to", str(tree), "--target", variant, "--nginx-conf", str(conf),
            "--listen", f"127.0.0.1:{port}", "--registry", str(registry), "--endpoint", server.endpoint,
            "--cache-dir", str(workdir / "cache-mirror"), "--json", "--quiet"]
-    p = base.run(cmd, base.clean_env(HOME=workdir, HF_HOME=workdir / "hf-home"), "kernhub mirror", report)
+    p = support.run(cmd, clean_env(HOME=workdir, HF_HOME=workdir / "hf-home"), "kernhub mirror", report)
     ok = p is not None and p.returncode == 0
     if not report.check(ok, "(m) kernhub mirror --target --nginx-conf exits 0",
                         p and f"exit {p.returncode}: {p.stderr.strip()[:400]}"):
@@ -201,56 +170,37 @@ def kernhub_mirror(args, report, names, server, registry, workdir, variant, port
 
 
 def main_check(args):
-    try:
-        import huggingface_hub
-    except ImportError:
-        print(f"SKIPPED: huggingface_hub is not installed for {sys.executable} "
-              "(tests/run.sh installs tests/requirements.txt into build/venv)", flush=True)
-        return SKIP_CODE
-    if not base.kernel_type_support()["download"]:
-        print(f"SKIPPED: huggingface_hub {huggingface_hub.__version__} has no repo_type 'kernel' for downloads",
-              flush=True)
-        return SKIP_CODE
+    why = support.hf_missing()
+    if why:
+        return support.skipped(why)
     nginx = find_nginx(args.nginx)
     if not nginx:
-        print("SKIPPED: nginx is not installed (.ci/install-deps installs it)", flush=True)
-        return SKIP_CODE
+        return support.skipped("nginx is not installed (.ci/install-deps installs it)")
+    import huggingface_hub
 
-    report = base.Report()
+    report = support.Report()
     report.info(f"huggingface_hub {huggingface_hub.__version__}; nginx {nginx}")
-    variant = base.host_variant()
-    for path, what in ((args.kernhub, "--kernhub"), (args.so, "--so"), (args.make_hub, "--make-hub"),
-                       (args.hub_server, "--hub-server")):
-        if not path or not os.path.isfile(path):
-            report.check(False, f"input {what} exists", f"{path!r}")
-            return 1
+    variant = support.host_variant()
+    if support.inputs_missing(args, report):
+        return 1
 
     with tempfile.TemporaryDirectory(prefix="kernhub-interop-mirror-", ignore_cleanup_errors=True) as tmp:
         workdir = Path(tmp)
-        hub_dir, kern_cache, hf_cache = workdir / "hub", workdir / "cache-kernhub", workdir / "cache-hf"
-        spec = workdir / "spec.json"
-        spec.write_text(json.dumps(base.make_spec(os.path.abspath(args.so), variant), indent=1))
-        p = base.run([args.python, args.make_hub, "--spec", str(spec), "--out", str(hub_dir)], base.clean_env(),
-                     "make_hub.py", report)
-        if not report.check(p is not None and p.returncode == 0, f"make_hub.py lays out the hub ({variant})",
-                            p and p.stderr):
+        kern_cache, hf_cache = workdir / "cache-kernhub", workdir / "cache-hf"
+        hub = support.lay_out_vector_add_hub(args, report, workdir, variant)
+        if hub is None:
             return 1
-        repos = base.expected_repos(hub_dir, variant)
-        names = {base.MODEL_REPO: "interop-model", base.KERNEL_REPO: "interop-kernel"}
-        registry = workdir / "registry.json"
-        registry.write_text(json.dumps({"format": 1, "kernels": {
-            names[r["repo_id"]]: {"repo_id": r["repo_id"], "repo_type": r["type"], "revision": "main",
-                                  "symbol": "kh_vector_add", "file": base.SO_NAME} for r in repos}}))
+        hub_dir, repos, registry = hub
 
-        server = base.HubServer(args.python, args.hub_server, hub_dir)
+        server = support.HubServer(args.python, args.hub_server, hub_dir)
         web = None
         try:
             # What kernhub itself writes for the variant, fetched from the hub.
-            if not all(base.kernhub_fetch(args, report, names[r["repo_id"]], r, kern_cache, server, registry,
-                                          variant, workdir) for r in repos):
+            if not all(support.kernhub_fetch(args, report, NAMES[r["repo_id"]], r, kern_cache, server, registry,
+                                             variant, workdir) for r in repos):
                 return 1
             port = free_port()
-            made = kernhub_mirror(args, report, [names[r["repo_id"]] for r in repos], server, registry, workdir,
+            made = kernhub_mirror(args, report, [NAMES[r["repo_id"]] for r in repos], server, registry, workdir,
                                   variant, port)
             if made is None:
                 return 1
@@ -259,40 +209,32 @@ def main_check(args):
             report.info(f"nginx serves the mirror at {web.endpoint}")
 
             server.control("/_reset", b"{}")
-            env = base.clean_env(HOME=workdir, HF_HOME=workdir / "hf-home", HF_HUB_CACHE=hf_cache,
-                                 HF_ENDPOINT=web.endpoint)
-            run_child(report, {"cache": str(hf_cache), "repos": repos, "variant": variant, "endpoint": web.endpoint},
-                      workdir, env)
-            report.equal(base.requests_since_reset(server), [], "(h) no request of huggingface_hub reached the hub")
+            env = clean_env(HOME=workdir, HF_HOME=workdir / "hf-home", HF_HUB_CACHE=hf_cache,
+                            HF_ENDPOINT=web.endpoint)
+            support.run_child(report, __file__, "mirror",
+                              {"cache": str(hf_cache), "repos": repos, "variant": variant, "endpoint": web.endpoint},
+                              workdir, env)
+            report.equal(server.requests_since_reset(), [], "(h) no request of huggingface_hub reached the hub")
             for line in web.requests():
                 report.info(f"nginx: {line}")
             for repo in repos:
-                base.compare_layouts(report, repo, kern_cache, hf_cache)
+                support.compare_layouts(report, repo, kern_cache, hf_cache)
         finally:
             if web is not None:
                 web.close()
             server.close()
 
-    print(f"{report.passed} passed, {report.failed} failed", flush=True)
-    return 1 if report.failed else 0
+    return report.finish()
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kernhub", help="the kernhub CLI")
-    parser.add_argument("--so", help="a real shared object to publish")
-    parser.add_argument("--make-hub", help="examples/hub/make_hub.py")
-    parser.add_argument("--hub-server", help="tests/support/hub_server.py")
-    parser.add_argument("--python", default=sys.executable, help="Python for make_hub.py and hub_server.py")
+    parser = support.argument_parser(__doc__.split("\n\n")[0], required=False)
     parser.add_argument("--nginx", help="the nginx binary (default: the usual places, then PATH)")
-    parser.add_argument("--phase", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     parser.add_argument("--context", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    for name in ("kernhub", "so", "make_hub", "hub_server"):
-        if getattr(args, name):
-            setattr(args, name, os.path.abspath(getattr(args, name)))
+    args = support.parse_args(parser)
     if args.phase:
-        return run_phase(args.context)
+        return support.run_phase(args.phase, PHASES[args.phase], args.context)
     return main_check(args)
 
 

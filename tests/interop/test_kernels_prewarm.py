@@ -54,11 +54,9 @@ Usage: test_kernels_prewarm.py --kernhub CLI --so LIB.so --make-hub make_hub.py
                                --part current|legacy
 """
 
-import argparse
 import base64
 import hashlib
 import json
-import os
 import py_compile
 import shutil
 import subprocess
@@ -66,8 +64,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-SKIP_CODE = 77
-TIMEOUT = 90
+import interop_support as support
+
+TIMEOUT = 90  # seconds a child may take: kernels imports slowly
 ORG = "kernhub-interop"
 REPO = f"{ORG}/vector-add"
 FOLDER = "kernels--" + REPO.replace("/", "--")
@@ -76,42 +75,12 @@ PYTHON_VARIANTS = ("torch-cpu", "torch-cuda", "torch-universal")
 TORCH_CUDA = "torch28-cxx11-cu128-x86_64-linux"
 
 
-class Report:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-            print(f"PASS: {what}", flush=True)
-        else:
-            self.failed += 1
-            print(f"FAIL: {what}" + (f" -- {detail}" if detail else ""), flush=True)
-        return ok
-
-    @staticmethod
-    def info(text):
-        print(f"INFO: {text}", flush=True)
-
-
-def native_variant():
-    machine = os.uname().machine.lower()
-    return "native-cpu-" + {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine) + "-linux"
-
-
 # ---- environments ------------------------------------------------------------
 
 def clean_env(tmp, **extra):
-    """No inherited hub, cache or proxy settings; HOME and HF_HOME inside tmp."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("HF_", "KERNHUB_", "KERNELS_", "HUGGINGFACE_", "LOCAL_KERNELS"))
-           and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
-    env.update({"NO_PROXY": "127.0.0.1,127.0.0.2,localhost", "no_proxy": "127.0.0.1,127.0.0.2,localhost",
-                "HOME": str(tmp / "home"), "HF_HOME": str(tmp / "hf-home"),
-                "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
-                "HF_HUB_DISABLE_XET": "1", "PYTHONDONTWRITEBYTECODE": "1"})
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
+    """No inherited hub, cache, kernels or proxy settings; HOME and HF_HOME inside tmp."""
+    return support.scrubbed_env(also_drop=("LOCAL_KERNELS",), **{
+        "HOME": tmp / "home", "HF_HOME": tmp / "hf-home", "PYTHONDONTWRITEBYTECODE": 1, **extra})
 
 
 def kernels_env(tmp, **extra):
@@ -127,12 +96,7 @@ def hf_env(tmp, **extra):
 
 
 def run_python(code, env, *args):
-    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT)
-
-
-def kernhub(cli, args, env):
-    return subprocess.run([cli, *args], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    return support.run_python(code, env, *args, timeout=TIMEOUT)
 
 
 def last_json(text):
@@ -184,7 +148,7 @@ def hub_spec(so, pyc):
     commits = []
     for version, branches in ((1, ["v1"]), (2, ["v2", "main"])):
         files = {"README.md": {"text": f"vector-add v{version}\n"},
-                 f"build/{native_variant()}/libvector_add.so": {"path": str(so), "lfs": True},
+                 f"build/{support.host_variant()}/libvector_add.so": {"path": str(so), "lfs": True},
                  f"build/{TORCH_CUDA}/{MODULE}/__init__.py": {"text": "raise ImportError('needs torch')\n"},
                  f"build/{TORCH_CUDA}/{MODULE}/_{MODULE}_cuda.abi3.so": {"text": f"not cuda {version}", "lfs": True}}
         for variant in PYTHON_VARIANTS:
@@ -200,14 +164,11 @@ class Hub:
 
     def __init__(self, args, tmp):
         self.args, self.tmp = args, tmp
-        (tmp / "spec.json").write_text(json.dumps(hub_spec(Path(args.so).resolve(), stray_bytecode(tmp))))
-        subprocess.run([args.python, args.make_hub, "--spec", str(tmp / "spec.json"), "--out", str(tmp / "hub")],
-                       check=True, timeout=TIMEOUT)
-        index = json.loads((tmp / "hub" / "_hub.json").read_text())["repos"][REPO]
+        spec = hub_spec(Path(args.so).resolve(), stray_bytecode(tmp))
+        index = support.make_hub(args, spec, tmp / "hub", timeout=TIMEOUT)["repos"][REPO]
         self.branches, self.trees = index["branches"], index["trees"]
-        self.server = subprocess.Popen([args.python, args.hub_server, "--root", str(tmp / "hub")],
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.endpoint = json.loads(self.server.stdout.readline())["endpoint"]
+        self.server = support.HubServer(args.python, args.hub_server, tmp / "hub")
+        self.endpoint = self.server.endpoint
 
     def files(self, commit, variant):
         """{relpath in the variant: sha256 hex} of one variant at one commit,
@@ -222,9 +183,7 @@ class Hub:
         return out
 
     def stop(self):
-        if self.server.poll() is None:
-            self.server.stdin.close()
-            self.server.wait(10)
+        self.server.close()
 
 
 # ---- kernels children --------------------------------------------------------
@@ -321,8 +280,9 @@ def check_prewarmed(report, hub, cache, commit, variant, what):
 
 
 def prewarm(cli, tmp, hub, lock, variant, cache, *extra):
-    return kernhub(cli, ["prewarm", "--lock", str(lock), "--target", variant, "--cache-dir", str(cache),
-                         "--endpoint", hub.endpoint, "--json", *extra], clean_env(tmp, HF_HUB_DISABLE_TELEMETRY=1))
+    return support.kernhub(cli, ["prewarm", "--lock", str(lock), "--target", variant, "--cache-dir", str(cache),
+                                 "--endpoint", hub.endpoint, "--json", *extra],
+                           clean_env(tmp, HF_HUB_DISABLE_TELEMETRY=1), timeout=TIMEOUT)
 
 
 def check_report(report, p, hub, commit, variant, cache, fetched, refs, what):
@@ -352,24 +312,37 @@ def check_loaded(report, p, out, cache, commit, variant, version, what):
     report.check(ok, what, f"loaded {out}; " + tail(p).replace("\n", " "))
 
 
-def part_current(report, args, tmp, hub):
-    v1 = hub.branches["v1"]
+def variant_and_lock(report, tmp, hub):
+    """What both parts start from: the variant kernels selects and the lock
+    `kernels lock` writes; None when either failed (a check says so)."""
     variant = select_variant(report, tmp, hub)
     lock = kernels_lock(report, tmp, hub, "project")
-    if variant is None or lock is None:
-        return
+    return None if variant is None or lock is None else (variant, lock)
+
+
+def prewarm_image(report, args, tmp, hub, lock, lock_name, variant, commit, refs):
+    """`kernhub prewarm --lock` into an empty cache, as an image build does, and
+    its report and contents checked; the cache, or None when it failed."""
+    cache = tmp / "image-cache"
+    p = prewarm(args.kernhub, tmp, hub, lock, variant, cache)
+    report.info(f"kernhub prewarm --lock {lock_name} --target {variant}: exit {p.returncode}\n{p.stdout.strip()}")
+    if not report.check(p.returncode == 0, f"(a) kernhub prewarm --lock {lock_name} fills an empty cache", tail(p)):
+        return None
+    check_report(report, p, hub, commit, variant, cache, fetched=True, refs=refs, what="(a)")
+    check_prewarmed(report, hub, cache, commit, variant, "(a)")
+    return cache
+
+
+def part_current(report, args, tmp, hub, variant, lock):
+    v1 = hub.branches["v1"]
     entries = json.loads(lock.read_text())
     report.check(entries == [{"dependency": {"repo-id": REPO, "version": 1}, "lock": {"commit": v1}}],
                  "the lock is kernels' current format, pinning v1's commit", lock.read_text())
 
     # (a) prewarm an empty cache, then load offline with the hub gone.
-    cache = tmp / "image-cache"
-    p = prewarm(args.kernhub, tmp, hub, lock, variant, cache)
-    report.info(f"kernhub prewarm --lock kernels.lock --target {variant}: exit {p.returncode}\n{p.stdout.strip()}")
-    if not report.check(p.returncode == 0, "(a) kernhub prewarm --lock kernels.lock fills an empty cache", tail(p)):
+    cache = prewarm_image(report, args, tmp, hub, lock, "kernels.lock", variant, v1, refs=["v1"])
+    if cache is None:
         return
-    check_report(report, p, hub, v1, variant, cache, fetched=True, refs=["v1"], what="(a)")
-    check_prewarmed(report, hub, cache, v1, variant, "(a)")
     ref = cache / FOLDER / "refs" / "v1"
     report.check(ref.is_file() and ref.read_text() == v1, "(a) refs/v1 holds the locked commit, as huggingface_hub "
                  "writes it (no newline)", repr(ref.read_text() if ref.is_file() else None))
@@ -474,12 +447,8 @@ def part_prewarm_offline(report, args, tmp, hub, lock, hf_cache, commit, variant
                  "(c) a file of the variant missing from the cache: exit 6 naming it", tail(p))
 
 
-def part_legacy(report, args, tmp, hub):
+def part_legacy(report, args, tmp, hub, variant, lock):
     v1 = hub.branches["v1"]
-    variant = select_variant(report, tmp, hub)
-    lock = kernels_lock(report, tmp, hub, "project")
-    if variant is None or lock is None:
-        return
     entries = json.loads(lock.read_text())
     ok = (len(entries) == 1 and entries[0].get("repo_id") == REPO and entries[0].get("sha") == v1
           and entries[0].get("variants", {}).get(variant, {}).get("hash_type") == "git_lfs_concat")
@@ -502,15 +471,9 @@ def part_legacy(report, args, tmp, hub):
     report.check(not snapshot.exists() or not any(snapshot.rglob("*.py")),
                  "(a) and nothing of the refused variant is in the snapshot")
 
-    cache = tmp / "image-cache"
-    p = prewarm(args.kernhub, tmp, hub, lock, variant, cache)
-    report.info(f"kernhub prewarm --lock kernels.lock (old format) --target {variant}: exit {p.returncode}\n"
-                f"{p.stdout.strip()}")
-    if not report.check(p.returncode == 0, "(a) kernhub prewarm --lock <old-format kernels.lock> fills an empty cache",
-                        tail(p)):
+    cache = prewarm_image(report, args, tmp, hub, lock, "<old-format kernels.lock>", variant, v1, refs=[])
+    if cache is None:
         return
-    check_report(report, p, hub, v1, variant, cache, fetched=True, refs=[], what="(a)")
-    check_prewarmed(report, hub, cache, v1, variant, "(a)")
 
     hub.stop()
     for cache_var in ("HF_HUB_CACHE", "KERNELS_CACHE"):
@@ -524,24 +487,19 @@ def part_legacy(report, args, tmp, hub):
 def probe():
     """(kernels version, huggingface_hub has repo_type kernel) or a reason to skip."""
     try:
-        import huggingface_hub.constants as c
+        import huggingface_hub  # noqa: F401
         import kernels
     except ImportError as e:
         return None, f"the Python kernels library is not installed for {sys.executable} ({e})"
-    if "kernel" not in getattr(c, "REPO_TYPES_WITH_KERNEL", c.REPO_TYPES):
+    if not support.hf_has_kernel_repos():
         return None, "this huggingface_hub has no repo_type 'kernel'"
     return kernels.__version__, None
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--kernhub", required=True)
-    parser.add_argument("--so", required=True)
-    parser.add_argument("--make-hub", required=True)
-    parser.add_argument("--hub-server", required=True)
-    parser.add_argument("--python", default=sys.executable, help="Python for make_hub.py and the hub server")
+    parser = support.argument_parser()
     parser.add_argument("--part", choices=("current", "legacy"), required=True)
-    args = parser.parse_args()
+    args = support.parse_args(parser)
 
     version, why = probe()
     major_minor = tuple(int(x) for x in (version or "0.0").split(".")[:2])
@@ -551,19 +509,19 @@ def main():
         why = (f"kernels {version} no longer reads the older kernels.lock format; set "
                "KERNHUB_TEST_PYTHON_KERNELS_LEGACY to a Python with kernels 0.16")
     if why:
-        print("SKIPPED:", why, flush=True)
-        return SKIP_CODE
+        return support.skipped(why)
 
-    report = Report()
+    report = support.Report()
     with tempfile.TemporaryDirectory(prefix="kernhub-kernels-") as tmp:
         tmp = Path(tmp)
         hub = Hub(args, tmp)
         try:
-            (part_current if args.part == "current" else part_legacy)(report, args, tmp, hub)
+            started = variant_and_lock(report, tmp, hub)
+            if started is not None:
+                (part_current if args.part == "current" else part_legacy)(report, args, tmp, hub, *started)
         finally:
             hub.stop()
-    print(f"{report.passed} passed, {report.failed} failed", flush=True)
-    return 1 if report.failed or report.passed == 0 else 0
+    return report.finish()
 
 
 if __name__ == "__main__":
