@@ -16,6 +16,7 @@
 
 #include "common/repo.hpp"
 #include "kernhub/manage.hpp"
+#include "store/cache.hpp"
 
 namespace kernhub::cache {
 
@@ -82,19 +83,14 @@ std::vector<RepoScan> scan_cache(const fs::path& root);
 // One snapshot, walked again (prune re-checks it right before removing it).
 Snapshot scan_snapshot(const fs::path& snapshots_dir, const std::string& commit);
 
-bool is_etag(const std::string& name);
 // The etag that the link at `relpath` (relative to its commit folder) names
 // when its target is exactly the relative link into the same repo's blobs/
 // (store::snapshot_link_target); empty for any other target.
 std::string linked_etag(const std::string& relpath, const std::string& target);
 
 // A variant record's files, or nullopt when the record is missing or not
-// one kernhub wrote (bounded by store::k_max_record_bytes).
-struct RecordedFile {
-    std::string path;  // relative to the variant folder
-    std::uint64_t size = 0;
-    std::string sha256;
-};
+// one kernhub wrote (store::RepoCache::read_variant_files).
+using store::RecordedFile;
 std::optional<std::vector<RecordedFile>> read_record(const RepoScan& repo, const std::string& commit,
                                                      const std::string& variant);
 
