@@ -2,8 +2,6 @@
 // prewarming"): pin a project's kernels to commits and file digests, and
 // fill a cache with exactly what a lock pins.
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -21,19 +19,6 @@ constexpr const char* k_lock_name = "kernhub.lock";
 
 fs::path project_dir(const Options& options) {
     return options.project_dir.empty() ? fs::current_path() : fs::path(options.project_dir);
-}
-
-// The lock file's text; nullopt when it does not exist.
-std::optional<std::string> read_lock_text(const fs::path& path) {
-    std::string text;
-    store::ReadStatus status = store::read_file_into(path, text, lock::k_max_lock_bytes);
-    if (status.error == 0) return text;
-    if (!status.opened && status.error == ENOENT) return std::nullopt;
-    if (status.error == EFBIG) {
-        throw Error(ErrorCode::usage, "lock file " + path.string() + " is larger than " +
-                                          std::to_string(lock::k_max_lock_bytes) + " bytes (k_max_lock_bytes)");
-    }
-    throw Error(ErrorCode::internal, "cannot read " + path.string() + ": " + std::strerror(status.error));
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -162,7 +147,7 @@ LockReport Client::lock(const LockOptions& options) {
     const std::vector<registry::KernelSpec> specs = project.entries();
 
     lock::KernhubLock previous;
-    const std::optional<std::string> old_text = read_lock_text(lock_path);
+    const std::optional<std::string> old_text = lock::read_lock_file(lock_path);
     if (old_text) {
         lock::AnyLock parsed = lock::parse_lock(*old_text, lock_path.string());
         if (parsed.format != lock::Format::kernhub) {
@@ -265,7 +250,7 @@ std::vector<std::string> pinned_names(const LockJob& job) {
 PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
     fs::path path = lock_file;
     if (path.empty()) path = project_dir(m_impl->options) / k_lock_name;
-    std::optional<std::string> text = read_lock_text(path);
+    std::optional<std::string> text = lock::read_lock_file(path);
     if (!text) {
         if (lock_file.empty()) {
             throw Error(ErrorCode::not_found, "no kernhub.lock in " + path.parent_path().string() +

@@ -21,54 +21,6 @@ namespace {
 
 // ---- the layout ---------------------------------------------------------------
 
-struct RepoFolder {
-    RepoType type = RepoType::kernel;
-    std::string repo_id;
-};
-
-// "kernels--org--name" or "models--org--name", spelled exactly as
-// store::repo_folder_name spells that repo; nullopt for anything else.
-std::optional<RepoFolder> parse_repo_folder(const std::string& name) {
-    RepoFolder repo;
-    std::string rest;
-    if (name.rfind("kernels--", 0) == 0) {
-        rest = name.substr(9);
-    } else if (name.rfind("models--", 0) == 0) {
-        repo.type = RepoType::model;
-        rest = name.substr(8);
-    } else {
-        return std::nullopt;
-    }
-    std::size_t separator = rest.find("--");
-    if (separator == std::string::npos || rest.find("--", separator + 2) != std::string::npos) return std::nullopt;
-    repo.repo_id = rest.substr(0, separator) + "/" + rest.substr(separator + 2);
-    try {
-        if (store::repo_folder_name(repo.type, repo.repo_id) != name) return std::nullopt;
-    } catch (const Error&) {
-        return std::nullopt;
-    }
-    return repo;
-}
-
-bool is_etag(const std::string& name) {
-    if (name.size() != 40 && name.size() != 64) return false;
-    for (char c : name) {
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-    }
-    return true;
-}
-
-// The same rule store applies to variant names that become file names.
-bool is_variant_name(const std::string& name) {
-    if (name.empty() || name.front() == '.') return false;
-    for (char c : name) {
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-                  c == '-' || c == '+';
-        if (!ok) return false;
-    }
-    return true;
-}
-
 // "<stem>.json" -> stem; "" for any other name.
 std::string json_stem(const std::string& name) {
     const std::string suffix = ".json";
@@ -136,7 +88,7 @@ Placement place_in_repo(const archive::Entry& entry, const std::vector<std::stri
     }
     if (section == "blobs" && n == 3) {
         at.name = parts[2];
-        return expect(file && is_etag(at.name), Kind::blob,
+        return expect(file && store::is_etag(at.name), Kind::blob,
                       "must be a regular file named by a 40- or 64-character lowercase hex digest");
     }
     if (section == "snapshots") {
@@ -178,7 +130,7 @@ Placement place_in_repo(const archive::Entry& entry, const std::vector<std::stri
             at.commit = parts[3];
             at.name = json_stem(parts[4]);
             std::string why = size_problem(entry, store::k_max_record_bytes, "max_record_bytes");
-            return expect(file && is_commit_sha(at.commit) && is_variant_name(at.name) && why.empty(),
+            return expect(file && is_commit_sha(at.commit) && store::is_variant_name(at.name) && why.empty(),
                           Kind::variant_record, why.empty() ? "must be a regular file named <variant>.json" : why);
         }
     }
@@ -196,7 +148,7 @@ Placement place(const archive::Entry& entry) {
         if (at.problem.empty()) at.problem = size_problem(entry, k_import_max_cachedir_tag_bytes, "max_tag_bytes");
         return at;
     }
-    if (!parse_repo_folder(parts[0])) {
+    if (!store::parse_repo_folder(parts[0])) {
         Placement at;
         at.problem =
             "is outside any repo folder; the top of a cache archive holds only kernels--ORG--NAME and "
@@ -210,12 +162,13 @@ Placement place(const archive::Entry& entry) {
 // blobs/ of the same repo folder.
 std::string snapshot_link_problem(const archive::Entry& entry) {
     const std::vector<std::string> parts = split_path(entry.path);
-    if (parts.size() < 4 || !parse_repo_folder(parts[0]) || parts[1] != "snapshots" || !is_commit_sha(parts[2])) {
+    if (parts.size() < 4 || !store::parse_repo_folder(parts[0]) || parts[1] != "snapshots" ||
+        !is_commit_sha(parts[2])) {
         return "is a symbolic link; links are allowed only under snapshots/<commit>/ of a repo folder";
     }
     const std::string blobs = parts[0] + "/blobs/";
     std::optional<std::string> resolved = archive::resolve_link(entry.path, entry.link_target);
-    if (resolved && resolved->rfind(blobs, 0) == 0 && is_etag(resolved->substr(blobs.size()))) return {};
+    if (resolved && resolved->rfind(blobs, 0) == 0 && store::is_etag(resolved->substr(blobs.size()))) return {};
     return "is a link to '" + printable(entry.link_target) +
            "', which does not lead into blobs/ of its own repo folder";
 }
@@ -338,7 +291,7 @@ void ExportPlan::add_link(const std::string& folder, const std::string& path) {
     const std::string target = fs::read_symlink(m_root / path, ec).string();
     const std::string blobs = folder + "/blobs/";
     std::optional<std::string> resolved = archive::resolve_link(path, target);
-    if (ec || !resolved || resolved->rfind(blobs, 0) != 0 || !is_etag(resolved->substr(blobs.size()))) {
+    if (ec || !resolved || resolved->rfind(blobs, 0) != 0 || !store::is_etag(resolved->substr(blobs.size()))) {
         broken_snapshot(m_root / path, "is a link to '" + printable(target) + "', not into blobs/ of its repo folder");
     }
     if (!lstat_is(m_root / *resolved, S_IFREG)) {
@@ -392,7 +345,7 @@ struct StagedSideFile {
 
 // What an import puts into one repo folder, checked and ready to move.
 struct StagedRepo {
-    RepoFolder repo;
+    store::RepoFolder repo;
     std::map<std::string, StagedBlob> blobs;
     std::vector<StagedLink> links;
     std::vector<StagedSideFile> side_files;
@@ -434,7 +387,7 @@ StagedCache stage(const fs::path& root, const fs::path& archive_file, const arch
         const fs::path file = tree.root() / entry.path;
         if (at.kind == Kind::cachedir_tag || at.kind == Kind::directory) continue;
         StagedRepo& repo = staged[at.folder];
-        repo.repo = *parse_repo_folder(at.folder);
+        repo.repo = *store::parse_repo_folder(at.folder);
         switch (at.kind) {
             case Kind::blob:
                 verify_blob(archive_file, entry, file, at.name);
@@ -580,7 +533,8 @@ ExportStats export_cache(const fs::path& root, const std::vector<ExportSelection
     if (selections.empty()) {
         for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
             const std::string name = it->path().filename().string();
-            if (parse_repo_folder(name) && lstat_is(it->path(), S_IFDIR) && plan.add_folder(name, std::nullopt)) {
+            if (store::parse_repo_folder(name) && lstat_is(it->path(), S_IFDIR) &&
+                plan.add_folder(name, std::nullopt)) {
                 repos.insert(name);
             }
         }

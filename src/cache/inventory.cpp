@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <nlohmann/json.hpp>
 
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
@@ -119,11 +118,6 @@ private:
     std::size_t m_seen = 0;
 };
 
-bool is_lower_hex(const std::string& text) {
-    return std::all_of(text.begin(), text.end(),
-                       [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
 bool ends_with(const std::string& text, const std::string& tail) {
     return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
 }
@@ -132,27 +126,8 @@ bool ends_with(const std::string& text, const std::string& tail) {
 bool is_partial_name(const std::string& name) {
     const std::string suffix = ".incomplete";
     auto dot = name.find('.');
-    return dot != std::string::npos && is_etag(name.substr(0, dot)) && ends_with(name, suffix) &&
+    return dot != std::string::npos && store::is_etag(name.substr(0, dot)) && ends_with(name, suffix) &&
            name.size() > dot + 1 + suffix.size();
-}
-
-// kernels--org--name / models--org--name back to a repo, only when the
-// folder name is exactly what store::repo_folder_name makes of it.
-std::optional<std::pair<RepoType, std::string>> repo_of_folder(const std::string& name) {
-    for (RepoType type : {RepoType::kernel, RepoType::model}) {
-        const std::string prefix = type == RepoType::kernel ? "kernels--" : "models--";
-        if (name.rfind(prefix, 0) != 0) continue;
-        std::string rest = name.substr(prefix.size());
-        auto sep = rest.find("--");
-        if (sep == std::string::npos) return std::nullopt;
-        std::string repo_id = rest.substr(0, sep) + "/" + rest.substr(sep + 2);
-        try {
-            if (store::repo_folder_name(type, repo_id) == name) return std::make_pair(type, repo_id);
-        } catch (const Error&) {
-        }
-        return std::nullopt;
-    }
-    return std::nullopt;
 }
 
 void read_refs(Walker& walker, RepoScan& repo) {
@@ -196,7 +171,7 @@ RepoScan scan_repo(Walker& walker, const fs::path& folder, RepoType type, const 
     repo.type = type;
     repo.repo_id = repo_id;
     for (Entry& entry : walker.list(folder / "blobs").value_or(std::vector<Entry>{})) {
-        if (is_etag(entry.name)) {
+        if (store::is_etag(entry.name)) {
             repo.blobs.push_back(std::move(entry));
         } else if (is_partial_name(entry.name)) {
             repo.partials.push_back(std::move(entry));
@@ -216,14 +191,10 @@ RepoScan scan_repo(Walker& walker, const fs::path& folder, RepoType type, const 
 
 }  // namespace
 
-bool is_etag(const std::string& name) {
-    return (name.size() == 40 || name.size() == 64) && is_lower_hex(name);
-}
-
 std::string linked_etag(const std::string& relpath, const std::string& target) {
     auto slash = target.rfind('/');
     std::string etag = slash == std::string::npos ? target : target.substr(slash + 1);
-    if (!is_etag(etag) || target != store::snapshot_link_target(relpath, etag)) return {};
+    if (!store::is_etag(etag) || target != store::snapshot_link_target(relpath, etag)) return {};
     return etag;
 }
 
@@ -232,8 +203,8 @@ std::vector<RepoScan> scan_cache(const fs::path& root) {
     std::vector<RepoScan> repos;
     for (const Entry& entry : walker.list(root, true).value_or(std::vector<Entry>{})) {
         if (entry.type != EntryType::directory) continue;
-        if (auto repo = repo_of_folder(entry.name)) {
-            repos.push_back(scan_repo(walker, root / entry.name, repo->first, repo->second));
+        if (auto repo = store::parse_repo_folder(entry.name)) {
+            repos.push_back(scan_repo(walker, root / entry.name, repo->type, repo->repo_id));
         }
     }
     return repos;
@@ -265,27 +236,7 @@ std::set<std::string> linked_blob_names(const fs::path& snapshots_dir, const std
 
 std::optional<std::vector<RecordedFile>> read_record(const RepoScan& repo, const std::string& commit,
                                                      const std::string& variant) {
-    std::optional<std::string> text;
-    try {
-        text =
-            store::RepoCache(repo.folder.parent_path(), repo.type, repo.repo_id).read_variant_record(commit, variant);
-    } catch (const Error& e) {
-        if (e.code() == ErrorCode::internal) throw;
-        return std::nullopt;  // a bad variant name, a link or an oversized file: not kernhub's record
-    }
-    if (!text) return std::nullopt;
-    auto record = nlohmann::json::parse(*text, nullptr, false);
-    if (!record.is_object() || !record.contains("files") || !record["files"].is_array()) return std::nullopt;
-    std::vector<RecordedFile> files;
-    for (const auto& item : record["files"]) {
-        if (!item.is_object() || !item.contains("path") || !item["path"].is_string() || !item.contains("size") ||
-            !item["size"].is_number_unsigned() || !item.contains("sha256") || !item["sha256"].is_string()) {
-            return std::nullopt;
-        }
-        files.push_back(RecordedFile{item["path"].get<std::string>(), item["size"].get<std::uint64_t>(),
-                                     item["sha256"].get<std::string>()});
-    }
-    return files;
+    return store::RepoCache(repo.folder.parent_path(), repo.type, repo.repo_id).read_variant_files(commit, variant);
 }
 
 }  // namespace kernhub::cache

@@ -17,6 +17,7 @@
 
 #include "common/repo.hpp"
 #include "kernhub/manage.hpp"
+#include "store/cache.hpp"
 
 namespace kernhub::cache {
 
@@ -88,19 +89,14 @@ Snapshot scan_snapshot(const fs::path& snapshots_dir, const std::string& commit)
 // in `skip`. Bounded as scan_cache.
 std::set<std::string> linked_blob_names(const fs::path& snapshots_dir, const std::set<std::string>& skip = {});
 
-bool is_etag(const std::string& name);
 // The etag that the link at `relpath` (relative to its commit folder) names
 // when its target is exactly the relative link into the same repo's blobs/
 // (store::snapshot_link_target); empty for any other target.
 std::string linked_etag(const std::string& relpath, const std::string& target);
 
 // A variant record's files, or nullopt when the record is missing or not
-// one kernhub wrote (bounded by store::k_max_record_bytes).
-struct RecordedFile {
-    std::string path;  // relative to the variant folder
-    std::uint64_t size = 0;
-    std::string sha256;
-};
+// one kernhub wrote (store::RepoCache::read_variant_files).
+using store::RecordedFile;
 std::optional<std::vector<RecordedFile>> read_record(const RepoScan& repo, const std::string& commit,
                                                      const std::string& variant);
 

@@ -44,8 +44,8 @@ PruneReport prune_scanned(const std::vector<RepoScan>& repos, const PruneRequest
 
 // The commits a lock file pins: kernhub.lock, or the Python kernels
 // library's kernels.lock in either format (lock::parse_lock). Error(not_found)
-// when the file cannot be opened, Error(usage) when it is not a lock or is
-// over lock::k_max_lock_bytes.
+// when the file does not exist, Error(usage) when it is not a lock or is
+// over lock::k_max_lock_bytes (lock::read_lock_file).
 KeptCommits locked_commits(const std::filesystem::path& lock_file);
 
 }  // namespace kernhub::cache

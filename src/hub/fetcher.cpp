@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/text.hpp"
@@ -12,8 +11,6 @@
 #include "store/cache.hpp"
 
 namespace kernhub::hub {
-
-using nlohmann::json;
 
 namespace {
 
@@ -62,31 +59,15 @@ std::string repo_at(const RepoRef& repo, const std::string& revision) {
 }
 
 // The files this cache's own record of the variant names; nullopt when
-// there is no usable record. A damaged record only means "fetch again",
-// never a failure.
+// there is no usable record. A damaged or unreadable record only means
+// "fetch again", never a failure.
 std::optional<std::vector<FetchedFile>> read_record(const store::RepoCache& cache, const std::string& commit,
                                                     const std::string& variant) {
-    std::optional<std::string> text;
     try {
-        text = cache.read_variant_record(commit, variant);
+        return cache.read_variant_files(commit, variant);
     } catch (const Error&) {
-        return std::nullopt;  // not a file kernhub wrote: verify everything instead
+        return std::nullopt;  // verify everything instead
     }
-    if (!text) return std::nullopt;
-    json record = json::parse(*text, nullptr, false);
-    if (record.is_discarded() || !record.is_object() || !record.contains("files") || !record["files"].is_array()) {
-        return std::nullopt;
-    }
-    std::vector<FetchedFile> files;
-    for (const auto& item : record["files"]) {
-        bool well_formed = item.is_object() && item.contains("path") && item["path"].is_string() &&
-                           item.contains("size") && item["size"].is_number_unsigned() && item.contains("sha256") &&
-                           item["sha256"].is_string();
-        if (!well_formed || item["path"].get<std::string>().empty()) return std::nullopt;
-        files.push_back(FetchedFile{item["path"].get<std::string>(), item["size"].get<std::uint64_t>(),
-                                    item["sha256"].get<std::string>()});
-    }
-    return files;
 }
 
 // The variant as the record describes it, when every file the listing has
@@ -382,12 +363,8 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     // then do show that nothing is missing.
     const bool complete = m_listing_source != ListingSource::snapshot || (pins != nullptr && pins->files);
     if (complete && !request.skip_lfs_downloads) {
-        json record = {{"format", 1}, {"variant", variant}, {"commit", commit}, {"files", json::array()}};
-        for (const auto& file : outcome.files) {
-            record["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
-        }
         write_side_data("variant " + variant + " of " + repo_at(request.repo, commit),
-                        [&] { cache.write_variant_record(commit, variant, record.dump(2)); });
+                        [&] { cache.write_variant_files(commit, variant, outcome.files); });
     }
     update_ref(cache, request, commit);
     return outcome;

@@ -16,6 +16,7 @@
 #include "hub/hub_client.hpp"
 #include "kernhub/events.hpp"
 #include "select/variant.hpp"
+#include "store/cache.hpp"
 
 namespace kernhub::hub {
 
@@ -60,11 +61,9 @@ enum class ListingSource {
     snapshot,  // rebuilt from snapshot links: only what is cached
 };
 
-struct FetchedFile {
-    std::string path;  // relative to the variant directory
-    std::uint64_t size = 0;
-    std::string sha256;
-};
+// A fetched file is what the variant record lists: path relative to the
+// variant directory, size and SHA-256.
+using FetchedFile = store::RecordedFile;
 
 struct VariantChoice {
     std::string commit;

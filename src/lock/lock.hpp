@@ -1,11 +1,14 @@
 // Lock files (docs/ARCHITECTURE.md, "Locks and prewarming"): kernhub.lock,
 // and the Python kernels library's kernels.lock in its current (0.17) and
-// older (up to 0.16) formats. Parse, write and compare; pure, no I/O.
+// older (up to 0.16) formats. Parse, write and compare, pure; the one I/O
+// here is read_lock_file, the bounded read every reader of a lock file uses.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +24,10 @@ inline constexpr std::size_t k_max_lock_bytes = 16u << 20;
 inline constexpr std::size_t k_max_lock_kernels = 10000;
 inline constexpr std::size_t k_max_lock_variants = 1000;  // per kernel
 inline constexpr std::size_t k_max_lock_files = 100000;   // per variant
+
+// A lock file's text; nullopt when it does not exist. Error(usage) naming
+// k_max_lock_bytes when it is larger, Error(internal) when it cannot be read.
+std::optional<std::string> read_lock_file(const std::filesystem::path& path);
 
 struct LockedFile {
     std::uint64_t size = 0;

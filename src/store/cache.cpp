@@ -53,12 +53,7 @@ void check_revision(const std::string& revision) {
 }
 
 void check_variant(const std::string& variant) {
-    bool ok = !variant.empty() && variant[0] != '.';
-    for (char c : variant) {
-        ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '_' || c == '-' || c == '+');
-    }
-    if (!ok) {
+    if (!is_variant_name(variant)) {
         throw Error(ErrorCode::usage,
                     "invalid variant name " + quoted(variant) + ": use letters, digits, '.', '_', '-' or '+'");
     }
@@ -87,8 +82,20 @@ const char k_cachedir_tag[] =
 
 }  // namespace
 
+bool is_etag(const std::string& name) {
+    return (name.size() == 40 || name.size() == 64) && is_lower_hex(name);
+}
+
+bool is_variant_name(const std::string& name) {
+    if (name.empty() || name.front() == '.') return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+               c == '-' || c == '+';
+    });
+}
+
 void check_etag(const std::string& etag) {
-    if ((etag.size() != 40 && etag.size() != 64) || !is_lower_hex(etag)) {
+    if (!is_etag(etag)) {
         throw Error(ErrorCode::verification, "hub sent an invalid etag " + quoted(etag) +
                                                  "; expected 40 or 64 lowercase hex characters, check the endpoint");
     }
@@ -144,6 +151,24 @@ std::string repo_folder_name(RepoType type, const std::string& repo_id) {
         }
     }
     return name;
+}
+
+std::optional<RepoFolder> parse_repo_folder(const std::string& name) {
+    for (RepoType type : {RepoType::kernel, RepoType::model}) {
+        const std::string prefix = type == RepoType::kernel ? "kernels--" : "models--";
+        if (name.rfind(prefix, 0) != 0) continue;
+        const std::string rest = name.substr(prefix.size());
+        const std::size_t separator = rest.find("--");
+        if (separator == std::string::npos) return std::nullopt;
+        RepoFolder repo{type, rest.substr(0, separator) + "/" + rest.substr(separator + 2)};
+        try {
+            if (repo_folder_name(repo.type, repo.repo_id) == name) return repo;
+        } catch (const Error&) {
+            // not a valid repo id: not a repo folder
+        }
+        return std::nullopt;
+    }
+    return std::nullopt;
 }
 
 // ---- RepoCache -------------------------------------------------------------

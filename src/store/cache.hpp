@@ -45,6 +45,16 @@ fs::path resolve_cache_root(const std::string& explicit_dir, const EnvLookup& en
 // "kernels--org--name" or "models--org--name".
 std::string repo_folder_name(RepoType type, const std::string& repo_id);
 
+// The repo a folder name stands for, when repo_folder_name spells some repo
+// exactly so; nullopt for anything else (datasets--, .locks, typos). Where
+// "--" occurs more than once the first one separates org and name: any
+// split names the same folder, which is all a reader of the cache needs.
+struct RepoFolder {
+    RepoType type = RepoType::kernel;
+    std::string repo_id;
+};
+std::optional<RepoFolder> parse_repo_folder(const std::string& name);
+
 // Writes `content` to `path` atomically: temp file in the same directory,
 // fsync, rename, fsync of the directory. Creates parent directories.
 // Throws Error(internal) naming the path on failure.
@@ -154,6 +164,13 @@ inline constexpr std::size_t k_max_ref_bytes = 4u << 10;
 // even on a filesystem without working locks: they are removed.
 inline constexpr std::chrono::hours k_stale_partial_age{24};
 
+// One file of a complete variant, as its record lists it.
+struct RecordedFile {
+    std::string path;  // relative to the variant directory, never empty
+    std::uint64_t size = 0;
+    std::string sha256;
+};
+
 class RepoCache {
 public:
     RepoCache(fs::path root, RepoType type, std::string repo_id);
@@ -231,6 +248,14 @@ public:
     std::optional<std::string> read_hf_tree(const std::string& commit) const;
     std::optional<std::string> read_variant_record(const std::string& commit, const std::string& variant) const;
     void write_variant_record(const std::string& commit, const std::string& variant, const std::string& json) const;
+    // The same record as the files it lists (variant_record.cpp holds the
+    // format). Reading gives nullopt when the record is absent or is not one
+    // kernhub wrote (a link, over k_max_record_bytes, malformed, an invalid
+    // variant name); Error(internal) only when it cannot be read at all.
+    std::optional<std::vector<RecordedFile>> read_variant_files(const std::string& commit,
+                                                                const std::string& variant) const;
+    void write_variant_files(const std::string& commit, const std::string& variant,
+                             const std::vector<RecordedFile>& files) const;
 
 private:
     fs::path m_root;
@@ -254,5 +279,10 @@ void check_relative_path(const std::string& relpath);
 // RepoCache methods call these on every etag and commit they receive.
 void check_etag(const std::string& etag);
 void check_commit(const std::string& commit);
+// The same rules as tests, for names read back from a cache: an etag, and a
+// variant name (the rule RepoCache applies before a variant becomes a file
+// name).
+bool is_etag(const std::string& name);
+bool is_variant_name(const std::string& name);
 
 }  // namespace kernhub::store

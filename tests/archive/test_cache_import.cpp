@@ -5,9 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <string>
 
@@ -15,20 +13,15 @@
 #include "cache/cache_archive.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
+#include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::Error;
 using kernhub::ErrorCode;
-using kernhub::test::TarBuilder;
-using kernhub::test::TempDir;
+using namespace kernhub::test;
 
 namespace {
-
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 std::string git_blob_id(const std::string& content) {
     kernhub::digest::GitBlobHasher hasher(content.size());

@@ -7,12 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <string>
 
 #include "archive/archive.hpp"
 #include "archive/tar_builder.hpp"
 #include "kernhub/error.hpp"
+#include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -20,15 +20,9 @@ using kernhub::Error;
 using kernhub::ErrorCode;
 using kernhub::archive::EntryType;
 using kernhub::archive::ExtractionPolicy;
-using kernhub::test::TarBuilder;
-using kernhub::test::TempDir;
+using namespace kernhub::test;
 
 namespace {
-
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 bool is_empty_dir(const fs::path& dir) {
     return fs::is_directory(dir) && fs::directory_iterator(dir) == fs::directory_iterator();

@@ -9,12 +9,12 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "archive/archive.hpp"
 #include "kernhub/error.hpp"
+#include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -23,14 +23,9 @@ using kernhub::ErrorCode;
 using kernhub::archive::Compression;
 using kernhub::archive::EntryType;
 using kernhub::archive::WriteEntry;
-using kernhub::test::TempDir;
+using namespace kernhub::test;
 
 namespace {
-
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 struct Header {
     std::string path;

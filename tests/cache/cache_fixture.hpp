@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,16 @@ inline void age(const fs::path& path, int hours) {
 inline void write_file(const fs::path& path, const std::string& content) {
     fs::create_directories(path.parent_path());
     std::ofstream(path, std::ios::binary) << content;
+}
+
+// Every path below the root, links and folders included.
+inline std::set<std::string> tree_of(const fs::path& root) {
+    std::set<std::string> out;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+        out.insert(it->path().lexically_relative(root).string());
+    }
+    return out;
 }
 
 // Flips the first byte of a read-only blob in place.

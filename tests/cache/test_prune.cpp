@@ -17,16 +17,6 @@ namespace kc = kernhub::cache;
 
 namespace {
 
-// Every path below the root, links and folders included.
-std::set<std::string> tree_of(const fs::path& root) {
-    std::set<std::string> out;
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-        out.insert(it->path().lexically_relative(root).string());
-    }
-    return out;
-}
-
 std::set<std::string> relative(const std::vector<std::string>& paths, const fs::path& root) {
     std::set<std::string> out;
     for (const auto& p : paths) out.insert(fs::path(p).lexically_relative(root).string());

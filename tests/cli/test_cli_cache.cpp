@@ -9,6 +9,7 @@ using namespace kernhub::test;
 using namespace kernhub::test::cli;
 using kernhub::test::cache::age;
 using kernhub::test::cache::flip_first_byte;
+using kernhub::test::cache::tree_of;
 
 namespace {
 
@@ -29,15 +30,6 @@ ProcessResult cache_cmd(const Sandbox& box, const std::string& sub, const std::v
     EnvChanges env{{"KERNHUB_ENDPOINT", k_dead_endpoint}};
     for (const auto& [k, v] : extra) env[k] = v;
     return box.run(args, env);
-}
-
-std::set<std::string> tree_of(const fs::path& root) {
-    std::set<std::string> out;
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-        out.insert(it->path().lexically_relative(root).string());
-    }
-    return out;
 }
 
 fs::path blob_behind(const fs::path& link) {

@@ -1,0 +1,53 @@
+// The variant record's format (docs/ARCHITECTURE.md, "Side data"): the files
+// of a complete variant with their sizes and SHA-256, written by fetch and
+// read back by fetch, `cache ls` and `cache verify`.
+#include <nlohmann/json.hpp>
+
+#include "kernhub/error.hpp"
+#include "store/cache.hpp"
+
+namespace kernhub::store {
+
+using nlohmann::json;
+
+namespace {
+
+bool well_formed(const json& item) {
+    return item.is_object() && item.contains("path") && item["path"].is_string() &&
+           !item["path"].get<std::string>().empty() && item.contains("size") && item["size"].is_number_unsigned() &&
+           item.contains("sha256") && item["sha256"].is_string();
+}
+
+}  // namespace
+
+std::optional<std::vector<RecordedFile>> RepoCache::read_variant_files(const std::string& commit,
+                                                                       const std::string& variant) const {
+    std::optional<std::string> text;
+    try {
+        text = read_variant_record(commit, variant);
+    } catch (const Error& e) {
+        if (e.code() == ErrorCode::internal) throw;
+        return std::nullopt;  // a bad variant name, a link or an oversized file: not kernhub's record
+    }
+    if (!text) return std::nullopt;
+    const json record = json::parse(*text, nullptr, false);
+    if (!record.is_object() || !record.contains("files") || !record["files"].is_array()) return std::nullopt;
+    std::vector<RecordedFile> files;
+    for (const auto& item : record["files"]) {
+        if (!well_formed(item)) return std::nullopt;
+        files.push_back(RecordedFile{item["path"].get<std::string>(), item["size"].get<std::uint64_t>(),
+                                     item["sha256"].get<std::string>()});
+    }
+    return files;
+}
+
+void RepoCache::write_variant_files(const std::string& commit, const std::string& variant,
+                                    const std::vector<RecordedFile>& files) const {
+    json record = {{"format", 1}, {"variant", variant}, {"commit", commit}, {"files", json::array()}};
+    for (const auto& file : files) {
+        record["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
+    }
+    write_variant_record(commit, variant, record.dump(2));
+}
+
+}  // namespace kernhub::store
