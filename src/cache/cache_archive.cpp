@@ -5,6 +5,7 @@
 #include "cache/cache_archive.hpp"
 
 #include <sys/stat.h>
+#include <algorithm>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -420,9 +421,18 @@ StagedCache stage(const fs::path& root, const fs::path& archive_file, const arch
             }
         }
     }
-    // A link needs its blob from the archive or from the cache it joins.
+    // A link needs its blob from the archive or from the cache it joins,
+    // and a ref a snapshot of its commit.
     for (auto& [folder, repo] : staged) {
         store::RepoCache cache(root, repo.repo.type, repo.repo.repo_id);
+        for (const auto& [revision, commit] : repo.refs) {
+            const bool in_archive = std::any_of(repo.links.begin(), repo.links.end(),
+                                                [&](const StagedLink& link) { return link.commit == commit; });
+            if (!in_archive && !lstat_is(cache.snapshot_dir(commit), S_IFDIR)) {
+                throw archive::refusal(archive_file, folder + "/refs/" + revision,
+                                       "names commit " + commit + ", which neither the archive nor the cache holds");
+            }
+        }
         for (auto& link : repo.links) {
             auto found = repo.blobs.find(link.etag);
             struct stat st {};
