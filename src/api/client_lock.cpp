@@ -6,6 +6,7 @@
 #include <set>
 
 #include "api/client_impl.hpp"
+#include "common/join.hpp"
 #include "lock/lock.hpp"
 #include "store/cache.hpp"
 
@@ -19,12 +20,6 @@ constexpr const char* k_lock_name = "kernhub.lock";
 
 fs::path project_dir(const Options& options) {
     return options.project_dir.empty() ? fs::current_path() : fs::path(options.project_dir);
-}
-
-std::string join(const std::vector<std::string>& items) {
-    std::string out;
-    for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-    return out;
 }
 
 registry::KernelSpec spec_at_commit(const std::string& name, const std::string& repo_id, RepoType type,

@@ -5,17 +5,12 @@
 #include <algorithm>
 
 #include "api/client_impl.hpp"
+#include "common/join.hpp"
 #include "mirror/mirror.hpp"
 
 namespace kernhub {
 
 namespace {
-
-std::string join(const std::vector<std::string>& names) {
-    std::string out;
-    for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
-    return out;
-}
 
 // The variants of the repo to mirror: the --target ones it has, or all.
 std::vector<std::string> variants_to_mirror(const hub::VariantChoice& choice, const std::vector<std::string>& targets,

@@ -1,0 +1,19 @@
+// Lists in messages: "a, b, c".
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kernhub {
+
+inline std::string join(const std::vector<std::string>& items, std::string_view separator = ", ") {
+    std::string out;
+    for (const auto& item : items) {
+        if (!out.empty()) out += separator;
+        out += item;
+    }
+    return out;
+}
+
+}  // namespace kernhub
