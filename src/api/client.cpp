@@ -68,17 +68,6 @@ std::string choose_artifact(const FetchResult& fetched, const std::string& wante
                                           " has no shared object, fatbin or cubin to load");
 }
 
-// dlopen would refuse an object that needs a newer glibc with a terse
-// "version not found"; say which version and what to do instead.
-void check_glibc(const std::filesystem::path& path) {
-    elf::ElfFacts facts = elf::inspect_elf_file(path);
-    const std::string host = elf::host_glibc();
-    if (!facts.max_glibc.empty() && !host.empty() && elf::compare_glibc(facts.max_glibc, host) > 0) {
-        throw Error(ErrorCode::load, path.string() + " needs " + facts.max_glibc + " but this host has " + host +
-                                         "; fetch a variant built for an older glibc or upgrade the host");
-    }
-}
-
 // Loads a fatbin or cubin on device 0 after checking that it holds a binary
 // the device can run, and returns the kernel handle.
 void* load_cuda_kernel(const std::filesystem::path& path, const std::string& symbol) {
@@ -178,6 +167,7 @@ FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
     hub::FetchRequest request = request_for(spec);
     std::uint64_t before = requests();
     hub::Fetcher fetcher(settings.cache_root, hub_client(), options.events);
+    fetcher.use_memo(&memo);
     hub::FetchOutcome outcome = fetcher.fetch(request);
 
     FetchResult result;
@@ -220,7 +210,6 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
         loader::ResolvedTable::instance().put(ref, loader::Resolved{result.address, true, 0});
         return result;
     }
-    check_glibc(path);
     loader::Library library = loader::Library::open(path);
     result.address = library.symbol(result.symbol);
     loader::ResolvedTable::instance().put(ref, result.address);
@@ -232,6 +221,7 @@ InfoResult Client::info(const std::string& ref) {
     hub::FetchRequest request = m_impl->request_for(spec);
     std::uint64_t before = m_impl->requests();
     hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
+    fetcher.use_memo(&m_impl->memo);
     hub::VariantChoice choice = fetcher.choose(request);
 
     InfoResult info;

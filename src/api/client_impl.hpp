@@ -38,6 +38,8 @@ struct Client::Impl {
     select::HostFacts host;
     bool host_detected = false;
     std::unique_ptr<hub::HubClient> hub;
+    // Listings and variant records parsed by earlier fetches of this client.
+    hub::SideDataMemo memo;
 
     explicit Impl(Options opts) : options(std::move(opts)) {
         settings = api::resolve_settings(options, env);

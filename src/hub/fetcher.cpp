@@ -189,13 +189,51 @@ static std::optional<std::vector<TreeEntry>> hf_listing(const store::RepoCache& 
     }
 }
 
+SideDataMemo::Listing SideDataMemo::listing(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    auto it = m_listings.find(key);
+    return it == m_listings.end() ? nullptr : it->second;
+}
+
+void SideDataMemo::put_listing(const std::string& key, Listing listing) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_listings.size() < k_max_memo_entries) m_listings.emplace(key, std::move(listing));
+}
+
+std::optional<std::vector<FetchedFile>> SideDataMemo::record(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    auto it = m_records.find(key);
+    if (it == m_records.end()) return std::nullopt;
+    return it->second;
+}
+
+void SideDataMemo::put_record(const std::string& key, const std::vector<FetchedFile>& files) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_records.size() < k_max_memo_entries) m_records.emplace(key, files);
+}
+
+namespace {
+
+// The memo key of a commit of one repo in one cache.
+std::string memo_key(const store::RepoCache& cache, const std::string& commit) {
+    return cache.folder().string() + '\n' + commit;
+}
+
+}  // namespace
+
 // Order of preference: kernhub's copy of the hub listing, then online the
 // hub; offline huggingface_hub's cached tree and as a last resort the
-// snapshot links.
-std::vector<TreeEntry> Fetcher::listing(const FetchRequest& request, const std::string& commit) {
+// snapshot links. Only the hub's listing is kept in the memo: the others are
+// read again each time, as another tool may complete them.
+SideDataMemo::Listing Fetcher::listing(const FetchRequest& request, const std::string& commit) {
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     m_listing_source = ListingSource::hub;
+    const std::string key = memo_key(cache, commit);
+    if (m_memo != nullptr) {
+        if (SideDataMemo::Listing kept = m_memo->listing(key)) return kept;
+    }
     std::optional<std::vector<TreeEntry>> entries = kernhub_listing(cache, commit);
+    bool from_hub = entries.has_value();
     if (!entries && request.offline) {
         entries = hf_listing(cache, commit);
         if (entries) m_listing_source = ListingSource::hf_tree;
@@ -213,17 +251,31 @@ std::vector<TreeEntry> Fetcher::listing(const FetchRequest& request, const std::
         for (const auto& entry : *entries) store::check_relative_path(entry.path);
         write_side_data("the listing of " + repo_at(request.repo, commit),
                         [&] { cache.write_tree(commit, tree_to_json(*entries)); });
-        return *entries;
+        from_hub = true;
+    } else {
+        for (const auto& entry : *entries) store::check_relative_path(entry.path);
     }
-    for (const auto& entry : *entries) store::check_relative_path(entry.path);
-    return *entries;
+    auto listing = std::make_shared<const std::vector<TreeEntry>>(std::move(*entries));
+    if (from_hub && m_memo != nullptr) m_memo->put_listing(key, listing);
+    return listing;
+}
+
+std::optional<std::vector<FetchedFile>> Fetcher::recorded_files(const store::RepoCache& cache,
+                                                                const std::string& commit, const std::string& variant) {
+    const std::string key = memo_key(cache, commit) + '\n' + variant;
+    if (m_memo != nullptr) {
+        if (auto kept = m_memo->record(key)) return kept;
+    }
+    auto files = read_record(cache, commit, variant);
+    if (files && m_memo != nullptr) m_memo->put_record(key, *files);
+    return files;
 }
 
 VariantChoice Fetcher::choose(const FetchRequest& request) {
     VariantChoice choice;
     choice.commit = resolve_commit(request);
     m_last_listing = listing(request, choice.commit);
-    choice.candidates = candidates_from(m_last_listing);
+    choice.candidates = candidates_from(*m_last_listing);
     std::optional<std::string> required;
     if (!request.required_file.empty()) required = request.required_file;
     if (!request.pins) {
@@ -328,10 +380,10 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     const std::string variant = *choice.selection.chosen;
     const std::string& commit = choice.commit;
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
-    auto entries = variant_entries(m_last_listing, variant);
+    auto entries = variant_entries(*m_last_listing, variant);
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
     if (pins != nullptr) {
-        check_listing_against_pins(m_last_listing, variant, *pins, repo_at(request.repo, commit),
+        check_listing_against_pins(*m_last_listing, variant, *pins, repo_at(request.repo, commit),
                                    m_listing_source == ListingSource::snapshot);
     }
 
@@ -340,7 +392,7 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     // is not enough (it says what was verified, not what is on disk now), so
     // cached blobs are hashed again, as `prewarm --offline` promises.
     std::optional<std::vector<FetchedFile>> recorded;
-    if (pins == nullptr) recorded = read_record(cache, commit, variant);
+    if (pins == nullptr) recorded = recorded_files(cache, commit, variant);
     if (recorded) {
         if (auto warm = outcome_from_record(cache, commit, variant, *recorded, entries)) {
             update_ref(cache, request, commit);

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -80,10 +82,34 @@ struct FetchOutcome {
     std::uint64_t files_downloaded = 0;  // of `files`, how many came over the network
 };
 
+// What a Client keeps of the side data it has parsed: a commit's listing
+// and its variant records never change once written (a commit names fixed
+// content), so loading a kernel again skips reading and parsing them. The
+// snapshot links are still checked on every fetch. Thread-safe; bounded by
+// k_max_memo_entries of each kind, after which nothing more is kept.
+class SideDataMemo {
+public:
+    using Listing = std::shared_ptr<const std::vector<TreeEntry>>;
+    static constexpr std::size_t k_max_memo_entries = 256;
+
+    Listing listing(const std::string& key) const;
+    void put_listing(const std::string& key, Listing listing);
+    std::optional<std::vector<FetchedFile>> record(const std::string& key) const;
+    void put_record(const std::string& key, const std::vector<FetchedFile>& files);
+
+private:
+    mutable std::mutex m_mutex;
+    std::map<std::string, Listing> m_listings;
+    std::map<std::string, std::vector<FetchedFile>> m_records;
+};
+
 class Fetcher {
 public:
     // `client` may be null when offline.
     Fetcher(std::filesystem::path cache_root, HubClient* client, EventSink* events);
+    // Listings and records parsed before are taken from (and new ones kept
+    // in) `memo`, which must outlive the Fetcher; null keeps nothing.
+    void use_memo(SideDataMemo* memo) noexcept { m_memo = memo; }
 
     // Commit and variant choice without downloading variant files.
     VariantChoice choose(const FetchRequest& request);
@@ -93,12 +119,14 @@ public:
     FetchOutcome fetch(const FetchRequest& request);
     // The listing the last choose() or fetch() worked from, and where it
     // came from.
-    const std::vector<TreeEntry>& last_listing() const noexcept { return m_last_listing; }
+    const std::vector<TreeEntry>& last_listing() const noexcept { return *m_last_listing; }
     ListingSource last_listing_source() const noexcept { return m_listing_source; }
 
 private:
     std::string resolve_commit(const FetchRequest& request);
-    std::vector<TreeEntry> listing(const FetchRequest& request, const std::string& commit);
+    SideDataMemo::Listing listing(const FetchRequest& request, const std::string& commit);
+    std::optional<std::vector<FetchedFile>> recorded_files(const store::RepoCache& cache, const std::string& commit,
+                                                           const std::string& variant);
     // `trusted`: paths this cache's own variant record names (verified when
     // kernhub wrote them).
     FetchOutcome download_variant(const FetchRequest& request, const std::string& commit, const std::string& variant,
@@ -124,7 +152,8 @@ private:
     std::filesystem::path m_root;
     HubClient* m_client;
     EventSink* m_events;
-    std::vector<TreeEntry> m_last_listing;
+    SideDataMemo* m_memo = nullptr;
+    SideDataMemo::Listing m_last_listing = std::make_shared<const std::vector<TreeEntry>>();
     ListingSource m_listing_source = ListingSource::hub;
     std::uint64_t m_files_downloaded = 0;
 };

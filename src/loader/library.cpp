@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "elf/elf_inspect.hpp"
 #include "kernhub/error.hpp"
 #include "loader/loader.hpp"
 
@@ -16,10 +17,22 @@ std::string take_dlerror() {
     return text ? std::string(text) : std::string();
 }
 
+namespace {
+
+// dlopen would refuse an object that needs a newer glibc with a terse
+// "version not found"; say which version and what to do instead.
+void check_glibc(const std::filesystem::path& path) {
+    elf::ElfFacts facts = elf::inspect_elf_file(path);
+    const std::string host = elf::host_glibc();
+    if (!facts.max_glibc.empty() && !host.empty() && elf::compare_glibc(facts.max_glibc, host) > 0) {
+        throw Error(ErrorCode::load, path.string() + " needs " + facts.max_glibc + " but this host has " + host +
+                                         "; fetch a variant built for an older glibc or upgrade the host");
+    }
+}
+
+}  // namespace
+
 Library Library::open(const std::filesystem::path& path) {
-    // Our own check first: it explains a wrong-arch or damaged file far
-    // better than the dynamic loader would.
-    validate_shared_object(path);
     // A name without a slash makes dlopen search the library path instead of
     // opening the file just validated, so anchor it to the current directory.
     const std::filesystem::path load_path = path.has_parent_path() ? path : std::filesystem::path(".") / path;
@@ -27,15 +40,20 @@ Library Library::open(const std::filesystem::path& path) {
     // RTLD_NOW surfaces missing symbols here rather than at the first call
     // on the hot path; RTLD_LOCAL keeps two kernels' symbols from colliding.
     void* handle = ::dlopen(load_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-        throw Error(ErrorCode::load,
-                    "cannot load " + path.string() +
-                        "; the dynamic loader refused it, usually because the kernel needs a "
-                        "library or symbol this host lacks: install what the reason names, or "
-                        "fetch a variant built for this host",
-                    take_dlerror());
-    }
-    return Library(handle, path);
+    if (handle != nullptr) return Library(handle, path);
+    // The dynamic loader refuses every file our checks would refuse, so they
+    // run only to explain a refusal: a wrong-arch, damaged or too-new file
+    // gets our reason instead of the loader's terse one, and a load that
+    // works pays for no second read of the file.
+    const std::string reason = take_dlerror();
+    validate_shared_object(path);
+    check_glibc(path);
+    throw Error(ErrorCode::load,
+                "cannot load " + path.string() +
+                    "; the dynamic loader refused it, usually because the kernel needs a "
+                    "library or symbol this host lacks: install what the reason names, or "
+                    "fetch a variant built for this host",
+                reason);
 }
 
 void* Library::symbol(const std::string& name) const {

@@ -1,4 +1,5 @@
-// Loading shared objects: validate the ELF header, dlopen(RTLD_NOW|RTLD_LOCAL),
+// Loading shared objects: dlopen(RTLD_NOW|RTLD_LOCAL) (the ELF header and
+// glibc checks explain a refusal),
 // dlsym, and keep what was resolved in one process-wide table. The loader
 // module owns <dlfcn.h>; the CUDA binding's own dlopen of libcuda reads
 // the failure text through take_dlerror below.
@@ -26,8 +27,9 @@ std::string take_dlerror();
 // of C++ objects is unreliable), so the destructor does not dlclose.
 class Library {
 public:
-    // validate_shared_object, then dlopen(RTLD_NOW | RTLD_LOCAL). Throws
-    // Error(load) with dlerror() text when the dynamic loader refuses.
+    // dlopen(RTLD_NOW | RTLD_LOCAL). When the dynamic loader refuses, throws
+    // validate_shared_object's error, Error(load) for a too-new glibc
+    // requirement, else Error(load) with dlerror() text.
     static Library open(const std::filesystem::path& path);
 
     // Throws Error(not_found) naming the symbol and the file when missing.

@@ -178,19 +178,22 @@ RepoCache::RepoCache(fs::path root, RepoType type, std::string repo_id)
     m_folder = m_root / m_folder_name;
 }
 
+// Paths are joined as text: every `/` on a fs::path splits it into
+// components again, which the warm load path would pay many times.
 fs::path RepoCache::blob_path(const std::string& etag) const {
     check_etag(etag);
-    return m_folder / "blobs" / etag;
+    return fs::path(m_folder.native() + "/blobs/" + etag);
 }
 
 fs::path RepoCache::snapshot_dir(const std::string& commit) const {
     check_commit(commit);
-    return m_folder / "snapshots" / commit;
+    return fs::path(m_folder.native() + "/snapshots/" + commit);
 }
 
 fs::path RepoCache::snapshot_path(const std::string& commit, const std::string& relpath) const {
     check_relative_path(relpath);
-    return snapshot_dir(commit) / relpath;
+    check_commit(commit);
+    return fs::path(m_folder.native() + "/snapshots/" + commit + "/" + relpath);
 }
 
 std::optional<std::string> RepoCache::read_ref(const std::string& revision) const {
@@ -415,8 +418,11 @@ bool RepoCache::snapshot_complete(const std::string& commit, const std::string& 
 
 bool RepoCache::snapshot_links_blob(const std::string& commit, const std::string& relpath, const std::string& etag,
                                     std::uint64_t size) const {
-    std::error_code ec;
-    if (fs::read_symlink(snapshot_path(commit, relpath), ec) != fs::path(snapshot_link_target(relpath, etag)) || ec) {
+    // readlink() alone: fs::read_symlink would lstat first to size its buffer.
+    const std::string expected = snapshot_link_target(relpath, etag);
+    std::string target(expected.size() + 1, '\0');
+    const ssize_t n = ::readlink(snapshot_path(commit, relpath).c_str(), target.data(), target.size());
+    if (n < 0 || static_cast<std::size_t>(n) != expected.size() || target.compare(0, expected.size(), expected) != 0) {
         return false;
     }
     struct stat st {};

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
+#include <optional>
 
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
@@ -17,30 +17,46 @@ namespace kernhub::store {
 
 namespace {
 
-// Reads all of `fd` into `content`, at most max_bytes. Closes fd.
+// Reads all of `fd` into `content`, at most max_bytes. Closes fd. `known`
+// is the size fstat already reported, if the caller has it.
 template <typename Container>
-ReadStatus read_fd(int fd, Container& content, std::size_t max_bytes) {
+ReadStatus read_fd(int fd, Container& content, std::size_t max_bytes, std::optional<struct stat> known = {}) {
     ReadStatus status{0, true};
-    // One allocation for a regular file; a pipe or device reports no size.
     struct stat info {};
-    if (::fstat(fd, &info) == 0 && info.st_size > 0) {
-        content.reserve(std::min(static_cast<std::size_t>(info.st_size), max_bytes));
+    if (known) {
+        info = *known;
+    } else if (::fstat(fd, &info) != 0) {
+        info = {};
     }
-    std::array<char, 64 * 1024> buffer{};
+    // A regular file reports its size: one allocation, and a read that comes
+    // back short has met the end (Linux never shortens a read of a regular
+    // file otherwise), which saves the final empty read. A pipe or device
+    // reports no size and is read in chunks until read() returns 0.
+    const bool regular = S_ISREG(info.st_mode) && info.st_size >= 0;
+    std::size_t chunk = 64 * 1024;
+    if (regular) chunk = std::min(static_cast<std::size_t>(info.st_size), max_bytes - 1) + 1;
     for (;;) {
-        const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-        if (n < 0 && errno == EINTR) continue;
+        const std::size_t have = content.size();
+        // One byte past the limit shows a file that exceeds it.
+        const std::size_t room = max_bytes - have;
+        const std::size_t want = room >= chunk ? chunk : room + 1;
+        content.resize(have + want);
+        const ssize_t n = ::read(fd, content.data() + have, want);
+        if (n < 0 && errno == EINTR) {
+            content.resize(have);
+            continue;
+        }
+        content.resize(have + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
         if (n < 0) {
             status.error = errno;
             break;
         }
-        if (n == 0) break;
-        const auto got = static_cast<std::size_t>(n);
-        if (got > max_bytes - content.size()) {
+        if (content.size() > max_bytes) {
+            content.resize(max_bytes);
             status.error = EFBIG;
             break;
         }
-        content.insert(content.end(), buffer.data(), buffer.data() + got);
+        if (n == 0 || (regular && static_cast<std::size_t>(n) < want)) break;
     }
     ::close(fd);
     return status;
@@ -93,7 +109,7 @@ std::optional<std::string> read_cache_file(const fs::path& path, std::size_t max
         throw refuse("is not a regular file");
     }
     std::string content;
-    const ReadStatus status = read_fd(fd, content, max_bytes);
+    const ReadStatus status = read_fd(fd, content, max_bytes, info);
     if (status.error == EFBIG) {
         throw refuse("is larger than the " + std::to_string(max_bytes >> 10) + " KiB limit for " + what);
     }

@@ -156,6 +156,46 @@ TEST_CASE("warm fetch of a branch makes one API request and downloads nothing", 
     }
 }
 
+TEST_CASE("a client that fetched a kernel still checks the cache on the next fetch", "[hub]") {
+    // The client keeps the parsed listing and record of what it fetched;
+    // the files themselves must still be checked every time.
+    KernelHub hub;
+    Env env;
+    Options o = env.options(hub.server().endpoint());
+    Client client(o);
+    FetchResult first = client.fetch("vector-add");
+    const fs::path so = fs::path(first.path) / "libvector_add.so";
+    const fs::path blob = fs::canonical(so);
+    REQUIRE(fs::is_symlink(so));
+
+    SECTION("a removed snapshot link is made again from the blob") {
+        fs::remove(so);
+        hub.server().reset();
+        FetchResult again = client.fetch("vector-add@" + first.commit);
+        CHECK(again.bytes_downloaded == 0);
+        CHECK(fs::is_symlink(so));
+        CHECK(fs::canonical(so) == blob);
+    }
+    SECTION("a removed blob is downloaded again") {
+        fs::remove(blob);
+        hub.server().reset();
+        FetchResult again = client.fetch("vector-add@" + first.commit);
+        CHECK(again.bytes_downloaded == fs::file_size(first.path + "/libvector_add.so"));
+        CHECK(hub.server().count_requests("libvector_add.so") == 1);
+        CHECK(fs::exists(blob));
+    }
+    SECTION("offline, a removed blob is an offline error, not a stale answer") {
+        Options offline = o;
+        offline.offline = true;
+        Client offline_client(offline);
+        CHECK(offline_client.fetch("vector-add").commit == first.commit);  // parsed and kept
+        fs::remove(blob);
+        std::string message;
+        CHECK(code_of([&] { offline_client.fetch("vector-add"); }, &message) == ErrorCode::offline);
+        CHECK(message.find("libvector_add.so") != std::string::npos);
+    }
+}
+
 TEST_CASE("offline with an empty cache is an offline error and touches nothing", "[hub]") {
     KernelHub hub;
     Env env;
