@@ -52,6 +52,13 @@ PAIRS = {
          "BM_Load_BareDlopen_FirstOpen"),
         ("fetch_warm_offline / load_warm (share of load)", "BM_Fetch_Kernhub_WarmOffline", "BM_Load_Kernhub_Warm"),
     ],
+    "bench_startup": [
+        ("kernhub load --offline / bare dlopen (C++)", "BM_Start_Kernhub_Cli", "BM_Start_BareDlopen_Cxx"),
+        ("kernhub load --offline / bare dlopen (C)", "BM_Start_Kernhub_Cli", "BM_Start_BareDlopen_C"),
+        ("C API example / bare dlopen (C)", "BM_Start_Kernhub_CApi", "BM_Start_BareDlopen_C"),
+        ("C API example / bare dlopen (C++)", "BM_Start_Kernhub_CApi", "BM_Start_BareDlopen_Cxx"),
+        ("bare dlopen: C++ / C (the C++ runtime)", "BM_Start_BareDlopen_Cxx", "BM_Start_BareDlopen_C"),
+    ],
     "bench_fetch": [
         ("warm_fetch(branch) / curl_get", "BM_Fetch_Kernhub_WarmBranch", "BM_Fetch_CurlGet"),
         ("warm_fetch(commit) / curl_get", "BM_Fetch_Kernhub_WarmCommit", "BM_Fetch_CurlGet"),
