@@ -42,11 +42,14 @@ int main(int argc, char** argv) {
         return 1;
     }
     int rc = apply_arguments(hub, argc, argv);
-    if (rc == 0) rc = kh_prewarm(hub, "vector-add");
     if (rc != 0) {
-        if (kh_last_error(hub) != NULL) {
-            fprintf(stderr, "c_vector_add: cannot prewarm 'vector-add' (exit %d): %s\n", rc, kh_last_error(hub));
-        }
+        kh_hub_free(hub);
+        return rc;
+    }
+    /* Start-up: fetch (or find in the cache), verify, load and resolve. */
+    rc = kh_prewarm(hub, "vector-add");
+    if (rc != 0) {
+        fprintf(stderr, "c_vector_add: cannot prewarm 'vector-add' (exit %d): %s\n", rc, kh_last_error(hub));
         kh_hub_free(hub);
         return rc;
     }
