@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capi/c_header_check.h"
@@ -227,6 +228,30 @@ TEST_CASE("two handles are independent: settings, prewarmed names and errors", "
     CHECK(last_error(two).rfind("offline: ", 0) == 0);
     two.reset();
     CHECK(adds_correctly(kh_symbol(one.get(), "vector-add")));
+}
+
+TEST_CASE("separate handles work from separate threads at once", "[capi]") {
+    DemoEnv env;
+    constexpr int k_threads = 4;
+    std::vector<Hub> hubs;
+    for (int i = 0; i < k_threads; ++i) {
+        hubs.push_back(env.hub((env.dir.path() / ("cache-" + std::to_string(i))).string()));
+    }
+    std::vector<int> codes(k_threads, -1);
+    std::vector<void*> addresses(k_threads, nullptr);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < k_threads; ++i) {
+        threads.emplace_back([&, i] {
+            codes[i] = kh_prewarm(hubs[i].get(), "vector-add");
+            addresses[i] = kh_symbol(hubs[i].get(), "vector-add");
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < k_threads; ++i) {
+        INFO("handle " << i << ": " << last_error(hubs[i]));
+        CHECK(codes[i] == 0);
+        CHECK(adds_correctly(addresses[i]));
+    }
 }
 
 TEST_CASE("a token never appears in any error text", "[capi]") {
