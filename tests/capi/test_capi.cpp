@@ -130,7 +130,7 @@ TEST_CASE("kh_error_name and kh_version", "[capi]") {
     CHECK(std::string(kh_version()) == kernhub::version());
 }
 
-TEST_CASE("kh_prewarm of a demo kernel gives a callable kh_symbol; other names give NULL", "[capi]") {
+TEST_CASE("kh_prewarm of a demo kernel gives a callable kh_symbol, other names NULL", "[capi]") {
     DemoEnv env;
     Hub hub = env.hub();
     CHECK(kh_symbol(hub.get(), "vector-add") == nullptr);
