@@ -1,0 +1,148 @@
+/* kernhub C API: for programs in C, and for engines and FFI layers that
+ * cannot take C++ types.
+ *
+ * It is the same pipeline as kernhub::Client (kernhub.hpp): a name is
+ * resolved through the stacked registries, the one build variant this host
+ * needs is fetched from the hub into the shared cache (or found there),
+ * verified, loaded, and its entry point resolved. Call kh_prewarm() once per
+ * kernel at start-up, keep the pointer kh_symbol() gives, cast it to the
+ * kernel's function type and call it: no lookup, lock or allocation then.
+ *
+ *     kh_hub* hub = kh_hub_new();
+ *     if (hub == NULL) return 1;
+ *     int rc = kh_prewarm(hub, "vector-add");
+ *     if (rc != 0) { fprintf(stderr, "%s\n", kh_last_error(hub)); kh_hub_free(hub); return rc; }
+ *     void* address = kh_symbol(hub, "vector-add");
+ *     void (*add)(const float*, const float*, float*, size_t);
+ *     memcpy(&add, &address, sizeof add);  (ISO C's way to cast it)
+ *     kh_hub_free(hub);  (the pointer stays valid)
+ *     add(a, b, out, n);
+ *
+ * Return codes are the exit codes of the kernhub command-line tool
+ * (README, "Exit codes"):
+ *     0   ok
+ *     1   internal error, out of memory, or the local system refused
+ *         (for example, the cache cannot be written)
+ *     2   usage: NULL argument, unknown setting, bad setting value,
+ *         malformed registry file
+ *     3   not found: name, repo, revision, file, symbol, or no variant fits
+ *         this host
+ *     4   verification failed: hash, metadata digest, ELF check
+ *     5   network or hub error after retries
+ *     6   offline and not cached
+ *     7   load failed: the dynamic loader refused the object, no CUDA
+ *         driver or device, no binary for this GPU
+ *
+ * Threading: a handle is used by one thread at a time (calls on one handle
+ * must not overlap; handing a handle to another thread between calls is
+ * fine). Separate handles are independent and may be used from separate
+ * threads at the same time; this layer keeps no global mutable state.
+ *
+ * No C++ exception ever leaves a function of this header. */
+#ifndef KERNHUB_KERNHUB_H
+#define KERNHUB_KERNHUB_H
+
+#ifndef KH_API
+#if defined(_WIN32)
+#define KH_API
+#else
+#define KH_API __attribute__((visibility("default")))
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Settings, the kernels prewarmed through it, and its last error. Opaque. */
+typedef struct kh_hub kh_hub;
+
+/* A new handle with default settings: everything the environment and the
+ * installed default registry say, exactly like `kernhub` with no flags
+ * (KERNHUB_ENDPOINT, KERNHUB_CACHE, HF_TOKEN, KERNHUB_OFFLINE, ...; README,
+ * "Environment"). Nothing is read or fetched before the first kh_prewarm().
+ * Returns NULL only when out of memory. Free it with kh_hub_free(). */
+KH_API kh_hub* kh_hub_new(void);
+
+/* Frees the handle and everything it owns, including the strings
+ * kh_last_error() returned. Kernels already resolved stay loaded and every
+ * pointer kh_symbol() returned stays valid: kernhub never unloads a kernel.
+ * NULL is allowed and does nothing. */
+KH_API void kh_hub_free(kh_hub* hub);
+
+/* Sets one setting of the handle. `key` and `value` are copied; the caller
+ * keeps ownership of both. An empty value restores the default of that key
+ * (for the repeatable keys: clears the list).
+ *
+ *   endpoint        hub URL (http://, https://, file://).
+ *                   "": KERNHUB_ENDPOINT, then HF_ENDPOINT, then
+ *                   https://huggingface.co.
+ *   cache_dir       cache root. "": KERNHUB_CACHE, KERNELS_CACHE,
+ *                   HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub.
+ *   registry        a registry file stacked after the default registry, the
+ *                   project's kernhub.json and KERNHUB_REGISTRY, like
+ *                   `--registry`. Repeatable: each call appends one file;
+ *                   a later file wins per name. "": no extra files.
+ *   project         the directory searched for kernhub.json.
+ *                   "": the current directory.
+ *   offline         "1"/"true": never use the network; "0"/"false": use it
+ *                   when needed. "": KERNHUB_OFFLINE or HF_HUB_OFFLINE.
+ *   target          a variant to use instead of detecting the host, like
+ *                   `--target`. Repeatable: each call appends one.
+ *                   "": detect the host.
+ *   token           the hub token, sent only to the endpoint's own origin.
+ *                   "": HF_TOKEN, then the file $HF_HOME/token. The value
+ *                   never appears in any message.
+ *   verify_on_load  "1"/"true": re-hash the file before every load;
+ *                   "0"/"false": trust the verified cache.
+ *                   "": KERNHUB_VERIFY_ON_LOAD.
+ *
+ * Booleans take exactly "1", "0", "true" or "false". A value is at most
+ * 4096 bytes, and a repeatable key holds at most 256 values. Paths,
+ * endpoint and targets are checked by the next kh_prewarm(), which then
+ * returns 2. Settings changed after a kh_prewarm() apply from the next
+ * kh_prewarm() on; kernels already prewarmed stay available.
+ *
+ * Returns 0, or 2 (kh_last_error() says why) for a NULL handle, key or
+ * value, an unknown key, a bad boolean, or a value over the limits; the
+ * settings are then unchanged. */
+KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
+
+/* Resolves `name` and makes its kernel ready: a registry name
+ * ("vector-add", "flash-attn3") or a repo "ORG/REPO[@REVISION]" that a
+ * registry entry gives a symbol. Fetches the variant this host needs when
+ * the cache lacks it, verifies it, loads it and resolves its entry point,
+ * which kh_symbol(hub, name) then returns. Blocks until done; the network
+ * is used only when the cache cannot answer.
+ *
+ * Returns 0 on success, else one of the codes listed at the top of this
+ * file (2 for a NULL handle or name) and kh_last_error() says why. A failure
+ * leaves an earlier successful kh_prewarm() of the same name in place. */
+KH_API int kh_prewarm(kh_hub* hub, const char* name);
+
+/* The entry point of `name` recorded by the latest successful kh_prewarm()
+ * of the very same `name` string on this handle (not the dlsym symbol
+ * name), or NULL when there was none (kh_last_error() then says so). The
+ * pointer stays valid for the life of the process, also after
+ * kh_hub_free(). Cast it to the kernel's function type. */
+KH_API void* kh_symbol(kh_hub* hub, const char* name);
+
+/* The last failure on this handle as one printable line
+ * ("<kind>: <message>", the wording of the command-line tool), or NULL when
+ * the last call on the handle succeeded. Owned by the handle; valid until
+ * the next call on the same handle (kh_last_error() itself excepted) or
+ * kh_hub_free(). For a NULL handle: a constant message saying so. */
+KH_API const char* kh_last_error(const kh_hub* hub);
+
+/* The kind of a return code, for example "not found" for 3 or "offline"
+ * for 6; "unknown error" for a number that is no code. A constant string. */
+KH_API const char* kh_error_name(int code);
+
+/* The kernhub version, for example "0.1.0". A constant string. */
+KH_API const char* kh_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNHUB_KERNHUB_H */

@@ -1,0 +1,233 @@
+// The C API (include/kernhub/kernhub.h) over kernhub::Client.
+//
+// A handle is settings (kernhub::Options), a Client built from them on
+// first need, the addresses its kh_prewarm calls resolved, and the last
+// error text. Nothing here is global: separate handles share nothing but
+// what Client itself shares (the cache, the process-wide resolved table).
+// Every entry point catches everything (docs/ARCHITECTURE.md, "C API").
+#include "kernhub/kernhub.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/text.hpp"
+#include "kernhub/kernhub.hpp"
+
+namespace {
+
+// A setting value is a path, a URL, a token or a variant name: 4096 bytes
+// (PATH_MAX on Linux) holds any of them.
+constexpr std::size_t k_max_setting_bytes = 4096;
+// Registry files or targets per handle; more is a caller's loop gone wrong.
+constexpr std::size_t k_max_repeated_values = 256;
+// Names, keys and values quoted in a message are cut to this length.
+constexpr std::size_t k_max_quoted_bytes = 200;
+
+constexpr int k_ok = static_cast<int>(kernhub::ErrorCode::ok);
+constexpr int k_internal = static_cast<int>(kernhub::ErrorCode::internal);
+constexpr int k_usage = static_cast<int>(kernhub::ErrorCode::usage);
+constexpr int k_not_found = static_cast<int>(kernhub::ErrorCode::not_found);
+
+// One printable line of at most k_max_quoted_bytes; `text` may be long and
+// need not end inside that bound.
+std::string quoted(const char* text) {
+    std::size_t length = strnlen(text, k_max_quoted_bytes + 1);
+    std::string shown = kernhub::printable(std::string_view(text, std::min(length, k_max_quoted_bytes)));
+    return "'" + shown + (length > k_max_quoted_bytes ? "...'" : "'");
+}
+
+// Thrown inside this file only: a refusal of this layer (bad argument,
+// name not prewarmed) that becomes the return code and the message.
+struct Refusal {
+    int code;
+    std::string message;
+};
+
+}  // namespace
+
+struct kh_hub {
+    kernhub::Options options;
+    // Built from `options` by the first kh_prewarm after a settings change.
+    std::unique_ptr<kernhub::Client> client;
+    std::map<std::string, void*> resolved;  // kh_prewarm name -> address
+    std::string error;
+    bool failed = false;
+
+    int fail(int code, std::string message) {
+        error = kernhub::to_string(static_cast<kernhub::ErrorCode>(code)) + std::string(": ") + std::move(message);
+        failed = true;
+        return code;
+    }
+    int succeed() {
+        failed = false;
+        error.clear();
+        return k_ok;
+    }
+    // Runs `body` with every exception mapped to a return code and a message.
+    template <class Body>
+    int guarded(Body&& body) noexcept {
+        try {
+            body();
+            return succeed();
+        } catch (const Refusal& e) {
+            return fail_noexcept(e.code, e.message);
+        } catch (const kernhub::Error& e) {
+            return fail_noexcept(static_cast<int>(e.code()), e.what());
+        } catch (const std::bad_alloc&) {
+            return fail_noexcept(k_internal, "out of memory");
+        } catch (const std::exception& e) {
+            return fail_noexcept(k_internal, std::string("internal error: ") + e.what() + "; please report it");
+        } catch (...) {
+            return fail_noexcept(k_internal, "internal error: unknown exception; please report it");
+        }
+    }
+    // fail() when memory allows; else a constant message that needs none.
+    int fail_noexcept(int code, const std::string& message) noexcept {
+        try {
+            return fail(code, kernhub::printable(message));
+        } catch (...) {
+            failed = true;
+            error.clear();
+            return code;
+        }
+    }
+    const char* last_error() const noexcept {
+        if (!failed) return nullptr;
+        return error.empty() ? "internal error: out of memory" : error.c_str();
+    }
+};
+
+namespace {
+
+// The boolean settings: "" -> the environment decides (nullopt).
+std::optional<bool> parse_bool(const char* key, const char* value) {
+    if (*value == '\0') return std::nullopt;
+    if (std::strcmp(value, "1") == 0 || std::strcmp(value, "true") == 0) return true;
+    if (std::strcmp(value, "0") == 0 || std::strcmp(value, "false") == 0) return false;
+    throw Refusal{k_usage, "setting '" + std::string(key) +
+                               "' takes \"1\", \"0\", \"true\" or \"false\" (or \"\" for the " +
+                               "environment's choice), not " + quoted(value)};
+}
+
+void append(std::vector<std::string>& list, const char* key, const char* value) {
+    if (*value == '\0') {
+        list.clear();
+        return;
+    }
+    if (list.size() >= k_max_repeated_values) {
+        throw Refusal{k_usage, "setting '" + std::string(key) + "' holds at most " +
+                                   std::to_string(k_max_repeated_values) +
+                                   " values (k_max_repeated_values); set it to \"\" to clear the list"};
+    }
+    list.emplace_back(value);
+}
+
+// Applies key = value to `options`; throws Refusal and changes nothing
+// on a bad key or value. Never quotes a token.
+void apply_setting(kernhub::Options& options, const char* key, const char* value) {
+    const std::string k(key);
+    if (strnlen(value, k_max_setting_bytes + 1) > k_max_setting_bytes) {
+        throw Refusal{k_usage, "the value of setting " + quoted(key) + " is longer than " +
+                                   std::to_string(k_max_setting_bytes) + " bytes (k_max_setting_bytes)"};
+    }
+    if (k == "endpoint") {
+        options.endpoint = value;
+    } else if (k == "cache_dir") {
+        options.cache_dir = value;
+    } else if (k == "registry") {
+        append(options.registries, key, value);
+    } else if (k == "project") {
+        options.project_dir = value;
+    } else if (k == "offline") {
+        options.offline = parse_bool(key, value);
+    } else if (k == "target") {
+        append(options.targets, key, value);
+    } else if (k == "token") {
+        if (*value == '\0') {
+            options.token.reset();
+        } else {
+            options.token = value;
+        }
+    } else if (k == "verify_on_load") {
+        options.verify_on_load = parse_bool(key, value);
+    } else {
+        throw Refusal{k_usage, "unknown setting " + quoted(key) +
+                                   "; the settings are endpoint, cache_dir, registry, project, offline, target, token, "
+                                   "verify_on_load"};
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+kh_hub* kh_hub_new(void) {
+    return new (std::nothrow) kh_hub();
+}
+
+void kh_hub_free(kh_hub* hub) {
+    delete hub;
+}
+
+int kh_hub_set(kh_hub* hub, const char* key, const char* value) {
+    if (hub == nullptr) return k_usage;
+    return hub->guarded([&] {
+        if (key == nullptr) throw Refusal{k_usage, "kh_hub_set: the key is NULL"};
+        if (value == nullptr) {
+            throw Refusal{k_usage, "kh_hub_set: the value of " + quoted(key) + " is NULL; pass \"\" for the default"};
+        }
+        // Work on a copy so that a refused value leaves the settings as
+        // they were.
+        kernhub::Options changed = hub->options;
+        apply_setting(changed, key, value);
+        hub->options = std::move(changed);
+        hub->client.reset();  // the next kh_prewarm builds one from the new settings
+    });
+}
+
+int kh_prewarm(kh_hub* hub, const char* name) {
+    if (hub == nullptr) return k_usage;
+    return hub->guarded([&] {
+        if (name == nullptr) throw Refusal{k_usage, "kh_prewarm: the kernel name is NULL"};
+        if (!hub->client) hub->client = std::make_unique<kernhub::Client>(hub->options);
+        kernhub::LoadResult loaded = hub->client->load(name);
+        hub->resolved[name] = loaded.address;
+    });
+}
+
+void* kh_symbol(kh_hub* hub, const char* name) {
+    if (hub == nullptr) return nullptr;
+    void* address = nullptr;
+    hub->guarded([&] {
+        if (name == nullptr) throw Refusal{k_usage, "kh_symbol: the kernel name is NULL"};
+        auto it = hub->resolved.find(name);
+        if (it == hub->resolved.end()) {
+            throw Refusal{k_not_found,
+                          "kernel " + quoted(name) +
+                              " was not prewarmed on this handle; call kh_prewarm with the same name first"};
+        }
+        address = it->second;
+    });
+    return address;
+}
+
+const char* kh_last_error(const kh_hub* hub) {
+    if (hub == nullptr) return "usage error: the kh_hub handle is NULL";
+    return hub->last_error();
+}
+
+const char* kh_error_name(int code) {
+    return kernhub::to_string(static_cast<kernhub::ErrorCode>(code));
+}
+
+const char* kh_version(void) {
+    return kernhub::version();
+}
+
+}  // extern "C"

@@ -1,0 +1,297 @@
+// The C API (include/kernhub/kernhub.h): settings, return codes, messages,
+// kh_symbol, independence of handles, against the bundled demo hub and the
+// loopback hub server.
+#include "kernhub/kernhub.h"
+
+#include <catch2/catch.hpp>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "capi/c_header_check.h"
+#include "kernhub/kernhub.hpp"
+#include "support/kernel_hub.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace kernhub::test;
+
+namespace {
+
+using VectorAdd = void (*)(const float*, const float*, float*, std::size_t);
+
+struct HubDeleter {
+    void operator()(kh_hub* hub) const { kh_hub_free(hub); }
+};
+using Hub = std::unique_ptr<kh_hub, HubDeleter>;
+
+Hub new_hub() {
+    Hub hub(kh_hub_new());
+    REQUIRE(hub != nullptr);
+    return hub;
+}
+
+std::string last_error(const Hub& hub) {
+    const char* text = kh_last_error(hub.get());
+    return text == nullptr ? std::string() : std::string(text);
+}
+
+// A handle on the demo hub (file://) with its own cache, online, and a
+// project folder without kernhub.json.
+struct DemoEnv {
+    TempDir dir;
+    std::string cache = (dir.path() / "cache").string();
+    std::string endpoint = std::string("file://") + KERNHUB_DEMO_HUB;
+
+    Hub hub(const std::string& cache_dir) const {
+        Hub h = new_hub();
+        REQUIRE(kh_hub_set(h.get(), "endpoint", endpoint.c_str()) == 0);
+        REQUIRE(kh_hub_set(h.get(), "cache_dir", cache_dir.c_str()) == 0);
+        REQUIRE(kh_hub_set(h.get(), "project", dir.path().c_str()) == 0);
+        REQUIRE(kh_hub_set(h.get(), "offline", "0") == 0);
+        return h;
+    }
+    Hub hub() const { return hub(cache); }
+};
+
+bool adds_correctly(void* address) {
+    if (address == nullptr) return false;
+    auto add = reinterpret_cast<VectorAdd>(address);
+    std::vector<float> a{1, 2, 3, 4}, b{10, 20, 30, 40}, out(4);
+    add(a.data(), b.data(), out.data(), out.size());
+    return out == std::vector<float>{11, 22, 33, 44};
+}
+
+}  // namespace
+
+TEST_CASE("kh_hub_set refuses unknown keys, bad booleans, NULLs and oversized values with 2", "[capi]") {
+    Hub hub = new_hub();
+    CHECK(kh_last_error(hub.get()) == nullptr);
+
+    CHECK(kh_hub_set(hub.get(), "colour", "blue") == 2);
+    CHECK(last_error(hub) ==
+          "usage error: unknown setting 'colour'; the settings are endpoint, cache_dir, registry, project, offline, "
+          "target, token, verify_on_load");
+
+    for (const char* bad : {"yes", "TRUE", "2", " 1"}) {
+        CHECK(kh_hub_set(hub.get(), "offline", bad) == 2);
+        CHECK(last_error(hub).find("setting 'offline' takes \"1\", \"0\", \"true\" or \"false\"") != std::string::npos);
+        CHECK(last_error(hub).find(std::string("not '") + bad + "'") != std::string::npos);
+    }
+    CHECK(kh_hub_set(hub.get(), "verify_on_load", "on") == 2);
+    CHECK(last_error(hub).find("'verify_on_load'") != std::string::npos);
+
+    CHECK(kh_hub_set(hub.get(), nullptr, "1") == 2);
+    CHECK(last_error(hub) == "usage error: kh_hub_set: the key is NULL");
+    CHECK(kh_hub_set(hub.get(), "endpoint", nullptr) == 2);
+    CHECK(last_error(hub).find("the value of 'endpoint' is NULL") != std::string::npos);
+    CHECK(kh_hub_set(hub.get(), "cache_dir", std::string(5000, 'x').c_str()) == 2);
+    CHECK(last_error(hub).find("longer than 4096 bytes (k_max_setting_bytes)") != std::string::npos);
+
+    // A control character in a key is shown as '?': the message stays one line.
+    CHECK(kh_hub_set(hub.get(), "bad\nkey", "1") == 2);
+    CHECK(last_error(hub).find("'bad?key'") != std::string::npos);
+
+    // NULL handle and NULL names: a code, no crash.
+    CHECK(kh_hub_set(nullptr, "offline", "1") == 2);
+    CHECK(kh_prewarm(nullptr, "vector-add") == 2);
+    CHECK(kh_prewarm(hub.get(), nullptr) == 2);
+    CHECK(last_error(hub) == "usage error: kh_prewarm: the kernel name is NULL");
+    CHECK(kh_symbol(nullptr, "vector-add") == nullptr);
+    CHECK(kh_symbol(hub.get(), nullptr) == nullptr);
+    CHECK(std::string(kh_last_error(nullptr)).find("NULL") != std::string::npos);
+    kh_hub_free(nullptr);
+
+    // Every key takes a good value, and a success clears the last error.
+    for (const char* key : {"endpoint", "cache_dir", "registry", "project", "target", "token"}) {
+        CHECK(kh_hub_set(hub.get(), key, "") == 0);
+    }
+    for (const char* value : {"1", "0", "true", "false", ""}) {
+        CHECK(kh_hub_set(hub.get(), "offline", value) == 0);
+        CHECK(kh_hub_set(hub.get(), "verify_on_load", value) == 0);
+    }
+    CHECK(kh_last_error(hub.get()) == nullptr);
+
+    // A repeatable key holds a bounded number of values; "" clears it.
+    for (int i = 0; i < 256; ++i) REQUIRE(kh_hub_set(hub.get(), "target", "native-cpu-x86_64-linux") == 0);
+    CHECK(kh_hub_set(hub.get(), "target", "native-cpu-x86_64-linux") == 2);
+    CHECK(last_error(hub).find("at most 256 values") != std::string::npos);
+    CHECK(kh_hub_set(hub.get(), "target", "") == 0);
+    CHECK(kh_hub_set(hub.get(), "target", "native-cpu-x86_64-linux") == 0);
+}
+
+TEST_CASE("kh_error_name and kh_version", "[capi]") {
+    CHECK(std::string(kh_error_name(0)) == "ok");
+    CHECK(std::string(kh_error_name(3)) == "not found");
+    CHECK(std::string(kh_error_name(6)) == "offline");
+    CHECK(std::string(kh_error_name(130)) == "interrupted");
+    CHECK(std::string(kh_error_name(42)) == "unknown error");
+    CHECK(std::string(kh_version()) == kernhub::version());
+}
+
+TEST_CASE("kh_prewarm of a demo kernel gives a callable kh_symbol, other names NULL", "[capi]") {
+    DemoEnv env;
+    Hub hub = env.hub();
+    CHECK(kh_symbol(hub.get(), "vector-add") == nullptr);
+    CHECK(last_error(hub) ==
+          "not found: kernel 'vector-add' was not prewarmed on this handle; call kh_prewarm with the same name first");
+
+    REQUIRE(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(kh_last_error(hub.get()) == nullptr);
+    void* address = kh_symbol(hub.get(), "vector-add");
+    CHECK(kh_last_error(hub.get()) == nullptr);
+    CHECK(adds_correctly(address));
+    CHECK(kh_symbol(hub.get(), "vector-add") == address);
+
+    // The same kernel by repo: kh_symbol answers for the name as prewarmed.
+    CHECK(kh_symbol(hub.get(), "kernhub-demo/vector-add") == nullptr);
+    CHECK(kh_symbol(hub.get(), "saxpy") == nullptr);
+
+    CHECK(kh_prewarm(hub.get(), "no-such-kernel") == 3);
+    CHECK(last_error(hub).rfind("not found: ", 0) == 0);
+    CHECK(last_error(hub).find("no-such-kernel") != std::string::npos);
+    CHECK(kh_symbol(hub.get(), "no-such-kernel") == nullptr);
+    // A failure leaves the earlier prewarm in place, and the pointer
+    // outlives the handle.
+    CHECK(kh_symbol(hub.get(), "vector-add") == address);
+    hub.reset();
+    CHECK(adds_correctly(address));
+}
+
+TEST_CASE("kh_prewarm offline on an empty cache returns 6, then warm offline returns 0", "[capi]") {
+    DemoEnv env;
+    Hub hub = env.hub();
+    REQUIRE(kh_hub_set(hub.get(), "offline", "1") == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 6);
+    CHECK(last_error(hub).rfind("offline: ", 0) == 0);
+    CHECK(kh_symbol(hub.get(), "vector-add") == nullptr);
+
+    // Settings changed after a kh_prewarm apply to the next one.
+    REQUIRE(kh_hub_set(hub.get(), "offline", "false") == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    REQUIRE(kh_hub_set(hub.get(), "offline", "true") == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(adds_correctly(kh_symbol(hub.get(), "vector-add")));
+}
+
+TEST_CASE("settings changed after kh_prewarm take effect on the next kh_prewarm", "[capi]") {
+    DemoEnv env;
+    Hub hub = env.hub();
+    REQUIRE(kh_prewarm(hub.get(), "vector-add") == 0);
+    void* first = kh_symbol(hub.get(), "vector-add");
+
+    // A fresh, empty cache and offline: the Client must be rebuilt to see it.
+    std::string other_cache = (env.dir.path() / "other-cache").string();
+    REQUIRE(kh_hub_set(hub.get(), "cache_dir", other_cache.c_str()) == 0);
+    REQUIRE(kh_hub_set(hub.get(), "offline", "1") == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 6);
+    CHECK(kh_symbol(hub.get(), "vector-add") == first);
+
+    // An endpoint with nothing behind it, online: no longer the demo hub.
+    REQUIRE(kh_hub_set(hub.get(), "offline", "0") == 0);
+    std::string nowhere = "file://" + (env.dir.path() / "no-hub").string();
+    REQUIRE(kh_hub_set(hub.get(), "endpoint", nowhere.c_str()) == 0);
+    int code = kh_prewarm(hub.get(), "vector-add");
+    CHECK(code != 0);
+    CHECK_FALSE(last_error(hub).empty());
+
+    // A registry added later wins per name: "vector-add" now names the
+    // standard test hub's repo, which the demo hub lacks.
+    REQUIRE(kh_hub_set(hub.get(), "endpoint", env.endpoint.c_str()) == 0);
+    std::string registry = write_standard_registry(env.dir.path()).string();
+    REQUIRE(kh_hub_set(hub.get(), "registry", registry.c_str()) == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 3);
+    CHECK(last_error(hub).find("kernhub-test/vector-add") != std::string::npos);
+    // Clearing the registry list brings the default's entry back.
+    REQUIRE(kh_hub_set(hub.get(), "registry", "") == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    // Loaded from the other cache now: another file, another address; the
+    // first one stays callable.
+    void* second = kh_symbol(hub.get(), "vector-add");
+    CHECK(second != first);
+    CHECK(adds_correctly(second));
+    CHECK(adds_correctly(first));
+}
+
+TEST_CASE("two handles are independent: settings, prewarmed names and errors", "[capi]") {
+    DemoEnv env;
+    Hub one = env.hub();
+    Hub two = env.hub((env.dir.path() / "cache-two").string());
+    REQUIRE(kh_hub_set(two.get(), "offline", "1") == 0);
+
+    REQUIRE(kh_prewarm(one.get(), "vector-add") == 0);
+    CHECK(kh_symbol(two.get(), "vector-add") == nullptr);
+    CHECK(kh_prewarm(two.get(), "vector-add") == 6);
+    CHECK(kh_last_error(one.get()) == nullptr);
+    CHECK(adds_correctly(kh_symbol(one.get(), "vector-add")));
+    CHECK(last_error(two).rfind("offline: ", 0) == 0);
+    two.reset();
+    CHECK(adds_correctly(kh_symbol(one.get(), "vector-add")));
+}
+
+TEST_CASE("separate handles work from separate threads at once", "[capi]") {
+    DemoEnv env;
+    constexpr int k_threads = 4;
+    std::vector<Hub> hubs;
+    for (int i = 0; i < k_threads; ++i) {
+        hubs.push_back(env.hub((env.dir.path() / ("cache-" + std::to_string(i))).string()));
+    }
+    std::vector<int> codes(k_threads, -1);
+    std::vector<void*> addresses(k_threads, nullptr);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < k_threads; ++i) {
+        threads.emplace_back([&, i] {
+            codes[i] = kh_prewarm(hubs[i].get(), "vector-add");
+            addresses[i] = kh_symbol(hubs[i].get(), "vector-add");
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < k_threads; ++i) {
+        INFO("handle " << i << ": " << last_error(hubs[i]));
+        CHECK(codes[i] == 0);
+        CHECK(adds_correctly(addresses[i]));
+    }
+}
+
+TEST_CASE("a token never appears in any error text", "[capi]") {
+    const std::string token = "hf_capi_secret_7d41b9";
+    DemoEnv env;
+    KernelHub hub({k_test_token, 1000});
+    std::string registry = write_standard_registry(env.dir.path()).string();
+    Hub h = env.hub();
+    REQUIRE(kh_hub_set(h.get(), "endpoint", hub.server().endpoint().c_str()) == 0);
+    REQUIRE(kh_hub_set(h.get(), "registry", registry.c_str()) == 0);
+    REQUIRE(kh_hub_set(h.get(), "token", token.c_str()) == 0);
+
+    std::vector<std::string> errors;
+    auto record = [&](int code) {
+        CHECK(code != 0);
+        errors.push_back(last_error(h));
+    };
+    record(kh_prewarm(h.get(), "private"));  // the hub refuses this token
+    record(kh_prewarm(h.get(), "no-such-kernel"));
+    record(kh_prewarm(h.get(), "missing-symbol"));
+    record(kh_hub_set(h.get(), "token", (token + std::string(5000, 'x')).c_str()));
+    REQUIRE(kh_hub_set(h.get(), "offline", "1") == 0);
+    record(kh_prewarm(h.get(), "vector-add-v2"));
+    record(kh_symbol(h.get(), "private") == nullptr ? 3 : 0);
+    REQUIRE(errors.size() == 6);
+    for (const auto& message : errors) {
+        INFO(message);
+        CHECK_FALSE(message.empty());
+        CHECK(message.find(token) == std::string::npos);
+        CHECK(message.find("7d41b9") == std::string::npos);
+    }
+
+    // The right token opens the private repo: the setting reached the hub.
+    REQUIRE(kh_hub_set(h.get(), "offline", "0") == 0);
+    REQUIRE(kh_hub_set(h.get(), "token", k_test_token) == 0);
+    CHECK(kh_prewarm(h.get(), "private") == 0);
+    CHECK(adds_correctly(kh_symbol(h.get(), "private")));
+}
+
+TEST_CASE("the C API header compiles as ISO C99 and works from C", "[capi]") {
+    DemoEnv env;
+    CHECK(kh_c_header_check(env.endpoint.c_str(), env.cache.c_str(), env.dir.path().c_str()) == 0);
+}
