@@ -10,6 +10,8 @@
 //                             KernelFn<void(const float*, const float*, float*, size_t)>
 //   BM_Dispatch_KernelFnResolve  the same, with the KernelFn taken from
 //                             KernelFn::resolve (the process-wide table)
+//   BM_Dispatch_CSymbol       the C API: kh_prewarm(hub, "vector-add") offline,
+//                             then calls through the pointer kh_symbol gave
 //
 // The argument is n (floats per call). n = 16 keeps the kernel to a few
 // nanoseconds so call overhead dominates; n = 4096 shows it vanish.
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "kernhub/kernhub.h"
 
 extern "C" void kh_vector_add(const float* a, const float* b, float* out, std::size_t n);
 
@@ -101,11 +104,32 @@ void BM_Dispatch_KernelFnResolve(benchmark::State& state) {
     run_calls(state, [fn](const float* a, const float* b, float* out, std::size_t n) { fn(a, b, out, n); });
 }
 
+void BM_Dispatch_CSymbol(benchmark::State& state) {
+    VectorAdd* fn = nullptr;
+    if (!khbench::guarded(state, [&] {
+            const auto& demo = khbench::demo_cache();
+            kh_hub* hub = kh_hub_new();
+            const bool set = kh_hub_set(hub, "cache_dir", demo.cache.path().c_str()) == 0 &&
+                             kh_hub_set(hub, "project", demo.project.path().c_str()) == 0 &&
+                             kh_hub_set(hub, "offline", "1") == 0;
+            const int rc = set ? kh_prewarm(hub, "vector-add") : 2;
+            void* address = rc == 0 ? kh_symbol(hub, "vector-add") : nullptr;
+            const std::string error = kh_last_error(hub) != nullptr ? kh_last_error(hub) : "";
+            kh_hub_free(hub);  // the pointer outlives the handle
+            if (address == nullptr) throw std::runtime_error("kh_prewarm/kh_symbol failed: " + error);
+            fn = reinterpret_cast<VectorAdd*>(address);
+        })) {
+        return;
+    }
+    run_calls(state, [fn](const float* a, const float* b, float* out, std::size_t n) { fn(a, b, out, n); });
+}
+
 }  // namespace
 
 BENCHMARK(BM_Dispatch_Direct)->Arg(16)->Arg(4096);
 BENCHMARK(BM_Dispatch_DlsymPointer)->Arg(16)->Arg(4096);
 BENCHMARK(BM_Dispatch_KernelFn)->Arg(16)->Arg(4096);
 BENCHMARK(BM_Dispatch_KernelFnResolve)->Arg(16)->Arg(4096);
+BENCHMARK(BM_Dispatch_CSymbol)->Arg(16)->Arg(4096);
 
 KHBENCH_MAIN()
