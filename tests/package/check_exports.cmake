@@ -1,3 +1,4 @@
+cmake_minimum_required(VERSION 3.20)
 # Fails when libkernhub.so exports anything beyond the public API, or lacks a
 # symbol an embedder needs. Run by ctest:
 #   cmake -DNM=<nm> -DLIBRARY=<libkernhub.so> -P check_exports.cmake
