@@ -12,9 +12,12 @@ std::vector<std::filesystem::path> default_registry_candidates(const loader::Cod
 }
 
 std::filesystem::path find_default_registry() {
-    // Any object of this library will do: it lives in the same file.
+    // Any object of this library will do: it lives in the same file, which
+    // does not change while the process runs, so the lookup is done once.
     static const char anchor = 0;
-    for (const auto& candidate : default_registry_candidates(loader::file_containing(&anchor))) {
+    static const std::vector<std::filesystem::path> candidates =
+        default_registry_candidates(loader::file_containing(&anchor));
+    for (const auto& candidate : candidates) {
         std::error_code ec;
         if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
     }

@@ -23,7 +23,8 @@ expect_registry() {  # <program output> <prefix the registry must be in>
 
 echo "== cmake --install $build --prefix $prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
-libdir=$(cd "$prefix" && ls -d lib*/pkgconfig | head -n1 | xargs dirname)
+pcdirs=("$prefix"/lib*/pkgconfig)
+libdir=$(dirname "${pcdirs[0]#"$prefix"/}")
 ldd "$prefix/$libdir/libkernhub.so"
 
 echo "== find_package(kernhub): configure and build examples/consumer/cmake"
@@ -33,7 +34,9 @@ cmake --build "$work/consumer-cmake"
 out=$("$work/consumer-cmake/kernhub_consumer")
 echo "$out"
 expect_registry "$out" "$prefix"
-ldd "$work/consumer-cmake/kernhub_consumer" | grep -qF "$prefix/$libdir/libkernhub.so.0" ||
+# (Captured first: grep -q stopping early would fail the pipe under pipefail.)
+deps=$(ldd "$work/consumer-cmake/kernhub_consumer")
+grep -qF "$prefix/$libdir/libkernhub.so.0" <<<"$deps" ||
   fail "the CMake consumer does not use the installed libkernhub.so.0"
 
 echo "== pkg-config: examples/consumer/pkgconfig/build.sh"
