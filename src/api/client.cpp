@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "api/client_impl.hpp"
+#include "api/default_registry.hpp"
 #include "api/file_bytes.hpp"
 #include "api/settings.hpp"
 #include "common/text.hpp"
@@ -104,10 +105,8 @@ namespace api {
 registry::Registry load_registries(const Options& options, const store::EnvLookup& env) {
     registry::StackSources sources;
     if (!options.no_default_registry) {
-        std::filesystem::path installed = KERNHUB_DEFAULT_REGISTRY_INSTALLED;
-        std::error_code ec;
-        sources.default_file =
-            std::filesystem::exists(installed, ec) ? installed : std::filesystem::path(KERNHUB_DEFAULT_REGISTRY_BUILD);
+        std::filesystem::path found = find_default_registry();
+        if (!found.empty()) sources.default_file = found;
     }
     std::filesystem::path project =
         options.project_dir.empty() ? std::filesystem::current_path() : std::filesystem::path(options.project_dir);

@@ -30,7 +30,8 @@ registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::
 
 }  // namespace api
 
-struct Client::Impl {
+// Hidden: Client is exported, and a nested class would inherit that.
+struct __attribute__((visibility("hidden"))) Client::Impl {
     Options options;
     store::EnvLookup env = store::process_env();
     api::Settings settings;

@@ -1,0 +1,24 @@
+// Where the default registry is: relative to the file that holds kernhub's
+// code, never a path fixed at build time, so an installed tree can move
+// (docs/ARCHITECTURE.md "Library and packaging").
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include "loader/code_file.hpp"
+
+namespace kernhub::api {
+
+// The places to look, in order: the installed layout (from the executable's
+// bin/ or the library's lib/ to share/kernhub/registry.json, both relative
+// paths fixed at configure time), then <dir>/share/kernhub/registry.json next
+// to the file, which is where a build tree keeps its copy. Empty when the
+// code file is unknown.
+std::vector<std::filesystem::path> default_registry_candidates(const loader::CodeFile& code);
+
+// The first candidate that exists for the code of this library; empty when
+// none does (the default layer is then skipped).
+std::filesystem::path find_default_registry();
+
+}  // namespace kernhub::api

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The installed package as a user meets it (README "Embedding: install, CMake,
+# pkg-config"): install the build to a prefix, build the consumer example
+# against it with find_package and with pkg-config, run both against the demo
+# hub, then move the prefix and check that the CLI and the library still find
+# the default registry inside it.
+#   consume.sh <build dir> <source dir> <demo hub dir> <generator> <c++ compiler> <work dir>
+set -euo pipefail
+build=$1 source=$2 hub=$3 generator=$4 cxx=$5 work=$6
+
+rm -rf "$work"
+mkdir -p "$work"
+prefix=$work/prefix
+export KERNHUB_ENDPOINT=file://$hub KERNHUB_CACHE=$work/cache
+unset KERNHUB_OFFLINE HF_HUB_OFFLINE KERNHUB_REGISTRY HF_TOKEN HF_ENDPOINT
+cd "$work"  # no kernhub.json here: the default registry is the only one
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_registry() {  # <program output> <prefix the registry must be in>
+  grep -q "vector-add ok" <<<"$1" || fail "the consumer did not compute: $1"
+  grep -qF "(registry $2/share/kernhub/registry.json)" <<<"$1" || fail "registry not from $2: $1"
+}
+
+echo "== cmake --install $build --prefix $prefix"
+cmake --install "$build" --prefix "$prefix" >/dev/null
+pcdirs=("$prefix"/lib*/pkgconfig)
+libdir=$(dirname "${pcdirs[0]#"$prefix"/}")
+ldd "$prefix/$libdir/libkernhub.so"
+
+echo "== find_package(kernhub): configure and build examples/consumer/cmake"
+cmake -S "$source/examples/consumer/cmake" -B "$work/consumer-cmake" -G "$generator" \
+      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/consumer-cmake"
+out=$("$work/consumer-cmake/kernhub_consumer")
+echo "$out"
+expect_registry "$out" "$prefix"
+# (Captured first: grep -q stopping early would fail the pipe under pipefail.)
+deps=$(ldd "$work/consumer-cmake/kernhub_consumer")
+grep -qF "$prefix/$libdir/libkernhub.so.0" <<<"$deps" ||
+  fail "the CMake consumer does not use the installed libkernhub.so.0"
+
+echo "== pkg-config: examples/consumer/pkgconfig/build.sh"
+export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
+echo "pkg-config --cflags --libs kernhub: $(pkg-config --cflags --libs kernhub)"
+CXX=$cxx "$source/examples/consumer/pkgconfig/build.sh" "$work/consumer-pc"
+out=$("$work/consumer-pc")
+echo "$out"
+expect_registry "$out" "$prefix"
+
+echo "== relocation: move the prefix, the registry follows"
+moved=$work/moved/elsewhere
+mkdir -p "$work/moved"
+mv "$prefix" "$moved"
+list=$("$moved/bin/kernhub" list --json)
+grep -qF "\"source\": \"$moved/share/kernhub/registry.json\"" <<<"$list" ||
+  fail "kernhub list after the move does not read $moved/share/kernhub/registry.json"
+grep -q '"name": "vector-add"' <<<"$list" || fail "the default registry's vector-add is missing after the move"
+echo "$moved/bin/kernhub list: default registry at $moved/share/kernhub/registry.json"
+out=$(LD_LIBRARY_PATH="$moved/$libdir" "$work/consumer-pc")
+echo "$out"
+expect_registry "$out" "$moved"
+! grep -rqF "$work" "$moved/$libdir/pkgconfig" "$moved/$libdir/cmake" "$moved/$libdir/libkernhub.so.0" ||
+  fail "the installed tree names its prefix"
+echo "PASS"
