@@ -52,8 +52,9 @@ private:
 };
 
 // Where the NVIDIA kernel driver shows itself: /proc/driver/nvidia on
-// Linux (containers with GPU access get it too), /dev/dxg under WSL.
-constexpr const char* k_kernel_driver_markers[] = {"/proc/driver/nvidia", "/dev/dxg"};
+// Linux (the NVIDIA container toolkit mounts it), /dev/nvidiactl (a
+// container given the device nodes by hand), /dev/dxg under WSL.
+constexpr const char* k_kernel_driver_markers[] = {"/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg"};
 
 // Without the kernel driver libcuda can find no device, and searching the
 // library path for it costs the dynamic loader dozens of failed opens on
@@ -64,11 +65,12 @@ void require_kernel_driver() {
     for (const char* marker : k_kernel_driver_markers) {
         if (::stat(marker, &st) == 0) return;
     }
-    throw Error(ErrorCode::load, std::string("no CUDA driver: neither /proc/driver/nvidia nor /dev/dxg exists, so no "
-                                             "NVIDIA kernel driver is loaded and ") +
-                                     k_default_library +
-                                     " was not tried; install the NVIDIA driver, use a CPU variant, or name a "
-                                     "driver library in KERNHUB_CUDA_DRIVER");
+    throw Error(ErrorCode::load,
+                std::string("no CUDA driver: none of /proc/driver/nvidia, /dev/nvidiactl and /dev/dxg exists, so no "
+                            "NVIDIA kernel driver is loaded and ") +
+                    k_default_library +
+                    " was not tried; install the NVIDIA driver, use a CPU variant, or name a "
+                    "driver library in KERNHUB_CUDA_DRIVER");
 }
 
 }  // namespace

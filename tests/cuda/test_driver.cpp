@@ -114,7 +114,7 @@ TEST_CASE("a driver file that does not exist makes CUDA unavailable with a load 
 // Without the NVIDIA kernel driver, the default libcuda.so.1 is not looked
 // for at all; the message says why.
 KERNHUB_TEST_REQUIREMENT("needs:no-kernel-driver", []() -> std::string {
-    for (const char* marker : {"/proc/driver/nvidia", "/dev/dxg"}) {
+    for (const char* marker : {"/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg"}) {
         if (fs::exists(marker)) return std::string(marker) + " exists";
     }
     return "";
