@@ -2,13 +2,12 @@
 // handle over libarchive's struct archive, and the wording of refusals.
 #pragma once
 
-#include <archive.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <string>
 
 #include "archive/archive.hpp"
+#include "archive/libarchive.hpp"
 
 namespace kernhub::archive::detail {
 

@@ -2,8 +2,6 @@
 // is written, and is written below a fresh private directory through file
 // descriptors that never follow a symlink (docs/ARCHITECTURE.md, "Cache
 // archives").
-#include <archive.h>
-#include <archive_entry.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +18,7 @@ namespace kernhub::archive {
 
 namespace {
 
+using detail::libarchive;
 using detail::quoted;
 using detail::refuse;
 using detail::size_text;
@@ -49,8 +48,8 @@ private:
 }
 
 EntryType type_of(struct archive_entry* entry) {
-    if (archive_entry_hardlink(entry) != nullptr) return EntryType::hardlink;
-    switch (archive_entry_filetype(entry)) {
+    if (libarchive().archive_entry_hardlink(entry) != nullptr) return EntryType::hardlink;
+    switch (libarchive().archive_entry_filetype(entry)) {
         case AE_IFREG:
             return EntryType::file;
         case AE_IFDIR:
@@ -119,14 +118,15 @@ void Extraction::run(int archive_fd, std::uint64_t archive_bytes, const fs::path
     struct archive* reader = m_reader.get();
     // Tar in any of its dialects, behind any compression libarchive decodes
     // in-process; the bidding looks at content, never at the file name.
-    archive_read_support_format_tar(reader);
-    archive_read_support_format_gnutar(reader);
-    for (auto support :
-         {archive_read_support_filter_gzip, archive_read_support_filter_bzip2, archive_read_support_filter_xz,
-          archive_read_support_filter_lzma, archive_read_support_filter_zstd}) {
+    const detail::LibArchive& lib = libarchive();
+    lib.archive_read_support_format_tar(reader);
+    lib.archive_read_support_format_gnutar(reader);
+    for (auto support : {lib.archive_read_support_filter_gzip, lib.archive_read_support_filter_bzip2,
+                         lib.archive_read_support_filter_xz, lib.archive_read_support_filter_lzma,
+                         lib.archive_read_support_filter_zstd}) {
         support(reader);
     }
-    if (archive_read_open_fd(reader, archive_fd, 64 * 1024) != ARCHIVE_OK) {
+    if (lib.archive_read_open_fd(reader, archive_fd, 64 * 1024) != ARCHIVE_OK) {
         refuse(m_file, "", "is not a tar archive kernhub reads (" + m_reader.error_text() + ")");
     }
     m_dest = dest;
@@ -158,7 +158,7 @@ bool Extraction::next_entry(Entry& entry) {
     for (;;) {
         check_cancel();
         struct archive_entry* raw = nullptr;
-        int status = archive_read_next_header(m_reader.get(), &raw);
+        int status = libarchive().archive_read_next_header(m_reader.get(), &raw);
         if (status == ARCHIVE_EOF) return false;
         const std::string position = "#" + std::to_string(m_entries.size() + 1);
         if (status != ARCHIVE_OK) {
@@ -169,8 +169,8 @@ bool Extraction::next_entry(Entry& entry) {
             refuse(m_file, position,
                    "is one more than the max_entries limit of " + std::to_string(m_policy.max_entries));
         }
-        const char* path = archive_entry_pathname(raw);
-        if (path == nullptr) path = archive_entry_pathname_utf8(raw);
+        const char* path = libarchive().archive_entry_pathname(raw);
+        if (path == nullptr) path = libarchive().archive_entry_pathname_utf8(raw);
         if (path == nullptr) refuse(m_file, position, "has a path that cannot be read");
         entry = Entry{};
         entry.type = type_of(raw);
@@ -180,9 +180,11 @@ bool Extraction::next_entry(Entry& entry) {
         if (normalized.archive_root && entry.type == EntryType::directory) continue;
         if (normalized.archive_root) refuse(m_file, path, "is not a directory but names the archive's top");
         entry.path = normalized.path;
-        entry.size = archive_entry_size_is_set(raw) ? static_cast<std::uint64_t>(archive_entry_size(raw)) : 0;
-        const char* link = entry.type == EntryType::hardlink  ? archive_entry_hardlink(raw)
-                           : entry.type == EntryType::symlink ? archive_entry_symlink(raw)
+        entry.size = libarchive().archive_entry_size_is_set(raw)
+                         ? static_cast<std::uint64_t>(libarchive().archive_entry_size(raw))
+                         : 0;
+        const char* link = entry.type == EntryType::hardlink  ? libarchive().archive_entry_hardlink(raw)
+                           : entry.type == EntryType::symlink ? libarchive().archive_entry_symlink(raw)
                                                               : nullptr;
         if (link != nullptr) entry.link_target = link;
         check_policy(entry, raw);
@@ -214,7 +216,7 @@ void Extraction::check_policy(const Entry& entry, struct archive_entry* raw) con
                        "; only regular files, "
                        "directories and symbolic links are ever extracted");
     }
-    if (entry.type == EntryType::file && archive_entry_sparse_count(raw) > 0) {
+    if (entry.type == EntryType::file && libarchive().archive_entry_sparse_count(raw) > 0) {
         refuse(m_file, entry.path, "is a sparse file; sparse files are never extracted");
     }
     if (entry.type == EntryType::file && entry.size > m_policy.max_entry_bytes) {
@@ -280,7 +282,7 @@ void Extraction::write_file(const Entry& entry) {
         const void* block = nullptr;
         std::size_t size = 0;
         la_int64_t offset = 0;
-        int status = archive_read_data_block(m_reader.get(), &block, &size, &offset);
+        int status = libarchive().archive_read_data_block(m_reader.get(), &block, &size, &offset);
         if (status == ARCHIVE_EOF) break;
         if (status != ARCHIVE_OK) refuse(m_file, entry.path, "is damaged (" + m_reader.error_text() + ")");
         if (offset < 0 || static_cast<std::uint64_t>(offset) != written) {

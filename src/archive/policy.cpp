@@ -86,20 +86,20 @@ Error refusal(const fs::path& file, const std::string& entry, const std::string&
 namespace detail {
 
 Handle::Handle(Kind kind) : m_kind(kind) {
-    m_archive = kind == Kind::read ? archive_read_new() : archive_write_new();
+    m_archive = kind == Kind::read ? libarchive().archive_read_new() : libarchive().archive_write_new();
     if (m_archive == nullptr) throw Error(ErrorCode::internal, "libarchive could not allocate a handle; out of memory");
 }
 
 Handle::~Handle() {
     if (m_kind == Kind::read) {
-        archive_read_free(m_archive);
+        libarchive().archive_read_free(m_archive);
     } else {
-        archive_write_free(m_archive);
+        libarchive().archive_write_free(m_archive);
     }
 }
 
 std::string Handle::error_text() const {
-    const char* text = archive_error_string(m_archive);
+    const char* text = libarchive().archive_error_string(m_archive);
     return printable(text != nullptr ? text : "unknown libarchive error");
 }
 

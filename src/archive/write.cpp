@@ -1,7 +1,5 @@
 // The reproducible writer: the same entries give the same bytes, whoever
 // writes them and whenever (docs/ARCHITECTURE.md, "Cache archives").
-#include <archive.h>
-#include <archive_entry.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,6 +47,8 @@ Compression compression_for(const fs::path& file) {
 
 namespace {
 
+using detail::libarchive;
+
 [[noreturn]] void write_error(const fs::path& path, int err) {
     throw Error(ErrorCode::internal, "cannot write " + printable(path.string()) + ": " + std::strerror(err) +
                                          "; check permissions and free space");
@@ -71,28 +71,28 @@ public:
         struct archive* out = m_handle.get();
         // pax only where ustar cannot hold a name, so short paths give plain
         // ustar headers; libarchive names its pax headers without a pid.
-        check(archive_write_set_format_pax_restricted(out));
+        check(libarchive().archive_write_set_format_pax_restricted(out));
         switch (compression) {
             case Compression::gzip:
-                check(archive_write_add_filter_gzip(out));
+                check(libarchive().archive_write_add_filter_gzip(out));
                 // gzip headers carry the time of writing unless told not to.
-                check(archive_write_set_filter_option(out, "gzip", "timestamp", nullptr));
+                check(libarchive().archive_write_set_filter_option(out, "gzip", "timestamp", nullptr));
                 break;
             case Compression::xz:
-                check(archive_write_add_filter_xz(out));
+                check(libarchive().archive_write_add_filter_xz(out));
                 break;
             case Compression::zstd:
-                check(archive_write_add_filter_zstd(out));
+                check(libarchive().archive_write_add_filter_zstd(out));
                 break;
             case Compression::none:
-                check(archive_write_add_filter_none(out));
+                check(libarchive().archive_write_add_filter_none(out));
                 break;
         }
-        check(archive_write_open_fd(out, fd));
+        check(libarchive().archive_write_open_fd(out, fd));
     }
 
     std::uint64_t add(const WriteEntry& entry);
-    void close() { check(archive_write_close(m_handle.get())); }
+    void close() { check(libarchive().archive_write_close(m_handle.get())); }
 
 private:
     void check(int status) const {
@@ -117,23 +117,24 @@ using EntryPtr = std::unique_ptr<struct archive_entry, decltype(&archive_entry_f
 
 std::uint64_t Writer::add(const WriteEntry& entry) {
     check_cancel();
-    EntryPtr header(archive_entry_new(), &archive_entry_free);
+    const detail::LibArchive& lib = libarchive();
+    EntryPtr header(lib.archive_entry_new(), lib.archive_entry_free);
     if (!header) throw Error(ErrorCode::internal, "libarchive could not allocate an entry; out of memory");
-    archive_entry_copy_pathname(header.get(), entry.path.c_str());
-    archive_entry_set_mtime(header.get(), 0, 0);
-    archive_entry_set_uid(header.get(), 0);
-    archive_entry_set_gid(header.get(), 0);
+    libarchive().archive_entry_copy_pathname(header.get(), entry.path.c_str());
+    libarchive().archive_entry_set_mtime(header.get(), 0, 0);
+    libarchive().archive_entry_set_uid(header.get(), 0);
+    libarchive().archive_entry_set_gid(header.get(), 0);
     switch (entry.type) {
         case EntryType::directory:
-            archive_entry_set_filetype(header.get(), AE_IFDIR);
-            archive_entry_set_perm(header.get(), 0755);
-            check(archive_write_header(m_handle.get(), header.get()));
+            libarchive().archive_entry_set_filetype(header.get(), AE_IFDIR);
+            libarchive().archive_entry_set_perm(header.get(), 0755);
+            check(libarchive().archive_write_header(m_handle.get(), header.get()));
             return 0;
         case EntryType::symlink:
-            archive_entry_set_filetype(header.get(), AE_IFLNK);
-            archive_entry_set_perm(header.get(), 0777);
-            archive_entry_copy_symlink(header.get(), entry.link_target.c_str());
-            check(archive_write_header(m_handle.get(), header.get()));
+            libarchive().archive_entry_set_filetype(header.get(), AE_IFLNK);
+            libarchive().archive_entry_set_perm(header.get(), 0777);
+            libarchive().archive_entry_copy_symlink(header.get(), entry.link_target.c_str());
+            check(libarchive().archive_write_header(m_handle.get(), header.get()));
             return 0;
         case EntryType::file:
             return copy_file(header.get(), entry);
@@ -157,10 +158,10 @@ std::uint64_t Writer::copy_file(struct archive_entry* header, const WriteEntry& 
         throw Error(ErrorCode::internal, source + " is not a regular file; it cannot go into an archive");
     }
     const auto size = static_cast<std::uint64_t>(st.st_size);
-    archive_entry_set_filetype(header, AE_IFREG);
-    archive_entry_set_perm(header, entry.read_only ? 0444 : 0644);
-    archive_entry_set_size(header, static_cast<la_int64_t>(size));
-    check(archive_write_header(m_handle.get(), header));
+    libarchive().archive_entry_set_filetype(header, AE_IFREG);
+    libarchive().archive_entry_set_perm(header, entry.read_only ? 0444 : 0644);
+    libarchive().archive_entry_set_size(header, static_cast<la_int64_t>(size));
+    check(libarchive().archive_write_header(m_handle.get(), header));
     std::array<char, 256 * 1024> buffer{};
     std::uint64_t copied = 0;
     for (;;) {
@@ -174,7 +175,8 @@ std::uint64_t Writer::copy_file(struct archive_entry* header, const WriteEntry& 
         if (n == 0) break;
         copied += static_cast<std::uint64_t>(n);
         if (copied > size) break;
-        if (archive_write_data(m_handle.get(), buffer.data(), static_cast<std::size_t>(n)) != n) check(ARCHIVE_FATAL);
+        if (libarchive().archive_write_data(m_handle.get(), buffer.data(), static_cast<std::size_t>(n)) != n)
+            check(ARCHIVE_FATAL);
     }
     if (copied != size) {
         throw Error(ErrorCode::internal, source +

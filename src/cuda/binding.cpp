@@ -2,6 +2,7 @@
 // cuGetProcAddress at fixed ABI versions, cuInit. The outcome, success or
 // the reason for failure, is computed once and kept for the process.
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -49,6 +50,28 @@ public:
 private:
     void* m_handle;
 };
+
+// Where the NVIDIA kernel driver shows itself: /proc/driver/nvidia on
+// Linux (the NVIDIA container toolkit mounts it), /dev/nvidiactl (a
+// container given the device nodes by hand), /dev/dxg under WSL.
+constexpr const char* k_kernel_driver_markers[] = {"/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg"};
+
+// Without the kernel driver libcuda can find no device, and searching the
+// library path for it costs the dynamic loader dozens of failed opens on
+// every start of a CPU-only host (docs/ARCHITECTURE.md, "Start-up cost and
+// the network stack"); two stat calls answer the same question.
+void require_kernel_driver() {
+    struct stat st {};
+    for (const char* marker : k_kernel_driver_markers) {
+        if (::stat(marker, &st) == 0) return;
+    }
+    throw Error(ErrorCode::load,
+                std::string("no CUDA driver: none of /proc/driver/nvidia, /dev/nvidiactl and /dev/dxg exists, so no "
+                            "NVIDIA kernel driver is loaded and ") +
+                    k_default_library +
+                    " was not tried; install the NVIDIA driver, use a CPU variant, or name a "
+                    "driver library in KERNHUB_CUDA_DRIVER");
+}
 
 }  // namespace
 
@@ -135,6 +158,7 @@ std::unique_ptr<Driver> Binding::bind() {
     const char* configured = std::getenv(k_library_variable);
     const bool from_variable = configured != nullptr && *configured != '\0';
     binding.library = from_variable ? configured : k_default_library;
+    if (!from_variable) require_kernel_driver();
     loader::take_dlerror();
     HandleGuard handle(::dlopen(binding.library.c_str(), RTLD_NOW | RTLD_LOCAL));
     if (handle.get() == nullptr) {

@@ -1,5 +1,6 @@
 // Streaming digests over OpenSSL EVP. The digest module is the only owner of
-// OpenSSL in kernhub.
+// OpenSSL in kernhub; libcrypto is bound at run time when the first Hasher
+// is made (common/dynlib.hpp), so code that hashes nothing never maps it.
 #pragma once
 
 #include <cstddef>

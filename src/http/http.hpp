@@ -1,4 +1,6 @@
-// HTTP transfers over libcurl. The http module is the only owner of libcurl.
+// HTTP transfers over libcurl. The http module is the only owner of libcurl,
+// which it binds at run time on the first request (curl_api.hpp): creating
+// a Session costs no library load.
 //
 // Redirects are followed here, not by libcurl, so that the bearer token is
 // attached to a hop only when that hop's scheme, host and port equal the
@@ -131,7 +133,7 @@ private:
     std::uint64_t m_requests = 0;
     RetryObserver m_on_retry;
     struct Handle;
-    std::unique_ptr<Handle> m_handle;
+    std::unique_ptr<Handle> m_handle;  // made by the first request, which binds libcurl
 };
 
 }  // namespace kernhub::http

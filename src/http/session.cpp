@@ -1,15 +1,13 @@
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <exception>
-#include <mutex>
 #include <random>
 #include <string_view>
 #include <thread>
 
 #include "common/text.hpp"
+#include "http/curl_api.hpp"
 #include "http/http.hpp"
 #include "kernhub/error.hpp"
 
@@ -30,11 +28,6 @@ constexpr int k_max_range_restarts = 1;
 // Hub-requested waits above this many seconds all read as "too long"; it
 // keeps the conversion to milliseconds from overflowing.
 constexpr std::uint64_t k_max_wait_seconds_parsed = 1'000'000'000'000;
-
-void global_init_once() {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 bool is_redirect(long status) {
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
@@ -110,7 +103,7 @@ std::optional<milliseconds> retry_after(const Response& response) {
     const std::string value = response.header("retry-after");
     if (value.empty()) return std::nullopt;
     if (auto seconds = parse_digits(value, k_max_wait_seconds_parsed)) return seconds_to_ms(*seconds);
-    const std::time_t when = curl_getdate(value.c_str(), nullptr);
+    const std::time_t when = curl_api().getdate(value.c_str(), nullptr);
     if (when == -1) return std::nullopt;
     auto left = std::chrono::ceil<milliseconds>(std::chrono::system_clock::from_time_t(when) -
                                                 std::chrono::system_clock::now());
@@ -182,7 +175,7 @@ std::optional<ContentRange> parse_content_range(const std::string& value) {
 
 // Frees a request's header list; the handle's option is cleared first.
 struct SlistFree {
-    void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+    void operator()(curl_slist* list) const { curl_api().slist_free_all(list); }
 };
 
 // Clears every option of the handle when an exchange ends, however it ends
@@ -192,7 +185,7 @@ struct SlistFree {
 // survive curl_easy_reset.
 struct ResetOnExit {
     CURL* curl;
-    ~ResetOnExit() { curl_easy_reset(curl); }
+    ~ResetOnExit() { curl_api().easy_reset(curl); }
 };
 
 }  // namespace
@@ -215,11 +208,10 @@ struct Session::Handle {
     // into it for as long as the option is set.
     char error_buffer[CURL_ERROR_SIZE] = {};
     Handle() {
-        global_init_once();
-        curl = curl_easy_init();
+        curl = curl_api().easy_init();
         if (curl == nullptr) throw Error(ErrorCode::internal, "libcurl could not create a transfer handle");
     }
-    ~Handle() { curl_easy_cleanup(curl); }
+    ~Handle() { curl_api().easy_cleanup(curl); }
     Handle(const Handle&) = delete;
     Handle& operator=(const Handle&) = delete;
 };
@@ -325,15 +317,17 @@ static int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_
 }
 
 Session::Session(Policy policy, std::string token, std::string token_origin)
-    : m_policy(policy),
-      m_token(std::move(token)),
-      m_token_origin(std::move(token_origin)),
-      m_handle(std::make_unique<Handle>()) {}
+    : m_policy(policy), m_token(std::move(token)), m_token_origin(std::move(token_origin)) {}
 
 Session::~Session() = default;
 
 Response Session::perform_once(const std::string& url, BodyTarget* target, Attempt& attempt) {
     if (cancelled(m_policy.cancel)) throw_interrupted(url);
+    // The first request binds libcurl and makes the handle: a session that
+    // never sends one costs nothing (docs/ARCHITECTURE.md, "Start-up cost
+    // and the network stack").
+    const CurlApi& api = curl_api();
+    if (!m_handle) m_handle = std::make_unique<Handle>();
     CURL* curl = m_handle->curl;
     attempt.response = Response{};
     attempt.url = url;
@@ -345,8 +339,8 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     attempt.target_error = nullptr;
 
     std::unique_ptr<curl_slist, SlistFree> headers;
-    auto add_header = [&headers](const std::string& line) {
-        curl_slist* list = curl_slist_append(headers.get(), line.c_str());
+    auto add_header = [&api, &headers](const std::string& line) {
+        curl_slist* list = api.slist_append(headers.get(), line.c_str());
         if (list == nullptr) throw Error(ErrorCode::internal, "out of memory building HTTP request headers");
         headers.release();  // curl_slist_append returned the same list, now one longer
         headers.reset(list);
@@ -359,28 +353,28 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     }
     ResetOnExit reset{curl};  // after `headers`, so the option is cleared before the list is freed
     m_handle->error_buffer[0] = '\0';
-    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, "kernhub/" KERNHUB_VERSION);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, m_policy.connect_timeout_s);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 10L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, m_policy.low_speed_time_s);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, m_handle->error_buffer);
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);
+    api.easy_setopt(curl, CURLOPT_URL, url.c_str());
+    api.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    api.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    api.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    api.easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
+    api.easy_setopt(curl, CURLOPT_USERAGENT, "kernhub/" KERNHUB_VERSION);
+    api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, m_policy.connect_timeout_s);
+    api.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 10L);
+    api.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, m_policy.low_speed_time_s);
+    api.easy_setopt(curl, CURLOPT_ERRORBUFFER, m_handle->error_buffer);
+    api.easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    api.easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
+    api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    api.easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);
     if (m_policy.cancel != nullptr) {
-        curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &attempt);
+        api.easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+        api.easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+        api.easy_setopt(curl, CURLOPT_XFERINFODATA, &attempt);
     }
-    if (target == nullptr) curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
+    if (target == nullptr) api.easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
 
-    attempt.code = curl_easy_perform(curl);
+    attempt.code = api.easy_perform(curl);
     ++m_requests;
     if (attempt.target_error) std::rethrow_exception(attempt.target_error);
     if (attempt.code == CURLE_ABORTED_BY_CALLBACK) throw_interrupted(url);
@@ -391,12 +385,11 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     }
     Response response = std::move(attempt.response);
     response.url = url;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-    attempt.curl_message =
-        m_handle->error_buffer[0] != '\0' ? m_handle->error_buffer : curl_easy_strerror(attempt.code);
+    api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+    attempt.curl_message = m_handle->error_buffer[0] != '\0' ? m_handle->error_buffer : api.easy_strerror(attempt.code);
     if (is_redirect(response.status)) {
         char* location = nullptr;
-        curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &location);
+        api.easy_getinfo(curl, CURLINFO_REDIRECT_URL, &location);
         response.headers["location"] = location != nullptr ? location : "";
     }
     if ((response.status == 200 || response.status == 206) && attempt.range_problem.empty() &&

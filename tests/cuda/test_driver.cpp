@@ -111,6 +111,28 @@ TEST_CASE("a driver file that does not exist makes CUDA unavailable with a load 
     CHECK_THAT(report.message, Catch::Contains("install the NVIDIA driver or use a CPU variant"));
 }
 
+// Without the NVIDIA kernel driver, the default libcuda.so.1 is not looked
+// for at all; the message says why.
+KERNHUB_TEST_REQUIREMENT("needs:no-kernel-driver", []() -> std::string {
+    for (const char* marker : {"/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg"}) {
+        if (fs::exists(marker)) return std::string(marker) + " exists";
+    }
+    return "";
+});
+
+TEST_CASE("without a kernel driver the default libcuda is reported missing without a search",
+          "[cuda][needs:no-kernel-driver]") {
+    // An empty KERNHUB_CUDA_DRIVER counts as unset: the default library.
+    const BindingReport report = bind_in_child("");
+    INFO(report.message);
+    CHECK_FALSE(report.available);
+    CHECK(report.first_code == static_cast<int>(ErrorCode::load));
+    CHECK(report.same_text);
+    CHECK_THAT(report.message, Catch::Contains("no CUDA driver"));
+    CHECK_THAT(report.message, Catch::Contains("/proc/driver/nvidia"));
+    CHECK_THAT(report.message, Catch::Contains("libcuda.so.1 was not tried"));
+}
+
 TEST_CASE("the toolkit's stub libcuda is recognised and reported as the stub", "[cuda][needs:cuda-stub]") {
     const BindingReport report = bind_in_child(k_stub_driver);
     INFO(report.message);

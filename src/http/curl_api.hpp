@@ -1,0 +1,31 @@
+// libcurl, bound at run time on the first request (common/dynlib.hpp):
+// a process that only loads cached kernels never maps libcurl and its
+// dependency tree. The pointer types come from <curl/curl.h>, so they
+// cannot drift from the library's signatures.
+#pragma once
+
+#include <curl/curl.h>
+
+namespace kernhub::http {
+
+struct CurlApi {
+    decltype(&::curl_global_init) global_init = nullptr;
+    decltype(&::curl_easy_init) easy_init = nullptr;
+    decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
+    decltype(&::curl_easy_reset) easy_reset = nullptr;
+    decltype(&::curl_easy_setopt) easy_setopt = nullptr;
+    decltype(&::curl_easy_getinfo) easy_getinfo = nullptr;
+    decltype(&::curl_easy_perform) easy_perform = nullptr;
+    decltype(&::curl_easy_strerror) easy_strerror = nullptr;
+    decltype(&::curl_slist_append) slist_append = nullptr;
+    decltype(&::curl_slist_free_all) slist_free_all = nullptr;
+    decltype(&::curl_getdate) getdate = nullptr;
+};
+
+// Opens libcurl.so.4 (else libcurl.so), resolves the table and runs
+// curl_global_init once per process. Throws Error(internal) naming the
+// library and what to install, on this and every later call, when it
+// cannot; Error(network) when curl_global_init fails.
+const CurlApi& curl_api();
+
+}  // namespace kernhub::http
