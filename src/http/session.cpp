@@ -31,6 +31,9 @@ constexpr int k_max_range_restarts = 1;
 // keeps the conversion to milliseconds from overflowing.
 constexpr std::uint64_t k_max_wait_seconds_parsed = 1'000'000'000'000;
 
+// Requests this thread sent, for per-call counts (requests_on_this_thread).
+thread_local std::uint64_t t_requests = 0;
+
 void global_init_once() {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -224,6 +227,35 @@ struct Session::Handle {
     Handle& operator=(const Handle&) = delete;
 };
 
+// Idle handles kept for reuse (their connections stay open); a handle
+// returned while this many are idle is closed. Only threads that overlap
+// in a request make more than one.
+constexpr std::size_t k_max_idle_handles = 4;
+
+// A handle for one exchange: an idle one of the session's, or a new one.
+struct Session::HandleLease {
+    Session& session;
+    std::unique_ptr<Handle> handle;
+
+    explicit HandleLease(Session& owner) : session(owner) {
+        {
+            std::lock_guard<std::mutex> guard(session.m_idle_mutex);
+            if (!session.m_idle.empty()) {
+                handle = std::move(session.m_idle.back());
+                session.m_idle.pop_back();
+            }
+        }
+        if (!handle) handle = std::make_unique<Handle>();
+    }
+    ~HandleLease() {
+        std::lock_guard<std::mutex> guard(session.m_idle_mutex);
+        if (session.m_idle.size() < k_max_idle_handles) session.m_idle.push_back(std::move(handle));
+    }
+    HandleLease(const HandleLease&) = delete;
+    HandleLease& operator=(const HandleLease&) = delete;
+    Handle* operator->() const { return handle.get(); }
+};
+
 // State of one request/response exchange, shared with the libcurl callbacks.
 struct Session::Attempt {
     Response response;
@@ -325,16 +357,15 @@ static int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_
 }
 
 Session::Session(Policy policy, std::string token, std::string token_origin)
-    : m_policy(policy),
-      m_token(std::move(token)),
-      m_token_origin(std::move(token_origin)),
-      m_handle(std::make_unique<Handle>()) {}
+    : m_policy(policy), m_token(std::move(token)), m_token_origin(std::move(token_origin)) {}
 
 Session::~Session() = default;
 
 Response Session::perform_once(const std::string& url, BodyTarget* target, Attempt& attempt) {
     if (cancelled(m_policy.cancel)) throw_interrupted(url);
-    CURL* curl = m_handle->curl;
+    // Before `headers` and `reset`: the handle is reset before it goes back.
+    HandleLease handle(*this);
+    CURL* curl = handle->curl;
     attempt.response = Response{};
     attempt.url = url;
     attempt.target = target;
@@ -358,7 +389,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
         if (!validator.empty()) add_header("If-Range: " + validator);
     }
     ResetOnExit reset{curl};  // after `headers`, so the option is cleared before the list is freed
-    m_handle->error_buffer[0] = '\0';
+    handle->error_buffer[0] = '\0';
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
@@ -368,7 +399,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, m_policy.connect_timeout_s);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 10L);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, m_policy.low_speed_time_s);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, m_handle->error_buffer);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, handle->error_buffer);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
@@ -381,7 +412,8 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     if (target == nullptr) curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
 
     attempt.code = curl_easy_perform(curl);
-    ++m_requests;
+    m_requests.fetch_add(1, std::memory_order_relaxed);
+    ++t_requests;
     if (attempt.target_error) std::rethrow_exception(attempt.target_error);
     if (attempt.code == CURLE_ABORTED_BY_CALLBACK) throw_interrupted(url);
 
@@ -392,8 +424,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     Response response = std::move(attempt.response);
     response.url = url;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-    attempt.curl_message =
-        m_handle->error_buffer[0] != '\0' ? m_handle->error_buffer : curl_easy_strerror(attempt.code);
+    attempt.curl_message = handle->error_buffer[0] != '\0' ? handle->error_buffer : curl_easy_strerror(attempt.code);
     if (is_redirect(response.status)) {
         char* location = nullptr;
         curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &location);
@@ -515,6 +546,10 @@ Response Session::run(const std::string& url, BodyTarget* target) {
         wait_for(delay, m_policy.cancel, url);
         ++tries;
     }
+}
+
+std::uint64_t requests_on_this_thread() noexcept {
+    return t_requests;
 }
 
 Response Session::get(const std::string& url) {

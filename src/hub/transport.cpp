@@ -3,6 +3,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
@@ -13,17 +14,31 @@ namespace {
 
 class HttpTransport final : public Transport {
 public:
-    explicit HttpTransport(const TransportConfig& config) : m_session(config.policy, config.token, config.endpoint) {
-        if (config.on_retry) m_session.set_retry_observer(config.on_retry);
-    }
-    http::Response get(const std::string& url) override { return m_session.get(url); }
+    explicit HttpTransport(TransportConfig config) : m_config(std::move(config)) {}
+    http::Response get(const std::string& url) override { return session().get(url); }
     http::Response download(const std::string& url, http::BodyTarget& target) override {
-        return m_session.download(url, target);
+        return session().download(url, target);
     }
-    std::uint64_t requests() const override { return m_session.requests(); }
 
 private:
-    http::Session m_session;
+    // The session (and with it libcurl's handle) is made on the first
+    // request, so a client that finds everything in the cache never makes
+    // one. Several threads may send their first request at once:
+    // std::call_once makes exactly one session, and a constructor that
+    // throws leaves the next request to try again. The session gives each
+    // concurrent request a libcurl handle of its own.
+    http::Session& session() {
+        std::call_once(m_session_once, [this] {
+            auto session = std::make_unique<http::Session>(m_config.policy, m_config.token, m_config.endpoint);
+            if (m_config.on_retry) session->set_retry_observer(m_config.on_retry);
+            m_session = std::move(session);
+        });
+        return *m_session;
+    }
+
+    TransportConfig m_config;
+    std::once_flag m_session_once;
+    std::unique_ptr<http::Session> m_session;
 };
 
 // A static hub tree on disk: the URL path names a file under the root.
@@ -57,8 +72,6 @@ public:
         if (in.bad()) throw Error(ErrorCode::internal, "cannot read " + to_path(url).string());
         return response;
     }
-
-    std::uint64_t requests() const override { return 0; }
 
 private:
     // The file the URL names, with `response` set to 200, or 404 when absent.
