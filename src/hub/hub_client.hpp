@@ -54,6 +54,8 @@ public:
     // Streams a file at `commit` into target (redirects and retries inside).
     void download(const RepoRef& repo, const std::string& commit, const std::string& path, http::BodyTarget& target);
 
+    // Every thread's requests; per-call counts use http::requests_on_this_thread.
+    std::uint64_t requests() const { return m_transport->requests(); }
     const std::string& endpoint() const { return m_endpoint; }
 
 private:

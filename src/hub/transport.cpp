@@ -1,5 +1,6 @@
 #include "hub/transport.hpp"
 
+#include <atomic>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,10 @@ public:
     http::Response download(const std::string& url, http::BodyTarget& target) override {
         return session().download(url, target);
     }
+    std::uint64_t requests() const override {
+        const http::Session* made = m_made.load(std::memory_order_acquire);
+        return made != nullptr ? made->requests() : 0;
+    }
 
 private:
     // The session (and with it libcurl's handle) is made on the first
@@ -32,6 +37,7 @@ private:
             auto session = std::make_unique<http::Session>(m_config.policy, m_config.token, m_config.endpoint);
             if (m_config.on_retry) session->set_retry_observer(m_config.on_retry);
             m_session = std::move(session);
+            m_made.store(m_session.get(), std::memory_order_release);
         });
         return *m_session;
     }
@@ -39,6 +45,7 @@ private:
     TransportConfig m_config;
     std::once_flag m_session_once;
     std::unique_ptr<http::Session> m_session;
+    std::atomic<const http::Session*> m_made{nullptr};  // m_session once made, for requests()
 };
 
 // A static hub tree on disk: the URL path names a file under the root.
@@ -72,6 +79,8 @@ public:
         if (in.bad()) throw Error(ErrorCode::internal, "cannot read " + to_path(url).string());
         return response;
     }
+
+    std::uint64_t requests() const override { return 0; }
 
 private:
     // The file the URL names, with `response` set to 200, or 404 when absent.

@@ -20,6 +20,8 @@ public:
     virtual http::Response get(const std::string& url) = 0;
     // GET streaming a 2xx body into `target`.
     virtual http::Response download(const std::string& url, http::BodyTarget& target) = 0;
+    // HTTP requests made so far by every thread (0 for a file:// hub).
+    virtual std::uint64_t requests() const = 0;
 };
 
 struct TransportConfig {
