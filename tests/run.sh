@@ -2,6 +2,8 @@
 # Builds kernhub with warnings as errors and runs the whole test suite.
 #   tests/run.sh              the normal build in build/
 #   tests/run.sh --sanitize   an AddressSanitizer + UBSan build in build-asan/
+#   tests/run.sh --tsan       a ThreadSanitizer build in build-tsan/ of only
+#                             what the thread tests need, running only them
 # It ends with how many tests were skipped and why, and exits with ctest's
 # status.
 set -euo pipefail
@@ -9,6 +11,18 @@ cd "$(dirname "$0")/.."
 
 dir=build
 flags=(-DKERNHUB_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+
+# ThreadSanitizer: the library and tests/threads only (docs/ARCHITECTURE.md,
+# "Threads"). The loopback hub is stdlib Python, so no virtual environment.
+if [ "${1:-}" = "--tsan" ]; then
+  dir=build-tsan
+  .ci/install-deps
+  cmake -S . -B "$dir" -G Ninja "${flags[@]}" -DKERNHUB_TSAN=ON >/dev/null
+  cmake --build "$dir" -j"$(nproc)" --target test_threads
+  # halt_on_error: the first race fails the test that raced.
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+  exec ctest --test-dir "$dir" -L threads -j"$(nproc)" --output-on-failure
+fi
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
   flags+=(-DKERNHUB_SANITIZE=ON)

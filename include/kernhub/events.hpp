@@ -25,7 +25,9 @@ struct Event {
 };
 
 // Called from the thread that runs the library call. Implementations must
-// not throw.
+// not throw. A Client shared by several threads calls its sink from each of
+// them, possibly at the same time: such a sink must be thread-safe (events
+// of one call arrive in order on that call's thread).
 class KERNHUB_API EventSink {
 public:
     virtual ~EventSink();

@@ -55,7 +55,9 @@ struct Options {
     // sleeping, and a value outside the range is Error(usage). nullopt:
     // KERNHUB_MAX_WAIT, else 60.
     std::optional<int> max_wait_seconds;
-    // Receives progress and status events; may be null.
+    // Receives progress and status events; may be null. Called on the
+    // thread that runs the call: with a Client shared by threads, from
+    // several threads at once.
     EventSink* events = nullptr;
     // When non-null, setting *cancel to true (from another thread or a
     // signal handler) stops a running call soon after: transfers abort,
@@ -122,6 +124,18 @@ struct RegistryEntry {
     std::string source;  // the registry file that defined it
 };
 
+// Threads: one Client may be shared by any number of threads; fetch, load,
+// info, prewarm and list may run at the same time, for the same or
+// different names, and each returns what it would have returned alone
+// (FetchResult::requests and the other request counts count the call's
+// own requests). Separate Clients are independent, in one thread or
+// several, and may share a cache directory: calls coordinate through the
+// cache's file locks as separate processes do, so a file is downloaded
+// once while the other callers wait for it. Concurrent requests of one
+// Client use separate connections, so no call waits for another thread's
+// download of a different file. Options::events is called from each calling thread,
+// so a sink shared by threads must be thread-safe. Moving or destroying a
+// Client while another thread uses it is not allowed.
 class KERNHUB_API Client {
 public:
     explicit Client(Options options = {});
@@ -179,6 +193,7 @@ private:
 
 // The address stored by a successful load() of `ref` in this process, or
 // nullptr. Not for the hot path: look it up once and keep the KernelFn.
+// Safe to call from any thread, also while other threads load.
 KERNHUB_API void* resolved_address(const std::string& ref);
 
 template <class Signature>

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "api/settings.hpp"
@@ -30,6 +31,10 @@ registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::
 
 }  // namespace api
 
+// Shared by every thread that calls the Client (docs/ARCHITECTURE.md,
+// "Threads"): options, settings and the registry are fixed after
+// construction; the lazily made host facts and hub client are made once
+// under host_once / hub_mutex and never change afterwards.
 // Hidden: Client is exported, and a nested class would inherit that.
 struct __attribute__((visibility("hidden"))) Client::Impl {
     Options options;
@@ -37,7 +42,8 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     api::Settings settings;
     registry::Registry registry;
     select::HostFacts host;
-    bool host_detected = false;
+    std::once_flag host_once;
+    std::mutex hub_mutex;
     std::unique_ptr<hub::HubClient> hub;
     // Listings and variant records parsed by earlier fetches of this client.
     hub::SideDataMemo memo;
@@ -49,8 +55,9 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
 
     // Host facts are detected on first need: binding the CUDA driver costs a
     // dlopen, which `list` should not pay.
+    // A detection that throws leaves the next call to try again.
     const select::HostFacts& host_facts() {
-        if (!host_detected) {
+        std::call_once(host_once, [this] {
             host = select::detect_host();
             host.targets = settings.targets;
             if (settings.targets.empty() && cuda::Driver::available()) {
@@ -63,13 +70,13 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
                     host.cuda.reset();
                 }
             }
-            host_detected = true;
-        }
+        });
         return host;
     }
 
     hub::HubClient* hub_client() {
         if (settings.offline) return nullptr;
+        std::lock_guard<std::mutex> guard(hub_mutex);
         if (!hub) {
             hub::TransportConfig config;
             config.endpoint = settings.endpoint;
@@ -92,7 +99,10 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         return hub.get();
     }
 
-    std::uint64_t requests() const { return hub ? hub->requests() : 0; }
+    // Requests sent by the calling thread so far: a difference around one
+    // call counts that call's requests, not those other threads sent
+    // meanwhile through the same client.
+    static std::uint64_t requests() { return http::requests_on_this_thread(); }
 
     FetchResult fetch(const registry::KernelSpec& spec);
 

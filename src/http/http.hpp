@@ -18,8 +18,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kernhub::http {
 
@@ -96,6 +98,8 @@ struct Policy {
 // Called before each retry with a one-line description.
 using RetryObserver = std::function<void(const std::string&)>;
 
+// A Session may be shared between threads: concurrent requests each use a
+// libcurl handle of their own (connections are reused per handle).
 class Session {
 public:
     Session(Policy policy, std::string token, std::string token_origin);
@@ -116,8 +120,10 @@ public:
     // when the server keeps answering ranges that do not fit.
     Response download(const std::string& url, BodyTarget& target);
 
-    // Requests sent so far, each redirect hop and retry counted.
-    std::uint64_t requests() const noexcept { return m_requests; }
+    // Requests sent so far by every thread, each redirect hop and retry
+    // counted.
+    std::uint64_t requests() const noexcept { return m_requests.load(std::memory_order_relaxed); }
+    // Set before the session is shared between threads.
     void set_retry_observer(RetryObserver observer) { m_on_retry = std::move(observer); }
 
     struct Attempt;  // per-exchange state shared with libcurl callbacks (session.cpp)
@@ -130,10 +136,22 @@ private:
     Policy m_policy;
     std::string m_token;
     std::string m_token_origin;
-    std::uint64_t m_requests = 0;
+    std::atomic<std::uint64_t> m_requests{0};
     RetryObserver m_on_retry;
+    // A libcurl easy handle serves one transfer at a time. Each exchange
+    // (perform_once) leases an idle handle, or makes one, and returns it
+    // when done, so threads sharing a session never share a handle and never
+    // wait for each other's transfers. Handles are made on first need, not
+    // by the constructor. See docs/ARCHITECTURE.md, "Threads".
     struct Handle;
-    std::unique_ptr<Handle> m_handle;  // made by the first request, which binds libcurl
+    struct HandleLease;
+    std::mutex m_idle_mutex;
+    std::vector<std::unique_ptr<Handle>> m_idle;  // guarded by m_idle_mutex
 };
+
+// Requests sent by the calling thread through any Session so far. A Client
+// call runs on its caller's thread, so the difference before and after the
+// call is that call's requests, whatever other threads send meanwhile.
+std::uint64_t requests_on_this_thread() noexcept;
 
 }  // namespace kernhub::http

@@ -29,6 +29,9 @@ constexpr int k_max_range_restarts = 1;
 // keeps the conversion to milliseconds from overflowing.
 constexpr std::uint64_t k_max_wait_seconds_parsed = 1'000'000'000'000;
 
+// Requests this thread sent, for per-call counts (requests_on_this_thread).
+thread_local std::uint64_t t_requests = 0;
+
 bool is_redirect(long status) {
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
@@ -216,6 +219,35 @@ struct Session::Handle {
     Handle& operator=(const Handle&) = delete;
 };
 
+// Idle handles kept for reuse (their connections stay open); a handle
+// returned while this many are idle is closed. Only threads that overlap
+// in a request make more than one.
+constexpr std::size_t k_max_idle_handles = 4;
+
+// A handle for one exchange: an idle one of the session's, or a new one.
+struct Session::HandleLease {
+    Session& session;
+    std::unique_ptr<Handle> handle;
+
+    explicit HandleLease(Session& owner) : session(owner) {
+        {
+            std::lock_guard<std::mutex> guard(session.m_idle_mutex);
+            if (!session.m_idle.empty()) {
+                handle = std::move(session.m_idle.back());
+                session.m_idle.pop_back();
+            }
+        }
+        if (!handle) handle = std::make_unique<Handle>();
+    }
+    ~HandleLease() {
+        std::lock_guard<std::mutex> guard(session.m_idle_mutex);
+        if (session.m_idle.size() < k_max_idle_handles) session.m_idle.push_back(std::move(handle));
+    }
+    HandleLease(const HandleLease&) = delete;
+    HandleLease& operator=(const HandleLease&) = delete;
+    Handle* operator->() const { return handle.get(); }
+};
+
 // State of one request/response exchange, shared with the libcurl callbacks.
 struct Session::Attempt {
     Response response;
@@ -323,12 +355,13 @@ Session::~Session() = default;
 
 Response Session::perform_once(const std::string& url, BodyTarget* target, Attempt& attempt) {
     if (cancelled(m_policy.cancel)) throw_interrupted(url);
-    // The first request binds libcurl and makes the handle: a session that
-    // never sends one costs nothing (docs/ARCHITECTURE.md, "Start-up cost
-    // and the network stack").
+    // The first request binds libcurl (docs/ARCHITECTURE.md, "Start-up cost
+    // and the network stack"); a handle is borrowed per request, so threads
+    // never share one. Before `headers` and `reset`: the handle is reset
+    // before it goes back.
     const CurlApi& api = curl_api();
-    if (!m_handle) m_handle = std::make_unique<Handle>();
-    CURL* curl = m_handle->curl;
+    HandleLease handle(*this);
+    CURL* curl = handle->curl;
     attempt.response = Response{};
     attempt.url = url;
     attempt.target = target;
@@ -352,7 +385,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
         if (!validator.empty()) add_header("If-Range: " + validator);
     }
     ResetOnExit reset{curl};  // after `headers`, so the option is cleared before the list is freed
-    m_handle->error_buffer[0] = '\0';
+    handle->error_buffer[0] = '\0';
     api.easy_setopt(curl, CURLOPT_URL, url.c_str());
     api.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     api.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
@@ -362,7 +395,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, m_policy.connect_timeout_s);
     api.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 10L);
     api.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, m_policy.low_speed_time_s);
-    api.easy_setopt(curl, CURLOPT_ERRORBUFFER, m_handle->error_buffer);
+    api.easy_setopt(curl, CURLOPT_ERRORBUFFER, handle->error_buffer);
     api.easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
     api.easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
     api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
@@ -375,7 +408,8 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     if (target == nullptr) api.easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
 
     attempt.code = api.easy_perform(curl);
-    ++m_requests;
+    m_requests.fetch_add(1, std::memory_order_relaxed);
+    ++t_requests;
     if (attempt.target_error) std::rethrow_exception(attempt.target_error);
     if (attempt.code == CURLE_ABORTED_BY_CALLBACK) throw_interrupted(url);
 
@@ -386,7 +420,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     Response response = std::move(attempt.response);
     response.url = url;
     api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-    attempt.curl_message = m_handle->error_buffer[0] != '\0' ? m_handle->error_buffer : api.easy_strerror(attempt.code);
+    attempt.curl_message = handle->error_buffer[0] != '\0' ? handle->error_buffer : api.easy_strerror(attempt.code);
     if (is_redirect(response.status)) {
         char* location = nullptr;
         api.easy_getinfo(curl, CURLINFO_REDIRECT_URL, &location);
@@ -508,6 +542,10 @@ Response Session::run(const std::string& url, BodyTarget* target) {
         wait_for(delay, m_policy.cancel, url);
         ++tries;
     }
+}
+
+std::uint64_t requests_on_this_thread() noexcept {
+    return t_requests;
 }
 
 Response Session::get(const std::string& url) {

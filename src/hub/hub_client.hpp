@@ -39,6 +39,8 @@ std::string tree_to_json(const std::vector<TreeEntry>& entries);
 // '/' alone (for file paths).
 std::string url_quote(const std::string& text, bool keep_slash);
 
+// Stateless after construction apart from its transport: safe to share
+// between threads.
 class HubClient {
 public:
     HubClient(std::string endpoint, std::unique_ptr<Transport> transport, bool has_token);
@@ -52,6 +54,7 @@ public:
     // Streams a file at `commit` into target (redirects and retries inside).
     void download(const RepoRef& repo, const std::string& commit, const std::string& path, http::BodyTarget& target);
 
+    // Every thread's requests; per-call counts use http::requests_on_this_thread.
     std::uint64_t requests() const { return m_transport->requests(); }
     const std::string& endpoint() const { return m_endpoint; }
 

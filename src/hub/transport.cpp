@@ -1,8 +1,10 @@
 #include "hub/transport.hpp"
 
+#include <atomic>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
@@ -13,17 +15,37 @@ namespace {
 
 class HttpTransport final : public Transport {
 public:
-    explicit HttpTransport(const TransportConfig& config) : m_session(config.policy, config.token, config.endpoint) {
-        if (config.on_retry) m_session.set_retry_observer(config.on_retry);
-    }
-    http::Response get(const std::string& url) override { return m_session.get(url); }
+    explicit HttpTransport(TransportConfig config) : m_config(std::move(config)) {}
+    http::Response get(const std::string& url) override { return session().get(url); }
     http::Response download(const std::string& url, http::BodyTarget& target) override {
-        return m_session.download(url, target);
+        return session().download(url, target);
     }
-    std::uint64_t requests() const override { return m_session.requests(); }
+    std::uint64_t requests() const override {
+        const http::Session* made = m_made.load(std::memory_order_acquire);
+        return made != nullptr ? made->requests() : 0;
+    }
 
 private:
-    http::Session m_session;
+    // The session (and with it libcurl's handle) is made on the first
+    // request, so a client that finds everything in the cache never makes
+    // one. Several threads may send their first request at once:
+    // std::call_once makes exactly one session, and a constructor that
+    // throws leaves the next request to try again. The session gives each
+    // concurrent request a libcurl handle of its own.
+    http::Session& session() {
+        std::call_once(m_session_once, [this] {
+            auto session = std::make_unique<http::Session>(m_config.policy, m_config.token, m_config.endpoint);
+            if (m_config.on_retry) session->set_retry_observer(m_config.on_retry);
+            m_session = std::move(session);
+            m_made.store(m_session.get(), std::memory_order_release);
+        });
+        return *m_session;
+    }
+
+    TransportConfig m_config;
+    std::once_flag m_session_once;
+    std::unique_ptr<http::Session> m_session;
+    std::atomic<const http::Session*> m_made{nullptr};  // m_session once made, for requests()
 };
 
 // A static hub tree on disk: the URL path names a file under the root.

@@ -10,6 +10,9 @@
 
 namespace kernhub::hub {
 
+// Safe to share between threads (an HTTP transport gives concurrent
+// requests separate libcurl handles, see http::Session). Per-call request
+// counts come from http::requests_on_this_thread.
 class Transport {
 public:
     virtual ~Transport() = default;
@@ -17,7 +20,7 @@ public:
     virtual http::Response get(const std::string& url) = 0;
     // GET streaming a 2xx body into `target`.
     virtual http::Response download(const std::string& url, http::BodyTarget& target) = 0;
-    // HTTP requests made so far (0 for a file:// hub).
+    // HTTP requests made so far by every thread (0 for a file:// hub).
     virtual std::uint64_t requests() const = 0;
 };
 

@@ -1,0 +1,282 @@
+// One Client shared by several threads, and one Client per thread on a
+// shared cache, against the real loopback hub (docs/ARCHITECTURE.md,
+// "Threads"). Run under ThreadSanitizer by `tests/run.sh --tsan`.
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernhub/kernhub.hpp"
+#include "store/cache.hpp"
+#include "support/kernel_hub.hpp"
+
+using namespace kernhub;
+using namespace kernhub::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int k_threads = 8;
+constexpr int k_rounds = 3;  // loads per thread and name; small enough for TSan
+
+// Registry names over three repos and two commits: vector-add and
+// vector-add-v1 name the same commit and file, vector-add-v2 another commit
+// of the same repo (same blob), model-kernel another repo and object.
+const std::vector<std::string> k_names = {"vector-add", "vector-add-v1", "vector-add-v2", "model-kernel"};
+
+struct Env {
+    TempDir dir;
+    fs::path cache = dir.path() / "cache";
+    fs::path registry = write_standard_registry(dir.path());
+
+    Options options(const std::string& endpoint) const {
+        Options o;
+        o.endpoint = endpoint;
+        o.cache_dir = cache.string();
+        o.registries = {registry.string()};
+        o.project_dir = dir.path().string();
+        o.no_default_registry = true;
+        o.retries = 2;
+        return o;
+    }
+};
+
+// Starts every thread at once (a latch: std::latch is C++20), then joins.
+void run_together(int threads, const std::function<void(int)>& body) {
+    std::mutex mutex;
+    std::condition_variable ready;
+    int waiting = threads;
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            {
+                std::unique_lock<std::mutex> lock(mutex);
+                if (--waiting == 0) ready.notify_all();
+                ready.wait(lock, [&] { return waiting == 0; });
+            }
+            body(t);
+        });
+    }
+    for (auto& thread : pool) thread.join();
+}
+
+// Calls the kernel behind `address` for `name` and says whether it computed
+// the right answer.
+bool computes(const std::string& name, void* address) {
+    if (address == nullptr) return false;
+    if (name == "model-kernel") return KernelFn<int(int, int)>{address}(40, 2) == 42;
+    float a[3] = {1, 2, 3}, b[3] = {10, 20, 30}, out[3] = {};
+    if (name == "vector-add-v2") {
+        KernelFn<void(float, const float*, const float*, float*, std::size_t)> saxpy{address};
+        saxpy(2.0f, a, b, out, 3);
+        return out[0] == 12.0f && out[2] == 36.0f;
+    }
+    KernelFn<void(const float*, const float*, float*, std::size_t)> add{address};
+    add(a, b, out, 3);
+    return out[0] == 11.0f && out[2] == 33.0f;
+}
+
+// What the threads saw, checked on the main thread (Catch's assertions are
+// not thread-safe).
+struct Observed {
+    std::mutex mutex;
+    std::map<std::string, std::set<void*>> addresses;
+    std::vector<std::string> failures;
+
+    void record(const std::string& name, void* address) {
+        bool ok = computes(name, address) && resolved_address(name) != nullptr;
+        std::lock_guard<std::mutex> lock(mutex);
+        addresses[name].insert(address);
+        if (!ok) failures.push_back(name + ": wrong or missing kernel");
+    }
+    void fail(const std::string& what) {
+        std::lock_guard<std::mutex> lock(mutex);
+        failures.push_back(what);
+    }
+};
+
+// Thread t loads every name k_rounds times, starting at a different name
+// than its neighbour, so that the same name and different names overlap.
+void load_all(Client& client, Observed& seen, int t) {
+    for (int round = 0; round < k_rounds; ++round) {
+        for (std::size_t i = 0; i < k_names.size(); ++i) {
+            const std::string& name = k_names[(i + static_cast<std::size_t>(t)) % k_names.size()];
+            try {
+                seen.record(name, client.load(name).address);
+            } catch (const std::exception& e) {
+                seen.fail(name + ": " + e.what());
+            }
+        }
+    }
+}
+
+// One address per name, vector-add and vector-add-v1 the same one (same
+// file, same dlopen handle), and the resolved table agreeing.
+void check_addresses(const Observed& seen) {
+    CHECK(seen.failures.empty());
+    for (const auto& failure : seen.failures) UNSCOPED_INFO(failure);
+    for (const auto& name : k_names) {
+        INFO(name);
+        REQUIRE(seen.addresses.count(name) == 1);
+        CHECK(seen.addresses.at(name).size() == 1);
+        CHECK(resolved_address(name) == *seen.addresses.at(name).begin());
+    }
+    CHECK(seen.addresses.at("vector-add") == seen.addresses.at("vector-add-v1"));
+}
+
+// Downloads (file bodies, not API calls) by URL path: LFS blobs come from
+// the CDN as /lfs/<sha256>, plain files from the hub's /resolve/ URLs.
+std::map<std::string, int> downloads(HubServer& server) {
+    std::map<std::string, int> out;
+    const nlohmann::json stats = server.stats();  // kept: the loop reads into it
+    for (const auto& r : stats["requests"]) {
+        const std::string path = r["path"].get<std::string>();
+        const long status = r["status"].get<long>();
+        bool body = status == 200 || status == 206;
+        if (body && (path.rfind("/lfs/", 0) == 0 || path.find("/resolve/") != std::string::npos)) ++out[path];
+    }
+    return out;
+}
+
+// With flock() excluding (the normal case), each blob's lock makes every
+// other thread wait and then find the blob: each file goes over the wire
+// once. Without it, each thread may download its own copy.
+void check_no_duplicate_downloads(HubServer& server, const fs::path& cache) {
+    const int allowed = store::flock_excludes(cache) ? 1 : k_threads;
+    const auto counted = downloads(server);
+    CHECK_FALSE(counted.empty());
+    for (const auto& [path, count] : counted) {
+        INFO(path << " downloaded " << count << " times");
+        CHECK(count <= allowed);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("one Client shared by 8 threads loads the same and different names, cold then warm", "[threads]") {
+    KernelHub hub;
+    Env env;
+    Client client(env.options(hub.server().endpoint()));
+
+    Observed cold;
+    run_together(k_threads, [&](int t) { load_all(client, cold, t); });
+    check_addresses(cold);
+    check_no_duplicate_downloads(hub.server(), env.cache);
+
+    hub.server().reset();
+    Observed warm;
+    run_together(k_threads, [&](int t) { load_all(client, warm, t); });
+    check_addresses(warm);
+    CHECK(warm.addresses == cold.addresses);
+    CHECK(downloads(hub.server()).empty());  // branch names still ask the hub for their commit
+}
+
+TEST_CASE("a Client per thread on one cache: each load correct, each file downloaded once", "[threads]") {
+    KernelHub hub;
+    Env env;
+    Observed seen;
+    std::atomic<std::uint64_t> requests{0};
+    run_together(k_threads, [&](int t) {
+        Client client(env.options(hub.server().endpoint()));
+        load_all(client, seen, t);
+        // Each load counts its own requests; together they are what the hub saw.
+        try {
+            requests += client.fetch("model-kernel").requests;
+        } catch (const std::exception& e) {
+            seen.fail(std::string("fetch: ") + e.what());
+        }
+    });
+    check_addresses(seen);
+    check_no_duplicate_downloads(hub.server(), env.cache);
+    // A warm fetch of a branch asks the hub for the commit once per call.
+    CHECK(requests.load() == k_threads);
+}
+
+TEST_CASE("FetchResult::requests counts the call's own requests while other threads fetch", "[threads]") {
+    KernelHub hub;
+    Env env;
+    Client client(env.options(hub.server().endpoint()));
+    client.fetch("vector-add");  // warm: each later fetch of the branch is one API request
+    std::atomic<std::uint64_t> total{0};
+    std::atomic<int> wrong{0};
+    run_together(k_threads, [&](int) {
+        for (int round = 0; round < k_rounds; ++round) {
+            try {
+                std::uint64_t requests = client.fetch("vector-add").requests;
+                total += requests;
+                if (requests != 1) ++wrong;
+            } catch (const std::exception&) {
+                ++wrong;
+            }
+        }
+    });
+    CHECK(wrong.load() == 0);
+    CHECK(total.load() == static_cast<std::uint64_t>(k_threads * k_rounds));
+}
+
+TEST_CASE("prewarm from several threads at once on one Client", "[threads]") {
+    KernelHub hub;
+    Env env;
+    Client client(env.options(hub.server().endpoint()));
+    Observed seen;
+    run_together(k_threads, [&](int t) {
+        std::vector<std::string> names = k_names;
+        std::rotate(names.begin(), names.begin() + t % static_cast<int>(names.size()), names.end());
+        try {
+            std::vector<LoadResult> results = client.prewarm(names);
+            if (results.size() != names.size()) seen.fail("prewarm returned " + std::to_string(results.size()));
+            for (std::size_t i = 0; i < results.size(); ++i) seen.record(names[i], results[i].address);
+        } catch (const std::exception& e) {
+            seen.fail(std::string("prewarm: ") + e.what());
+        }
+    });
+    check_addresses(seen);
+    check_no_duplicate_downloads(hub.server(), env.cache);
+}
+
+TEST_CASE("resolved_address and KernelFn::resolve while other threads load", "[threads]") {
+    KernelHub hub;
+    Env env;
+    Client client(env.options(hub.server().endpoint()));
+    std::atomic<bool> loading{true};
+    std::atomic<int> readers_bad{0};
+    std::atomic<long> resolved{0};
+    Observed seen;
+    std::vector<std::thread> readers;
+    for (int r = 0; r < 4; ++r) {
+        readers.emplace_back([&, r] {
+            // Before a load the name is absent; after it, the address computes.
+            const std::string& name = k_names[static_cast<std::size_t>(r) % k_names.size()];
+            while (loading.load()) {
+                if (void* address = resolved_address(name)) {
+                    if (!computes(name, address)) ++readers_bad;
+                    ++resolved;
+                }
+                try {
+                    if (name == "model-kernel") {
+                        auto fn = KernelFn<int(int, int)>::resolve(name);
+                        if (fn(1, 2) != 3) ++readers_bad;
+                    }
+                } catch (const Error& e) {
+                    if (e.code() != ErrorCode::not_found) ++readers_bad;
+                }
+                std::this_thread::yield();
+            }
+        });
+    }
+    run_together(4, [&](int t) { load_all(client, seen, t); });
+    loading = false;
+    for (auto& reader : readers) reader.join();
+    check_addresses(seen);
+    CHECK(readers_bad.load() == 0);
+    CHECK(resolved.load() > 0);
+}
