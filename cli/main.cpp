@@ -2,10 +2,12 @@
 // kernhub::Error codes into exit codes (docs/ARCHITECTURE.md, "Exit codes").
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <utility>
 #include <vector>
 
 #include <csignal>
@@ -21,6 +23,15 @@ bool wants_json(int argc, char** argv) {
         if (std::strcmp(argv[i], "--json") == 0) return true;
     }
     return false;
+}
+
+// The first argument that is not an option: the command, when one is given
+// (no top-level option takes a value).
+const char* first_word(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        if (argv[i][0] != '-') return argv[i];
+    }
+    return nullptr;
 }
 
 void report(const kernhub::Error& error, bool json) {
@@ -58,16 +69,32 @@ int main(int argc, char** argv) {
     CLI::App app{"kernhub: fetch, verify, cache and load compute kernels from a Hugging Face-style hub"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("kernhub ") + kernhub::version());
-    std::vector<kernhub::cli::Command> commands = {
-        kernhub::cli::add_fetch_command(app),   kernhub::cli::add_load_command(app),
-        kernhub::cli::add_list_command(app),    kernhub::cli::add_info_command(app),
-        kernhub::cli::add_inspect_command(app), kernhub::cli::add_lock_command(app),
-        kernhub::cli::add_prewarm_command(app), kernhub::cli::add_mirror_command(app),
+    // Only the command named on the command line is built: describing every
+    // command's options to CLI11 costs a warm `kernhub load` a noticeable
+    // share of its start-up. Without a known command name (--help, a typo)
+    // all are built, so help and error messages list them all.
+    using Adder = kernhub::cli::Command (*)(CLI::App&);
+    const std::pair<const char*, Adder> top_level[] = {
+        {"fetch", kernhub::cli::add_fetch_command},     {"load", kernhub::cli::add_load_command},
+        {"list", kernhub::cli::add_list_command},       {"info", kernhub::cli::add_info_command},
+        {"inspect", kernhub::cli::add_inspect_command}, {"lock", kernhub::cli::add_lock_command},
+        {"prewarm", kernhub::cli::add_prewarm_command}, {"mirror", kernhub::cli::add_mirror_command},
     };
-    CLI::App* cache = app.add_subcommand("cache", "Look after the cache: ls, verify, prune, path, export, import");
-    cache->require_subcommand(1);
-    kernhub::cli::add_cache_commands(*cache, commands);
-    kernhub::cli::add_cache_archive_commands(*cache, commands);
+    const char* named = first_word(argc, argv);
+    const bool known =
+        named != nullptr && (std::strcmp(named, "cache") == 0 ||
+                             std::any_of(std::begin(top_level), std::end(top_level),
+                                         [&](const auto& entry) { return std::strcmp(named, entry.first) == 0; }));
+    std::vector<kernhub::cli::Command> commands;
+    for (const auto& [name, add] : top_level) {
+        if (!known || std::strcmp(named, name) == 0) commands.push_back(add(app));
+    }
+    if (!known || std::strcmp(named, "cache") == 0) {
+        CLI::App* cache = app.add_subcommand("cache", "Look after the cache: ls, verify, prune, path, export, import");
+        cache->require_subcommand(1);
+        kernhub::cli::add_cache_commands(*cache, commands);
+        kernhub::cli::add_cache_archive_commands(*cache, commands);
+    }
     bool json = wants_json(argc, argv);
     try {
         app.parse(argc, argv);

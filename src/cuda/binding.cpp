@@ -59,13 +59,15 @@ constexpr const char* k_kernel_driver_markers[] = {"/proc/driver/nvidia", "/dev/
 // Without the kernel driver libcuda can find no device, and searching the
 // library path for it costs the dynamic loader dozens of failed opens on
 // every start of a CPU-only host (docs/ARCHITECTURE.md, "Start-up cost and
-// the network stack"); two stat calls answer the same question.
-void require_kernel_driver() {
+// the network stack"); two stat calls answer the same question. The
+// failure is returned, not thrown: on a CPU-only host this runs on every
+// warm start, and a first exception costs a process the unwinder's set-up.
+std::optional<Error> missing_kernel_driver() {
     struct stat st {};
     for (const char* marker : k_kernel_driver_markers) {
-        if (::stat(marker, &st) == 0) return;
+        if (::stat(marker, &st) == 0) return std::nullopt;
     }
-    throw Error(ErrorCode::load,
+    return Error(ErrorCode::load,
                 std::string("no CUDA driver: none of /proc/driver/nvidia, /dev/nvidiactl and /dev/dxg exists, so no "
                             "NVIDIA kernel driver is loaded and ") +
                     k_default_library +
@@ -158,7 +160,6 @@ std::unique_ptr<Driver> Binding::bind() {
     const char* configured = std::getenv(k_library_variable);
     const bool from_variable = configured != nullptr && *configured != '\0';
     binding.library = from_variable ? configured : k_default_library;
-    if (!from_variable) require_kernel_driver();
     loader::take_dlerror();
     HandleGuard handle(::dlopen(binding.library.c_str(), RTLD_NOW | RTLD_LOCAL));
     if (handle.get() == nullptr) {
@@ -198,6 +199,11 @@ const BindingState& binding_state() {
     // threads ask at the same moment; a failure is kept and reported again.
     static const BindingState state = [] {
         BindingState outcome;
+        const char* configured = std::getenv(k_library_variable);
+        if (configured == nullptr || *configured == '\0') {
+            outcome.failure = missing_kernel_driver();
+            if (outcome.failure) return outcome;
+        }
         try {
             outcome.driver = Binding::bind();
             g_bound_entry_points.store(&outcome.driver->api(), std::memory_order_release);
