@@ -133,9 +133,9 @@ struct RegistryEntry {
 // cache's file locks as separate processes do, so a file is downloaded
 // once while the other callers wait for it. Concurrent requests of one
 // Client use separate connections, so no call waits for another thread's
-// download of a different file. Options::events is called from each calling thread,
-// so a sink shared by threads must be thread-safe. Moving or destroying a
-// Client while another thread uses it is not allowed.
+// download of a different file. Options::events is called from each
+// calling thread, so a sink shared by threads must be thread-safe. Moving
+// or destroying a Client while another thread uses it is not allowed.
 class KERNHUB_API Client {
 public:
     explicit Client(Options options = {});

@@ -68,11 +68,11 @@ std::optional<Error> missing_kernel_driver() {
         if (::stat(marker, &st) == 0) return std::nullopt;
     }
     return Error(ErrorCode::load,
-                std::string("no CUDA driver: none of /proc/driver/nvidia, /dev/nvidiactl and /dev/dxg exists, so no "
-                            "NVIDIA kernel driver is loaded and ") +
-                    k_default_library +
-                    " was not tried; install the NVIDIA driver, use a CPU variant, or name a "
-                    "driver library in KERNHUB_CUDA_DRIVER");
+                 std::string("no CUDA driver: none of /proc/driver/nvidia, /dev/nvidiactl and /dev/dxg exists, so no "
+                             "NVIDIA kernel driver is loaded and ") +
+                     k_default_library +
+                     " was not tried; install the NVIDIA driver, use a CPU variant, or name a "
+                     "driver library in KERNHUB_CUDA_DRIVER");
 }
 
 }  // namespace

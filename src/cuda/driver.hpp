@@ -54,8 +54,9 @@ class Driver {
 public:
     // Binds on the first call: dlopen(KERNHUB_CUDA_DRIVER if set, else
     // "libcuda.so.1" once /proc/driver/nvidia, /dev/nvidiactl or /dev/dxg
-    // shows a kernel driver; without one no dlopen is tried), resolve every entry point through cuGetProcAddress at
-    // the ABI version entry_points.hpp declares, then cuInit(0). Throws
+    // shows a kernel driver; without one no dlopen is tried), resolve
+    // every entry point through cuGetProcAddress at the ABI version
+    // entry_points.hpp declares, then cuInit(0). Throws
     // Error(load) naming the library and the driver's error code when any
     // step fails, and the same Error on every later call.
     static Driver& instance();

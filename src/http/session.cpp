@@ -349,7 +349,11 @@ static int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_
 }
 
 Session::Session(Policy policy, std::string token, std::string token_origin)
-    : m_policy(policy), m_token(std::move(token)), m_token_origin(std::move(token_origin)) {}
+    : m_policy(policy), m_token(std::move(token)), m_token_origin(std::move(token_origin)) {
+    // Room for every idle handle up front: ~HandleLease's push_back then
+    // never allocates, so it cannot throw from a destructor.
+    m_idle.reserve(k_max_idle_handles);
+}
 
 Session::~Session() = default;
 

@@ -28,11 +28,12 @@ ReadStatus read_fd(int fd, Container& content, std::size_t max_bytes, std::optio
     } else if (::fstat(fd, &info) != 0) {
         info = {};
     }
-    // A regular file reports its size: one allocation, and a read that comes
-    // back short has met the end (Linux never shortens a read of a regular
-    // file otherwise), which saves the final empty read. A pipe or device
-    // reports no size and is read in chunks until read() returns 0.
-    const bool regular = S_ISREG(info.st_mode) && info.st_size >= 0;
+    // A regular file with a size: one allocation, and a read that comes back
+    // short is taken as the end (local filesystems shorten a read of a
+    // regular file only there), which saves the final empty read. A pipe,
+    // a device or a file reporting size 0 (procfs, some FUSE mounts) is read
+    // in chunks until read() returns 0.
+    const bool regular = S_ISREG(info.st_mode) && info.st_size > 0;
     std::size_t chunk = 64 * 1024;
     if (regular) chunk = std::min(static_cast<std::size_t>(info.st_size), max_bytes - 1) + 1;
     for (;;) {

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -294,4 +296,40 @@ TEST_CASE("a token never appears in any error text", "[capi]") {
 TEST_CASE("the C API header compiles as ISO C99 and works from C", "[capi]") {
     DemoEnv env;
     CHECK(kh_c_header_check(env.endpoint.c_str(), env.cache.c_str(), env.dir.path().c_str()) == 0);
+}
+
+TEST_CASE("target and verify_on_load reach the loader", "[capi]") {
+    DemoEnv env;
+    SECTION("a target the demo hub has no variant for is not found (3)") {
+        Hub hub = env.hub();
+        REQUIRE(kh_hub_set(hub.get(), "target", "native-cpu-riscv64-linux") == 0);
+        CHECK(kh_prewarm(hub.get(), "vector-add") == 3);
+        CHECK(last_error(hub).find("--target") != std::string::npos);
+        // Clearing the targets detects the host again.
+        REQUIRE(kh_hub_set(hub.get(), "target", "") == 0);
+        CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    }
+    SECTION("verify_on_load re-hashes: a changed cached file is a verification failure (4)") {
+        {
+            Hub warm = env.hub();
+            REQUIRE(kh_prewarm(warm.get(), "vector-add") == 0);
+        }
+        // Change the cached shared object behind kernhub's back (same size).
+        std::filesystem::path so;
+        for (const auto& entry : std::filesystem::recursive_directory_iterator(env.cache)) {
+            if (entry.path().filename() == "libvector_add.so") so = std::filesystem::canonical(entry.path());
+        }
+        REQUIRE_FALSE(so.empty());
+        std::filesystem::permissions(so, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+        {
+            std::fstream file(so, std::ios::in | std::ios::out | std::ios::binary);
+            file.seekp(-1, std::ios::end);
+            file.put('\x7f');
+        }
+        Hub hub = env.hub();
+        REQUIRE(kh_hub_set(hub.get(), "offline", "1") == 0);
+        REQUIRE(kh_hub_set(hub.get(), "verify_on_load", "1") == 0);
+        CHECK(kh_prewarm(hub.get(), "vector-add") == 4);
+        CHECK(kh_symbol(hub.get(), "vector-add") == nullptr);
+    }
 }

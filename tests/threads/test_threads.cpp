@@ -274,6 +274,11 @@ TEST_CASE("resolved_address and KernelFn::resolve while other threads load", "[t
         });
     }
     run_together(4, [&](int t) { load_all(client, seen, t); });
+    // Every name is in the table now: the readers must find one before
+    // they stop (a reader that never saw an address proves nothing).
+    for (int waited = 0; waited < 5000 && resolved.load() == 0; ++waited) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     loading = false;
     for (auto& reader : readers) reader.join();
     check_addresses(seen);
