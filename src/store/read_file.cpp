@@ -57,7 +57,13 @@ ReadStatus read_fd(int fd, Container& content, std::size_t max_bytes, std::optio
             status.error = EFBIG;
             break;
         }
-        if (n == 0 || (regular && static_cast<std::size_t>(n) < want)) break;
+        // A short read ends it only once the size fstat reported is in: one
+        // read() returns at most about 2 GiB, and a network filesystem may
+        // shorten any read.
+        if (n == 0 || (regular && static_cast<std::size_t>(n) < want &&
+                       content.size() >= static_cast<std::size_t>(info.st_size))) {
+            break;
+        }
     }
     ::close(fd);
     return status;
