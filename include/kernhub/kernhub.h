@@ -92,7 +92,9 @@ KH_API void kh_hub_free(kh_hub* hub);
  *                   "": detect the host.
  *   token           the hub token, sent only to the endpoint's own origin.
  *                   "": HF_TOKEN, then the file $HF_HOME/token. The value
- *                   never appears in any message.
+ *                   never appears in any message. A token holding a space
+ *                   or a control character (CR, LF, ...) is refused with 2:
+ *                   it would end the Authorization header.
  *   verify_on_load  "1"/"true": re-hash the file before every load;
  *                   "0"/"false": trust the verified cache.
  *                   "": KERNHUB_VERIFY_ON_LOAD.

@@ -122,11 +122,12 @@ registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::
     std::string base = ref.substr(0, at);
     std::string revision = at == std::string::npos ? std::string() : ref.substr(at + 1);
     if (at != std::string::npos && revision.empty()) {
-        throw Error(ErrorCode::usage, "'" + ref + "' has an empty revision after '@'");
+        throw Error(ErrorCode::usage, quoted_name(ref) + " has an empty revision after '@'");
     }
     if (!revision.empty()) {
         if (std::string problem = revision_problem(revision); !problem.empty()) {
-            throw Error(ErrorCode::usage, "revision '" + revision + "' in '" + ref + "' " + problem);
+            throw Error(ErrorCode::usage,
+                        "revision " + quoted_name(revision) + " in " + quoted_name(ref) + " " + problem);
         }
     }
     registry::KernelSpec spec;
@@ -140,8 +141,8 @@ registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::
     }
     const registry::KernelSpec* found = registry.find(base);
     if (found == nullptr) {
-        throw Error(ErrorCode::not_found,
-                    "unknown kernel '" + base + "'; `kernhub list` shows the known names, or pass ORG/REPO[@REVISION]");
+        throw Error(ErrorCode::not_found, "unknown kernel " + quoted_name(base) +
+                                              "; `kernhub list` shows the known names, or pass ORG/REPO[@REVISION]");
     }
     spec = *found;
     if (!revision.empty()) {
@@ -189,7 +190,9 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
     result.symbol = symbol_override.empty() ? spec.symbol : symbol_override;
     if (result.symbol.empty()) {
         throw Error(ErrorCode::usage,
-                    "no symbol to resolve for '" + ref + "': pass --symbol or add the kernel to a registry");
+                    "no symbol to resolve for " + quoted_name(ref) +
+                        ": give one (the CLI's --symbol, Client::load's symbol argument) or add the kernel to a "
+                        "registry with a \"symbol\"");
     }
     result.fetch = m_impl->fetch(spec);
     std::string artifact = choose_artifact(result.fetch, spec.file);

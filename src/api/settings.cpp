@@ -14,8 +14,10 @@ std::optional<std::string> non_empty(const store::EnvLookup& env, const std::str
     return value;
 }
 
-std::string resolve_token(const Options& options, const store::EnvLookup& env) {
+std::string token_from_sources(const Options& options, const store::EnvLookup& env, std::string& source) {
+    source = "Options::token";
     if (options.token) return trim(*options.token);
+    source = "HF_TOKEN";
     if (auto token = non_empty(env, "HF_TOKEN")) return trim(*token);
     std::filesystem::path home;
     if (auto hf_home = non_empty(env, "HF_HOME")) {
@@ -27,6 +29,7 @@ std::string resolve_token(const Options& options, const store::EnvLookup& env) {
     } else {
         return {};
     }
+    source = (home / "token").string();
     // An unreadable token file (another user's, a directory) means no token,
     // as for huggingface_hub; it must not stop commands that need none.
     try {
@@ -35,6 +38,18 @@ std::string resolve_token(const Options& options, const store::EnvLookup& env) {
     } catch (const Error&) {
         return {};
     }
+}
+
+// A malformed token is refused by where it came from, never by its text.
+std::string resolve_token(const Options& options, const store::EnvLookup& env) {
+    std::string source;
+    std::string token = token_from_sources(options, env, source);
+    if (!token_is_well_formed(token)) {
+        throw Error(ErrorCode::usage, "the token from " + source +
+                                          " contains a space or a control character, which cannot go into an HTTP "
+                                          "header; make it hold only the token");
+    }
+    return token;
 }
 
 struct IntRange {
@@ -82,6 +97,14 @@ int resolve_int(const std::optional<int>& option, const char* option_name, const
 }
 
 }  // namespace
+
+bool token_is_well_formed(std::string_view token) {
+    for (char c : token) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte <= 0x20 || byte >= 0x7f) return false;
+    }
+    return true;
+}
 
 bool env_flag(const store::EnvLookup& env, const std::string& name) {
     auto value = env(name);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernhub/kernhub.hpp"
@@ -28,6 +29,11 @@ struct Settings {
 // KERNHUB_RETRIES=3abc, " 3", "-1" or "" are mistakes worth stopping for,
 // not values to guess at or clamp.
 Settings resolve_settings(const Options& options, const store::EnvLookup& env);
+
+// True when the token could go into an HTTP header as it is: visible ASCII
+// only (no space, no control character such as CR or LF, which would end the
+// Authorization header and start one the token's source chose).
+bool token_is_well_formed(std::string_view token);
 
 // True for "1", "true", "yes", "on" (any case).
 bool env_flag(const store::EnvLookup& env, const std::string& name);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "api/settings.hpp"
 #include "common/text.hpp"
 #include "kernhub/kernhub.hpp"
 
@@ -26,8 +27,6 @@ namespace {
 constexpr std::size_t k_max_setting_bytes = 4096;
 // Registry files or targets per handle; more is a caller's loop gone wrong.
 constexpr std::size_t k_max_repeated_values = 256;
-// Names, keys and values quoted in a message are cut to this length.
-constexpr std::size_t k_max_quoted_bytes = 200;
 
 constexpr int k_ok = static_cast<int>(kernhub::ErrorCode::ok);
 constexpr int k_internal = static_cast<int>(kernhub::ErrorCode::internal);
@@ -37,9 +36,7 @@ constexpr int k_not_found = static_cast<int>(kernhub::ErrorCode::not_found);
 // One printable line of at most k_max_quoted_bytes; `text` may be long and
 // need not end inside that bound.
 std::string quoted(const char* text) {
-    std::size_t length = strnlen(text, k_max_quoted_bytes + 1);
-    std::string shown = kernhub::printable(std::string_view(text, std::min(length, k_max_quoted_bytes)));
-    return "'" + shown + (length > k_max_quoted_bytes ? "...'" : "'");
+    return kernhub::quoted_name(std::string_view(text, strnlen(text, kernhub::k_max_quoted_bytes + 1)));
 }
 
 // Thrown inside this file only: a refusal of this layer (bad argument,
@@ -151,6 +148,9 @@ void apply_setting(kernhub::Options& options, const char* key, const char* value
     } else if (k == "token") {
         if (*value == '\0') {
             options.token.reset();
+        } else if (!kernhub::api::token_is_well_formed(kernhub::trim(value))) {
+            throw Refusal{k_usage,
+                          "the token contains a space or a control character, which cannot go into an HTTP header"};
         } else {
             options.token = value;
         }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <string_view>
 
+#include "common/text.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub {
@@ -32,8 +33,8 @@ void validate_repo_id(const std::string& repo_id) {
     auto slash = repo_id.find('/');
     if (slash == std::string::npos || repo_id.find('/', slash + 1) != std::string::npos ||
         !valid_part(repo_id.substr(0, slash)) || !valid_part(repo_id.substr(slash + 1))) {
-        throw Error(ErrorCode::usage,
-                    "invalid repo id '" + repo_id + "': expected ORG/NAME using letters, digits, '.', '_' or '-'");
+        throw Error(ErrorCode::usage, "invalid repo id " + quoted_name(repo_id) +
+                                          ": expected ORG/NAME using letters, digits, '.', '_' or '-'");
     }
 }
 

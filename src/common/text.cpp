@@ -27,4 +27,9 @@ std::string printable(std::string_view text) {
     return out;
 }
 
+std::string quoted_name(std::string_view text) {
+    const bool cut = text.size() > k_max_quoted_bytes;
+    return "'" + printable(text.substr(0, k_max_quoted_bytes)) + (cut ? "...'" : "'");
+}
+
 }  // namespace kernhub

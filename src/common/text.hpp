@@ -3,6 +3,7 @@
 // from outside.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -23,5 +24,13 @@ std::string ascii_lowercase(std::string_view text);
 // file or a cache entry held, and what reaches a terminal must stay one
 // harmless line.
 std::string printable(std::string_view text);
+
+// Names quoted in a message are cut to this many bytes.
+constexpr std::size_t k_max_quoted_bytes = 200;
+
+// `text` as printable() shows it, in single quotes, cut to
+// k_max_quoted_bytes with "..." when longer: a name from a caller or a file
+// can be megabytes, and a message must stay a line.
+std::string quoted_name(std::string_view text);
 
 }  // namespace kernhub

@@ -268,7 +268,7 @@ namespace {
 // One descriptor for the size and the bytes, so the two agree.
 void read_chunks(const std::filesystem::path& path, const std::function<void(std::uint64_t)>& on_size,
                  const std::function<void(const void*, std::size_t)>& on_chunk, bool follow_links) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (follow_links ? 0 : O_NOFOLLOW | O_NONBLOCK));
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (follow_links ? 0 : O_NOFOLLOW));
     if (fd < 0) throw_read_error(path, errno);
     struct Closer {
         int fd;

@@ -16,7 +16,7 @@ namespace kernhub::elf {
 
 ElfFacts inspect_elf_file(const std::filesystem::path& path) {
     const std::string name = path.string();
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         throw Error(errno == ENOENT ? ErrorCode::not_found : ErrorCode::internal,
                     "cannot open " + name + ": " + std::strerror(errno));

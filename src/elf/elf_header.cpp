@@ -106,7 +106,7 @@ std::string not_elf(const std::filesystem::path& path, const std::string& why) {
 // Reads up to k_header_bytes; fewer only at end of file. Retries EINTR and
 // short reads, which are legal for read(2) even on regular files.
 std::size_t read_prefix(const std::filesystem::path& path, HeaderBytes& bytes) {
-    FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (fd.get() < 0) throw_open_failure(path, errno);
     struct stat info {};
     if (::fstat(fd.get(), &info) != 0) throw_open_failure(path, errno);

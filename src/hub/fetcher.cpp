@@ -230,7 +230,16 @@ SideDataMemo::Listing Fetcher::listing(const FetchRequest& request, const std::s
     m_listing_source = ListingSource::hub;
     const std::string key = memo_key(cache, commit);
     if (m_memo != nullptr) {
-        if (SideDataMemo::Listing kept = m_memo->listing(key)) return kept;
+        if (SideDataMemo::Listing kept = m_memo->listing(key)) {
+            // The cache may have been wiped since (`kernhub cache clean`,
+            // rm -rf): put the listing back so later processes, offline
+            // ones too, find it.
+            if (!cache.has_tree(commit)) {
+                write_side_data("the listing of " + repo_at(request.repo, commit),
+                                [&] { cache.write_tree(commit, tree_to_json(*kept)); });
+            }
+            return kept;
+        }
     }
     std::optional<std::vector<TreeEntry>> entries = kernhub_listing(cache, commit);
     bool from_hub = entries.has_value();

@@ -1,8 +1,11 @@
 #include "loader/code_file.hpp"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
+#include <unistd.h>
 
+#include <string>
 #include <system_error>
 
 namespace kernhub::loader {
@@ -18,6 +21,21 @@ const link_map* main_program_map() {
     ::dlclose(self);
     return map;
 }
+
+// The dynamic loader keeps the name it opened a library by. Through a
+// relative LD_LIBRARY_PATH entry or dlopen("./libkernhub.so") that name is
+// relative, and it means another file once the program changes directory.
+// So the working directory is read while the library is being loaded
+// (initialisers run before dlopen returns or main starts), and only then.
+std::string directory_at_load() {
+    static const char anchor = 0;
+    Dl_info info{};
+    if (::dladdr(&anchor, &info) == 0 || info.dli_fname == nullptr || info.dli_fname[0] == '/') return {};
+    char buffer[PATH_MAX];
+    return ::getcwd(buffer, sizeof buffer) != nullptr ? std::string(buffer) : std::string();
+}
+
+const std::string g_directory_at_load = directory_at_load();
 
 std::filesystem::path resolved(const std::filesystem::path& path) {
     std::error_code ec;
@@ -38,8 +56,10 @@ CodeFile file_containing(const void* address) {
     if (code.main_program || info.dli_fname == nullptr || info.dli_fname[0] == '\0') {
         code.main_program = true;
         code.path = resolved("/proc/self/exe");
-    } else {
+    } else if (info.dli_fname[0] == '/') {
         code.path = resolved(info.dli_fname);
+    } else if (!g_directory_at_load.empty()) {
+        code.path = resolved(std::filesystem::path(g_directory_at_load) / info.dli_fname);
     }
     return code;
 }

@@ -1,9 +1,15 @@
 // dlopen/dlsym, the dynamic loader's error text and the process-wide
 // resolved-kernel table.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <string>
 
+#include "common/text.hpp"
 #include "elf/elf_inspect.hpp"
 #include "kernhub/error.hpp"
 #include "loader/loader.hpp"
@@ -30,12 +36,36 @@ void check_glibc(const std::filesystem::path& path) {
     }
 }
 
+// dlopen opens whatever the path names and would wait forever on a FIFO
+// put there by another local user (or read a device). Opening without
+// blocking and looking at the type first costs three system calls.
+void require_regular_file(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        const int err = errno;
+        if (err == ENOENT) {
+            throw Error(ErrorCode::not_found,
+                        "shared object " + path.string() + " does not exist; run `kernhub fetch` again");
+        }
+        throw Error(ErrorCode::load, "cannot open " + path.string() + "; check its permissions", std::strerror(err));
+    }
+    struct stat st {};
+    const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    ::close(fd);
+    if (!regular) {
+        throw Error(ErrorCode::load, path.string() +
+                                         " is not a regular file, so kernhub will not load it; remove it and run "
+                                         "`kernhub fetch` again");
+    }
+}
+
 }  // namespace
 
 Library Library::open(const std::filesystem::path& path) {
     // A name without a slash makes dlopen search the library path instead of
     // opening the file just validated, so anchor it to the current directory.
     const std::filesystem::path load_path = path.has_parent_path() ? path : std::filesystem::path(".") / path;
+    require_regular_file(load_path);
     take_dlerror();
     // RTLD_NOW surfaces missing symbols here rather than at the first call
     // on the hot path; RTLD_LOCAL keeps two kernels' symbols from colliding.
@@ -61,8 +91,8 @@ void* Library::symbol(const std::string& name) const {
     void* address = ::dlsym(m_handle, name.c_str());
     if (address == nullptr) {
         throw Error(ErrorCode::not_found,
-                    "symbol '" + name + "' not found in " + m_path.string() +
-                        "; check the registry's \"symbol\" or pass --symbol",
+                    "symbol " + quoted_name(name) + " not found in " + m_path.string() +
+                        "; check the registry's \"symbol\" (or the symbol given to the load)",
                     take_dlerror());
     }
     return address;

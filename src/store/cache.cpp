@@ -440,6 +440,12 @@ std::optional<std::string> RepoCache::read_hf_tree(const std::string& commit) co
     return read_cache_file(m_folder / "trees" / (commit + ".json"), k_max_listing_bytes, "a tree listing");
 }
 
+bool RepoCache::has_tree(const std::string& commit) const {
+    check_commit(commit);
+    struct stat st {};
+    return ::lstat((m_folder / ".kernhub" / "trees" / (commit + ".json")).c_str(), &st) == 0;
+}
+
 void RepoCache::write_tree(const std::string& commit, const std::string& json) const {
     check_commit(commit);
     write_file_atomic(m_folder / ".kernhub" / "trees" / (commit + ".json"), json);

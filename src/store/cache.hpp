@@ -242,6 +242,8 @@ public:
     // names are [A-Za-z0-9._+-] not starting with '.', else Error(usage).
     std::optional<std::string> read_tree(const std::string& commit) const;
     void write_tree(const std::string& commit, const std::string& json) const;
+    // Whether kernhub's copy of the listing is on disk (one lstat).
+    bool has_tree(const std::string& commit) const;
     // huggingface_hub's listing of a commit, <folder>/trees/<commit>.json;
     // nullopt when absent. kernhub only reads it: a listing that lacks files
     // would break huggingface_hub's later online use of the cache.

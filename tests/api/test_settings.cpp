@@ -72,6 +72,34 @@ TEST_CASE("token precedence: option, HF_TOKEN, the HF_HOME token file, trimmed",
     CHECK(api::resolve_settings(none, env_of({{"HOME", "/nonexistent-home"}})).token.empty());
 }
 
+TEST_CASE("a token with a space or control character is refused by source, never shown", "[api]") {
+    // CR LF would end the Authorization header and start one of the
+    // token's choosing.
+    const std::string injected = "hf_secret_c3f1\r\nX-Injected: 1";
+    test::TempDir home;
+    std::ofstream(home.path() / "token") << injected << "\n";
+    Options o = with_cache();
+    const auto refused = [](const Options& options, const store::EnvLookup& env, const std::string& source) {
+        Error e = error_from("a malformed token", [&] { api::resolve_settings(options, env); });
+        CHECK(e.code() == ErrorCode::usage);
+        CHECK_THAT(e.message(), Catch::Contains("the token from " + source));
+        CHECK_THAT(e.message() + e.context(), !Catch::Contains("c3f1") && !Catch::Contains("Injected"));
+    };
+    refused(o, env_of({{"HF_HOME", home.path().string()}}), (home.path() / "token").string());
+    refused(o, env_of({{"HF_TOKEN", injected}}), "HF_TOKEN");
+    refused(o, env_of({{"HF_TOKEN", "hf_two words"}}), "HF_TOKEN");
+    o.token = "hf_tab\there";
+    refused(o, env_of({}), "Options::token");
+    o.token = "hf_bell\a";
+    refused(o, env_of({}), "Options::token");
+    // Surrounding white space (a file's final newline) is trimmed, not refused.
+    o.token = " hf_fine\n";
+    CHECK(api::resolve_settings(o, env_of({})).token == "hf_fine");
+    CHECK(api::token_is_well_formed("hf_AZaz09-_.~"));
+    CHECK_FALSE(api::token_is_well_formed("hf_\x7f"));
+    CHECK_FALSE(api::token_is_well_formed("hf_\xc3\xa9"));
+}
+
 TEST_CASE("offline and verify-on-load flags from the environment", "[api]") {
     Options o = with_cache();
     CHECK_FALSE(api::resolve_settings(o, env_of({})).offline);

@@ -293,6 +293,41 @@ TEST_CASE("a token never appears in any error text", "[capi]") {
     CHECK(adds_correctly(kh_symbol(h.get(), "private")));
 }
 
+TEST_CASE("a token that could inject a header is refused with 2 and the old one kept", "[capi]") {
+    DemoEnv env;
+    KernelHub hub({k_test_token, 1000});
+    std::string registry = write_standard_registry(env.dir.path()).string();
+    Hub h = env.hub();
+    REQUIRE(kh_hub_set(h.get(), "endpoint", hub.server().endpoint().c_str()) == 0);
+    REQUIRE(kh_hub_set(h.get(), "registry", registry.c_str()) == 0);
+    REQUIRE(kh_hub_set(h.get(), "token", k_test_token) == 0);
+    for (const char* bad : {"hf_x\r\nX-Injected: 1", "hf_x\nX-Injected: 1", "hf x", "hf_\x1b[2J"}) {
+        CHECK(kh_hub_set(h.get(), "token", bad) == 2);
+        INFO(last_error(h));
+        CHECK_THAT(last_error(h), Catch::Contains("control character"));
+        CHECK_THAT(last_error(h), !Catch::Contains("Injected") && !Catch::Contains("hf_x"));
+    }
+    // The refused values changed nothing: the good token still opens the
+    // private repo.
+    CHECK(kh_prewarm(h.get(), "private") == 0);
+    CHECK(adds_correctly(kh_symbol(h.get(), "private")));
+}
+
+TEST_CASE("a huge or unprintable kernel name gives one bounded line", "[capi]") {
+    DemoEnv env;
+    Hub h = env.hub();
+    const std::string huge(1 << 20, 'n');
+    CHECK(kh_prewarm(h.get(), huge.c_str()) == 3);
+    CHECK(last_error(h).size() < 1000);
+    CHECK(kh_prewarm(h.get(), ("org/" + huge).c_str()) == 2);
+    CHECK(last_error(h).size() < 1000);
+    CHECK(kh_prewarm(h.get(), "evil\x1b]0;title\x07\nname") == 3);
+    CHECK(last_error(h).find('\x1b') == std::string::npos);
+    CHECK(last_error(h).find('\n') == std::string::npos);
+    CHECK(kh_symbol(h.get(), huge.c_str()) == nullptr);
+    CHECK(last_error(h).size() < 1000);
+}
+
 TEST_CASE("the C API header compiles as ISO C99 and works from C", "[capi]") {
     DemoEnv env;
     CHECK(kh_c_header_check(env.endpoint.c_str(), env.cache.c_str(), env.dir.path().c_str()) == 0);

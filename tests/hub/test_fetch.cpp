@@ -184,6 +184,17 @@ TEST_CASE("a client that fetched a kernel still checks the cache on the next fet
         CHECK(hub.server().count_requests("libvector_add.so") == 1);
         CHECK(fs::exists(blob));
     }
+    SECTION("a wiped cache gets its listing back, so a later offline process can use it") {
+        fs::remove_all(env.cache);
+        hub.server().reset();
+        FetchResult again = client.fetch("vector-add@" + first.commit);
+        CHECK(hub.server().count_requests("/tree/") == 0);  // the kept listing served
+        CHECK(again.bytes_downloaded > 0);
+        CHECK(fs::is_regular_file(repo_folder(env, "vector-add") / ".kernhub" / "trees" / (first.commit + ".json")));
+        Options offline = o;
+        offline.offline = true;
+        CHECK(Client(offline).fetch("vector-add@" + first.commit).variant == first.variant);
+    }
     SECTION("offline, a removed blob is an offline error, not a stale answer") {
         Options offline = o;
         offline.offline = true;

@@ -2,6 +2,7 @@
 // or damaged objects are made by copying the good fixture and patching its
 // ELF header bytes, so no cross compiler is needed.
 #include <elf.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -260,12 +261,25 @@ TEST_CASE("a bare file name loads the file in the current directory", "[loader]"
     CHECK(id() == 42);
 }
 
+TEST_CASE("a FIFO or a device at the library path is refused without blocking", "[loader]") {
+    // dlopen would wait forever for a writer on the FIFO.
+    kernhub::test::TempDir dir;
+    const fs::path fifo = dir.path() / "libkh_fifo.so";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    Error e = expect_error([&] { Library::open(fifo); });
+    CHECK(e.code() == ErrorCode::load);
+    CHECK_THAT(e.message(), Catch::Contains("not a regular file"));
+    Error device = expect_error([&] { Library::open("/dev/zero"); });
+    CHECK(device.code() == ErrorCode::load);
+    CHECK_THAT(device.message(), Catch::Contains("/dev/zero is not a regular file"));
+}
+
 TEST_CASE("a missing symbol is not_found and names the symbol and file", "[loader]") {
     const Library library = Library::open(k_good);
     Error e = expect_error([&] { library.symbol("kh_no_such_symbol"); });
     CHECK(e.code() == ErrorCode::not_found);
     CHECK(e.message() == "symbol 'kh_no_such_symbol' not found in " + k_good.string() +
-                             "; check the registry's \"symbol\" or pass --symbol");
+                             "; check the registry's \"symbol\" (or the symbol given to the load)");
     CHECK_THAT(e.context(), Catch::Contains("kh_no_such_symbol"));
 }
 

@@ -59,6 +59,12 @@ echo "$moved/bin/kernhub list: default registry at $moved/share/kernhub/registry
 out=$(LD_LIBRARY_PATH="$moved/$libdir" "$work/consumer-pc")
 echo "$out"
 expect_registry "$out" "$moved"
+echo "== a relative LD_LIBRARY_PATH entry and a chdir before the first kh_prewarm"
+${CC:-cc} -std=c99 "$source/tests/package/chdir_consumer.c" -o "$work/chdir-consumer" \
+    $(PKG_CONFIG_PATH=$moved/$libdir/pkgconfig pkg-config --cflags --libs kernhub)
+mkdir -p "$work/somewhere-else"
+(cd "$moved" && LD_LIBRARY_PATH=$libdir "$work/chdir-consumer" "$work/somewhere-else") ||
+  fail "the default registry was lost after a chdir (library loaded as $libdir/libkernhub.so.0)"
 ! grep -rqF "$work" "$moved/$libdir/pkgconfig" "$moved/$libdir/cmake" "$moved/$libdir/libkernhub.so.0" ||
   fail "the installed tree names its prefix"
 echo "PASS"
