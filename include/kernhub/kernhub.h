@@ -31,14 +31,18 @@
  *     5   network or hub error after retries
  *     6   offline and not cached
  *     7   load failed: the dynamic loader refused the object, no CUDA
- *         driver or device, no binary for this GPU
+ *         driver or device, no binary for this GPU, a CUDA driver error
  *
  * Threading: a handle is used by one thread at a time (calls on one handle
  * must not overlap; handing a handle to another thread between calls is
  * fine). Separate handles are independent and may be used from separate
  * threads at the same time; this layer keeps no global mutable state.
  *
- * No C++ exception ever leaves a function of this header. */
+ * No C++ exception ever leaves a function of this header.
+ *
+ * Not offered here: cancelling a kh_prewarm() from another thread, or
+ * retries and the longest hub wait per handle; they come from the
+ * environment (KERNHUB_RETRIES, KERNHUB_MAX_WAIT), as for the CLI. */
 #ifndef KERNHUB_KERNHUB_H
 #define KERNHUB_KERNHUB_H
 
@@ -92,17 +96,23 @@ KH_API void kh_hub_free(kh_hub* hub);
  *                   "": detect the host.
  *   token           the hub token, sent only to the endpoint's own origin.
  *                   "": HF_TOKEN, then the file $HF_HOME/token. The value
- *                   never appears in any message. A token holding a space
- *                   or a control character (CR, LF, ...) is refused with 2:
- *                   it would end the Authorization header.
+ *                   never appears in any message. Surrounding white space
+ *                   is trimmed; a token that is only white space, or holds
+ *                   a space, a control character (CR, LF, ...) or a
+ *                   non-ASCII byte inside, is refused with 2: it would end
+ *                   the Authorization header. A malformed HF_TOKEN or token
+ *                   file makes the first request to an http(s) hub fail
+ *                   with 2; nothing is refused before a request needs it.
  *   verify_on_load  "1"/"true": re-hash the file before every load;
  *                   "0"/"false": trust the verified cache.
  *                   "": KERNHUB_VERIFY_ON_LOAD.
  *
  * Booleans take exactly "1", "0", "true" or "false". A value is at most
- * 4096 bytes, and a repeatable key holds at most 256 values. Paths,
- * endpoint and targets are checked by the next kh_prewarm(), which then
- * returns 2. Settings changed after a kh_prewarm() apply from the next
+ * 4096 bytes, and a repeatable key holds at most 256 values. The endpoint,
+ * registry files and targets are checked by the next kh_prewarm(): a bad
+ * endpoint or registry file makes it return 2, a target no variant
+ * matches 3, a cache_dir that cannot be written 1; a project folder without
+ * kernhub.json simply adds no registry. Settings changed after a kh_prewarm() apply from the next
  * kh_prewarm() on; kernels already prewarmed stay available.
  *
  * Returns 0, or 2 (kh_last_error() says why) for a NULL handle, key or
@@ -111,8 +121,9 @@ KH_API void kh_hub_free(kh_hub* hub);
 KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
 
 /* Resolves `name` and makes its kernel ready: a registry name
- * ("vector-add", "flash-attn3") or a repo "ORG/REPO[@REVISION]" that a
- * registry entry gives a symbol. Fetches the variant this host needs when
+ * ("vector-add", "flash-attn3") or a repo "ORG/REPO[@REVISION]" (default
+ * revision "main") whose registry entries agree on a symbol; entries that
+ * disagree, or none, make it 2. Fetches the variant this host needs when
  * the cache lacks it, verifies it, loads it and resolves its entry point,
  * which kh_symbol(hub, name) then returns. Blocks until done; the network
  * is used only when the cache cannot answer.
@@ -126,7 +137,9 @@ KH_API int kh_prewarm(kh_hub* hub, const char* name);
  * of the very same `name` string on this handle (not the dlsym symbol
  * name), or NULL when there was none (kh_last_error() then says so). The
  * pointer stays valid for the life of the process, also after
- * kh_hub_free(). Cast it to the kernel's function type. */
+ * kh_hub_free(). For a shared-object kernel, cast it to the kernel's
+ * function type; for a CUDA kernel (a fatbin or cubin) it is the driver's
+ * CUfunction handle, for cuLaunchKernel. */
 KH_API void* kh_symbol(kh_hub* hub, const char* name);
 
 /* The last failure on this handle as one printable line

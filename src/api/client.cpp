@@ -137,6 +137,26 @@ registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::
         spec.repo_id = base;
         spec.revision = revision.empty() ? "main" : revision;
         spec.source = "command line";
+        // The registry still knows how to use the repo: its symbol and file
+        // come from the entries naming it, when they agree.
+        bool first = true;
+        bool agree = true;
+        for (const auto& entry : registry.entries()) {
+            if (entry.repo_id != base) continue;
+            if (first) {
+                spec.symbol = entry.symbol;
+                spec.file = entry.file;
+                spec.repo_type = entry.repo_type;
+                first = false;
+            } else if (entry.symbol != spec.symbol || entry.file != spec.file || entry.repo_type != spec.repo_type) {
+                agree = false;
+            }
+        }
+        if (!agree) {
+            spec.symbol.clear();
+            spec.file.clear();
+            spec.repo_type = registry::KernelSpec{}.repo_type;
+        }
         return spec;
     }
     const registry::KernelSpec* found = registry.find(base);
@@ -191,8 +211,8 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
     if (result.symbol.empty()) {
         throw Error(ErrorCode::usage,
                     "no symbol to resolve for " + quoted_name(ref) +
-                        ": give one (the CLI's --symbol, Client::load's symbol argument) or add the kernel to a "
-                        "registry with a \"symbol\"");
+                        ": give one (the CLI's --symbol, Client::load's symbol argument) or add the repo to a "
+                        "registry with a \"symbol\" (entries naming the same repo must agree on it)");
     }
     result.fetch = m_impl->fetch(spec);
     std::string artifact = choose_artifact(result.fetch, spec.file);

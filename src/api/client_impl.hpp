@@ -81,6 +81,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
             hub::TransportConfig config;
             config.endpoint = settings.endpoint;
             config.token = settings.token;
+            config.token_problem = settings.token_problem;
             config.policy.retries = settings.retries;
             config.policy.max_wait = std::chrono::seconds(settings.max_wait_seconds);
             config.policy.cancel = options.cancel;

@@ -1,14 +1,34 @@
 #include "api/default_registry.hpp"
 
+#include <sys/stat.h>
+
 #include <system_error>
 
 namespace kernhub::api {
+
+namespace {
+
+// A CMake build tree that only its owner can change. The copy next to the
+// code file is for build trees alone: next to a program or library put in a
+// shared folder such as /tmp, <dir>/share/kernhub/registry.json would be
+// anyone's to write.
+bool is_private_build_tree(const std::filesystem::path& dir) {
+    struct stat folder {};
+    struct stat cache {};
+    return ::stat(dir.c_str(), &folder) == 0 && S_ISDIR(folder.st_mode) &&
+           (folder.st_mode & (S_IWGRP | S_IWOTH)) == 0 && ::lstat((dir / "CMakeCache.txt").c_str(), &cache) == 0 &&
+           S_ISREG(cache.st_mode);
+}
+
+}  // namespace
 
 std::vector<std::filesystem::path> default_registry_candidates(const loader::CodeFile& code) {
     if (code.path.empty()) return {};
     const std::filesystem::path dir = code.path.parent_path();
     const char* installed = code.main_program ? KERNHUB_REGISTRY_FROM_BINDIR : KERNHUB_REGISTRY_FROM_LIBDIR;
-    return {(dir / installed).lexically_normal(), dir / "share" / "kernhub" / "registry.json"};
+    std::vector<std::filesystem::path> candidates{(dir / installed).lexically_normal()};
+    if (is_private_build_tree(dir)) candidates.push_back(dir / "share" / "kernhub" / "registry.json");
+    return candidates;
 }
 
 std::filesystem::path find_default_registry() {

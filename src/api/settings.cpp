@@ -1,5 +1,6 @@
 #include "api/settings.hpp"
 
+#include <cerrno>
 #include <string_view>
 
 #include "common/text.hpp"
@@ -14,40 +15,49 @@ std::optional<std::string> non_empty(const store::EnvLookup& env, const std::str
     return value;
 }
 
-std::string token_from_sources(const Options& options, const store::EnvLookup& env, std::string& source) {
-    source = "Options::token";
-    if (options.token) return trim(*options.token);
-    source = "HF_TOKEN";
-    if (auto token = non_empty(env, "HF_TOKEN")) return trim(*token);
-    std::filesystem::path home;
-    if (auto hf_home = non_empty(env, "HF_HOME")) {
-        home = *hf_home;
-    } else if (auto xdg = non_empty(env, "XDG_CACHE_HOME")) {
-        home = std::filesystem::path(*xdg) / "huggingface";
-    } else if (auto user_home = non_empty(env, "HOME")) {
-        home = std::filesystem::path(*user_home) / ".cache" / "huggingface";
-    } else {
-        return {};
-    }
-    source = (home / "token").string();
-    // An unreadable token file (another user's, a directory) means no token,
-    // as for huggingface_hub; it must not stop commands that need none.
-    try {
-        auto text = store::read_file(home / "token");
-        return text ? trim(*text) : std::string();
-    } catch (const Error&) {
-        return {};
-    }
-}
+// Larger is not a token file: huggingface_hub's tokens are under 100 bytes.
+constexpr std::size_t k_max_token_file_bytes = 4096;
 
-// A malformed token is refused by where it came from, never by its text.
-std::string resolve_token(const Options& options, const store::EnvLookup& env) {
-    std::string source;
-    std::string token = token_from_sources(options, env, source);
+const char* const k_token_malformed =
+    " contains a space, a control character or a non-ASCII byte, which cannot go into an HTTP header; make it "
+    "hold only the token";
+
+// The token and where it came from; `problem` says why it cannot be used
+// (never quoting it). An unreadable token file (another user's, a
+// directory, a FIFO) means no token, as for huggingface_hub.
+std::string token_from_sources(const Options& options, const store::EnvLookup& env, std::string& problem) {
+    std::string source = "Options::token";
+    std::string token;
+    if (options.token) {
+        token = trim(*options.token);
+    } else if (auto value = non_empty(env, "HF_TOKEN")) {
+        source = "HF_TOKEN";
+        token = trim(*value);
+    } else {
+        std::filesystem::path home;
+        if (auto hf_home = non_empty(env, "HF_HOME")) {
+            home = *hf_home;
+        } else if (auto xdg = non_empty(env, "XDG_CACHE_HOME")) {
+            home = std::filesystem::path(*xdg) / "huggingface";
+        } else if (auto user_home = non_empty(env, "HOME")) {
+            home = std::filesystem::path(*user_home) / ".cache" / "huggingface";
+        } else {
+            return {};
+        }
+        source = (home / "token").string();
+        std::string text;
+        const store::ReadStatus read = store::read_file_into(home / "token", text, k_max_token_file_bytes);
+        if (read.error == EFBIG) {
+            problem = "the token file " + source + " is larger than " + std::to_string(k_max_token_file_bytes) +
+                      " bytes (k_max_token_file_bytes); make it hold only the token";
+            return {};
+        }
+        if (read.error != 0) return {};
+        token = trim(text);
+    }
     if (!token_is_well_formed(token)) {
-        throw Error(ErrorCode::usage, "the token from " + source +
-                                          " contains a space or a control character, which cannot go into an HTTP "
-                                          "header; make it hold only the token");
+        problem = "the token from " + source + k_token_malformed;
+        return {};
     }
     return token;
 }
@@ -125,7 +135,7 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
         settings.endpoint = "https://huggingface.co";
     }
     while (settings.endpoint.size() > 1 && settings.endpoint.back() == '/') settings.endpoint.pop_back();
-    settings.token = resolve_token(options, env);
+    settings.token = token_from_sources(options, env, settings.token_problem);
     settings.cache_root = store::resolve_cache_root(options.cache_dir, env);
     settings.offline =
         options.offline ? *options.offline : env_flag(env, "KERNHUB_OFFLINE") || env_flag(env, "HF_HUB_OFFLINE");

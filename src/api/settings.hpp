@@ -16,6 +16,11 @@ namespace kernhub::api {
 struct Settings {
     std::string endpoint;  // no trailing '/'
     std::string token;     // empty when none
+    // Why the token found cannot be used (malformed, an oversized file),
+    // never quoting it; empty when it can. Only a request that would send
+    // it fails (see hub::TransportConfig), so commands that need no token
+    // are not stopped by a broken one.
+    std::string token_problem;
     std::filesystem::path cache_root;
     bool offline = false;
     bool verify_on_load = false;

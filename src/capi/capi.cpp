@@ -148,9 +148,12 @@ void apply_setting(kernhub::Options& options, const char* key, const char* value
     } else if (k == "token") {
         if (*value == '\0') {
             options.token.reset();
+        } else if (kernhub::trim(value).empty()) {
+            throw Refusal{k_usage, "the token is only white space; pass \"\" to use HF_TOKEN or the token file"};
         } else if (!kernhub::api::token_is_well_formed(kernhub::trim(value))) {
             throw Refusal{k_usage,
-                          "the token contains a space or a control character, which cannot go into an HTTP header"};
+                          "the token contains a space, a control character or a non-ASCII byte, which cannot go "
+                          "into an HTTP header"};
         } else {
             options.token = value;
         }

@@ -27,7 +27,7 @@ CurlApi bind_curl() {
     // Under the binding's once-initialisation: curl_global_init is not
     // thread-safe on older libcurl and must run once before any handle.
     if (const CURLcode code = api.global_init(CURL_GLOBAL_DEFAULT); code != CURLE_OK) {
-        throw Error(ErrorCode::network, "libcurl failed to initialise (" + lib.name + "); check its TLS backend",
+        throw Error(ErrorCode::internal, "libcurl failed to initialise (" + lib.name + "); check its TLS backend",
                     api.easy_strerror(code));
     }
     return api;

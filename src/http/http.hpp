@@ -12,6 +12,8 @@
 // or a 206 that does not continue the bytes already kept.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -147,6 +149,11 @@ private:
     struct HandleLease;
     std::mutex m_idle_mutex;
     std::vector<std::unique_ptr<Handle>> m_idle;  // guarded by m_idle_mutex
+    // The process the idle handles' connections belong to. A child made by
+    // fork() must not speak on its parent's connections (or close them: a
+    // TLS close would go out on the parent's stream), so its first lease
+    // drops the inherited ones unclosed. Guarded by m_idle_mutex.
+    pid_t m_idle_pid;
 };
 
 // Requests sent by the calling thread through any Session so far. A Client

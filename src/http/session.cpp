@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -9,6 +11,8 @@
 #include "common/text.hpp"
 #include "http/curl_api.hpp"
 #include "http/http.hpp"
+
+#include <unistd.h>
 #include "kernhub/error.hpp"
 
 namespace kernhub::http {
@@ -232,6 +236,11 @@ struct Session::HandleLease {
     explicit HandleLease(Session& owner) : session(owner) {
         {
             std::lock_guard<std::mutex> guard(session.m_idle_mutex);
+            if (const pid_t self = ::getpid(); self != session.m_idle_pid) {
+                for (auto& inherited : session.m_idle) static_cast<void>(inherited.release());
+                session.m_idle.clear();
+                session.m_idle_pid = self;
+            }
             if (!session.m_idle.empty()) {
                 handle = std::move(session.m_idle.back());
                 session.m_idle.pop_back();
@@ -240,8 +249,15 @@ struct Session::HandleLease {
         if (!handle) handle = std::make_unique<Handle>();
     }
     ~HandleLease() {
-        std::lock_guard<std::mutex> guard(session.m_idle_mutex);
-        if (session.m_idle.size() < k_max_idle_handles) session.m_idle.push_back(std::move(handle));
+        {
+            std::lock_guard<std::mutex> guard(session.m_idle_mutex);
+            if (session.m_idle.size() < k_max_idle_handles && session.m_idle_pid == ::getpid()) {
+                session.m_idle.push_back(std::move(handle));
+            }
+        }
+        // A surplus handle is closed outside the lock: closing a TLS
+        // connection can wait on the network.
+        handle.reset();
     }
     HandleLease(const HandleLease&) = delete;
     HandleLease& operator=(const HandleLease&) = delete;
@@ -349,13 +365,18 @@ static int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_
 }
 
 Session::Session(Policy policy, std::string token, std::string token_origin)
-    : m_policy(policy), m_token(std::move(token)), m_token_origin(std::move(token_origin)) {
+    : m_policy(policy), m_token(std::move(token)), m_token_origin(std::move(token_origin)), m_idle_pid(::getpid()) {
     // Room for every idle handle up front: ~HandleLease's push_back then
     // never allocates, so it cannot throw from a destructor.
     m_idle.reserve(k_max_idle_handles);
 }
 
-Session::~Session() = default;
+Session::~Session() {
+    // In a forked child the idle connections are the parent's: leave them.
+    if (m_idle_pid != ::getpid()) {
+        for (auto& inherited : m_idle) static_cast<void>(inherited.release());
+    }
+}
 
 Response Session::perform_once(const std::string& url, BodyTarget* target, Attempt& attempt) {
     if (cancelled(m_policy.cancel)) throw_interrupted(url);

@@ -1,10 +1,16 @@
 #include "hub/transport.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
+#include <optional>
 
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
@@ -34,6 +40,7 @@ private:
     // concurrent request a libcurl handle of its own.
     http::Session& session() {
         std::call_once(m_session_once, [this] {
+            if (!m_config.token_problem.empty()) throw Error(ErrorCode::usage, m_config.token_problem);
             auto session = std::make_unique<http::Session>(m_config.policy, m_config.token, m_config.endpoint);
             if (m_config.on_retry) session->set_retry_observer(m_config.on_retry);
             m_session = std::move(session);
@@ -59,8 +66,14 @@ public:
         http::Response response;
         response.url = url;
         const std::filesystem::path path = to_path(url);
-        // As open() below: a file that cannot be opened answers 404.
-        const store::ReadStatus read = store::read_file_into(path, response.body);
+        // As an HTTP answer kept in memory, at most k_max_file_answer bytes.
+        const store::ReadStatus read = store::read_file_into(path, response.body, k_max_file_answer);
+        if (read.error == EFBIG) {
+            throw Error(ErrorCode::network, "the hub file " + path.string() + " is larger than " +
+                                                std::to_string(k_max_file_answer >> 20) +
+                                                " MiB (k_max_file_answer); check the endpoint");
+        }
+        if (read.not_regular) throw not_regular(path);
         if (read.error != 0 && read.opened) throw Error(ErrorCode::internal, "cannot read " + path.string());
         response.status = read.opened ? 200 : 404;
         return response;
@@ -68,27 +81,48 @@ public:
 
     http::Response download(const std::string& url, http::BodyTarget& target) override {
         http::Response response;
-        std::ifstream in = open(url, response);
-        if (response.status != 200) return response;
+        response.url = url;
+        const std::filesystem::path path = to_path(url);
+        // O_NONBLOCK: a FIFO in the hub tree must not make the open wait.
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0) {
+            response.status = 404;  // as for a file a web server cannot open
+            return response;
+        }
+        struct Closer {
+            int fd;
+            ~Closer() { ::close(fd); }
+        } closer{fd};
+        struct stat info {};
+        if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) throw not_regular(path);
+        response.status = 200;
         char buffer[1 << 16];
         target.restart();
-        while (in) {
-            in.read(buffer, sizeof buffer);
-            if (in.gcount() > 0) target.write(buffer, static_cast<std::size_t>(in.gcount()));
+        // A file longer than the hub listed is read one buffer past that
+        // size, which the verification then refuses, not to its end.
+        const std::optional<std::uint64_t> expected = target.expected_size();
+        std::uint64_t total = 0;
+        while (!expected || total <= *expected) {
+            const ssize_t n = ::read(fd, buffer, sizeof buffer);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) throw Error(ErrorCode::internal, "cannot read " + path.string(), std::strerror(errno));
+            if (n == 0) break;
+            target.write(buffer, static_cast<std::size_t>(n));
+            total += static_cast<std::uint64_t>(n);
         }
-        if (in.bad()) throw Error(ErrorCode::internal, "cannot read " + to_path(url).string());
         return response;
     }
 
     std::uint64_t requests() const override { return 0; }
 
 private:
-    // The file the URL names, with `response` set to 200, or 404 when absent.
-    std::ifstream open(const std::string& url, http::Response& response) const {
-        response.url = url;
-        std::ifstream in(to_path(url), std::ios::binary);
-        response.status = in ? 200 : 404;
-        return in;
+    // An answer kept in memory (listings, revision info): the same bound as
+    // over HTTP.
+    static constexpr std::size_t k_max_file_answer = 64u << 20;
+
+    static Error not_regular(const std::filesystem::path& path) {
+        return Error(ErrorCode::network,
+                     "the hub file " + path.string() + " is not a regular file (a FIFO or device); check the endpoint");
     }
 
     std::filesystem::path to_path(const std::string& url) const {

@@ -27,6 +27,9 @@ public:
 struct TransportConfig {
     std::string endpoint;  // without a trailing '/'
     std::string token;     // may be empty
+    // When set, the first HTTP request fails with Error(usage, this text)
+    // instead of going out without the token the user meant to send.
+    std::string token_problem;
     http::Policy policy;
     http::RetryObserver on_retry;
 };

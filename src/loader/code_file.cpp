@@ -35,7 +35,9 @@ std::string directory_at_load() {
     return ::getcwd(buffer, sizeof buffer) != nullptr ? std::string(buffer) : std::string();
 }
 
-const std::string g_directory_at_load = directory_at_load();
+// init_priority: before the default-priority initialisers of this linked
+// object, so a Client made by one of them (a static backend table) sees it.
+const std::string g_directory_at_load __attribute__((init_priority(101))) = directory_at_load();
 
 std::filesystem::path resolved(const std::filesystem::path& path) {
     std::error_code ec;

@@ -38,6 +38,7 @@ std::optional<std::string> read_document(const fs::path& path) {
                                 std::to_string(k_max_tree_document_bytes >> 20) + " MiB)");
     }
     if (status.error == EISDIR) throw damaged(path, "is a directory, where a document belongs");
+    if (status.not_regular) throw damaged(path, "is not a regular file (a FIFO or device), where a document belongs");
     if (status.error != 0) {
         throw Error(ErrorCode::internal,
                     "cannot read " + path.string() + ": " + std::strerror(status.error) + "; check permissions");

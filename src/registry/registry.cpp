@@ -28,6 +28,9 @@ std::string read_registry_file(const fs::path& path) {
     std::string text;
     const store::ReadStatus read = store::read_file_into(path, text, k_max_file_size);
     if (read.error == EFBIG) detail::fail(source, "is larger than 16 MiB; a registry is a small JSON file");
+    if (read.not_regular || read.error == EISDIR) {
+        detail::fail(source, "is not a regular file (a directory, FIFO or device); a registry is a small JSON file");
+    }
     if (read.error != 0 && !read.opened) {
         detail::fail(source,
                      "cannot open: " + std::generic_category().message(read.error) + "; check the file's permissions");

@@ -72,10 +72,13 @@ std::optional<std::string> read_file(const fs::path& path);
 // when `content` holds the whole file, else the errno that stopped the read,
 // EFBIG once the file holds more than max_bytes; opened tells open()
 // refusing (missing, not permitted) from a read failing after it (a
-// directory, a failing disk).
+// directory, a failing disk). Only regular files are read: a directory is
+// EISDIR, anything else (a FIFO, a device, a socket) EINVAL with
+// not_regular set, and opening never waits for a FIFO's writer.
 struct ReadStatus {
     int error = 0;
     bool opened = false;
+    bool not_regular = false;
 };
 ReadStatus read_file_into(const fs::path& path, std::string& content, std::size_t max_bytes = SIZE_MAX);
 ReadStatus read_file_into(const fs::path& path, std::vector<std::uint8_t>& content, std::size_t max_bytes = SIZE_MAX);

@@ -72,9 +72,21 @@ ReadStatus read_fd(int fd, Container& content, std::size_t max_bytes, std::optio
 template <typename Container>
 ReadStatus read_whole(const fs::path& path, Container& content, std::size_t max_bytes) {
     content.clear();
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO must not make the open wait for a writer; only a
+    // regular file is read at all (a device such as /dev/zero never ends).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return ReadStatus{errno, false};
-    return read_fd(fd, content, max_bytes);
+    struct stat info {};
+    if (::fstat(fd, &info) != 0) {
+        const int err = errno;
+        ::close(fd);
+        return ReadStatus{err, true};
+    }
+    if (!S_ISREG(info.st_mode)) {
+        ::close(fd);
+        return S_ISDIR(info.st_mode) ? ReadStatus{EISDIR, true} : ReadStatus{EINVAL, true, true};
+    }
+    return read_fd(fd, content, max_bytes, info);
 }
 
 }  // namespace

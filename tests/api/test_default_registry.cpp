@@ -3,9 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "api/default_registry.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::api::default_registry_candidates;
@@ -19,22 +21,40 @@ bool ends_with(const fs::path& path, const std::string& tail) {
 
 TEST_CASE("default registry: an executable in <prefix>/bin looks in <prefix>/share first", "[api]") {
     auto candidates = default_registry_candidates({"/opt/kh/bin/kernhub", true});
-    REQUIRE(candidates.size() == 2);
+    REQUIRE(candidates.size() == 1);
     CHECK(ends_with(candidates[0], "/kernhub/registry.json"));
     CHECK(candidates[0].generic_string().rfind("/opt/kh/", 0) == 0);
     CHECK(candidates[0].generic_string().find("/bin/") == std::string::npos);
     CHECK(candidates[0].generic_string().find("..") == std::string::npos);
-    // The build tree's copy sits next to the binary.
-    CHECK(candidates[1] == fs::path("/opt/kh/bin/share/kernhub/registry.json"));
 }
 
 TEST_CASE("default registry: a library in <prefix>/<libdir> looks in <prefix>/share first", "[api]") {
     auto candidates = default_registry_candidates({"/opt/kh/lib/libkernhub.so.0", false});
-    REQUIRE(candidates.size() == 2);
+    REQUIRE(candidates.size() == 1);
     CHECK(ends_with(candidates[0], "/kernhub/registry.json"));
     CHECK(candidates[0].generic_string().rfind("/opt/", 0) == 0);
     CHECK(candidates[0].generic_string().find("..") == std::string::npos);
-    CHECK(candidates[1] == fs::path("/opt/kh/lib/share/kernhub/registry.json"));
+}
+
+TEST_CASE("default registry: the copy next to the file only in a build tree only its owner can write", "[api]") {
+    kernhub::test::TempDir dir;
+    const fs::path exe = dir.path() / "kernhub";
+    const fs::path next_to = dir.path() / "share" / "kernhub" / "registry.json";
+    fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                    fs::perms::others_read | fs::perms::others_exec);
+    // Not a build tree: a program dropped into a folder (think /tmp) does
+    // not take a registry someone put beside it.
+    CHECK(default_registry_candidates({exe, true}).size() == 1);
+    std::ofstream(dir.path() / "CMakeCache.txt") << "# a build tree\n";
+    auto candidates = default_registry_candidates({exe, true});
+    REQUIRE(candidates.size() == 2);
+    CHECK(candidates[1] == next_to);
+    // A build tree others may write to is no better than /tmp.
+    fs::permissions(dir.path(), fs::perms::others_write, fs::perm_options::add);
+    CHECK(default_registry_candidates({exe, true}).size() == 1);
+    fs::permissions(dir.path(), fs::perms::others_write, fs::perm_options::remove);
+    fs::permissions(dir.path(), fs::perms::group_write, fs::perm_options::add);
+    CHECK(default_registry_candidates({exe, false}).size() == 1);
 }
 
 TEST_CASE("default registry: no candidates when the code file is unknown", "[api]") {

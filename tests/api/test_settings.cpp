@@ -1,5 +1,7 @@
 // Options + environment -> settings (endpoint, token, offline, retries,
 // max wait), and the settings that must reach the HTTP transport.
+#include <sys/stat.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -72,7 +74,7 @@ TEST_CASE("token precedence: option, HF_TOKEN, the HF_HOME token file, trimmed",
     CHECK(api::resolve_settings(none, env_of({{"HOME", "/nonexistent-home"}})).token.empty());
 }
 
-TEST_CASE("a token with a space or control character is refused by source, never shown", "[api]") {
+TEST_CASE("a malformed token is a problem named by its source, never shown", "[api]") {
     // CR LF would end the Authorization header and start one of the
     // token's choosing.
     const std::string injected = "hf_secret_c3f1\r\nX-Injected: 1";
@@ -80,10 +82,10 @@ TEST_CASE("a token with a space or control character is refused by source, never
     std::ofstream(home.path() / "token") << injected << "\n";
     Options o = with_cache();
     const auto refused = [](const Options& options, const store::EnvLookup& env, const std::string& source) {
-        Error e = error_from("a malformed token", [&] { api::resolve_settings(options, env); });
-        CHECK(e.code() == ErrorCode::usage);
-        CHECK_THAT(e.message(), Catch::Contains("the token from " + source));
-        CHECK_THAT(e.message() + e.context(), !Catch::Contains("c3f1") && !Catch::Contains("Injected"));
+        const api::Settings settings = api::resolve_settings(options, env);
+        CHECK(settings.token.empty());
+        CHECK_THAT(settings.token_problem, Catch::Contains("the token from " + source));
+        CHECK_THAT(settings.token_problem, !Catch::Contains("c3f1") && !Catch::Contains("Injected"));
     };
     refused(o, env_of({{"HF_HOME", home.path().string()}}), (home.path() / "token").string());
     refused(o, env_of({{"HF_TOKEN", injected}}), "HF_TOKEN");
@@ -95,9 +97,44 @@ TEST_CASE("a token with a space or control character is refused by source, never
     // Surrounding white space (a file's final newline) is trimmed, not refused.
     o.token = " hf_fine\n";
     CHECK(api::resolve_settings(o, env_of({})).token == "hf_fine");
+    CHECK(api::resolve_settings(o, env_of({})).token_problem.empty());
     CHECK(api::token_is_well_formed("hf_AZaz09-_.~"));
     CHECK_FALSE(api::token_is_well_formed("hf_\x7f"));
     CHECK_FALSE(api::token_is_well_formed("hf_\xc3\xa9"));
+
+    // A token file over its limit is a problem too; a FIFO there is no token
+    // (and opening it does not wait for a writer).
+    Options from_file = with_cache();
+    std::ofstream(home.path() / "token", std::ios::trunc) << std::string(5000, 'a');
+    CHECK_THAT(api::resolve_settings(from_file, env_of({{"HF_HOME", home.path().string()}})).token_problem,
+               Catch::Contains("k_max_token_file_bytes"));
+    std::filesystem::remove(home.path() / "token");
+    REQUIRE(::mkfifo((home.path() / "token").c_str(), 0600) == 0);
+    const api::Settings fifo = api::resolve_settings(from_file, env_of({{"HF_HOME", home.path().string()}}));
+    CHECK(fifo.token.empty());
+    CHECK(fifo.token_problem.empty());
+}
+
+TEST_CASE("a malformed token stops only the first request that would send it", "[api]") {
+    test::TempDir cache;
+    test::ScriptedServer server(always(500, "0"));
+    Options o;
+    o.cache_dir = cache.path().string();
+    o.no_default_registry = true;
+    o.endpoint = server.url();
+    o.token = "hf_x\r\nX-Injected: 1";
+    // Nothing asked of the hub: an offline fetch on an empty cache is the
+    // usual offline error, not the token's.
+    Options offline = o;
+    offline.offline = true;
+    CHECK(error_from("offline fetch", [&] { Client(offline).fetch("org/name@main"); }).code() == ErrorCode::offline);
+    // Online, the request is refused before anything is sent.
+    Client client(o);
+    const Error e = error_from("online fetch", [&] { client.fetch("org/name@main"); });
+    CHECK(e.code() == ErrorCode::usage);
+    CHECK_THAT(e.message(), Catch::Contains("the token from Options::token"));
+    CHECK_THAT(e.message(), !Catch::Contains("Injected"));
+    CHECK(server.requests().empty());
 }
 
 TEST_CASE("offline and verify-on-load flags from the environment", "[api]") {

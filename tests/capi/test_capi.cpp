@@ -293,6 +293,28 @@ TEST_CASE("a token never appears in any error text", "[capi]") {
     CHECK(adds_correctly(kh_symbol(h.get(), "private")));
 }
 
+TEST_CASE("kh_prewarm of ORG/REPO takes the symbol from the registry entries naming the repo", "[capi]") {
+    DemoEnv env;
+    KernelHub hub({k_test_token, 1000});
+    std::string registry = write_standard_registry(env.dir.path()).string();
+    Hub h = env.hub();
+    REQUIRE(kh_hub_set(h.get(), "endpoint", hub.server().endpoint().c_str()) == 0);
+    REQUIRE(kh_hub_set(h.get(), "registry", registry.c_str()) == 0);
+    REQUIRE(kh_hub_set(h.get(), "token", k_test_token) == 0);
+    // One entry names kernhub-test/private: its symbol is used.
+    REQUIRE(kh_prewarm(h.get(), "kernhub-test/private") == 0);
+    CHECK(adds_correctly(kh_symbol(h.get(), "kernhub-test/private")));
+    // The repo type comes along (a model repo, a different hub path).
+    CHECK(kh_prewarm(h.get(), "kernhub-test/model-kernel@main") == 0);
+    CHECK(kh_symbol(h.get(), "kernhub-test/model-kernel@main") != nullptr);
+    // Entries that disagree on the symbol give none: a usage error, not a guess.
+    CHECK(kh_prewarm(h.get(), "kernhub-test/vector-add") == 2);
+    CHECK_THAT(last_error(h), Catch::Contains("no symbol to resolve for 'kernhub-test/vector-add'"));
+    CHECK_THAT(last_error(h), Catch::Contains("must agree"));
+    // A repo no entry names has no symbol either.
+    CHECK(kh_prewarm(h.get(), "kernhub-test/unlisted") == 2);
+}
+
 TEST_CASE("a token that could inject a header is refused with 2 and the old one kept", "[capi]") {
     DemoEnv env;
     KernelHub hub({k_test_token, 1000});

@@ -556,6 +556,45 @@ TEST_CASE("a shared object that needs a newer glibc than the host is refused bef
     CHECK(message.find("this host has GLIBC_") != std::string::npos);
 }
 
+TEST_CASE("a file:// hub's FIFO or device answers are refused, not waited on", "[hub]") {
+    TempDir dir;
+    const fs::path hub = dir.path() / "hub";
+    fs::copy(KERNHUB_DEMO_HUB, hub, fs::copy_options::recursive);
+    Options o;
+    o.endpoint = "file://" + hub.string();
+    o.cache_dir = (dir.path() / "cache").string();
+    o.project_dir = dir.path().string();
+    o.no_default_registry = true;
+    o.offline = false;
+    const fs::path revision = hub / "api" / "kernels" / "kernhub-demo" / "vector-add" / "revision" / "main";
+    SECTION("the revision answer is a FIFO") {
+        fs::remove(revision);
+        REQUIRE(::mkfifo(revision.c_str(), 0600) == 0);
+        std::string message;
+        CHECK(code_of([&] { Client(o).fetch("kernhub-demo/vector-add"); }, &message) == ErrorCode::network);
+        CHECK_THAT(message, Catch::Contains("not a regular file"));
+    }
+    SECTION("the revision answer is a link to /dev/zero") {
+        fs::remove(revision);
+        fs::create_symlink("/dev/zero", revision);
+        std::string message;
+        CHECK(code_of([&] { Client(o).fetch("kernhub-demo/vector-add"); }, &message) == ErrorCode::network);
+        CHECK_THAT(message, Catch::Contains("not a regular file"));
+    }
+    SECTION("a variant file is a FIFO") {
+        fs::path so;
+        for (const auto& e : fs::recursive_directory_iterator(hub / "kernels")) {
+            if (e.path().filename() == "libvector_add.so") so = e.path();
+        }
+        REQUIRE(!so.empty());
+        fs::remove(so);
+        REQUIRE(::mkfifo(so.c_str(), 0600) == 0);
+        std::string message;
+        CHECK(code_of([&] { Client(o).fetch("kernhub-demo/vector-add"); }, &message) == ErrorCode::network);
+        CHECK_THAT(message, Catch::Contains("not a regular file"));
+    }
+}
+
 TEST_CASE("fetch links a blob already in the cache only while holding that blob's lock", "[hub]") {
     KernelHub hub;
     Env env;

@@ -1,4 +1,6 @@
 // Registry files on disk: add_file, load_stack and the shipped default.json.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -80,6 +82,11 @@ TEST_CASE("add_file errors name the file", "[registry]") {
     };
     CHECK_THAT(message_of(missing), Catch::Contains(missing.string()) && Catch::Contains("not found"));
     CHECK_THAT(message_of(dir.path()), Catch::Contains(dir.path().string()) && Catch::Contains("directory"));
+    // A FIFO (or a device) is refused at once instead of waiting for a writer.
+    const fs::path fifo = dir.path() / "fifo.json";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THAT(message_of(fifo), Catch::Contains(fifo.string()) && Catch::Contains("not a regular file"));
+    CHECK_THAT(message_of("/dev/zero"), Catch::Contains("not a regular file"));
 
     const fs::path broken = dir.path() / "broken.json";
     write_text(broken, "{\n  \"format\": 1,\n  \"kernels\": {\n    \"x\": {\"repo_id\": \"a/b\",}\n  }\n}\n");

@@ -1,5 +1,7 @@
 // store::read_file_into, the whole-file read the api, registry and file://
 // hub share: what it reports, so each caller can word its own error.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdint>
@@ -69,7 +71,24 @@ TEST_CASE("read_file_into stops at the size cap", "[store]") {
     CHECK(read_file_into(file, text, 10).error == 0);
     CHECK(text == "0123456789");
     CHECK(read_file_into(file, text, 9).error == EFBIG);
-    // A device that never ends is cut off too.
+}
+
+TEST_CASE("read_file_into reads only regular files and never waits on a FIFO", "[store]") {
+    TempDir dir;
+    std::string text;
+    // A device that never ends is not read at all.
     REQUIRE(fs::exists("/dev/zero"));
-    CHECK(read_file_into("/dev/zero", text, 1 << 20).error == EFBIG);
+    ReadStatus zero = read_file_into("/dev/zero", text, 1 << 20);
+    CHECK(zero.error == EINVAL);
+    CHECK(zero.not_regular);
+    CHECK(text.empty());
+    // Opening a FIFO without a writer would block without O_NONBLOCK.
+    const fs::path fifo = dir.path() / "fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    ReadStatus pipe = read_file_into(fifo, text, 1 << 20);
+    CHECK(pipe.opened);
+    CHECK(pipe.not_regular);
+    ReadStatus folder = read_file_into(dir.path(), text, 1 << 20);
+    CHECK(folder.error == EISDIR);
+    CHECK_FALSE(folder.not_regular);
 }

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernhub/kernhub.h"
 #include "kernhub/kernhub.hpp"
 #include "store/cache.hpp"
 #include "support/kernel_hub.hpp"
@@ -284,4 +285,65 @@ TEST_CASE("resolved_address and KernelFn::resolve while other threads load", "[t
     check_addresses(seen);
     CHECK(readers_bad.load() == 0);
     CHECK(resolved.load() > 0);
+}
+
+TEST_CASE("info and list on a shared Client while other threads load", "[threads]") {
+    KernelHub hub;
+    Env env;
+    Client client(env.options(hub.server().endpoint()));
+    Observed seen;
+    run_together(k_threads, [&](int t) {
+        if (t % 2 == 0) {
+            load_all(client, seen, t);
+            return;
+        }
+        for (int round = 0; round < k_rounds; ++round) {
+            const std::string& name = k_names[static_cast<std::size_t>(t + round) % k_names.size()];
+            try {
+                const InfoResult info = client.info(name);
+                if (info.selected.empty()) seen.fail("info " + name + ": no variant selected");
+                const std::vector<RegistryEntry> entries = client.list();
+                const bool listed = std::any_of(entries.begin(), entries.end(),
+                                                [&](const RegistryEntry& entry) { return entry.name == name; });
+                if (!listed) seen.fail("list: " + name + " missing");
+            } catch (const std::exception& e) {
+                seen.fail("info/list " + name + ": " + e.what());
+            }
+        }
+    });
+    check_addresses(seen);
+}
+
+TEST_CASE("C API handles used from separate threads at once", "[threads]") {
+    KernelHub hub;
+    Env env;
+    const std::string endpoint = hub.server().endpoint();
+    const std::string cache = env.cache.string();
+    const std::string registry = env.registry.string();
+    const std::string project = env.dir.path().string();
+    Observed seen;
+    run_together(k_threads, [&](int t) {
+        kh_hub* handle = kh_hub_new();
+        if (handle == nullptr) {
+            seen.fail("kh_hub_new returned NULL");
+            return;
+        }
+        const bool set = kh_hub_set(handle, "endpoint", endpoint.c_str()) == 0 &&
+                         kh_hub_set(handle, "cache_dir", cache.c_str()) == 0 &&
+                         kh_hub_set(handle, "registry", registry.c_str()) == 0 &&
+                         kh_hub_set(handle, "project", project.c_str()) == 0 && kh_hub_set(handle, "offline", "0") == 0;
+        if (!set) seen.fail("kh_hub_set failed");
+        for (std::size_t i = 0; set && i < k_names.size(); ++i) {
+            const std::string& name = k_names[(i + static_cast<std::size_t>(t)) % k_names.size()];
+            if (const int rc = kh_prewarm(handle, name.c_str()); rc != 0) {
+                const char* why = kh_last_error(handle);
+                seen.fail(name + ": kh_prewarm " + std::to_string(rc) + ": " + (why != nullptr ? why : ""));
+                continue;
+            }
+            seen.record(name, kh_symbol(handle, name.c_str()));
+        }
+        kh_hub_free(handle);
+    });
+    check_addresses(seen);
+    check_no_duplicate_downloads(hub.server(), env.cache);
 }
