@@ -69,6 +69,17 @@ PAIRS = {
     ],
 }
 
+# The goals some ratios are held to (README "Benchmarks"); shown beside them.
+TARGETS = {
+    "KernelFn / direct": 1.05,
+    "kh_symbol pointer (C API) / direct": 1.05,
+    "load_warm / bare_dlopen (first open)": 1.3,
+    "kernhub load --offline / bare dlopen (C++)": 1.3,
+    "kernhub load --offline / bare dlopen (C)": 2.0,
+    "C API example / bare dlopen (C++)": 1.3,
+    "C API example / bare dlopen (C)": 2.0,
+}
+
 # Suffixes Google Benchmark appends that do not tell cases apart.
 NOISE = re.compile(r"/(manual_time|real_time|iterations:\d+|min_time:[0-9.]+s?|repeats:\d+)")
 TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -173,14 +184,18 @@ def report_tables(binary, report):
     body = []
     for label, num, base in expand(PAIRS.get(binary, []), rows):
         a, b = rows[num], rows[base]
+        goal = TARGETS.get(label.split("  [")[0])
+        goal_text = f"<= {goal:g}x" if goal else ""
         if a["error"] or b["error"]:
-            body.append([label, fmt_time(a["real"]), fmt_time(b["real"]), "error", "-"])
+            body.append([label, fmt_time(a["real"]), fmt_time(b["real"]), "error", "-", goal_text])
             continue
         real = a["real"] / b["real"] if b["real"] else None
         cpu = a["cpu"] / b["cpu"] if a["cpu"] and b["cpu"] else None
-        body.append([label, fmt_time(a["real"]), fmt_time(b["real"]), fmt_ratio(real), fmt_ratio(cpu)])
+        if goal and real is not None:
+            goal_text += " met" if real <= goal else " NOT met"
+        body.append([label, fmt_time(a["real"]), fmt_time(b["real"]), fmt_ratio(real), fmt_ratio(cpu), goal_text])
     if body:
-        print(table(["ratio (X / baseline)", "X", "baseline", "real", "cpu (this process)"], body))
+        print(table(["ratio (X / baseline)", "X", "baseline", "real", "cpu (this process)", "goal"], body))
     else:
         print("(no declared pairs for this binary)")
     for line in special_rows(binary, rows):

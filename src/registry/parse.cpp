@@ -1,7 +1,8 @@
 #include "registry/parse.hpp"
 
 #include <algorithm>
-#include <set>
+#include <optional>
+#include <unordered_set>
 
 #include "kernhub/error.hpp"
 
@@ -32,43 +33,55 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 
 // nlohmann::json keeps the last of two equal keys without a word. In a
 // registry that hides a kernel defined twice (a copy-paste slip), so the
-// parser callback below records the first duplicate and the caller reports it.
+// keys of the open objects are kept while the document is built, and the
+// first duplicate is recorded. (nlohmann's callback parser could do this,
+// but it rescans a parent object each time a child object closes:
+// quadratic in the number of kernels.)
 class DuplicateKeyFinder {
 public:
-    void on_event(json::parse_event_t event, const json& parsed) {
-        switch (event) {
-            case json::parse_event_t::object_start:
-                m_frames.push_back({true, {}, {}});
-                break;
-            case json::parse_event_t::array_start:
-                m_frames.push_back({false, {}, {}});
-                break;
-            case json::parse_event_t::object_end:
-            case json::parse_event_t::array_end:
-                m_frames.pop_back();
-                break;
-            case json::parse_event_t::key:
-                on_key(parsed.get<std::string>());
-                break;
-            case json::parse_event_t::value:
-                break;
-        }
+    bool null() { return true; }
+    bool boolean(bool) { return true; }
+    bool number_integer(json::number_integer_t) { return true; }
+    bool number_unsigned(json::number_unsigned_t) { return true; }
+    bool number_float(json::number_float_t, const std::string&) { return true; }
+    bool string(std::string&) { return true; }
+    bool binary(json::binary_t&) { return true; }
+    bool start_object(std::size_t) {
+        m_frames.push_back({true, {}, {}});
+        return true;
     }
+    bool start_array(std::size_t) {
+        m_frames.push_back({false, {}, {}});
+        return true;
+    }
+    bool end_object() {
+        m_frames.pop_back();
+        return true;
+    }
+    bool end_array() {
+        m_frames.pop_back();
+        return true;
+    }
+    bool key(std::string& key) {
+        Frame& frame = m_frames.back();
+        frame.current_key = key;
+        if (!frame.keys.insert(key).second && m_problem.empty()) m_problem = describe_duplicate(key);
+        return true;
+    }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) {
+        if (const auto* parse = dynamic_cast<const json::parse_error*>(&error)) m_syntax.emplace(*parse);
+        return false;
+    }
+
     const std::string& problem() const { return m_problem; }
+    const std::optional<json::parse_error>& syntax_error() const { return m_syntax; }
 
 private:
     struct Frame {
         bool is_object;
-        std::set<std::string> keys;
+        std::unordered_set<std::string> keys;
         std::string current_key;
     };
-
-    void on_key(const std::string& key) {
-        Frame& frame = m_frames.back();
-        frame.current_key = key;
-        if (frame.keys.insert(key).second || !m_problem.empty()) return;
-        m_problem = describe_duplicate(key);
-    }
 
     std::string describe_duplicate(const std::string& key) const {
         const std::size_t depth = m_frames.size();
@@ -83,6 +96,7 @@ private:
 
     std::vector<Frame> m_frames;
     std::string m_problem;
+    std::optional<json::parse_error> m_syntax;
 };
 
 // nlohmann's own text already says what was expected; keep it but lead with
@@ -100,18 +114,43 @@ std::string describe_parse_error(const std::string& text, const json::parse_erro
            std::to_string(error.byte) + "): " + detail + "; fix the JSON syntax there";
 }
 
-json parse_json(const std::string& text, const std::string& source) {
-    DuplicateKeyFinder duplicates;
-    json document;
-    try {
-        document = json::parse(text, [&duplicates](int, json::parse_event_t event, json& parsed) {
-            duplicates.on_event(event, parsed);
-            return true;
-        });
-    } catch (const json::parse_error& error) {
-        fail(source, describe_parse_error(text, error));
+// nlohmann's DOM builder with the key check beside it: one pass over the
+// text builds the document and finds duplicates.
+class CheckedDomBuilder {
+public:
+    explicit CheckedDomBuilder(json& document) : m_dom(document, false) {}
+
+    bool null() { return m_dom.null(); }
+    bool boolean(bool value) { return m_dom.boolean(value); }
+    bool number_integer(json::number_integer_t value) { return m_dom.number_integer(value); }
+    bool number_unsigned(json::number_unsigned_t value) { return m_dom.number_unsigned(value); }
+    bool number_float(json::number_float_t value, const std::string& text) { return m_dom.number_float(value, text); }
+    bool string(std::string& value) { return m_dom.string(value); }
+    bool binary(json::binary_t& value) { return m_dom.binary(value); }
+    bool start_object(std::size_t size) { return m_keys.start_object(size) && m_dom.start_object(size); }
+    bool start_array(std::size_t size) { return m_keys.start_array(size) && m_dom.start_array(size); }
+    bool end_object() { return m_keys.end_object() && m_dom.end_object(); }
+    bool end_array() { return m_keys.end_array() && m_dom.end_array(); }
+    bool key(std::string& name) { return m_keys.key(name) && m_dom.key(name); }
+    bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& error) {
+        return m_keys.parse_error(position, token, error);
     }
-    if (!duplicates.problem().empty()) fail(source, duplicates.problem());
+
+    const DuplicateKeyFinder& keys() const { return m_keys; }
+
+private:
+    DuplicateKeyFinder m_keys;
+    nlohmann::detail::json_sax_dom_parser<json> m_dom;
+};
+
+json parse_json(const std::string& text, const std::string& source) {
+    json document;
+    CheckedDomBuilder builder(document);
+    if (!json::sax_parse(text, &builder)) {
+        if (builder.keys().syntax_error()) fail(source, describe_parse_error(text, *builder.keys().syntax_error()));
+        fail(source, "invalid JSON; fix the JSON syntax");
+    }
+    if (!builder.keys().problem().empty()) fail(source, builder.keys().problem());
     return document;
 }
 

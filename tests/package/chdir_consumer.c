@@ -1,6 +1,6 @@
 /* A C program that changes directory before its first kh_prewarm() and asks
  * for a kernel by its default-registry name. consume.sh runs it with
- * libkernhub.so found through a relative LD_LIBRARY_PATH entry, so the
+ * libkernhub_c.so found through a relative LD_LIBRARY_PATH entry, so the
  * dynamic loader knows the library by a relative name that no longer leads to
  * it after the chdir: the default registry must still be the one installed
  * next to the library.

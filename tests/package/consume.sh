@@ -64,11 +64,14 @@ out=$(LD_LIBRARY_PATH="$moved/$libdir" "$work/consumer-pc")
 echo "$out"
 expect_registry "$out" "$moved"
 echo "== a relative LD_LIBRARY_PATH entry and a chdir before the first kh_prewarm"
+# A C program links libkernhub_c.so (kernhub_c.pc), which needs no libstdc++.so.
 ${CC:-cc} -std=c99 "$source/tests/package/chdir_consumer.c" -o "$work/chdir-consumer" \
-    $(PKG_CONFIG_PATH=$moved/$libdir/pkgconfig pkg-config --cflags --libs kernhub)
+    $(PKG_CONFIG_PATH=$moved/$libdir/pkgconfig pkg-config --cflags --libs kernhub_c)
+! (cd "$moved" && LD_LIBRARY_PATH=$libdir ldd "$work/chdir-consumer") | grep -q 'libstdc++' ||
+  fail "a C program on kernhub_c maps libstdc++.so"
 mkdir -p "$work/somewhere-else"
 (cd "$moved" && LD_LIBRARY_PATH=$libdir "$work/chdir-consumer" "$work/somewhere-else") ||
-  fail "the default registry was lost after a chdir (library loaded as $libdir/libkernhub.so.0)"
+  fail "the default registry was lost after a chdir (library loaded as $libdir/libkernhub_c.so.0)"
 ! grep -rqF "$work" "$moved/$libdir/pkgconfig" "$moved/$libdir/cmake" "$moved/$libdir/libkernhub.so.0" ||
   fail "the installed tree names its prefix"
 echo "PASS"
