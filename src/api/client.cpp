@@ -137,26 +137,22 @@ registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::
         spec.repo_id = base;
         spec.revision = revision.empty() ? "main" : revision;
         spec.source = "command line";
-        // The registry still knows how to use the repo: its symbol and file
-        // come from the entries naming it, when they agree.
-        bool first = true;
-        bool agree = true;
-        for (const auto& entry : registry.entries()) {
-            if (entry.repo_id != base) continue;
-            if (first) {
-                spec.symbol = entry.symbol;
-                spec.file = entry.file;
-                spec.repo_type = entry.repo_type;
-                first = false;
-            } else if (entry.symbol != spec.symbol || entry.file != spec.file || entry.repo_type != spec.repo_type) {
-                agree = false;
-            }
+        // The registry still knows how to use the repo: each of its symbol,
+        // file and repo type is taken from the entries naming it when they
+        // all agree on that field.
+        std::vector<registry::KernelSpec> naming;
+        for (auto& entry : registry.entries()) {
+            if (entry.repo_id == base) naming.push_back(std::move(entry));
         }
-        if (!agree) {
-            spec.symbol.clear();
-            spec.file.clear();
-            spec.repo_type = registry::KernelSpec{}.repo_type;
-        }
+        const auto agreed = [&naming](auto field) {
+            return !naming.empty() && std::all_of(naming.begin(), naming.end(), [&](const registry::KernelSpec& e) {
+                return field(e) == field(naming.front());
+            });
+        };
+        if (agreed([](const registry::KernelSpec& e) { return e.symbol; })) spec.symbol = naming.front().symbol;
+        if (agreed([](const registry::KernelSpec& e) { return e.file; })) spec.file = naming.front().file;
+        if (agreed([](const registry::KernelSpec& e) { return e.repo_type; }))
+            spec.repo_type = naming.front().repo_type;
         return spec;
     }
     const registry::KernelSpec* found = registry.find(base);

@@ -8,16 +8,16 @@ namespace kernhub::api {
 
 namespace {
 
-// A CMake build tree that only its owner can change. The copy next to the
-// code file is for build trees alone: next to a program or library put in a
-// shared folder such as /tmp, <dir>/share/kernhub/registry.json would be
-// anyone's to write.
+// A CMake build tree that others (outside the owner and its group) cannot
+// change: a group-writable one is what umask 002 makes. The copy next to
+// the code file is for build trees alone: next to a program or library put
+// in a shared folder such as /tmp, <dir>/share/kernhub/registry.json would
+// be anyone's to write.
 bool is_private_build_tree(const std::filesystem::path& dir) {
     struct stat folder {};
     struct stat cache {};
-    return ::stat(dir.c_str(), &folder) == 0 && S_ISDIR(folder.st_mode) &&
-           (folder.st_mode & (S_IWGRP | S_IWOTH)) == 0 && ::lstat((dir / "CMakeCache.txt").c_str(), &cache) == 0 &&
-           S_ISREG(cache.st_mode);
+    return ::stat(dir.c_str(), &folder) == 0 && S_ISDIR(folder.st_mode) && (folder.st_mode & S_IWOTH) == 0 &&
+           ::lstat((dir / "CMakeCache.txt").c_str(), &cache) == 0 && S_ISREG(cache.st_mode);
 }
 
 }  // namespace

@@ -13,9 +13,9 @@ namespace kernhub::api {
 // The places to look, in order: the installed layout (from the executable's
 // bin/ or the library's lib/ to share/kernhub/registry.json, both relative
 // paths fixed at configure time), then, only when the file's folder is a
-// CMake build tree (it holds CMakeCache.txt) that neither group nor others
-// may write, <dir>/share/kernhub/registry.json, where a build tree keeps its
-// copy. Empty when the code file is unknown.
+// CMake build tree (it holds CMakeCache.txt) that others may not write,
+// <dir>/share/kernhub/registry.json, where a build tree keeps its copy.
+// Empty when the code file is unknown.
 std::vector<std::filesystem::path> default_registry_candidates(const loader::CodeFile& code);
 
 // The first candidate that exists for the code of this library; empty when

@@ -12,7 +12,6 @@
 #include "http/curl_api.hpp"
 #include "http/http.hpp"
 
-#include <unistd.h>
 #include "kernhub/error.hpp"
 
 namespace kernhub::http {

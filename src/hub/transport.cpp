@@ -39,8 +39,8 @@ private:
     // throws leaves the next request to try again. The session gives each
     // concurrent request a libcurl handle of its own.
     http::Session& session() {
+        if (!m_config.token_problem.empty()) throw Error(ErrorCode::usage, m_config.token_problem);
         std::call_once(m_session_once, [this] {
-            if (!m_config.token_problem.empty()) throw Error(ErrorCode::usage, m_config.token_problem);
             auto session = std::make_unique<http::Session>(m_config.policy, m_config.token, m_config.endpoint);
             if (m_config.on_retry) session->set_retry_observer(m_config.on_retry);
             m_session = std::move(session);

@@ -37,6 +37,12 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 // first duplicate is recorded. (nlohmann's callback parser could do this,
 // but it rescans a parent object each time a child object closes:
 // quadratic in the number of kernels.)
+// Where the text stopped being JSON and nlohmann's words for it.
+struct SyntaxError {
+    std::size_t byte;  // 1-based, as nlohmann counts
+    std::string what;
+};
+
 class DuplicateKeyFinder {
 public:
     bool null() { return true; }
@@ -68,13 +74,16 @@ public:
         if (!frame.keys.insert(key).second && m_problem.empty()) m_problem = describe_duplicate(key);
         return true;
     }
-    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) {
-        if (const auto* parse = dynamic_cast<const json::parse_error*>(&error)) m_syntax.emplace(*parse);
+    bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& error) {
+        // A parse_error knows its byte; others (a number too large for a
+        // double: out_of_range) come at the position the lexer reached.
+        const auto* parse = dynamic_cast<const json::parse_error*>(&error);
+        m_syntax = SyntaxError{parse != nullptr ? parse->byte : position, error.what()};
         return false;
     }
 
     const std::string& problem() const { return m_problem; }
-    const std::optional<json::parse_error>& syntax_error() const { return m_syntax; }
+    const std::optional<SyntaxError>& syntax_error() const { return m_syntax; }
 
 private:
     struct Frame {
@@ -96,20 +105,25 @@ private:
 
     std::vector<Frame> m_frames;
     std::string m_problem;
-    std::optional<json::parse_error> m_syntax;
+    std::optional<SyntaxError> m_syntax;
 };
 
 // nlohmann's own text already says what was expected; keep it but lead with
 // the position, which is what an editor needs.
-std::string describe_parse_error(const std::string& text, const json::parse_error& error) {
+std::string describe_parse_error(const std::string& text, const SyntaxError& error) {
     const std::size_t offset = std::min<std::size_t>(error.byte == 0 ? 0 : error.byte - 1, text.size());
     const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(offset), '\n');
     const std::size_t line_start = text.rfind('\n', offset == 0 ? 0 : offset - 1);
     const std::size_t column = line_start == std::string::npos || offset == 0 ? offset + 1 : offset - line_start;
-    std::string detail = error.what();
+    std::string detail = error.what;
     const std::size_t column_word = detail.find("column ");
     const std::size_t colon = detail.find(": ", column_word == std::string::npos ? 0 : column_word);
-    if (colon != std::string::npos) detail = detail.substr(colon + 2);
+    if (colon != std::string::npos) {
+        detail = detail.substr(colon + 2);
+    } else if (const std::size_t tag_end = detail.find("] ");
+               !detail.empty() && detail[0] == '[' && tag_end != std::string::npos) {
+        detail = detail.substr(tag_end + 2);  // "[json.exception.out_of_range.406] number overflow ..."
+    }
     return "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(column) + " (byte " +
            std::to_string(error.byte) + "): " + detail + "; fix the JSON syntax there";
 }

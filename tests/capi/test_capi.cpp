@@ -307,7 +307,8 @@ TEST_CASE("kh_prewarm of ORG/REPO takes the symbol from the registry entries nam
     // The repo type comes along (a model repo, a different hub path).
     CHECK(kh_prewarm(h.get(), "kernhub-test/model-kernel@main") == 0);
     CHECK(kh_symbol(h.get(), "kernhub-test/model-kernel@main") != nullptr);
-    // Entries that disagree on the symbol give none: a usage error, not a guess.
+    // Entries that disagree on the symbol give none: a usage error, not a guess
+    // (they agree on the file, libvector_add.so, which is taken).
     CHECK(kh_prewarm(h.get(), "kernhub-test/vector-add") == 2);
     CHECK_THAT(last_error(h), Catch::Contains("no symbol to resolve for 'kernhub-test/vector-add'"));
     CHECK_THAT(last_error(h), Catch::Contains("must agree"));

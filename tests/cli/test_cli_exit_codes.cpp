@@ -43,6 +43,17 @@ TEST_CASE("usage errors exit 2", "[cli]") {
 
     r = box.run({"frobnicate"});  // unknown subcommand
     CHECK(r.exit_code == 2);
+
+    // A malformed token stops the first request to an http hub with exit 2
+    // (the CLI's own unwinder must carry the error through glibc's
+    // pthread_once frame, where a static libgcc would abort), and stops
+    // nothing that sends no request.
+    r = box.kh("fetch", "vector-add", "http://127.0.0.1:9", {}, {{"HF_TOKEN", "hf_a b_secret"}});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("the token from HF_TOKEN") != std::string::npos);
+    CHECK(r.err.find("hf_a") == std::string::npos);
+    r = box.run({"list", "--registry", reg}, {{"HF_TOKEN", "hf_a b_secret"}});
+    CHECK(r.exit_code == 0);
 }
 
 TEST_CASE("a malformed --registry file exits 2 naming the file and the field", "[cli]") {

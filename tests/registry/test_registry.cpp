@@ -143,6 +143,10 @@ TEST_CASE("malformed JSON names the file and the position", "[registry]") {
     require_names(usage_error(""), {"invalid JSON", "line 1"});
     require_names(usage_error(R"({"format": 1, "kernels": {}} trailing)"), {"invalid JSON", "byte"});
     require_names(usage_error("[1, 2]"), {"must be a JSON object"});
+    // A number no double holds is not a syntax error to nlohmann, but it
+    // still gets its position.
+    require_names(usage_error("{\"format\": 1,\n \"kernels\": {\"x\": 1e999}}"),
+                  {"invalid JSON", "line 2", "number overflow"});
 }
 
 TEST_CASE("the format field is required and must be 1", "[registry]") {
