@@ -53,6 +53,25 @@ std::string revision_problem(const std::string& revision) {
         revision.front() == '/' || revision.back() == '/' || revision.front() == '-')
         return "is not a valid git ref (no '..', '//', leading '-' or leading/trailing '/'); use a "
                "branch, tag or commit id as git spells it";
+    // git's remaining rules: no component is empty (checked above), starts
+    // with '.' or ends with ".lock"; the ref does not end with '.', holds no
+    // "@{" and is not "@". "." and "a/./b" would otherwise pass and fail
+    // only when the ref file is written, after the download.
+    for (std::size_t start = 0; start <= revision.size();) {
+        std::size_t end = revision.find('/', start);
+        if (end == std::string::npos) end = revision.size();
+        const std::string_view part(revision.data() + start, end - start);
+        if ((!part.empty() && part.front() == '.') ||
+            (part.size() >= 5 && part.compare(part.size() - 5, 5, ".lock") == 0)) {
+            return "is not a valid git ref (a part starts with '.' or ends with \".lock\"); use a branch, tag or "
+                   "commit id as git spells it";
+        }
+        start = end + 1;
+    }
+    if (revision.back() == '.' || revision.find("@{") != std::string::npos || revision == "@") {
+        return "is not a valid git ref (it ends with '.', holds \"@{\" or is \"@\"); use a branch, tag or commit "
+               "id as git spells it";
+    }
     const bool all_hex = std::all_of(revision.begin(), revision.end(),
                                      [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
     if (revision.size() == 40 && all_hex && !is_commit_sha(revision))

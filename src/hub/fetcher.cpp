@@ -1,5 +1,7 @@
 #include "hub/fetcher.hpp"
 
+#include <unordered_map>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -189,6 +191,34 @@ static std::optional<std::vector<TreeEntry>> hf_listing(const store::RepoCache& 
     }
 }
 
+// Every path of a listing is a safe relative path, and a path listed twice
+// names the same thing both times: one entry is kept. Two different answers
+// for one path (pagination that overlaps while a branch moves, or a hostile
+// hub) would make which file is verified depend on order, so the listing is
+// refused (verification, exit 4), as unsafe names are.
+static void check_listing(std::vector<TreeEntry>& entries, const std::string& what) {
+    std::unordered_map<std::string, std::size_t> first;
+    first.reserve(entries.size());
+    std::vector<TreeEntry> unique;
+    unique.reserve(entries.size());
+    for (auto& entry : entries) {
+        store::check_relative_path(entry.path);
+        auto [it, inserted] = first.emplace(entry.path, unique.size());
+        if (inserted) {
+            unique.push_back(std::move(entry));
+            continue;
+        }
+        const TreeEntry& kept = unique[it->second];
+        if (kept.is_file != entry.is_file || kept.size != entry.size || kept.oid != entry.oid ||
+            kept.lfs_sha256 != entry.lfs_sha256) {
+            throw Error(ErrorCode::verification, what + " lists " + entry.path +
+                                                     " twice with different contents; the hub's answer is "
+                                                     "inconsistent: try again, or report it to the hub");
+        }
+    }
+    entries = std::move(unique);
+}
+
 SideDataMemo::Listing SideDataMemo::listing(const std::string& key) const {
     std::lock_guard<std::mutex> lock(m_mutex);
     auto it = m_listings.find(key);
@@ -257,12 +287,12 @@ SideDataMemo::Listing Fetcher::listing(const FetchRequest& request, const std::s
     }
     if (!entries) {
         entries = m_client->list_tree(request.repo, commit, "build");
-        for (const auto& entry : *entries) store::check_relative_path(entry.path);
+        check_listing(*entries, "the listing of " + repo_at(request.repo, commit));
         write_side_data("the listing of " + repo_at(request.repo, commit),
                         [&] { cache.write_tree(commit, tree_to_json(*entries)); });
         from_hub = true;
     } else {
-        for (const auto& entry : *entries) store::check_relative_path(entry.path);
+        check_listing(*entries, "the cached listing of " + repo_at(request.repo, commit));
     }
     auto listing = std::make_shared<const std::vector<TreeEntry>>(std::move(*entries));
     if (from_hub && m_memo != nullptr) m_memo->put_listing(key, listing);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "kernhub/cuda.hpp"
@@ -490,7 +491,9 @@ TEST_CASE("a revision that could climb out of a folder is a usage error before a
     Env env;
     Client client(env.options(hub.server().endpoint()));
     std::string message;
-    for (const char* ref : {"kernhub-test/vector-add@../../etc", "vector-add@/abs", "vector-add@a b"}) {
+    for (const char* ref :
+         {"kernhub-test/vector-add@../../etc", "vector-add@/abs", "vector-add@a b", "vector-add@.", "vector-add@a/./b",
+          "vector-add@.hidden", "vector-add@main.lock", "vector-add@v1.", "vector-add@a@{1}", "vector-add@@"}) {
         INFO(ref);
         CHECK(code_of([&] { client.fetch(ref); }, &message) == ErrorCode::usage);
         CHECK(message.find("revision") != std::string::npos);
@@ -592,6 +595,45 @@ TEST_CASE("a file:// hub's FIFO or device answers are refused, not waited on", "
         std::string message;
         CHECK(code_of([&] { Client(o).fetch("kernhub-demo/vector-add"); }, &message) == ErrorCode::network);
         CHECK_THAT(message, Catch::Contains("not a regular file"));
+    }
+}
+
+TEST_CASE("a listing naming one path twice: the same entry is kept once, different ones are refused", "[hub]") {
+    TempDir dir;
+    const fs::path hub = dir.path() / "hub";
+    fs::copy(KERNHUB_DEMO_HUB, hub, fs::copy_options::recursive);
+    fs::path tree_file;
+    for (const auto& e : fs::recursive_directory_iterator(hub / "api")) {
+        if (e.is_regular_file() && e.path().parent_path().parent_path().filename() == "tree") tree_file = e.path();
+    }
+    REQUIRE(!tree_file.empty());
+    nlohmann::json listing = nlohmann::json::parse(std::ifstream(tree_file));
+    nlohmann::json so;
+    for (const auto& entry : listing) {
+        if (entry["path"].get<std::string>().find("native-cpu-x86_64-linux/libvector_add.so") != std::string::npos) {
+            so = entry;
+        }
+    }
+    REQUIRE(!so.is_null());
+    Options o;
+    o.endpoint = "file://" + hub.string();
+    o.cache_dir = (dir.path() / "cache").string();
+    o.project_dir = dir.path().string();
+    o.no_default_registry = true;
+    o.offline = false;
+    SECTION("an exact repeat is harmless") {
+        listing.push_back(so);
+        std::ofstream(tree_file, std::ios::trunc) << listing.dump();
+        CHECK(Client(o).fetch("kernhub-demo/vector-add").files.size() == 2);
+    }
+    SECTION("a second, different entry for the same path is exit 4") {
+        nlohmann::json other = so;
+        other["lfs"]["oid"] = std::string(64, 'a');
+        listing.push_back(other);
+        std::ofstream(tree_file, std::ios::trunc) << listing.dump();
+        std::string message;
+        CHECK(code_of([&] { Client(o).fetch("kernhub-demo/vector-add"); }, &message) == ErrorCode::verification);
+        CHECK_THAT(message, Catch::Contains("libvector_add.so twice with different contents"));
     }
 }
 
