@@ -55,6 +55,15 @@ struct DemoEnv {
         return h;
     }
     Hub hub() const { return hub(cache); }
+
+    // A handle on the loopback test hub with the standard test registry.
+    Hub test_hub(KernelHub& server) const {
+        Hub h = hub();
+        const std::string registry = write_standard_registry(dir.path()).string();
+        REQUIRE(kh_hub_set(h.get(), "endpoint", server.server().endpoint().c_str()) == 0);
+        REQUIRE(kh_hub_set(h.get(), "registry", registry.c_str()) == 0);
+        return h;
+    }
 };
 
 bool adds_correctly(void* address) {
@@ -260,10 +269,7 @@ TEST_CASE("a token never appears in any error text", "[capi]") {
     const std::string token = "hf_capi_secret_7d41b9";
     DemoEnv env;
     KernelHub hub({k_test_token, 1000});
-    std::string registry = write_standard_registry(env.dir.path()).string();
-    Hub h = env.hub();
-    REQUIRE(kh_hub_set(h.get(), "endpoint", hub.server().endpoint().c_str()) == 0);
-    REQUIRE(kh_hub_set(h.get(), "registry", registry.c_str()) == 0);
+    Hub h = env.test_hub(hub);
     REQUIRE(kh_hub_set(h.get(), "token", token.c_str()) == 0);
 
     std::vector<std::string> errors;
@@ -296,10 +302,7 @@ TEST_CASE("a token never appears in any error text", "[capi]") {
 TEST_CASE("kh_prewarm of ORG/REPO takes the symbol from the registry entries naming the repo", "[capi]") {
     DemoEnv env;
     KernelHub hub({k_test_token, 1000});
-    std::string registry = write_standard_registry(env.dir.path()).string();
-    Hub h = env.hub();
-    REQUIRE(kh_hub_set(h.get(), "endpoint", hub.server().endpoint().c_str()) == 0);
-    REQUIRE(kh_hub_set(h.get(), "registry", registry.c_str()) == 0);
+    Hub h = env.test_hub(hub);
     REQUIRE(kh_hub_set(h.get(), "token", k_test_token) == 0);
     // One entry names kernhub-test/private: its symbol is used.
     REQUIRE(kh_prewarm(h.get(), "kernhub-test/private") == 0);
@@ -319,10 +322,7 @@ TEST_CASE("kh_prewarm of ORG/REPO takes the symbol from the registry entries nam
 TEST_CASE("a token that could inject a header is refused with 2 and the old one kept", "[capi]") {
     DemoEnv env;
     KernelHub hub({k_test_token, 1000});
-    std::string registry = write_standard_registry(env.dir.path()).string();
-    Hub h = env.hub();
-    REQUIRE(kh_hub_set(h.get(), "endpoint", hub.server().endpoint().c_str()) == 0);
-    REQUIRE(kh_hub_set(h.get(), "registry", registry.c_str()) == 0);
+    Hub h = env.test_hub(hub);
     REQUIRE(kh_hub_set(h.get(), "token", k_test_token) == 0);
     for (const char* bad : {"hf_x\r\nX-Injected: 1", "hf_x\nX-Injected: 1", "hf x", "hf_\x1b[2J"}) {
         CHECK(kh_hub_set(h.get(), "token", bad) == 2);

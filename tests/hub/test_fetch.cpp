@@ -559,16 +559,23 @@ TEST_CASE("a shared object that needs a newer glibc than the host is refused bef
     CHECK(message.find("this host has GLIBC_") != std::string::npos);
 }
 
+// Online options for a file:// hub at `hub`, with the cache and project
+// folder under `dir` and no default registry.
+Options file_hub_options(const fs::path& dir, const fs::path& hub) {
+    Options o;
+    o.endpoint = "file://" + hub.string();
+    o.cache_dir = (dir / "cache").string();
+    o.project_dir = dir.string();
+    o.no_default_registry = true;
+    o.offline = false;
+    return o;
+}
+
 TEST_CASE("a file:// hub's FIFO or device answers are refused, not waited on", "[hub]") {
     TempDir dir;
     const fs::path hub = dir.path() / "hub";
     fs::copy(KERNHUB_DEMO_HUB, hub, fs::copy_options::recursive);
-    Options o;
-    o.endpoint = "file://" + hub.string();
-    o.cache_dir = (dir.path() / "cache").string();
-    o.project_dir = dir.path().string();
-    o.no_default_registry = true;
-    o.offline = false;
+    Options o = file_hub_options(dir.path(), hub);
     const fs::path revision = hub / "api" / "kernels" / "kernhub-demo" / "vector-add" / "revision" / "main";
     SECTION("the revision answer is a FIFO") {
         fs::remove(revision);
@@ -615,12 +622,7 @@ TEST_CASE("a listing naming one path twice: the same entry is kept once, differe
         }
     }
     REQUIRE(!so.is_null());
-    Options o;
-    o.endpoint = "file://" + hub.string();
-    o.cache_dir = (dir.path() / "cache").string();
-    o.project_dir = dir.path().string();
-    o.no_default_registry = true;
-    o.offline = false;
+    Options o = file_hub_options(dir.path(), hub);
     SECTION("an exact repeat is harmless") {
         listing.push_back(so);
         std::ofstream(tree_file, std::ios::trunc) << listing.dump();
