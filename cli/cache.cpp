@@ -169,8 +169,8 @@ Command add_verify(CLI::App& cache) {
                     return 0;
                 }
                 if (damaged) {
-                    Error error = damage_error(report);
-                    if (!flags->json) throw error;
+                    if (!flags->json) throw damage_error(report);
+                    const Error error = damage_error(report);
                     std::cerr << "kernhub: error: " << error.what() << '\n';
                     return static_cast<int>(error.code());
                 }

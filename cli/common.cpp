@@ -36,28 +36,31 @@ ProgressPrinter::ProgressPrinter(bool quiet)
 
 void ProgressPrinter::on_event(const Event& event) noexcept {
     if (m_quiet) return;
+    // Progress goes to stderr as a courtesy: when that write fails there is
+    // nowhere left to report it, so the results of fprintf are dropped.
     switch (event.kind) {
         case Event::Kind::download_start:
             m_last_drawn = 0;
             if (!m_bars)
-                std::fprintf(stderr, "downloading %s (%s)\n", event.path.c_str(), human_size(event.total).c_str());
+                (void)std::fprintf(stderr, "downloading %s (%s)\n", event.path.c_str(),
+                                   human_size(event.total).c_str());
             break;
         case Event::Kind::download_bytes: {
             // Redraw at most every 256 KiB so a fast loopback does not flood the TTY.
             if (!m_bars || (event.done - m_last_drawn < (256u << 10) && event.done != event.total)) break;
             m_last_drawn = event.done;
             unsigned percent = event.total ? static_cast<unsigned>(event.done * 100 / event.total) : 100u;
-            std::fprintf(stderr, "\r\033[K%s %s/%s %3u%%", event.path.c_str(), human_size(event.done).c_str(),
-                         human_size(event.total).c_str(), percent);
+            (void)std::fprintf(stderr, "\r\033[K%s %s/%s %3u%%", event.path.c_str(), human_size(event.done).c_str(),
+                               human_size(event.total).c_str(), percent);
             break;
         }
         case Event::Kind::download_done:
             if (m_bars)
-                std::fprintf(stderr, "\r\033[K%s %s done\n", event.path.c_str(), human_size(event.total).c_str());
+                (void)std::fprintf(stderr, "\r\033[K%s %s done\n", event.path.c_str(), human_size(event.total).c_str());
             break;
         case Event::Kind::retry:
         case Event::Kind::info:
-            std::fprintf(stderr, "%s\n", event.text.c_str());
+            (void)std::fprintf(stderr, "%s\n", event.text.c_str());
             break;
     }
 }
@@ -114,7 +117,8 @@ std::string human_size(std::uint64_t bytes) {
         ++unit;
     }
     char buffer[32];
-    std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+    // Fits: the longest is "16777216.0 TiB" (2^64 - 1 bytes).
+    (void)std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
     return buffer;
 }
 

@@ -1,6 +1,6 @@
 #include "interrupt.hpp"
 
-#include <signal.h>
+#include <csignal>
 
 namespace kernhub::cli {
 

@@ -7,7 +7,7 @@ namespace kernhub::cli {
 
 static std::string format_address(const void* address) {
     char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%p", address);
+    (void)std::snprintf(buffer, sizeof buffer, "%p", address);  // fits: "0x" and 16 hex digits
     return buffer;
 }
 

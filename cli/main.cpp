@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -63,9 +64,7 @@ int report_interrupt(const kernhub::Error& error, bool json) {
     return code;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_cli(int argc, char** argv) {
     CLI::App app{"kernhub: fetch, verify, cache and load compute kernels from a Hugging Face-style hub"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("kernhub ") + kernhub::version());
@@ -124,4 +123,20 @@ int main(int argc, char** argv) {
                json);
         return static_cast<int>(kernhub::ErrorCode::internal);
     }
+}
+
+}  // namespace
+
+// Building the commands and reporting an error can throw too (an allocation,
+// a CLI11 definition error): end with exit 1 and a line instead of
+// std::terminate's abort.
+int main(int argc, char** argv) {
+    try {
+        return run_cli(argc, argv);
+    } catch (const std::exception& error) {
+        (void)std::fprintf(stderr, "kernhub: internal error: %s; please report it\n", error.what());
+    } catch (...) {
+        (void)std::fprintf(stderr, "kernhub: internal error; please report it\n");
+    }
+    return static_cast<int>(kernhub::ErrorCode::internal);
 }
