@@ -29,6 +29,7 @@ cache::ExportSelection cached_selection(const registry::Registry& registry, cons
 
 ExportReport Client::cache_export(const std::string& file, const std::vector<std::string>& refs) {
     std::vector<cache::ExportSelection> selections;
+    selections.reserve(refs.size());
     for (const auto& ref : refs)
         selections.push_back(cached_selection(m_impl->registry, m_impl->settings.cache_root, ref));
     cache::ExportStats stats =

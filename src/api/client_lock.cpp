@@ -240,6 +240,21 @@ std::vector<std::string> pinned_names(const LockJob& job) {
     return names;
 }
 
+PrewarmedKernel prewarmed(const LockJob& job, const hub::FetchOutcome& outcome) {
+    PrewarmedKernel done;
+    done.name = job.name;
+    done.repo_id = job.repo_id;
+    done.repo_type = to_string(job.repo_type);
+    done.revision = job.revision;
+    done.commit = outcome.commit;
+    done.variant = outcome.variant;
+    done.path = outcome.variant_dir.string();
+    done.files = outcome.files.size();
+    done.fetched = static_cast<std::size_t>(outcome.files_downloaded);
+    done.bytes_downloaded = outcome.bytes_downloaded;
+    return done;
+}
+
 }  // namespace
 
 PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
@@ -268,7 +283,7 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
         // allows, or each requested target the kernel offers.
         std::vector<std::vector<std::string>> runs;
         if (targets.empty()) {
-            runs.push_back({});
+            runs.emplace_back();
         } else {
             std::vector<std::string> offered;
             if (job.pins) {
@@ -298,17 +313,7 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
             hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
             hub::FetchOutcome outcome = fetcher.fetch(request);
 
-            PrewarmedKernel done;
-            done.name = job.name;
-            done.repo_id = job.repo_id;
-            done.repo_type = to_string(job.repo_type);
-            done.revision = job.revision;
-            done.commit = outcome.commit;
-            done.variant = outcome.variant;
-            done.path = outcome.variant_dir.string();
-            done.files = outcome.files.size();
-            done.fetched = static_cast<std::size_t>(outcome.files_downloaded);
-            done.bytes_downloaded = outcome.bytes_downloaded;
+            PrewarmedKernel done = prewarmed(job, outcome);
             // Offline consumers (huggingface_hub, the kernels library,
             // kernhub itself) resolve the branch or version through refs/.
             if (!job.revision.empty() && job.revision != job.commit) {

@@ -55,6 +55,7 @@ MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOp
     if (!options.nginx_conf.empty()) mirror::check_listen(options.listen);
     // Every name is resolved before anything is written.
     std::vector<registry::KernelSpec> specs;
+    specs.reserve(refs.size());
     for (const auto& ref : refs) specs.push_back(api::resolve_ref(m_impl->registry, ref));
 
     MirrorReport report;

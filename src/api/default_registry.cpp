@@ -22,10 +22,15 @@ bool is_private_build_tree(const std::filesystem::path& dir) {
 
 }  // namespace
 
+// Where the installed registry lies relative to the program's or the shared
+// library's folder (the two are the same path in a default install).
+constexpr const char* k_registry_from_bindir = KERNHUB_REGISTRY_FROM_BINDIR;
+constexpr const char* k_registry_from_libdir = KERNHUB_REGISTRY_FROM_LIBDIR;
+
 std::vector<std::filesystem::path> default_registry_candidates(const loader::CodeFile& code) {
     if (code.path.empty()) return {};
     const std::filesystem::path dir = code.path.parent_path();
-    const char* installed = code.main_program ? KERNHUB_REGISTRY_FROM_BINDIR : KERNHUB_REGISTRY_FROM_LIBDIR;
+    const char* installed = code.main_program ? k_registry_from_bindir : k_registry_from_libdir;
     std::vector<std::filesystem::path> candidates{(dir / installed).lexically_normal()};
     if (is_private_build_tree(dir)) candidates.push_back(dir / "share" / "kernhub" / "registry.json");
     return candidates;
