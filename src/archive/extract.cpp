@@ -126,7 +126,7 @@ void Extraction::run(int archive_fd, std::uint64_t archive_bytes, const fs::path
                          lib.archive_read_support_filter_zstd}) {
         support(reader);
     }
-    if (lib.archive_read_open_fd(reader, archive_fd, 64 * 1024) != ARCHIVE_OK) {
+    if (lib.archive_read_open_fd(reader, archive_fd, std::size_t{64} * 1024) != ARCHIVE_OK) {
         refuse(m_file, "", "is not a tar archive kernhub reads (" + m_reader.error_text() + ")");
     }
     m_dest = dest;

@@ -59,6 +59,7 @@ namespace kernhub::archive::detail {
     X(archive_write_set_format_pax_restricted)
 
 struct LibArchive {
+// NOLINTNEXTLINE(bugprone-macro-parentheses): `name` is the member being declared; it cannot be parenthesised.
 #define KERNHUB_LIBARCHIVE_MEMBER(name) decltype(&::name) name = nullptr;
     KERNHUB_LIBARCHIVE_FUNCTIONS(KERNHUB_LIBARCHIVE_MEMBER)
 #undef KERNHUB_LIBARCHIVE_MEMBER

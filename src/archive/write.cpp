@@ -162,7 +162,7 @@ std::uint64_t Writer::copy_file(struct archive_entry* header, const WriteEntry& 
     libarchive().archive_entry_set_perm(header, entry.read_only ? 0444 : 0644);
     libarchive().archive_entry_set_size(header, static_cast<la_int64_t>(size));
     check(libarchive().archive_write_header(m_handle.get(), header));
-    std::array<char, 256 * 1024> buffer{};
+    std::array<char, std::size_t{256} * 1024> buffer{};
     std::uint64_t copied = 0;
     for (;;) {
         check_cancel();
