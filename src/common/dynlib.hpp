@@ -12,6 +12,7 @@
 // later use.
 #pragma once
 
+#include <exception>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -51,18 +52,20 @@ template <class Table, Table (*Bind)()>
 const Table& bound() {
     struct Outcome {
         std::optional<Table> table;
-        std::optional<Error> failure;
+        // The binding's Error, rethrown as is (std::rethrow_exception
+        // copies nothing, so no second exception can arise while throwing).
+        std::exception_ptr failure;
     };
     static const Outcome outcome = [] {
         Outcome result;
         try {
             result.table.emplace(Bind());
-        } catch (const Error& error) {
-            result.failure = error;
+        } catch (const Error&) {
+            result.failure = std::current_exception();
         }
         return result;
     }();
-    if (!outcome.table) throw *outcome.failure;
+    if (!outcome.table) std::rethrow_exception(outcome.failure);
     return *outcome.table;
 }
 

@@ -36,6 +36,7 @@ static std::string join_what(const std::string& message, const std::string& cont
 
 // Messages quote hub answers, paths and registry text: every Error is one
 // printable line, whoever shows it.
+// NOLINTNEXTLINE(performance-unnecessary-value-param): the exported signature; const& would change its ABI.
 Error::Error(ErrorCode code, const std::string& message, std::string context)
     : std::runtime_error(join_what(printable(message), printable(context))),
       m_code(code),

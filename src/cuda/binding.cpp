@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -191,7 +192,9 @@ namespace {
 
 struct BindingState {
     std::unique_ptr<Driver> driver;
-    std::optional<Error> failure;
+    // Rethrown as is: std::rethrow_exception copies nothing, so no second
+    // exception can arise while throwing it.
+    std::exception_ptr failure;
 };
 
 const BindingState& binding_state() {
@@ -201,14 +204,16 @@ const BindingState& binding_state() {
         BindingState outcome;
         const char* configured = std::getenv(k_library_variable);
         if (configured == nullptr || *configured == '\0') {
-            outcome.failure = missing_kernel_driver();
-            if (outcome.failure) return outcome;
+            if (std::optional<Error> missing = missing_kernel_driver()) {
+                outcome.failure = std::make_exception_ptr(*missing);
+                return outcome;
+            }
         }
         try {
             outcome.driver = Binding::bind();
             g_bound_entry_points.store(&outcome.driver->api(), std::memory_order_release);
-        } catch (const Error& error) {
-            outcome.failure = error;
+        } catch (const Error&) {
+            outcome.failure = std::current_exception();
         }
         return outcome;
     }();
@@ -219,7 +224,7 @@ const BindingState& binding_state() {
 
 Driver& Driver::instance() {
     const BindingState& state = binding_state();
-    if (!state.driver) throw *state.failure;
+    if (!state.driver) std::rethrow_exception(state.failure);
     return *state.driver;
 }
 
