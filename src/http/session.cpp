@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <ctime>
 #include <exception>
@@ -305,8 +306,16 @@ static std::size_t on_header(char* data, std::size_t size, std::size_t count, vo
         std::string line(data, size * count);
         if (line.rfind("HTTP/", 0) == 0) {
             attempt->response.headers.clear();
+            // "HTTP/1.1 200 OK": three digits after the first space; anything
+            // else is status 0, which no caller takes for success.
             auto space = line.find(' ');
-            attempt->response.status = space == std::string::npos ? 0 : std::atol(line.c_str() + space + 1);
+            long status = 0;
+            if (space != std::string::npos) {
+                const char* first = line.c_str() + space + 1;
+                const auto parsed = std::from_chars(first, line.c_str() + line.size(), status);
+                if (parsed.ec != std::errc() || status < 100 || status > 999) status = 0;
+            }
+            attempt->response.status = status;
             return size * count;
         }
         auto colon = line.find(':');
@@ -399,7 +408,9 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     auto add_header = [&api, &headers](const std::string& line) {
         curl_slist* list = api.slist_append(headers.get(), line.c_str());
         if (list == nullptr) throw Error(ErrorCode::internal, "out of memory building HTTP request headers");
-        headers.release();  // curl_slist_append returned the same list, now one longer
+        // curl_slist_append returned the same list, now one longer: let go
+        // of it without freeing, reset() below owns it again.
+        static_cast<void>(headers.release());
         headers.reset(list);
     };
     if (!m_token.empty() && same_origin(url, m_token_origin)) add_header("Authorization: Bearer " + m_token);
