@@ -280,7 +280,7 @@ void read_chunks(const std::filesystem::path& path, const std::function<void(std
     if (!S_ISREG(st.st_mode)) throw_read_error(path, EISDIR);
     on_size(static_cast<std::uint64_t>(st.st_size));
 
-    std::array<unsigned char, 64 * 1024> buffer{};
+    std::array<unsigned char, std::size_t{64} * 1024> buffer{};
     std::uint64_t total = 0;
     for (;;) {
         ssize_t n = ::read(fd, buffer.data(), buffer.size());

@@ -1,9 +1,9 @@
 #include "loader/code_file.hpp"
 
 #include <dlfcn.h>
-#include <limits.h>
 #include <link.h>
 #include <unistd.h>
+#include <climits>
 
 #include <string>
 #include <system_error>
@@ -27,7 +27,9 @@ const link_map* main_program_map() {
 // relative, and it means another file once the program changes directory.
 // So the working directory is read while the library is being loaded
 // (initialisers run before dlopen returns or main starts), and only then.
-std::string directory_at_load() {
+// noexcept: it runs during static initialisation, where an exception would
+// end the process anyway (a failed allocation is the only one possible).
+std::string directory_at_load() noexcept {
     static const char anchor = 0;
     Dl_info info{};
     if (::dladdr(&anchor, &info) == 0 || info.dli_fname == nullptr || info.dli_fname[0] == '/') return {};

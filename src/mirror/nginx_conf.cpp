@@ -50,7 +50,7 @@ std::string quoted(const std::string& text) {
 // nginx expands variables in `root` (and has no escape for '$'): a tree
 // path holding one would let a request header choose the served folder.
 std::string root_path(const fs::path& root) {
-    const std::string text = root.string();
+    std::string text = root.string();
     if (text.find('$') != std::string::npos) {
         throw Error(ErrorCode::usage, "cannot serve " + text +
                                           " with nginx: its path holds '$', which nginx reads as a variable; "

@@ -14,7 +14,12 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> k_entry_fields = {"repo_id", "revision", "version", "symbol", "file", "repo_type"};
+// A function-local static: a failed allocation reaches the caller instead of
+// ending the process during static initialisation.
+const std::vector<std::string>& entry_fields() {
+    static const std::vector<std::string> fields = {"repo_id", "revision", "version", "symbol", "file", "repo_type"};
+    return fields;
+}
 
 bool is_control(char c) {
     auto byte = static_cast<unsigned char>(c);
@@ -148,7 +153,7 @@ KernelSpec parse_entry(const std::string& name, const json& entry, const std::st
             "got " +
             describe(entry));
     for (const auto& item : entry.items()) {
-        const auto& fields = k_entry_fields;
+        const auto& fields = entry_fields();
         if (std::find(fields.begin(), fields.end(), item.key()) == fields.end())
             context.fail_entry("unknown field " + in_quotes(item.key()) + " " + allowed_hint(item.key(), fields));
     }

@@ -24,7 +24,7 @@ std::string normalise_cpu(std::string_view machine) {
 }
 
 std::string normalise_os(std::string_view sysname) {
-    const std::string lower = ascii_lowercase(sysname);
+    std::string lower = ascii_lowercase(sysname);
     if (lower.rfind("mingw", 0) == 0 || lower.rfind("msys", 0) == 0 || lower.rfind("cygwin", 0) == 0) {
         return "windows";
     }

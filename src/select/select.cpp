@@ -133,9 +133,8 @@ int family_tier(const Variant& variant) {
         case Family::torch_stable_abi:
             return 4;
         case Family::torch:
+        case Family::tvm_ffi:  // never matches today; kernels ranks it with torch
             return 3;
-        case Family::tvm_ffi:
-            return 3;  // never matches today; kernels ranks it here
         case Family::torch_noarch:
             return 2;
         case Family::torch_universal:

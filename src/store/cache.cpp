@@ -173,7 +173,7 @@ std::optional<RepoFolder> parse_repo_folder(const std::string& name) {
 
 // ---- RepoCache -------------------------------------------------------------
 
-RepoCache::RepoCache(fs::path root, RepoType type, std::string repo_id)
+RepoCache::RepoCache(fs::path root, RepoType type, const std::string& repo_id)
     : m_root(std::move(root)), m_folder_name(repo_folder_name(type, repo_id)) {
     m_folder = m_root / m_folder_name;
 }

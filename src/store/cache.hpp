@@ -176,7 +176,7 @@ struct RecordedFile {
 
 class RepoCache {
 public:
-    RepoCache(fs::path root, RepoType type, std::string repo_id);
+    RepoCache(fs::path root, RepoType type, const std::string& repo_id);
 
     const fs::path& root() const noexcept { return m_root; }
     const fs::path& folder() const noexcept { return m_folder; }

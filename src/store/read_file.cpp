@@ -34,7 +34,7 @@ ReadStatus read_fd(int fd, Container& content, std::size_t max_bytes, std::optio
     // a device or a file reporting size 0 (procfs, some FUSE mounts) is read
     // in chunks until read() returns 0.
     const bool regular = S_ISREG(info.st_mode) && info.st_size > 0;
-    std::size_t chunk = 64 * 1024;
+    std::size_t chunk = std::size_t{64} * 1024;
     if (regular) chunk = std::min(static_cast<std::size_t>(info.st_size), max_bytes - 1) + 1;
     for (;;) {
         const std::size_t have = content.size();
