@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Runs clang-tidy (the checks in .clang-tidy) over src/ and cli/; fails on any finding.
+
+    tests/tidy.py                 every .cpp file in src/ and cli/
+    tests/tidy.py FILE...         only these files
+    tests/tidy.py --no-cache      ignore the stamps and check every file again
+    tests/tidy.py -j N            N clang-tidy processes (default: the CPU count)
+
+The compile commands come from a CMake configure (no build) of build-tidy/.
+A file that comes out clean leaves a stamp named by a hash of everything its
+result depends on: the clang-tidy binary and version, .clang-tidy, this
+script, the file's compile command, and the bytes of the file and of every
+header it includes, system headers too (the compiler's -M dependency
+output). The next run skips a file whose stamp exists, so a warm run with no
+change costs one preprocessor pass per file. See docs/ARCHITECTURE.md, "Static analysis".
+"""
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLANG_TIDY = os.environ.get("KERNHUB_CLANG_TIDY", "clang-tidy")
+# Compiler warnings belong to the gcc build (-Werror there); clang-tidy's own
+# clang front end would otherwise turn clang-only warnings into errors.
+EXTRA_ARGS = ["--extra-arg=-Wno-error", "--extra-arg=-Wno-unknown-warning-option"]
+
+
+def sh(args, **kw):
+    return subprocess.run(args, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def configure(build):
+    if not os.path.exists(os.path.join(build, "compile_commands.json")) or not os.path.exists(
+            os.path.join(build, "build.ninja")):
+        sh(["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+            "-DKERNHUB_BUILD_TESTS=OFF", "-DKERNHUB_BUILD_BENCH=OFF"])
+    else:
+        # Picks up added or removed source files (the globs are CONFIGURE_DEPENDS).
+        sh(["cmake", build])
+
+
+def sha256_file(path, memo={}):
+    if path not in memo:
+        with open(path, "rb") as f:
+            memo[path] = hashlib.sha256(f.read()).hexdigest()
+    return memo[path]
+
+
+def dependencies(entry):
+    """Every header a translation unit includes, from the compiler's -M output."""
+    args = shlex.split(entry["command"]) if "command" in entry else list(entry["arguments"])
+    out_index = args.index("-o") if "-o" in args else None
+    if out_index is not None:
+        del args[out_index:out_index + 2]
+    args = [a for a in args if a != "-c"] + ["-M", "-MG"]
+    out = sh(args, cwd=entry["directory"])
+    names = shlex.split(out.replace("\\\n", " "))[1:]
+    return sorted({os.path.normpath(os.path.join(entry["directory"], n)) for n in names})
+
+
+def stamp_key(entry, common):
+    h = hashlib.sha256(common.encode())
+    h.update(entry.get("command", " ".join(entry.get("arguments", []))).encode())
+    for dep in dependencies(entry):
+        h.update(dep.encode() + b"\0")
+        h.update(sha256_file(dep).encode() if os.path.exists(dep) else b"missing")
+    return h.hexdigest()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*")
+    parser.add_argument("-j", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--no-cache", action="store_true")
+    parser.add_argument("--build", default=os.path.join(ROOT, "build-tidy"))
+    opts = parser.parse_args()
+
+    start = time.monotonic()
+    configure(opts.build)
+    with open(os.path.join(opts.build, "compile_commands.json")) as f:
+        entries = {os.path.normpath(e["file"]): e for e in json.load(f)}
+    if opts.files:
+        wanted = [os.path.normpath(os.path.abspath(p)) for p in opts.files]
+        missing = [p for p in wanted if p not in entries]
+        if missing:
+            sys.exit("tests/tidy.py: no compile command for " + ", ".join(missing) +
+                     " (only .cpp files in src/ and cli/ are checked)")
+    else:
+        wanted = sorted(p for p in entries
+                        if p.startswith(os.path.join(ROOT, "src") + os.sep) or
+                        p.startswith(os.path.join(ROOT, "cli") + os.sep))
+
+    compiler = shlex.split(entries[wanted[0]].get("command", ""))[:1] or ["c++"]
+    common = "\0".join([
+        sh([CLANG_TIDY, "--version"]),
+        sh(compiler + ["--version"]),
+        sha256_file(os.path.join(ROOT, ".clang-tidy")),
+        sha256_file(os.path.abspath(__file__)),
+        " ".join(EXTRA_ARGS),
+    ])
+    stamps = os.environ.get("KERNHUB_TIDY_CACHE", os.path.join(opts.build, "tidy-stamps"))
+    os.makedirs(stamps, exist_ok=True)
+
+    def check(path):
+        key = stamp_key(entries[path], common)
+        stamp = os.path.join(stamps, key)
+        if not opts.no_cache and os.path.exists(stamp):
+            return path, key, True, 0, ""
+        run = subprocess.run([CLANG_TIDY, "-p", opts.build, "--quiet", *EXTRA_ARGS, path],
+                             capture_output=True, text=True)
+        if run.returncode == 0:
+            with open(stamp, "w") as f:
+                f.write(os.path.relpath(path, ROOT) + "\n")
+        # Everything on stdout is a finding; stderr only says how many warnings
+        # in system headers were suppressed.
+        return path, key, False, run.returncode, run.stdout + (run.stderr if run.returncode else "")
+
+    failed, cached, keys = [], 0, set()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, opts.j)) as pool:
+        # Findings are printed as each file finishes.
+        for done in concurrent.futures.as_completed([pool.submit(check, p) for p in wanted]):
+            path, key, hit, rc, out = done.result()
+            keys.add(key)
+            cached += hit
+            if rc != 0:
+                failed.append(path)
+                sys.stdout.write(out)
+                sys.stdout.flush()
+    if not opts.files:
+        # Stamps of older versions of the files are never hit again.
+        for name in os.listdir(stamps):
+            if name not in keys:
+                os.remove(os.path.join(stamps, name))
+
+    seconds = time.monotonic() - start
+    print(f"tests/tidy.py: {len(wanted)} files, {cached} unchanged since a clean run, "
+          f"{len(failed)} with findings, {seconds:.1f} s")
+    for path in sorted(failed):
+        print("  " + os.path.relpath(path, ROOT))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
