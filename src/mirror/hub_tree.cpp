@@ -24,10 +24,11 @@ constexpr const char* k_lock_name = ".kernhub-mirror.lock";
 // served by a web server never shows them.
 constexpr const char* k_staging_name = ".kernhub-tmp";
 
-fs::path absolute_root(const fs::path& root) {
+fs::path absolute_root(fs::path root) {
     std::error_code ec;
     fs::path absolute = fs::absolute(root, ec);
-    return ec ? root : absolute.lexically_normal();
+    if (ec) return root;  // moved out, as the caller moved it in
+    return absolute.lexically_normal();
 }
 
 // True when `target` already holds the entry's bytes: the same inode as the
