@@ -40,24 +40,26 @@ void ProgressPrinter::on_event(const Event& event) noexcept {
         case Event::Kind::download_start:
             m_last_drawn = 0;
             if (!m_bars)
-                std::fprintf(stderr, "downloading %s (%s)\n", event.path.c_str(), human_size(event.total).c_str());
+                std::fprintf(stderr, "downloading %s (%s)\n", printable(event.path).c_str(),
+                             human_size(event.total).c_str());
             break;
         case Event::Kind::download_bytes: {
             // Redraw at most every 256 KiB so a fast loopback does not flood the TTY.
             if (!m_bars || (event.done - m_last_drawn < (256u << 10) && event.done != event.total)) break;
             m_last_drawn = event.done;
             unsigned percent = event.total ? static_cast<unsigned>(event.done * 100 / event.total) : 100u;
-            std::fprintf(stderr, "\r\033[K%s %s/%s %3u%%", event.path.c_str(), human_size(event.done).c_str(),
-                         human_size(event.total).c_str(), percent);
+            std::fprintf(stderr, "\r\033[K%s %s/%s %3u%%", printable(event.path).c_str(),
+                         human_size(event.done).c_str(), human_size(event.total).c_str(), percent);
             break;
         }
         case Event::Kind::download_done:
             if (m_bars)
-                std::fprintf(stderr, "\r\033[K%s %s done\n", event.path.c_str(), human_size(event.total).c_str());
+                std::fprintf(stderr, "\r\033[K%s %s done\n", printable(event.path).c_str(),
+                             human_size(event.total).c_str());
             break;
         case Event::Kind::retry:
         case Event::Kind::info:
-            std::fprintf(stderr, "%s\n", event.text.c_str());
+            std::fprintf(stderr, "%s\n", printable(event.text).c_str());
             break;
     }
 }
@@ -76,7 +78,7 @@ Options make_options(const CommonFlags& flags, EventSink* events) {
 }
 
 void status(const CommonFlags& flags, const std::string& line) {
-    if (!flags.quiet) std::cerr << line << '\n';
+    if (!flags.quiet) std::cerr << printable(line) << '\n';  // it quotes names a hub or a cache held
 }
 
 // Hub text, paths and symbol names may hold bytes that are not UTF-8; they

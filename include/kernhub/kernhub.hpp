@@ -65,6 +65,14 @@ struct Options {
     // Error(interrupted). A partial download is kept, and the next fetch of
     // the same file continues it.
     const std::atomic<bool>* cancel = nullptr;
+
+    // Trust policy.
+    // Organisations (the ORG of ORG/REPO, compared ignoring ASCII case)
+    // whose repos may be fetched or loaded; any other repo is refused with
+    // Error(verification) before a request is sent or a cached file is
+    // used. nullopt: KERNHUB_ALLOWED_ORGS (comma-separated; unset or empty
+    // allows every organisation). An empty list allows none.
+    std::optional<std::vector<std::string>> allowed_orgs;
 };
 
 struct FileInfo {

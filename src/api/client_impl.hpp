@@ -107,7 +107,10 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
 
     FetchResult fetch(const registry::KernelSpec& spec);
 
+    // Every fetch, load, info, lock and prewarm asks here first, so the
+    // organisation allow-list applies before a request or a cached file.
     hub::FetchRequest request_for(const registry::KernelSpec& spec) {
+        api::check_allowed_org(settings, spec.repo_id);
         hub::FetchRequest request;
         request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
         request.revision = spec.effective_revision();

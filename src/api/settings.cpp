@@ -106,7 +106,72 @@ int resolve_int(const std::optional<int>& option, const char* option_name, const
                                       "'; fix it or unset it to use " + std::to_string(range.fallback));
 }
 
+// An organisation name as the hub spells them: [A-Za-z0-9._-], at most 96
+// bytes, no leading '.' (see validate_repo_id).
+bool is_org_name(std::string_view name) {
+    constexpr std::size_t k_max_org_bytes = 96;
+    if (name.empty() || name.size() > k_max_org_bytes || name.front() == '.') return false;
+    for (char c : name) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                        c == '_' || c == '.';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+// Options::allowed_orgs, else KERNHUB_ALLOWED_ORGS split at commas (white
+// space around a name is dropped). Every name must be one the hub could
+// hold: a typo must not silently shut out, or let in, an organisation.
+std::optional<std::vector<std::string>> resolve_allowed_orgs(const Options& options, const store::EnvLookup& env) {
+    constexpr std::size_t k_max_allowed_orgs = 1024;
+    std::vector<std::string> names;
+    const char* source = "Options::allowed_orgs";
+    if (options.allowed_orgs) {
+        for (const auto& name : *options.allowed_orgs) names.push_back(trim(name));
+    } else {
+        auto value = env("KERNHUB_ALLOWED_ORGS");
+        if (!value || trim(*value).empty()) return std::nullopt;
+        source = "KERNHUB_ALLOWED_ORGS";
+        std::size_t begin = 0;
+        while (begin <= value->size()) {
+            std::size_t end = value->find(',', begin);
+            if (end == std::string::npos) end = value->size();
+            names.push_back(trim(std::string_view(*value).substr(begin, end - begin)));
+            begin = end + 1;
+        }
+    }
+    if (names.size() > k_max_allowed_orgs) {
+        throw Error(ErrorCode::usage, std::string(source) + " names " + std::to_string(names.size()) +
+                                          " organisations; at most " + std::to_string(k_max_allowed_orgs) +
+                                          " (k_max_allowed_orgs)");
+    }
+    for (auto& name : names) {
+        if (!is_org_name(name)) {
+            throw Error(ErrorCode::usage, std::string(source) + " holds " + quoted_name(name) +
+                                              ", which is not an organisation name ([A-Za-z0-9._-], not starting "
+                                              "with '.'); list names separated by commas");
+        }
+        name = ascii_lowercase(name);
+    }
+    return names;
+}
+
 }  // namespace
+
+void check_allowed_org(const Settings& settings, const std::string& repo_id) {
+    if (!settings.allowed_orgs) return;
+    const std::string org = repo_id.substr(0, repo_id.find('/'));
+    const std::string key = ascii_lowercase(org);
+    for (const auto& allowed : *settings.allowed_orgs) {
+        if (allowed == key) return;
+    }
+    std::string list;
+    for (const auto& allowed : *settings.allowed_orgs) list += (list.empty() ? "" : ", ") + allowed;
+    throw Error(ErrorCode::verification,
+                "repo " + quoted_name(repo_id) + " belongs to the organisation " + quoted_name(org) +
+                    ", which the allow-list does not name (" + (list.empty() ? "it is empty" : list) +
+                    "); add it to KERNHUB_ALLOWED_ORGS (or Options::allowed_orgs) if you trust what it publishes");
+}
 
 bool token_is_well_formed(std::string_view token) {
     for (char c : token) {
@@ -145,6 +210,7 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
     settings.max_wait_seconds =
         resolve_int(options.max_wait_seconds, "max_wait_seconds", env, "KERNHUB_MAX_WAIT", {0, 86400, 60});
     settings.targets = options.targets;
+    settings.allowed_orgs = resolve_allowed_orgs(options, env);
     return settings;
 }
 

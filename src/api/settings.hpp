@@ -27,6 +27,8 @@ struct Settings {
     int retries = 3;
     int max_wait_seconds = 60;  // the longest wait the hub may ask for
     std::vector<std::string> targets;
+    // Organisations whose repos may be used; nullopt allows every one.
+    std::optional<std::vector<std::string>> allowed_orgs;
 };
 
 // Throws Error(usage) naming the variable (or Options field) and its range
@@ -39,6 +41,10 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env);
 // only (no space, no control character such as CR or LF, which would end the
 // Authorization header and start one the token's source chose).
 bool token_is_well_formed(std::string_view token);
+
+// Throws Error(verification) when `settings` name organisations and the
+// ORG of `repo_id` is not one of them (ASCII case ignored).
+void check_allowed_org(const Settings& settings, const std::string& repo_id);
 
 // True for "1", "true", "yes", "on" (any case).
 bool env_flag(const store::EnvLookup& env, const std::string& name);

@@ -195,7 +195,7 @@ class Handler(BaseHTTPRequestHandler):
         limit = flip_at = rate = None
         if rule and rule["action"] == "status":
             extra = [("Retry-After", str(rule["retry_after"]))] if "retry_after" in rule else []
-            reply = error_reply(int(rule["status"]), rule.get("error_code", ""), "Injected fault", extra)
+            reply = error_reply(int(rule["status"]), rule.get("error_code", ""), rule.get("message", "Injected fault"), extra)
         elif rule and rule["action"] == "delay":
             time.sleep(float(rule["seconds"]))
         elif rule and rule["action"] == "truncate":
