@@ -232,6 +232,7 @@ TEST_CASE("Options::max_wait_seconds and Options::cancel reach the hub transport
         std::atomic<bool> cancel{false};
         o.endpoint = server.url();
         o.max_wait_seconds = 3600;
+        o.api_timeout_seconds = 3600;  // else the API deadline refuses the wait at once
         o.cancel = &cancel;
         Client client(o);
         std::thread thread([&] {
