@@ -73,6 +73,28 @@ struct Options {
     // used. nullopt: KERNHUB_ALLOWED_ORGS (comma-separated; unset or empty
     // allows every organisation). An empty list allows none.
     std::optional<std::vector<std::string>> allowed_orgs;
+
+    // Bounds on hub answers (listing size, API deadline, download rate).
+    // Entries one tree listing may have, over all its pages, 1 to
+    // 100000000; more is Error(network). nullopt:
+    // KERNHUB_MAX_LISTING_ENTRIES, else 100000.
+    std::optional<int> max_listing_entries;
+    // Body bytes one tree listing may have, over all its pages, 1024 to
+    // 536870912; more is Error(network). nullopt: KERNHUB_MAX_LISTING_BYTES,
+    // else 67108864 (64 MiB).
+    std::optional<int> max_listing_bytes;
+    // Seconds one API call (a revision lookup, a listing with all its pages)
+    // may take, every attempt, redirect and retry wait included, 1 to 86400;
+    // then Error(network). nullopt: KERNHUB_API_TIMEOUT, else 60.
+    std::optional<int> api_timeout_seconds;
+    // The lowest average download rate, in bytes per second over each
+    // window of min_rate_window_seconds, 0 (off) to 100000000; an attempt
+    // that falls below is cut and retried, and the last one is
+    // Error(network). nullopt: KERNHUB_MIN_RATE, else 1024.
+    std::optional<int> min_rate;
+    // That window, in seconds, 1 to 3600. nullopt: KERNHUB_MIN_RATE_WINDOW,
+    // else 30.
+    std::optional<int> min_rate_window_seconds;
 };
 
 struct FileInfo {

@@ -85,6 +85,13 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
             config.policy.retries = settings.retries;
             config.policy.max_wait = std::chrono::seconds(settings.max_wait_seconds);
             config.policy.cancel = options.cancel;
+            config.policy.api_timeout = std::chrono::seconds(settings.api_timeout_seconds);
+            config.policy.min_rate = static_cast<std::uint64_t>(settings.min_rate);
+            config.policy.min_rate_window = std::chrono::seconds(settings.min_rate_window_seconds);
+            hub::HubLimits limits;
+            limits.max_listing_entries = static_cast<std::size_t>(settings.max_listing_entries);
+            limits.max_listing_bytes = static_cast<std::size_t>(settings.max_listing_bytes);
+            limits.api_timeout = config.policy.api_timeout;
             EventSink* events = options.events;
             if (events != nullptr) {
                 config.on_retry = [events](const std::string& text) {
@@ -95,7 +102,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
                 };
             }
             hub = std::make_unique<hub::HubClient>(settings.endpoint, hub::make_transport(config),
-                                                   !settings.token.empty());
+                                                   !settings.token.empty(), limits);
         }
         return hub.get();
     }

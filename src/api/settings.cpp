@@ -209,6 +209,15 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
     settings.retries = resolve_int(options.retries, "retries", env, "KERNHUB_RETRIES", {0, 10, 3});
     settings.max_wait_seconds =
         resolve_int(options.max_wait_seconds, "max_wait_seconds", env, "KERNHUB_MAX_WAIT", {0, 86400, 60});
+    settings.max_listing_entries = resolve_int(options.max_listing_entries, "max_listing_entries", env,
+                                               "KERNHUB_MAX_LISTING_ENTRIES", {1, 100000000, 100000});
+    settings.max_listing_bytes = resolve_int(options.max_listing_bytes, "max_listing_bytes", env,
+                                             "KERNHUB_MAX_LISTING_BYTES", {1024, 512 << 20, 64 << 20});
+    settings.api_timeout_seconds =
+        resolve_int(options.api_timeout_seconds, "api_timeout_seconds", env, "KERNHUB_API_TIMEOUT", {1, 86400, 60});
+    settings.min_rate = resolve_int(options.min_rate, "min_rate", env, "KERNHUB_MIN_RATE", {0, 100000000, 1024});
+    settings.min_rate_window_seconds = resolve_int(options.min_rate_window_seconds, "min_rate_window_seconds", env,
+                                                   "KERNHUB_MIN_RATE_WINDOW", {1, 3600, 30});
     settings.targets = options.targets;
     settings.allowed_orgs = resolve_allowed_orgs(options, env);
     return settings;

@@ -26,6 +26,12 @@ struct Settings {
     bool verify_on_load = false;
     int retries = 3;
     int max_wait_seconds = 60;  // the longest wait the hub may ask for
+    // Bounds on hub answers (see Options).
+    int max_listing_entries = 100000;
+    int max_listing_bytes = 64 << 20;
+    int api_timeout_seconds = 60;
+    int min_rate = 1024;
+    int min_rate_window_seconds = 30;
     std::vector<std::string> targets;
     // Organisations whose repos may be used; nullopt allows every one.
     std::optional<std::vector<std::string>> allowed_orgs;

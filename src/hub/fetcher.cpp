@@ -167,12 +167,19 @@ static std::vector<TreeEntry> listing_from_snapshot(const store::RepoCache& cach
 }
 
 // kernhub's copy of the hub's listing; nullopt when absent or damaged (a
-// damaged copy only means "list again").
+// damaged copy only means "list again"). It holds only build/ files since
+// the hub's answer is filtered as it is parsed; an older or foreign copy is
+// filtered the same way (its size is capped by k_max_listing_bytes).
 static std::optional<std::vector<TreeEntry>> kernhub_listing(const store::RepoCache& cache, const std::string& commit) {
     try {
         auto text = cache.read_tree(commit);
         if (!text) return std::nullopt;
-        return parse_tree_page(*text, cache.folder().string());
+        PageFilter filter;
+        filter.files_only = true;
+        filter.keep_prefix = "build/";
+        std::vector<TreeEntry> entries;
+        parse_tree_page_into(*text, cache.folder().string(), filter, entries);
+        return entries;
     } catch (const Error&) {
         return std::nullopt;
     }
