@@ -102,7 +102,7 @@ TEST_CASE("a download below KERNHUB_MIN_RATE fails with exit 5 naming it, and on
                              {{"match", "/lfs/"}, {"action", "throttle"}, {"bytes_per_second", 200}, {"count", -1}}});
     const EnvChanges slow = {{"KERNHUB_MIN_RATE", "100000"}, {"KERNHUB_MIN_RATE_WINDOW", "1"}};
     const auto start = std::chrono::steady_clock::now();
-    ProcessResult r = box.kh("fetch", "vector-add", hub.server().endpoint(), {}, slow);
+    ProcessResult r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"}, slow);
     const double took = seconds_since(start);
     check_error(r, 5, {"KERNHUB_MIN_RATE", "100000 bytes/s", "2 attempts"});
     CHECK(took < 10.0);
