@@ -106,6 +106,9 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     static std::uint64_t requests() { return http::requests_on_this_thread(); }
 
     FetchResult fetch(const registry::KernelSpec& spec);
+    // Client::load's last step with verify_on_load (client.cpp).
+    LoadResult load_verified(const registry::KernelSpec& spec, const std::string& ref, const std::string& artifact,
+                             LoadResult result);
 
     hub::FetchRequest request_for(const registry::KernelSpec& spec) {
         hub::FetchRequest request;
