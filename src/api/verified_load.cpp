@@ -44,22 +44,28 @@ VerifiedSource verified_source(const store::RepoCache& cache, const std::string&
 std::string read_verified(const VerifiedSource& source, const std::function<void(const void*, std::size_t)>& sink) {
     digest::Hasher sha256(digest::Algorithm::sha256);
     std::optional<digest::GitBlobHasher> git;
-    digest::read_chunks(
-        source.blob,
-        [&](std::uint64_t on_disk) {
-            // Bounded by what the fetch verified: a blob grown since is not copied.
-            if (on_disk != source.size) {
-                throw changed(source, "has " + std::to_string(on_disk) + " bytes, " + std::to_string(source.size) +
-                                          " were verified");
-            }
-            if (source.etag.size() == 40) git.emplace(on_disk);
-        },
-        [&](const void* data, std::size_t size) {
-            sha256.update(data, size);
-            if (git) git->update(data, size);
-            sink(data, size);
-        },
-        /*follow_links=*/false);
+    try {
+        digest::read_chunks(
+            source.blob,
+            [&](std::uint64_t on_disk) {
+                // Bounded by what the fetch verified: a blob grown since is not copied.
+                if (on_disk != source.size) {
+                    throw changed(source, "has " + std::to_string(on_disk) + " bytes, " + std::to_string(source.size) +
+                                              " were verified");
+                }
+                if (source.etag.size() == 40) git.emplace(on_disk);
+            },
+            [&](const void* data, std::size_t size) {
+                sha256.update(data, size);
+                if (git) git->update(data, size);
+                sink(data, size);
+            },
+            /*follow_links=*/false);
+    } catch (const Error& e) {
+        // A blob that became a link, a FIFO or unreadable is refused like a changed one.
+        if (e.code() != ErrorCode::internal) throw;
+        throw changed(source, "cannot be read as a regular file (" + e.message() + ")");
+    }
     const std::string actual = digest::to_hex(sha256.finish());
     if (actual != source.sha256) {
         throw changed(source, "changed since it was verified (sha256 " + actual + ", expected " + source.sha256 + ")");
