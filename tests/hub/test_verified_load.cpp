@@ -272,3 +272,31 @@ TEST_CASE("a malformed variant record means: verify the variant again", "[hub]")
     // Online the record is written again from what was verified.
     if (!offline) CHECK(read_text(record).find(so_sha) != std::string::npos);
 }
+
+TEST_CASE("verify_on_load checks a fatbin's bytes before the CUDA driver sees them", "[hub][cuda][needs:nvcc]") {
+    KernelHub hub;
+    Env env;
+    Options o = env.options(hub.server().endpoint(), true);
+    o.targets = {"native-cuda"};
+    Client client(o);
+    FetchResult fetched = client.fetch("vector-add-cuda");
+    const fs::path link = fs::path(fetched.path) / "vector_add.fatbin";
+    overwrite(fs::canonical(link), 40, "changed");
+    std::string message;
+    CHECK(code_of([&] { client.load("vector-add-cuda"); }, &message) == ErrorCode::verification);
+    CHECK(message.find("changed since it was verified") != std::string::npos);
+    CHECK(message.find(link.string()) != std::string::npos);
+}
+
+TEST_CASE("verify_on_load without CUDA: an intact fatbin reaches the driver step (exit 7 naming the file)",
+          "[hub][cuda][needs:nvcc][needs:no-cuda]") {
+    KernelHub hub;
+    Env env;
+    Options o = env.options(hub.server().endpoint(), true);
+    o.targets = {"native-cuda"};
+    Client client(o);
+    std::string message;
+    CHECK(code_of([&] { client.load("vector-add-cuda"); }, &message) == ErrorCode::load);
+    CHECK(message.find("CUDA") != std::string::npos);
+    CHECK(message.find("vector_add.fatbin") != std::string::npos);
+}
