@@ -113,6 +113,9 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     static std::uint64_t requests() { return http::requests_on_this_thread(); }
 
     FetchResult fetch(const registry::KernelSpec& spec);
+    // Client::load's last step with verify_on_load (client.cpp).
+    LoadResult load_verified(const registry::KernelSpec& spec, const std::string& ref, const std::string& artifact,
+                             LoadResult result);
 
     // Every fetch, load, info, lock and prewarm asks here first, so the
     // organisation allow-list applies before a request or a cached file.

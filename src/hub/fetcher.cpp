@@ -80,8 +80,11 @@ std::optional<FetchOutcome> outcome_from_record(const store::RepoCache& cache, c
     const std::string prefix = variant_prefix(variant);
     if (recorded.size() != entries.size()) return std::nullopt;
     for (const TreeEntry* entry : entries) {
+        // An LFS file's recorded SHA-256 is the listed one: a record that
+        // disagrees is not trusted (the variant is verified again).
         bool found = std::any_of(recorded.begin(), recorded.end(), [&](const FetchedFile& f) {
-            return prefix + f.path == entry->path && f.size == entry->size;
+            return prefix + f.path == entry->path && f.size == entry->size &&
+                   (!entry->is_lfs() || f.sha256 == entry->lfs_sha256);
         });
         if (!found || !cache.snapshot_links_blob(commit, entry->path, entry->etag(), entry->size)) return std::nullopt;
     }

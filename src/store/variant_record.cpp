@@ -12,10 +12,30 @@ using nlohmann::json;
 
 namespace {
 
+// A path kernhub would itself have recorded: relative, without '.' or '..'
+// parts, and without control characters (which would reach a terminal).
+bool safe_path(const std::string& path) {
+    for (unsigned char c : path) {
+        if (c < 0x20 || c == 0x7f) return false;
+    }
+    try {
+        check_relative_path(path);
+    } catch (const Error&) {
+        return false;
+    }
+    return true;
+}
+
+// The record lives in a cache others may write, and its paths and hashes
+// reach FetchResult and verify_on_load: an entry kernhub would not have
+// written makes the whole record unusable, so the variant is verified again.
 bool well_formed(const json& item) {
-    return item.is_object() && item.contains("path") && item["path"].is_string() &&
-           !item["path"].get<std::string>().empty() && item.contains("size") && item["size"].is_number_unsigned() &&
-           item.contains("sha256") && item["sha256"].is_string();
+    if (!item.is_object() || !item.contains("path") || !item["path"].is_string() || !item.contains("size") ||
+        !item["size"].is_number_unsigned() || !item.contains("sha256") || !item["sha256"].is_string()) {
+        return false;
+    }
+    const std::string& sha256 = item["sha256"].get_ref<const std::string&>();
+    return safe_path(item["path"].get_ref<const std::string&>()) && sha256.size() == 64 && is_etag(sha256);
 }
 
 }  // namespace
