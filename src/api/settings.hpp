@@ -3,6 +3,7 @@
 // default.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -27,6 +28,10 @@ struct Settings {
     int retries = 3;
     int max_wait_seconds = 60;  // the longest wait the hub may ask for
     std::vector<std::string> targets;
+    // Archive variants; archive_max_bytes 0: the ratio rule.
+    std::uint64_t archive_max_bytes = 0;
+    int archive_max_entries = 100'000;
+    int archive_max_path = 1024;
 };
 
 // Throws Error(usage) naming the variable (or Options field) and its range
