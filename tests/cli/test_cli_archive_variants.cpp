@@ -16,6 +16,7 @@
 #include "cli_support.hpp"
 #include "kernhub/kernhub.hpp"
 #include "support/hub_builder.hpp"
+#include "support/slurp.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;
@@ -44,71 +45,62 @@ struct ArchiveHub {
                 fill(tar);
             }
             const std::string variant = "build/" + host_cpu_variant() + "/";
-            repos.push_back({
-                {"repo_id", "kernhub-test/" + name}, {"type", "kernel"}, {
-                    "commits", {
-                        {
-                            {"message", name}, {"branches", {"main"}}, {"metadata", true}, {
-                                "files", {
-                                    {variant + "README.txt", {{"text", "an archive variant\n"}}}, {
-                                        variant + archive_name, {
-                                            { "path", file.string() }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }}});
-    };
-    const std::string so = slurp(vector_add_so());
-    add(
-        "arc-good", "kernel.tar.gz",
-        [&](TarBuilder& t) { t.dir("lib").file("lib/libvector_add.so", so).file("include/vector_add.h", "/**/\n"); },
-        Filter::gzip);
-    add(
-        "arc-abs", "bad.tar.xz", [&](TarBuilder& t) { t.file((outside / "abs.txt").string(), "x"); }, Filter::xz);
-    add(
-        "arc-dotdot", "bad.tgz", [&](TarBuilder& t) { t.file("lib/../../../../../../outside/evil.txt", "x"); },
-        Filter::gzip);
-    add(
-        "arc-symlink", "bad.tar.gz",
-        [&](TarBuilder& t) { t.symlink("lib", outside.string()).file("lib/evil.txt", "x"); }, Filter::gzip);
-    add(
-        "arc-hardlink", "bad.tar.gz", [&](TarBuilder& t) { t.file("a.txt", "x").hardlink("b.txt", "a.txt"); },
-        Filter::gzip);
-    add(
-        "arc-fifo", "bad.tar.zst", [&](TarBuilder& t) { t.file("a.txt", "x").special("pipe", AE_IFIFO); },
-        Filter::zstd);
-    add(
-        "arc-device", "bad.tar.zst", [&](TarBuilder& t) { t.special("null", AE_IFCHR); }, Filter::zstd);
-    add(
-        "arc-entries", "bad.tar.gz",
-        [&](TarBuilder& t) {
-            for (int i = 0; i < 60; ++i) t.file("f" + std::to_string(i) + ".txt", "x");
-        },
-        Filter::gzip);
-    add(
-        "arc-longpath", "bad.tar.gz",
-        [&](TarBuilder& t) {
-            std::string path;
-            for (int i = 0; i < 11; ++i) path += std::string(100, static_cast<char>('a' + i)) + "/";
-            t.file(path + "x.txt", "x");
-        },
-        Filter::gzip);
-    add(
-        "arc-bomb", "bomb.tar.zst", [&](TarBuilder& t) { t.zeros("zeros.bin", 1ull << 30); }, Filter::zstd);
-    add(
-        "arc-collide", "kernel.tar.gz", [&](TarBuilder& t) { t.file("lib/x.so", "x").file("README.txt", "mine"); },
-        Filter::gzip);
-    make_hub({{"repos", repos}}, dir.path() / "hub");
-    server = std::make_unique<HubServer>(dir.path() / "hub");
-}
+            nlohmann::json files = nlohmann::json::object();
+            files[variant + "README.txt"] = {{"text", "an archive variant\n"}};
+            files[variant + archive_name] = {{"path", file.string()}};
+            nlohmann::json commit = {{"message", name}, {"branches", {"main"}}, {"metadata", true}};
+            commit["files"] = files;
+            nlohmann::json repo = {{"repo_id", "kernhub-test/" + name}, {"type", "kernel"}};
+            repo["commits"] = nlohmann::json::array({commit});
+            repos.push_back(repo);
+        };
+        const std::string so = slurp(vector_add_so());
+        add(
+            "arc-good", "kernel.tar.gz",
+            [&](TarBuilder& t) {
+                t.dir("lib").file("lib/libvector_add.so", so).file("include/vector_add.h", "/**/\n");
+            },
+            Filter::gzip);
+        add(
+            "arc-abs", "bad.tar.xz", [&](TarBuilder& t) { t.file((outside / "abs.txt").string(), "x"); }, Filter::xz);
+        add(
+            "arc-dotdot", "bad.tgz", [&](TarBuilder& t) { t.file("lib/../../../../../../outside/evil.txt", "x"); },
+            Filter::gzip);
+        add(
+            "arc-symlink", "bad.tar.gz",
+            [&](TarBuilder& t) { t.symlink("lib", outside.string()).file("lib/evil.txt", "x"); }, Filter::gzip);
+        add(
+            "arc-hardlink", "bad.tar.gz", [&](TarBuilder& t) { t.file("a.txt", "x").hardlink("b.txt", "a.txt"); },
+            Filter::gzip);
+        add(
+            "arc-fifo", "bad.tar.zst", [&](TarBuilder& t) { t.file("a.txt", "x").special("pipe", AE_IFIFO); },
+            Filter::zstd);
+        add(
+            "arc-device", "bad.tar.zst", [&](TarBuilder& t) { t.special("null", AE_IFCHR); }, Filter::zstd);
+        add(
+            "arc-entries", "bad.tar.gz",
+            [&](TarBuilder& t) {
+                for (int i = 0; i < 60; ++i) t.file("f" + std::to_string(i) + ".txt", "x");
+            },
+            Filter::gzip);
+        add(
+            "arc-longpath", "bad.tar.gz",
+            [&](TarBuilder& t) {
+                std::string path;
+                for (int i = 0; i < 11; ++i) path += std::string(100, static_cast<char>('a' + i)) + "/";
+                t.file(path + "x.txt", "x");
+            },
+            Filter::gzip);
+        add(
+            "arc-bomb", "bomb.tar.zst", [&](TarBuilder& t) { t.zeros("zeros.bin", 1ull << 30); }, Filter::zstd);
+        add(
+            "arc-collide", "kernel.tar.gz", [&](TarBuilder& t) { t.file("lib/x.so", "x").file("README.txt", "mine"); },
+            Filter::gzip);
+        make_hub({{"repos", repos}}, dir.path() / "hub");
+        server = std::make_unique<HubServer>(dir.path() / "hub");
+    }
 
-std::string
-endpoint() {
-    return server->endpoint();
-}
+    std::string endpoint() { return server->endpoint(); }
 };
 
 ArchiveHub& archive_hub() {
@@ -125,7 +117,7 @@ std::set<std::string> tree_of(const fs::path& root) {
     std::set<std::string> out;
     if (!fs::exists(root)) return out;
     for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
-        out.insert(fs::relative(it->path(), root).string());
+        out.insert(it->path().lexically_relative(root).string());
     }
     return out;
 }
