@@ -95,6 +95,14 @@ struct Options {
     // That window, in seconds, 1 to 3600. nullopt: KERNHUB_MIN_RATE_WINDOW,
     // else 30.
     std::optional<int> min_rate_window_seconds;
+    // Archive variants: caps on unpacking one archive of a variant (README, "Archive variants").
+    // File bytes unpacked, at least 1. nullopt: KERNHUB_ARCHIVE_MAX_BYTES,
+    // else max(512 MiB, 20 x the archive's size).
+    std::optional<std::uint64_t> archive_max_bytes;
+    // Entries, 1 to 10000000. nullopt: KERNHUB_ARCHIVE_MAX_ENTRIES, else 100000.
+    std::optional<int> archive_max_entries;
+    // Bytes of one entry's path, 1 to 4096. nullopt: KERNHUB_ARCHIVE_MAX_PATH, else 1024.
+    std::optional<int> archive_max_path;
 };
 
 struct FileInfo {

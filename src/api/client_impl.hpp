@@ -129,6 +129,9 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         request.offline = settings.offline;
         request.use_locks = !api::env_flag(env, "KERNHUB_NO_FLOCK");
         request.cancel = options.cancel;
+        request.archive_limits.max_bytes = settings.archive_max_bytes;
+        request.archive_limits.max_entries = static_cast<std::uint64_t>(settings.archive_max_entries);
+        request.archive_limits.max_path_bytes = static_cast<std::size_t>(settings.archive_max_path);
         return request;
     }
 };

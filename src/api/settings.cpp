@@ -156,6 +156,35 @@ std::optional<std::vector<std::string>> resolve_allowed_orgs(const Options& opti
     return names;
 }
 
+// A byte count of at least 1: the option when set, else the variable when
+// set, else 0 (no count given).
+std::uint64_t resolve_bytes(const std::optional<std::uint64_t>& option, const char* option_name,
+                            const store::EnvLookup& env, const char* variable) {
+    if (option) {
+        if (*option == 0) {
+            throw Error(ErrorCode::usage, std::string("Options::") + option_name + " must be at least 1 byte");
+        }
+        return *option;
+    }
+    auto value = env(variable);
+    if (!value) return 0;
+    constexpr std::size_t k_max_digits = 18;  // below UINT64_MAX
+    std::uint64_t parsed = 0;
+    bool ok = !value->empty() && value->size() <= k_max_digits;
+    for (char c : *value) {
+        if (c < '0' || c > '9') ok = false;
+        if (ok) parsed = parsed * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    if (!ok || parsed == 0) {
+        constexpr std::size_t k_max_echo = 40;
+        std::string shown = value->size() > k_max_echo ? value->substr(0, k_max_echo) + "..." : *value;
+        throw Error(ErrorCode::usage, std::string(variable) + " must be a whole number of bytes from 1 to " +
+                                          std::to_string(999'999'999'999'999'999ull) + ", not '" + shown +
+                                          "'; fix it or unset it to use the default");
+    }
+    return parsed;
+}
+
 }  // namespace
 
 void check_allowed_org(const Settings& settings, const std::string& repo_id) {
@@ -220,6 +249,12 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
                                                    "KERNHUB_MIN_RATE_WINDOW", {1, 3600, 30});
     settings.targets = options.targets;
     settings.allowed_orgs = resolve_allowed_orgs(options, env);
+    settings.archive_max_bytes =
+        resolve_bytes(options.archive_max_bytes, "archive_max_bytes", env, "KERNHUB_ARCHIVE_MAX_BYTES");
+    settings.archive_max_entries = resolve_int(options.archive_max_entries, "archive_max_entries", env,
+                                               "KERNHUB_ARCHIVE_MAX_ENTRIES", {1, 10'000'000, 100'000});
+    settings.archive_max_path =
+        resolve_int(options.archive_max_path, "archive_max_path", env, "KERNHUB_ARCHIVE_MAX_PATH", {1, 4096, 1024});
     return settings;
 }
 

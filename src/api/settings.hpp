@@ -3,6 +3,7 @@
 // default.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -35,6 +36,10 @@ struct Settings {
     std::vector<std::string> targets;
     // Organisations whose repos may be used; nullopt allows every one.
     std::optional<std::vector<std::string>> allowed_orgs;
+    // Archive variants; archive_max_bytes 0: the ratio rule.
+    std::uint64_t archive_max_bytes = 0;
+    int archive_max_entries = 100'000;
+    int archive_max_path = 1024;
 };
 
 // Throws Error(usage) naming the variable (or Options field) and its range

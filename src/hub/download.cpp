@@ -192,7 +192,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
             bool is_trusted = trusted.count(entry->path) != 0;
             sha256 = ensure_file(request, commit, expect, is_trusted, outcome.bytes_downloaded);
         }
-        outcome.files.push_back(FetchedFile{relpath, entry->size, sha256});
+        outcome.files.push_back(FetchedFile{relpath, entry->size, sha256, {}});
         if (relpath == "metadata.json") {
             // Its blob was verified by ensure_file just now.
             auto text = store::read_file(cache.blob_path(entry->etag()));

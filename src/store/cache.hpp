@@ -172,6 +172,10 @@ struct RecordedFile {
     std::string path;  // relative to the variant directory, never empty
     std::uint64_t size = 0;
     std::string sha256;
+    // For a file unpacked from an archive of the variant (its blob is named
+    // by this SHA-256): the archive's path, relative to the variant
+    // directory. Empty for a file the hub lists.
+    std::string archive;
 };
 
 class RepoCache {

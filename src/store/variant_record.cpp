@@ -31,7 +31,8 @@ bool safe_path(const std::string& path) {
 // written makes the whole record unusable, so the variant is verified again.
 bool well_formed(const json& item) {
     if (!item.is_object() || !item.contains("path") || !item["path"].is_string() || !item.contains("size") ||
-        !item["size"].is_number_unsigned() || !item.contains("sha256") || !item["sha256"].is_string()) {
+        !item["size"].is_number_unsigned() || !item.contains("sha256") || !item["sha256"].is_string() ||
+        (item.contains("archive") && !item["archive"].is_string())) {
         return false;
     }
     const std::string& sha256 = item["sha256"].get_ref<const std::string&>();
@@ -56,7 +57,7 @@ std::optional<std::vector<RecordedFile>> RepoCache::read_variant_files(const std
     for (const auto& item : record["files"]) {
         if (!well_formed(item)) return std::nullopt;
         files.push_back(RecordedFile{item["path"].get<std::string>(), item["size"].get<std::uint64_t>(),
-                                     item["sha256"].get<std::string>()});
+                                     item["sha256"].get<std::string>(), item.value("archive", std::string())});
     }
     return files;
 }
@@ -65,7 +66,9 @@ void RepoCache::write_variant_files(const std::string& commit, const std::string
                                     const std::vector<RecordedFile>& files) const {
     json record = {{"format", 1}, {"variant", variant}, {"commit", commit}, {"files", json::array()}};
     for (const auto& file : files) {
-        record["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
+        json item = {{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}};
+        if (!file.archive.empty()) item["archive"] = file.archive;
+        record["files"].push_back(std::move(item));
     }
     write_variant_record(commit, variant, record.dump(2));
 }

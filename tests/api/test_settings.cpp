@@ -303,3 +303,32 @@ TEST_CASE("hub-answer bounds: option, then variable, then default; bad values ar
     bad.max_listing_bytes = 10;
     CHECK_THROWS_WITH(api::resolve_settings(bad, env_of({})), Catch::Contains("Options::max_listing_bytes"));
 }
+
+TEST_CASE("archive caps: option, then KERNHUB_ARCHIVE_*, then the defaults; junk is a usage error", "[api]") {
+    Options o = with_cache();
+    const api::Settings plain = api::resolve_settings(o, env_of({}));
+    CHECK(plain.archive_max_bytes == 0);  // the ratio rule
+    CHECK(plain.archive_max_entries == 100'000);
+    CHECK(plain.archive_max_path == 1024);
+    const api::Settings set = api::resolve_settings(o, env_of({{"KERNHUB_ARCHIVE_MAX_BYTES", "4294967296"},
+                                                               {"KERNHUB_ARCHIVE_MAX_ENTRIES", "50"},
+                                                               {"KERNHUB_ARCHIVE_MAX_PATH", "4096"}}));
+    CHECK(set.archive_max_bytes == (4ull << 30));
+    CHECK(set.archive_max_entries == 50);
+    CHECK(set.archive_max_path == 4096);
+    o.archive_max_bytes = 1;
+    o.archive_max_entries = 7;
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_ARCHIVE_MAX_BYTES", "9"}})).archive_max_bytes == 1);
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_ARCHIVE_MAX_ENTRIES", "9"}})).archive_max_entries == 7);
+    for (const char* value : {"0", "", "-1", "1k", " 5", "9999999999999999999"}) {
+        INFO("KERNHUB_ARCHIVE_MAX_BYTES='" << value << "'");
+        const Error e = error_from("accepted", [&] {
+            api::resolve_settings(with_cache(), env_of({{"KERNHUB_ARCHIVE_MAX_BYTES", value}}));
+        });
+        CHECK(e.code() == ErrorCode::usage);
+        CHECK(e.message().find("KERNHUB_ARCHIVE_MAX_BYTES") != std::string::npos);
+    }
+    CHECK(error_from("accepted", [&] {
+              api::resolve_settings(with_cache(), env_of({{"KERNHUB_ARCHIVE_MAX_PATH", "4097"}}));
+          }).code() == ErrorCode::usage);
+}
