@@ -24,8 +24,14 @@ CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDeb
 cmake --build "$dir" -j"$(nproc)" --target kernhub_fuzz_targets
 
 mkdir -p "$dir/findings"
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+# KERNHUB_FUZZ_SCRATCH keeps what a run found for the next one (local
+# sessions); by default each run starts from the checked-in corpus.
+if [ -n "${KERNHUB_FUZZ_SCRATCH:-}" ]; then
+  scratch=$KERNHUB_FUZZ_SCRATCH
+else
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 summary=()
@@ -33,8 +39,11 @@ for name in "${targets[@]}"; do
   mkdir -p "$scratch/$name"
   log="$dir/findings/$name.log"
   echo "fuzz_$name: ${seconds} s" >&2
+  # The JSON readers share a dictionary of their formats' keys.
+  dict=()
+  case "$name" in registry | listing | hub_answer | lock | metadata) dict=(-dict=tests/fuzz/json.dict) ;; esac
   if ! "$dir/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-      -print_final_stats=1 -artifact_prefix="$dir/findings/$name-" \
+      -print_final_stats=1 -artifact_prefix="$dir/findings/$name-" "${dict[@]}" \
       "$scratch/$name" "tests/fuzz/corpus/$name" >"$log" 2>&1; then
     tail -n 60 "$log" >&2
     echo "run_fuzz.sh: fuzz_$name found a problem; the input is in $dir/findings/, the log in $log" >&2
