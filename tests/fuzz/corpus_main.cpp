@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
     }
     std::sort(inputs.begin(), inputs.end());
     if (inputs.empty()) {
-        std::fprintf(stderr, "no corpus files given; usage: %s CORPUS_DIR_OR_FILE...\n", argv[0]);
+        std::fprintf(stderr, "no corpus files found in the folders or files given; usage: %s CORPUS_DIR_OR_FILE...\n",
+                     argv[0]);
         return 1;
     }
     for (const auto& input : inputs) {
