@@ -201,8 +201,9 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
     }
     if (metadata) {
         for (const auto& [path, digest_bytes] : metadata->files) {
-            bool listed = std::any_of(entries.begin(), entries.end(),
-                                      [&](const TreeEntry* e) { return e->path == prefix + path; });
+            const std::string wanted = prefix + path;
+            bool listed =
+                std::any_of(entries.begin(), entries.end(), [&](const TreeEntry* e) { return e->path == wanted; });
             if (listed) continue;
             if (m_listing_source == ListingSource::snapshot) {
                 throw Error(ErrorCode::offline, not_cached(request, label_base + prefix + path, m_root.string()));

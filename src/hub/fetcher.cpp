@@ -416,8 +416,9 @@ static void check_listing_against_pins(const std::vector<TreeEntry>& listing, co
     if (listed != pins.files->size()) {
         for (const auto& [relpath, pin] : *pins.files) {
             (void)pin;
+            const std::string wanted = prefix + relpath;
             bool found = std::any_of(listing.begin(), listing.end(),
-                                     [&](const TreeEntry& e) { return e.is_file && e.path == prefix + relpath; });
+                                     [&](const TreeEntry& e) { return e.is_file && e.path == wanted; });
             if (!found && from_links) {
                 // Offline over links alone, a pinned file that is not
                 // linked is simply not in the cache.
