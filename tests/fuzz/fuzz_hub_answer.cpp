@@ -9,6 +9,7 @@
 
 #include "fuzz_target.hpp"
 #include "hub/hub_client.hpp"
+#include "kernhub/error.hpp"
 
 namespace {
 
@@ -21,7 +22,7 @@ class ReplayTransport final : public hub::Transport {
 public:
     ReplayTransport(std::string link, std::string body) : m_link(std::move(link)), m_body(std::move(body)) {}
 
-    http::Response get(const std::string& url) override {
+    http::Response get(const std::string& url, const http::GetLimits& limits) override {
         http::Response response;
         response.url = url;
         ++m_gets;
@@ -31,6 +32,9 @@ public:
             return response;
         }
         response.status = 200;
+        // The byte cap the real transport enforces while receiving.
+        const std::size_t max_body = limits.max_body.value_or(std::size_t{64} << 20);
+        if (m_body.size() > max_body) throw kernhub::Error(kernhub::ErrorCode::network, limits.over_body_message);
         // Only the first tree page carries the fuzzed Link header; later
         // pages end the listing, so a self-link cannot loop.
         if (url.find("/tree/") != std::string::npos && m_gets > 3) {
