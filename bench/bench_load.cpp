@@ -39,14 +39,25 @@
 //   BM_Fetch_Kernhub_WarmOffline     Client::fetch("vector-add"): the cache check alone
 //   BM_Client_Construct              kernhub::Client construction alone (settings,
 //                                    default registry parse, host detection)
+//   BM_Load_Padded_BareDlopen/N      dlopen + dlsym (dlclose outside the timing) of
+//                                    the demo kernel padded with zeros to N MiB
+//   BM_Load_Padded_Verified/N        what verify_on_load does with the same file:
+//                                    open once, copy into a memfd while hashing,
+//                                    seal, dlopen /proc/self/fd/<memfd>, dlsym.
+//                                    (Verified - BareDlopen) / N is the cost per MiB
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
+#include <memory>
 #include <vector>
 
+#include "api/verified_load.hpp"
 #include "bench_common.hpp"
+#include "digest/digest.hpp"
+#include "loader/sealed_image.hpp"
 
 namespace {
 
@@ -238,8 +249,65 @@ void BM_Client_Construct(benchmark::State& state) {
     });
 }
 
+// The demo kernel followed by zeros up to `mib` MiB: the dynamic loader
+// maps only its segments, while verify_on_load copies and hashes it all,
+// as it would a kernel of that size.
+struct PaddedKernel {
+    khbench::ScratchDir dir{"padded"};
+    kernhub::api::VerifiedSource source;
+};
+
+const PaddedKernel& padded_kernel(std::int64_t mib) {
+    static std::map<std::int64_t, std::unique_ptr<PaddedKernel>> made;
+    auto& slot = made[mib];
+    if (slot) return *slot;
+    slot = std::make_unique<PaddedKernel>();
+    const khbench::fs::path file = slot->dir.path() / "libvector_add_padded.so";
+    khbench::fs::copy_file(khbench::fs::canonical(khbench::demo_cache().so_path), file);
+    khbench::fs::resize_file(file, static_cast<std::uintmax_t>(mib) << 20);
+    slot->source.blob = file;
+    slot->source.label = file;
+    slot->source.sha256 = kernhub::digest::sha256_file_hex(file);
+    slot->source.etag = slot->source.sha256;
+    slot->source.size = khbench::fs::file_size(file);
+    return *slot;
+}
+
+void BM_Load_Padded_BareDlopen(benchmark::State& state) {
+    const PaddedKernel* padded = nullptr;
+    if (!khbench::guarded(state, [&] { padded = &padded_kernel(state.range(0)); })) return;
+    const std::string path = padded->source.blob.string();
+    for (auto _ : state) {
+        auto start = Clock::now();
+        void* handle = open_and_resolve(path.c_str());
+        auto stop = Clock::now();
+        ::dlclose(handle);
+        state.SetIterationTime(std::chrono::duration<double>(stop - start).count());
+    }
+    state.counters["MiB"] = static_cast<double>(state.range(0));
+}
+
+void BM_Load_Padded_Verified(benchmark::State& state) {
+    const PaddedKernel* padded = nullptr;
+    if (!khbench::guarded(state, [&] { padded = &padded_kernel(state.range(0)); })) return;
+    for (auto _ : state) {
+        auto start = Clock::now();
+        kernhub::loader::SealedImage image("bench");
+        kernhub::api::read_verified(padded->source,
+                                    [&](const void* data, std::size_t size) { image.append(data, size); });
+        image.seal();
+        void* handle = open_and_resolve(image.proc_path().c_str());
+        auto stop = Clock::now();
+        ::dlclose(handle);
+        state.SetIterationTime(std::chrono::duration<double>(stop - start).count());
+    }
+    state.counters["MiB"] = static_cast<double>(state.range(0));
+}
+
 }  // namespace
 
+BENCHMARK(BM_Load_Padded_BareDlopen)->UseManualTime()->Arg(1)->Arg(16)->Arg(64);
+BENCHMARK(BM_Load_Padded_Verified)->UseManualTime()->Arg(1)->Arg(16)->Arg(64);
 BENCHMARK(BM_Load_BareDlopen_AlreadyOpen);
 BENCHMARK(BM_Load_BareDlopen_OtherPath);
 // A fixed count: every iteration needs its own, prepared name.

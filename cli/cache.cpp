@@ -45,21 +45,24 @@ ordered_json listing_json(const CacheListing& listing) {
 }
 
 void print_listing(const CacheListing& listing) {
-    std::cout << listing.root << "  " << listing.repos.size() << " repos, " << human_size(listing.size) << '\n';
+    std::cout << printable(listing.root) << "  " << listing.repos.size() << " repos, " << human_size(listing.size)
+              << '\n';
     for (const auto& repo : listing.repos) {
-        std::cout << repo.repo_type << ' ' << repo.repo_id << "  " << repo.blobs << " blobs, " << human_size(repo.size);
+        std::cout << repo.repo_type << ' ' << printable(repo.repo_id) << "  " << repo.blobs << " blobs, "
+                  << human_size(repo.size);
         if (repo.partials > 0) std::cout << ", " << repo.partials << " partial downloads";
         std::cout << '\n';
         for (const auto& [revision, commit] : repo.refs) {
-            std::cout << "  ref " << revision << " -> " << short_commit(commit) << '\n';
+            std::cout << "  ref " << printable(revision) << " -> " << short_commit(commit) << '\n';
         }
         for (const auto& commit : repo.commits) {
-            std::cout << "  commit " << commit.commit;
-            for (std::size_t i = 0; i < commit.refs.size(); ++i) std::cout << (i == 0 ? " (" : ", ") << commit.refs[i];
+            std::cout << "  commit " << printable(commit.commit);
+            for (std::size_t i = 0; i < commit.refs.size(); ++i)
+                std::cout << (i == 0 ? " (" : ", ") << printable(commit.refs[i]);
             std::cout << (commit.refs.empty() ? "" : ")") << "  " << commit.files << " files, "
                       << human_size(commit.size) << '\n';
             for (const auto& v : commit.variants) {
-                std::cout << "    " << v.name << "  " << v.files << " files, " << human_size(v.size)
+                std::cout << "    " << printable(v.name) << "  " << v.files << " files, " << human_size(v.size)
                           << (v.recorded ? ", verified by kernhub" : "") << '\n';
             }
         }
@@ -101,7 +104,7 @@ Command add_path(CLI::App& cache) {
                     if (!ref->empty()) out["name"] = *ref;
                     print_json(out);
                 } else {
-                    std::cout << path << '\n';
+                    std::cout << printable(path) << '\n';
                 }
                 return 0;
             }};
@@ -157,7 +160,8 @@ Command add_verify(CLI::App& cache) {
                     print_json(out);
                 } else {
                     for (const auto& p : report.problems) {
-                        std::cout << p.path << ": " << p.problem << (p.repaired ? " (removed)" : "") << '\n';
+                        std::cout << printable(p.path) << ": " << printable(p.problem)
+                                  << (p.repaired ? " (removed)" : "") << '\n';
                     }
                 }
                 const std::string checked = "checked " + std::to_string(report.blobs_checked) + " blobs, " +
@@ -202,7 +206,7 @@ Command add_prune(CLI::App& cache) {
                     return 0;
                 }
                 for (const auto& path : report.removed) {
-                    std::cout << (report.dry_run ? "would remove " : "removed ") << path << '\n';
+                    std::cout << (report.dry_run ? "would remove " : "removed ") << printable(path) << '\n';
                 }
                 for (const auto& k : report.kept) status(*flags, "kept " + k.path + ": " + k.reason);
                 status(*flags, std::string(report.dry_run ? "would remove " : "removed ") +

@@ -42,7 +42,7 @@ void ProgressPrinter::on_event(const Event& event) noexcept {
         case Event::Kind::download_start:
             m_last_drawn = 0;
             if (!m_bars)
-                (void)std::fprintf(stderr, "downloading %s (%s)\n", event.path.c_str(),
+                (void)std::fprintf(stderr, "downloading %s (%s)\n", printable(event.path).c_str(),
                                    human_size(event.total).c_str());
             break;
         case Event::Kind::download_bytes: {
@@ -50,17 +50,18 @@ void ProgressPrinter::on_event(const Event& event) noexcept {
             if (!m_bars || (event.done - m_last_drawn < (256u << 10) && event.done != event.total)) break;
             m_last_drawn = event.done;
             unsigned percent = event.total ? static_cast<unsigned>(event.done * 100 / event.total) : 100u;
-            (void)std::fprintf(stderr, "\r\033[K%s %s/%s %3u%%", event.path.c_str(), human_size(event.done).c_str(),
-                               human_size(event.total).c_str(), percent);
+            (void)std::fprintf(stderr, "\r\033[K%s %s/%s %3u%%", printable(event.path).c_str(),
+                               human_size(event.done).c_str(), human_size(event.total).c_str(), percent);
             break;
         }
         case Event::Kind::download_done:
             if (m_bars)
-                (void)std::fprintf(stderr, "\r\033[K%s %s done\n", event.path.c_str(), human_size(event.total).c_str());
+                (void)std::fprintf(stderr, "\r\033[K%s %s done\n", printable(event.path).c_str(),
+                                   human_size(event.total).c_str());
             break;
         case Event::Kind::retry:
         case Event::Kind::info:
-            (void)std::fprintf(stderr, "%s\n", event.text.c_str());
+            (void)std::fprintf(stderr, "%s\n", printable(event.text).c_str());
             break;
     }
 }
@@ -79,7 +80,7 @@ Options make_options(const CommonFlags& flags, EventSink* events) {
 }
 
 void status(const CommonFlags& flags, const std::string& line) {
-    if (!flags.quiet) std::cerr << line << '\n';
+    if (!flags.quiet) std::cerr << printable(line) << '\n';  // it quotes names a hub or a cache held
 }
 
 // Hub text, paths and symbol names may hold bytes that are not UTF-8; they

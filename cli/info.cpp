@@ -33,13 +33,14 @@ Command add_info_command(CLI::App& app) {
                     print_json(info_json(info));
                     return 0;
                 }
-                std::cout << info.name << ": " << info.repo_id << "@" << info.revision << " = " << info.commit << '\n'
+                std::cout << printable(info.name) << ": " << printable(info.repo_id) << "@" << printable(info.revision)
+                          << " = " << printable(info.commit) << '\n'
                           << "host: " << info.host << '\n'
-                          << "symbol: " << (info.symbol.empty() ? "(none)" : info.symbol) << '\n'
+                          << "symbol: " << (info.symbol.empty() ? "(none)" : printable(info.symbol)) << '\n'
                           << "variants:\n";
                 for (const auto& v : info.variants) {
-                    std::cout << (v.selected ? "  * " : "    ") << v.name
-                              << (v.selected ? "  (selected)" : "  - " + v.reason) << '\n';
+                    std::cout << (v.selected ? "  * " : "    ") << printable(v.name)
+                              << (v.selected ? "  (selected)" : "  - " + printable(v.reason)) << '\n';
                 }
                 if (info.selected.empty()) std::cout << "no variant fits; pick one with --target\n";
                 return 0;

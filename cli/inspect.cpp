@@ -30,11 +30,12 @@ static nlohmann::ordered_json inspect_json(const InspectResult& result) {
 }
 
 static void print_human(const InspectResult& result) {
-    std::cout << result.path << ": " << result.format << '\n';
+    std::cout << printable(result.path) << ": " << result.format << '\n';
     if (result.format == "elf") {
         std::cout << "  ELF" << result.elf_class << " " << result.type << " " << result.machine << '\n'
-                  << "  needs " << (result.max_glibc.empty() ? "no versioned glibc" : result.max_glibc) << '\n';
-        for (const auto& lib : result.needed) std::cout << "  NEEDED " << lib << '\n';
+                  << "  needs " << (result.max_glibc.empty() ? "no versioned glibc" : printable(result.max_glibc))
+                  << '\n';
+        for (const auto& lib : result.needed) std::cout << "  NEEDED " << printable(lib) << '\n';
         return;
     }
     for (const auto& entry : result.entries) {

@@ -35,8 +35,8 @@ Command add_list_command(CLI::App& app) {
                     return 0;
                 }
                 for (const auto& e : entries) {
-                    std::cout << e.name << "  " << e.repo_id << "@" << where(e) << "  " << e.symbol
-                              << (e.file.empty() ? "" : "  (" + e.file + ")") << '\n';
+                    std::cout << printable(e.name) << "  " << printable(e.repo_id) << "@" << printable(where(e)) << "  "
+                              << printable(e.symbol) << (e.file.empty() ? "" : "  (" + printable(e.file) + ")") << '\n';
                 }
                 return 0;
             }};

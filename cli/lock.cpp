@@ -73,7 +73,14 @@ Command add_lock_command(CLI::App& app) {
                                                   (kernel.pin_kept ? "" : " [resolved]"));
                     }
                     if (stale) {
-                        std::cout << report.diff;
+                        // One escaped line per diff line: the lock quotes names and hashes a hub sent.
+                        std::size_t begin = 0;
+                        while (begin < report.diff.size()) {
+                            std::size_t end = report.diff.find('\n', begin);
+                            if (end == std::string::npos) end = report.diff.size();
+                            std::cout << printable(std::string_view(report.diff).substr(begin, end - begin)) << '\n';
+                            begin = end + 1;
+                        }
                     } else if (flags->check) {
                         status(flags->common, report.path + " is up to date");
                     } else {
@@ -82,7 +89,7 @@ Command add_lock_command(CLI::App& app) {
                     }
                 }
                 if (stale) {
-                    std::cerr << "kernhub: error: " << report.path
+                    std::cerr << "kernhub: error: " << printable(report.path)
                               << " is out of date (the diff above shows how); run `kernhub lock` and commit it\n";
                     return static_cast<int>(ErrorCode::lock_outdated);
                 }

@@ -9,6 +9,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "kernhub/export.hpp"
 
@@ -30,6 +31,17 @@ enum class ErrorCode : int {
 };
 
 KERNHUB_API const char* to_string(ErrorCode code) noexcept;
+
+// `text` safe to show on a terminal as one line: \n, \r and \t are shown
+// as those escapes, other C0 controls, DEL and bytes that are not UTF-8 as
+// \xNN, the C1 controls, the invisible line separators and the
+// bidirectional overrides as \uNNNN; other UTF-8 is kept. File names,
+// repo ids and messages can carry whatever a hub, a registry file or a
+// cache entry held; every Error message has been through it already, and a
+// program that shows other text from kernhub's results (file paths, variant
+// names, NEEDED entries) should pass it through too. A backslash is kept as
+// it is, so printable(printable(x)) == printable(x).
+KERNHUB_API std::string printable(std::string_view text);
 
 class KERNHUB_API Error : public std::runtime_error {
 public:

@@ -106,6 +106,9 @@ KH_API void kh_hub_free(kh_hub* hub);
  *   verify_on_load  "1"/"true": re-hash the file before every load;
  *                   "0"/"false": trust the verified cache.
  *                   "": KERNHUB_VERIFY_ON_LOAD.
+ *   allowed_orgs    comma-separated organisations whose repos may be
+ *                   fetched or loaded; any other is refused with 4.
+ *                   "": KERNHUB_ALLOWED_ORGS (unset: every organisation).
  *
  * Booleans take exactly "1", "0", "true" or "false". A value is at most
  * 4096 bytes, and a repeatable key holds at most 256 values. The endpoint,

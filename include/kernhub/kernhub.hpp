@@ -65,6 +65,44 @@ struct Options {
     // Error(interrupted). A partial download is kept, and the next fetch of
     // the same file continues it.
     const std::atomic<bool>* cancel = nullptr;
+
+    // Trust policy.
+    // Organisations (the ORG of ORG/REPO, compared ignoring ASCII case)
+    // whose repos may be fetched or loaded; any other repo is refused with
+    // Error(verification) before a request is sent or a cached file is
+    // used. nullopt: KERNHUB_ALLOWED_ORGS (comma-separated; unset or empty
+    // allows every organisation). An empty list allows none.
+    std::optional<std::vector<std::string>> allowed_orgs;
+
+    // Bounds on hub answers (listing size, API deadline, download rate).
+    // Entries one tree listing may have, over all its pages, 1 to
+    // 100000000; more is Error(network). nullopt:
+    // KERNHUB_MAX_LISTING_ENTRIES, else 100000.
+    std::optional<int> max_listing_entries;
+    // Body bytes one tree listing may have, over all its pages, 1024 to
+    // 536870912; more is Error(network). nullopt: KERNHUB_MAX_LISTING_BYTES,
+    // else 67108864 (64 MiB).
+    std::optional<int> max_listing_bytes;
+    // Seconds one API call (a revision lookup, a listing with all its pages)
+    // may take, every attempt, redirect and retry wait included, 1 to 86400;
+    // then Error(network). nullopt: KERNHUB_API_TIMEOUT, else 60.
+    std::optional<int> api_timeout_seconds;
+    // The lowest average download rate, in bytes per second over each
+    // window of min_rate_window_seconds, 0 (off) to 100000000; an attempt
+    // that falls below is cut and retried, and the last one is
+    // Error(network). nullopt: KERNHUB_MIN_RATE, else 1024.
+    std::optional<int> min_rate;
+    // That window, in seconds, 1 to 3600. nullopt: KERNHUB_MIN_RATE_WINDOW,
+    // else 30.
+    std::optional<int> min_rate_window_seconds;
+    // Archive variants: caps on unpacking one archive of a variant (README, "Archive variants").
+    // File bytes unpacked, at least 1. nullopt: KERNHUB_ARCHIVE_MAX_BYTES,
+    // else max(512 MiB, 20 x the archive's size).
+    std::optional<std::uint64_t> archive_max_bytes;
+    // Entries, 1 to 10000000. nullopt: KERNHUB_ARCHIVE_MAX_ENTRIES, else 100000.
+    std::optional<int> archive_max_entries;
+    // Bytes of one entry's path, 1 to 4096. nullopt: KERNHUB_ARCHIVE_MAX_PATH, else 1024.
+    std::optional<int> archive_max_path;
 };
 
 struct FileInfo {

@@ -5,6 +5,7 @@
 #include "api/default_registry.hpp"
 #include "api/file_bytes.hpp"
 #include "api/settings.hpp"
+#include "api/verified_load.hpp"
 #include "common/text.hpp"
 #include "cuda/driver.hpp"
 #include "digest/digest.hpp"
@@ -69,11 +70,10 @@ std::string choose_artifact(const FetchResult& fetched, const std::string& wante
                                           " has no shared object, fatbin or cubin to load");
 }
 
-// Loads a fatbin or cubin on device 0 after checking that it holds a binary
-// the device can run, and returns the kernel handle.
-void* load_cuda_kernel(const std::filesystem::path& path, const std::string& symbol) {
-    std::vector<std::uint8_t> image = api::read_file_bytes(path.string());
-    const std::string label = path.string();
+// Loads a fatbin or cubin image on device 0 after checking that it holds a
+// binary the device can run, and returns the kernel handle. `image` is
+// exactly what the driver gets.
+void* load_cuda_image(const std::vector<std::uint8_t>& image, const std::string& label, const std::string& symbol) {
     fatbin::Fatbin parsed = fatbin::detect_format(image.data(), image.size()) == fatbin::Format::cubin
                                 ? fatbin::parse_cubin(image.data(), image.size(), label)
                                 : fatbin::parse_fatbin(image.data(), image.size(), label);
@@ -213,22 +213,51 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
     result.fetch = m_impl->fetch(spec);
     std::string artifact = choose_artifact(result.fetch, spec.file);
     std::filesystem::path path = std::filesystem::path(result.fetch.path) / artifact;
-    if (m_impl->settings.verify_on_load) {
-        auto it = std::find_if(result.fetch.files.begin(), result.fetch.files.end(),
-                               [&](const FileInfo& f) { return f.path == artifact; });
-        std::string actual = digest::sha256_file_hex(path);
-        if (it == result.fetch.files.end() || actual != it->sha256) {
-            throw Error(ErrorCode::verification, path.string() + " changed since it was verified (sha256 " + actual +
-                                                     "); remove it from the cache and fetch again");
-        }
-    }
     result.file = path.string();
+    if (m_impl->settings.verify_on_load) return m_impl->load_verified(spec, ref, artifact, std::move(result));
     if (is_cuda_image(artifact)) {
-        result.address = load_cuda_kernel(path, result.symbol);
+        result.address = load_cuda_image(api::read_file_bytes(path.string()), path.string(), result.symbol);
         loader::ResolvedTable::instance().put(ref, loader::Resolved{result.address, true, 0});
         return result;
     }
     loader::Library library = loader::Library::open(path);
+    result.address = library.symbol(result.symbol);
+    loader::ResolvedTable::instance().put(ref, result.address);
+    return result;
+}
+
+// verify_on_load: the artifact's blob is opened once and hashed while it is
+// copied; only that copy is loaded (a sealed memfd for a shared object, the
+// buffer handed to the driver for a fatbin or cubin), so nothing can change
+// the bytes between the check and the use (docs/ARCHITECTURE.md "Loading").
+LoadResult Client::Impl::load_verified(const registry::KernelSpec& spec, const std::string& ref,
+                                       const std::string& artifact, LoadResult result) {
+    auto it = std::find_if(result.fetch.files.begin(), result.fetch.files.end(),
+                           [&](const FileInfo& f) { return f.path == artifact; });
+    if (it == result.fetch.files.end()) {
+        throw Error(ErrorCode::verification, result.file + " is not among the verified files of variant " +
+                                                 result.fetch.variant + "; fetch again");
+    }
+    store::RepoCache cache(settings.cache_root, spec.repo_type, spec.repo_id);
+    const api::VerifiedSource source =
+        api::verified_source(cache, result.fetch.commit, "build/" + result.fetch.variant + "/" + artifact, it->sha256,
+                             it->size, result.file);
+    if (is_cuda_image(artifact)) {
+        std::vector<std::uint8_t> image;
+        image.reserve(source.size);
+        api::read_verified(source, [&](const void* data, std::size_t size) {
+            const auto* bytes = static_cast<const std::uint8_t*>(data);
+            image.insert(image.end(), bytes, bytes + size);
+        });
+        result.address = load_cuda_image(image, result.file, result.symbol);
+        loader::ResolvedTable::instance().put(ref, loader::Resolved{result.address, true, 0});
+        return result;
+    }
+    loader::SealedImage image(std::filesystem::path(artifact).filename().string());
+    const std::string sha256 =
+        api::read_verified(source, [&](const void* data, std::size_t size) { image.append(data, size); });
+    image.seal();
+    loader::Library library = loader::Library::open_sealed(std::move(image), result.file, sha256);
     result.address = library.symbol(result.symbol);
     loader::ResolvedTable::instance().put(ref, result.address);
     return result;

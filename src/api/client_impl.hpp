@@ -85,6 +85,13 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
             config.policy.retries = settings.retries;
             config.policy.max_wait = std::chrono::seconds(settings.max_wait_seconds);
             config.policy.cancel = options.cancel;
+            config.policy.api_timeout = std::chrono::seconds(settings.api_timeout_seconds);
+            config.policy.min_rate = static_cast<std::uint64_t>(settings.min_rate);
+            config.policy.min_rate_window = std::chrono::seconds(settings.min_rate_window_seconds);
+            hub::HubLimits limits;
+            limits.max_listing_entries = static_cast<std::size_t>(settings.max_listing_entries);
+            limits.max_listing_bytes = static_cast<std::size_t>(settings.max_listing_bytes);
+            limits.api_timeout = config.policy.api_timeout;
             EventSink* events = options.events;
             if (events != nullptr) {
                 config.on_retry = [events](const std::string& text) {
@@ -95,7 +102,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
                 };
             }
             hub = std::make_unique<hub::HubClient>(settings.endpoint, hub::make_transport(config),
-                                                   !settings.token.empty());
+                                                   !settings.token.empty(), limits);
         }
         return hub.get();
     }
@@ -106,8 +113,14 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     static std::uint64_t requests() { return http::requests_on_this_thread(); }
 
     FetchResult fetch(const registry::KernelSpec& spec);
+    // Client::load's last step with verify_on_load (client.cpp).
+    LoadResult load_verified(const registry::KernelSpec& spec, const std::string& ref, const std::string& artifact,
+                             LoadResult result);
 
+    // Every fetch, load, info, lock and prewarm asks here first, so the
+    // organisation allow-list applies before a request or a cached file.
     hub::FetchRequest request_for(const registry::KernelSpec& spec) {
+        api::check_allowed_org(settings, spec.repo_id);
         hub::FetchRequest request;
         request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
         request.revision = spec.effective_revision();
@@ -116,6 +129,9 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         request.offline = settings.offline;
         request.use_locks = !api::env_flag(env, "KERNHUB_NO_FLOCK");
         request.cancel = options.cancel;
+        request.archive_limits.max_bytes = settings.archive_max_bytes;
+        request.archive_limits.max_entries = static_cast<std::uint64_t>(settings.archive_max_entries);
+        request.archive_limits.max_path_bytes = static_cast<std::size_t>(settings.archive_max_path);
         return request;
     }
 };

@@ -89,6 +89,7 @@ MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
     const api::Settings& settings = run.settings;
     hub::Fetcher& fetcher = run.fetcher;
     MirrorReport& report = run.report;
+    api::check_allowed_org(settings, spec.repo_id);
     hub::FetchRequest request;
     request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
     request.revision = spec.effective_revision();

@@ -1,5 +1,13 @@
 #include "api/file_bytes.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "kernhub/error.hpp"
@@ -19,6 +27,58 @@ std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
     }
     if (status.error != 0) throw Error(ErrorCode::internal, "cannot read " + path + "; check the disk");
     return bytes;
+}
+
+MappedFile::MappedFile(const std::string& path) : m_path(path) {
+    m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (m_fd < 0) {
+        const int err = errno;
+        if (err == ENOENT || err == ENOTDIR) {
+            throw Error(ErrorCode::not_found, "file " + path + " does not exist or is not a regular file");
+        }
+        throw Error(ErrorCode::internal, "cannot open " + path + "; check permissions", std::strerror(err));
+    }
+    struct stat st {};
+    if (::fstat(m_fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(m_fd);
+        throw Error(ErrorCode::not_found, "file " + path + " does not exist or is not a regular file");
+    }
+    m_size = static_cast<std::uint64_t>(st.st_size);
+}
+
+MappedFile::~MappedFile() {
+    if (m_data != nullptr) ::munmap(const_cast<std::uint8_t*>(m_data), static_cast<std::size_t>(m_size));
+    ::close(m_fd);
+}
+
+std::vector<std::uint8_t> MappedFile::head(std::size_t n) const {
+    std::vector<std::uint8_t> out(static_cast<std::size_t>(std::min<std::uint64_t>(n, m_size)));
+    std::size_t have = 0;
+    while (have < out.size()) {
+        const ssize_t got = ::pread(m_fd, out.data() + have, out.size() - have, static_cast<off_t>(have));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0)
+            throw Error(ErrorCode::internal, "cannot read " + m_path + "; check the disk", std::strerror(errno));
+        if (got == 0) break;  // shrank since fstat
+        have += static_cast<std::size_t>(got);
+    }
+    out.resize(have);
+    return out;
+}
+
+void MappedFile::map() {
+    if (m_data != nullptr) return;
+    if (m_size > k_max_inspect_bytes) {
+        throw Error(ErrorCode::usage, m_path + " has " + std::to_string(m_size) + " bytes, more than the " +
+                                          std::to_string(k_max_inspect_bytes >> 30) +
+                                          " GiB kernhub inspects (k_max_inspect_bytes); inspect a smaller file");
+    }
+    if (m_size == 0) return;
+    void* mapped = ::mmap(nullptr, static_cast<std::size_t>(m_size), PROT_READ, MAP_PRIVATE, m_fd, 0);
+    if (mapped == MAP_FAILED) {
+        throw Error(ErrorCode::internal, "cannot map " + m_path + "; check free memory", std::strerror(errno));
+    }
+    m_data = static_cast<const std::uint8_t*>(mapped);
 }
 
 }  // namespace kernhub::api

@@ -18,8 +18,12 @@ BinaryEntry to_public(const fatbin::Entry& entry) {
                        entry.size};
 }
 
-void fill_elf(InspectResult& result, const std::vector<std::uint8_t>& bytes) {
-    elf::ElfFacts facts = elf::inspect_elf(bytes.data(), bytes.size(), result.path);
+// Enough of the start of a file for fatbin::detect_format: the fatbin magic
+// or the ELF identification up to e_machine.
+constexpr std::size_t k_header_bytes = 64;
+
+void fill_elf(InspectResult& result, const std::uint8_t* data, std::size_t size) {
+    elf::ElfFacts facts = elf::inspect_elf(data, size, result.path);
     result.format = "elf";
     result.elf_class = facts.elf_class;
     result.machine = facts.machine_name;
@@ -56,19 +60,26 @@ ComputeCapability parse_compute_capability(const std::string& text) {
 }
 
 InspectResult inspect_file(const std::string& path, const std::optional<ComputeCapability>& cc) {
-    std::vector<std::uint8_t> bytes = api::read_file_bytes(path);
+    // The magic decides before the rest is touched: a large file of another
+    // kind is refused after one small read, and a known one is mapped, not
+    // read, so the parsers page in only what they look at.
+    api::MappedFile file(path);
+    const std::vector<std::uint8_t> header = file.head(k_header_bytes);
     InspectResult result;
     result.path = path;
-    fatbin::Format format = fatbin::detect_format(bytes.data(), bytes.size());
-    if (format == fatbin::Format::elf) {
-        fill_elf(result, bytes);
-        return result;
-    }
+    fatbin::Format format = fatbin::detect_format(header.data(), header.size());
     if (format == fatbin::Format::unknown) {
         throw Error(ErrorCode::verification, path + " is neither a CUDA fatbin, a cubin nor an ELF shared object");
     }
-    fatbin::Fatbin parsed = format == fatbin::Format::fatbin ? fatbin::parse_fatbin(bytes.data(), bytes.size(), path)
-                                                             : fatbin::parse_cubin(bytes.data(), bytes.size(), path);
+    file.map();
+    const std::uint8_t* data = file.data();
+    const std::size_t size = static_cast<std::size_t>(file.size());
+    if (format == fatbin::Format::elf) {
+        fill_elf(result, data, size);
+        return result;
+    }
+    fatbin::Fatbin parsed = format == fatbin::Format::fatbin ? fatbin::parse_fatbin(data, size, path)
+                                                             : fatbin::parse_cubin(data, size, path);
     result.format = format == fatbin::Format::fatbin ? "fatbin" : "cubin";
     result.containers = parsed.containers;
     for (const auto& entry : parsed.entries) result.entries.push_back(to_public(entry));

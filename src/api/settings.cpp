@@ -106,7 +106,101 @@ int resolve_int(const std::optional<int>& option, const char* option_name, const
                                       "'; fix it or unset it to use " + std::to_string(range.fallback));
 }
 
+// An organisation name as the hub spells them: [A-Za-z0-9._-], at most 96
+// bytes, no leading '.' (see validate_repo_id).
+bool is_org_name(std::string_view name) {
+    constexpr std::size_t k_max_org_bytes = 96;
+    if (name.empty() || name.size() > k_max_org_bytes || name.front() == '.') return false;
+    for (char c : name) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                        c == '_' || c == '.';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+// Options::allowed_orgs, else KERNHUB_ALLOWED_ORGS split at commas (white
+// space around a name is dropped). Every name must be one the hub could
+// hold: a typo must not silently shut out, or let in, an organisation.
+std::optional<std::vector<std::string>> resolve_allowed_orgs(const Options& options, const store::EnvLookup& env) {
+    constexpr std::size_t k_max_allowed_orgs = 1024;
+    std::vector<std::string> names;
+    const char* source = "Options::allowed_orgs";
+    if (options.allowed_orgs) {
+        for (const auto& name : *options.allowed_orgs) names.push_back(trim(name));
+    } else {
+        auto value = env("KERNHUB_ALLOWED_ORGS");
+        if (!value || trim(*value).empty()) return std::nullopt;
+        source = "KERNHUB_ALLOWED_ORGS";
+        std::size_t begin = 0;
+        while (begin <= value->size()) {
+            std::size_t end = value->find(',', begin);
+            if (end == std::string::npos) end = value->size();
+            names.push_back(trim(std::string_view(*value).substr(begin, end - begin)));
+            begin = end + 1;
+        }
+    }
+    if (names.size() > k_max_allowed_orgs) {
+        throw Error(ErrorCode::usage, std::string(source) + " names " + std::to_string(names.size()) +
+                                          " organisations; at most " + std::to_string(k_max_allowed_orgs) +
+                                          " (k_max_allowed_orgs)");
+    }
+    for (auto& name : names) {
+        if (!is_org_name(name)) {
+            throw Error(ErrorCode::usage, std::string(source) + " holds " + quoted_name(name) +
+                                              ", which is not an organisation name ([A-Za-z0-9._-], not starting "
+                                              "with '.'); list names separated by commas");
+        }
+        name = ascii_lowercase(name);
+    }
+    return names;
+}
+
+// A byte count of at least 1: the option when set, else the variable when
+// set, else 0 (no count given).
+std::uint64_t resolve_bytes(const std::optional<std::uint64_t>& option, const char* option_name,
+                            const store::EnvLookup& env, const char* variable) {
+    if (option) {
+        if (*option == 0) {
+            throw Error(ErrorCode::usage, std::string("Options::") + option_name + " must be at least 1 byte");
+        }
+        return *option;
+    }
+    auto value = env(variable);
+    if (!value) return 0;
+    constexpr std::size_t k_max_digits = 18;  // below UINT64_MAX
+    std::uint64_t parsed = 0;
+    bool ok = !value->empty() && value->size() <= k_max_digits;
+    for (char c : *value) {
+        if (c < '0' || c > '9') ok = false;
+        if (ok) parsed = parsed * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    if (!ok || parsed == 0) {
+        constexpr std::size_t k_max_echo = 40;
+        std::string shown = value->size() > k_max_echo ? value->substr(0, k_max_echo) + "..." : *value;
+        throw Error(ErrorCode::usage, std::string(variable) + " must be a whole number of bytes from 1 to " +
+                                          std::to_string(999'999'999'999'999'999ull) + ", not '" + shown +
+                                          "'; fix it or unset it to use the default");
+    }
+    return parsed;
+}
+
 }  // namespace
+
+void check_allowed_org(const Settings& settings, const std::string& repo_id) {
+    if (!settings.allowed_orgs) return;
+    const std::string org = repo_id.substr(0, repo_id.find('/'));
+    const std::string key = ascii_lowercase(org);
+    for (const auto& allowed : *settings.allowed_orgs) {
+        if (allowed == key) return;
+    }
+    std::string list;
+    for (const auto& allowed : *settings.allowed_orgs) list += (list.empty() ? "" : ", ") + allowed;
+    throw Error(ErrorCode::verification,
+                "repo " + quoted_name(repo_id) + " belongs to the organisation " + quoted_name(org) +
+                    ", which the allow-list does not name (" + (list.empty() ? "it is empty" : list) +
+                    "); add it to KERNHUB_ALLOWED_ORGS (or Options::allowed_orgs) if you trust what it publishes");
+}
 
 bool token_is_well_formed(std::string_view token) {
     for (char c : token) {
@@ -144,7 +238,23 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
     settings.retries = resolve_int(options.retries, "retries", env, "KERNHUB_RETRIES", {0, 10, 3});
     settings.max_wait_seconds =
         resolve_int(options.max_wait_seconds, "max_wait_seconds", env, "KERNHUB_MAX_WAIT", {0, 86400, 60});
+    settings.max_listing_entries = resolve_int(options.max_listing_entries, "max_listing_entries", env,
+                                               "KERNHUB_MAX_LISTING_ENTRIES", {1, 100000000, 100000});
+    settings.max_listing_bytes = resolve_int(options.max_listing_bytes, "max_listing_bytes", env,
+                                             "KERNHUB_MAX_LISTING_BYTES", {1024, 512 << 20, 64 << 20});
+    settings.api_timeout_seconds =
+        resolve_int(options.api_timeout_seconds, "api_timeout_seconds", env, "KERNHUB_API_TIMEOUT", {1, 86400, 60});
+    settings.min_rate = resolve_int(options.min_rate, "min_rate", env, "KERNHUB_MIN_RATE", {0, 100000000, 1024});
+    settings.min_rate_window_seconds = resolve_int(options.min_rate_window_seconds, "min_rate_window_seconds", env,
+                                                   "KERNHUB_MIN_RATE_WINDOW", {1, 3600, 30});
     settings.targets = options.targets;
+    settings.allowed_orgs = resolve_allowed_orgs(options, env);
+    settings.archive_max_bytes =
+        resolve_bytes(options.archive_max_bytes, "archive_max_bytes", env, "KERNHUB_ARCHIVE_MAX_BYTES");
+    settings.archive_max_entries = resolve_int(options.archive_max_entries, "archive_max_entries", env,
+                                               "KERNHUB_ARCHIVE_MAX_ENTRIES", {1, 10'000'000, 100'000});
+    settings.archive_max_path =
+        resolve_int(options.archive_max_path, "archive_max_path", env, "KERNHUB_ARCHIVE_MAX_PATH", {1, 4096, 1024});
     return settings;
 }
 

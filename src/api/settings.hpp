@@ -3,6 +3,7 @@
 // default.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -26,7 +27,19 @@ struct Settings {
     bool verify_on_load = false;
     int retries = 3;
     int max_wait_seconds = 60;  // the longest wait the hub may ask for
+    // Bounds on hub answers (see Options).
+    int max_listing_entries = 100000;
+    int max_listing_bytes = 64 << 20;
+    int api_timeout_seconds = 60;
+    int min_rate = 1024;
+    int min_rate_window_seconds = 30;
     std::vector<std::string> targets;
+    // Organisations whose repos may be used; nullopt allows every one.
+    std::optional<std::vector<std::string>> allowed_orgs;
+    // Archive variants; archive_max_bytes 0: the ratio rule.
+    std::uint64_t archive_max_bytes = 0;
+    int archive_max_entries = 100'000;
+    int archive_max_path = 1024;
 };
 
 // Throws Error(usage) naming the variable (or Options field) and its range
@@ -39,6 +52,10 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env);
 // only (no space, no control character such as CR or LF, which would end the
 // Authorization header and start one the token's source chose).
 bool token_is_well_formed(std::string_view token);
+
+// Throws Error(verification) when `settings` name organisations and the
+// ORG of `repo_id` is not one of them (ASCII case ignored).
+void check_allowed_org(const Settings& settings, const std::string& repo_id);
 
 // True for "1", "true", "yes", "on" (any case).
 bool env_flag(const store::EnvLookup& env, const std::string& name);

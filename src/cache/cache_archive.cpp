@@ -426,6 +426,7 @@ StagedCache stage(const fs::path& root, const fs::path& archive_file, const arch
     for (auto& [folder, repo] : staged) {
         store::RepoCache cache(root, repo.repo.type, repo.repo.repo_id);
         for (const auto& [revision, commit] : repo.refs) {
+            // An init-capture: C++17 lambdas cannot capture a structured binding (clang refuses it).
             const bool in_archive =
                 std::any_of(repo.links.begin(), repo.links.end(),
                             [&wanted = commit](const StagedLink& link) { return link.commit == wanted; });

@@ -125,6 +125,21 @@ void append(std::vector<std::string>& list, const char* key, const char* value) 
     list.emplace_back(value);
 }
 
+// "a, b" as {"a", "b"}; "" as nullopt (the environment decides). The
+// names are checked when the next Client is made from the options.
+std::optional<std::vector<std::string>> split_commas(const char* value) {
+    if (*value == '\0') return std::nullopt;
+    std::vector<std::string> names;
+    std::string_view text(value);
+    std::size_t begin = 0;
+    while (begin <= text.size()) {
+        std::size_t end = std::min(text.find(',', begin), text.size());
+        names.emplace_back(text.substr(begin, end - begin));
+        begin = end + 1;
+    }
+    return names;
+}
+
 // Applies key = value to `options`; throws Refusal and changes nothing
 // on a bad key or value. Never quotes a token.
 void apply_setting(kernhub::Options& options, const char* key, const char* value) {
@@ -159,10 +174,12 @@ void apply_setting(kernhub::Options& options, const char* key, const char* value
         }
     } else if (k == "verify_on_load") {
         options.verify_on_load = parse_bool(key, value);
+    } else if (k == "allowed_orgs") {
+        options.allowed_orgs = split_commas(value);
     } else {
         throw Refusal{k_usage, "unknown setting " + quoted(key) +
                                    "; the settings are endpoint, cache_dir, registry, project, offline, target, token, "
-                                   "verify_on_load"};
+                                   "verify_on_load, allowed_orgs"};
     }
 }
 

@@ -1,5 +1,7 @@
 #include "common/text.hpp"
 
+#include <utility>
+
 namespace kernhub {
 
 std::string trim(std::string_view text) {
@@ -18,11 +20,102 @@ std::string ascii_lowercase(std::string_view text) {
     return out;
 }
 
+namespace {
+
+// Length of the well-formed UTF-8 sequence at the start of `text`, or 0
+// when it does not start one (stray continuation byte, overlong form,
+// surrogate, past U+10FFFF, or cut short).
+std::size_t utf8_sequence(std::string_view text) {
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+    const unsigned char lead = byte(0);
+    std::size_t length = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xbf;
+    if (lead >= 0xc2 && lead <= 0xdf) {
+        length = 2;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+        length = 3;
+        if (lead == 0xe0) low = 0xa0;   // overlong
+        if (lead == 0xed) high = 0x9f;  // surrogates
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+        length = 4;
+        if (lead == 0xf0) low = 0x90;   // overlong
+        if (lead == 0xf4) high = 0x8f;  // past U+10FFFF
+    } else {
+        return 0;
+    }
+    if (text.size() < length) return 0;
+    if (byte(1) < low || byte(1) > high) return 0;
+    for (std::size_t i = 2; i < length; ++i) {
+        if (byte(i) < 0x80 || byte(i) > 0xbf) return 0;
+    }
+    return length;
+}
+
+void append_hex_escape(std::string& out, unsigned value, const char* prefix, int digits) {
+    static constexpr char k_hex[] = "0123456789abcdef";
+    out += prefix;
+    for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += k_hex[(value >> shift) & 0xfu];
+}
+
+// The code point of a well-formed three-byte UTF-8 sequence.
+unsigned decode3(std::string_view sequence) {
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(sequence[i]) & 0x3fu; };
+    return ((static_cast<unsigned char>(sequence[0]) & 0x0fu) << 12) | (byte(1) << 6) | byte(2);
+}
+
+// Line and paragraph separators and the bidirectional overrides and
+// isolates (U+2028..U+202E, U+2066..U+2069): invisible, yet they break a
+// line or reorder what a terminal shows around them.
+bool is_invisible_format(std::string_view sequence) {
+    const unsigned code = decode3(sequence);
+    return (code >= 0x2028 && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069);
+}
+
+// The escape printable() shows for the byte at text[i] when it is not to be
+// kept, with the number of bytes it stands for; an empty escape keeps them.
+std::pair<std::string, std::size_t> escape_at(std::string_view text, std::size_t i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte >= 0x20 && byte < 0x7f) return {"", 1};
+    if (byte == '\n') return {"\\n", 1};
+    if (byte == '\r') return {"\\r", 1};
+    if (byte == '\t') return {"\\t", 1};
+    std::string escape;
+    if (byte < 0x80) {
+        append_hex_escape(escape, byte, "\\x", 2);  // other C0 controls, DEL
+        return {escape, 1};
+    }
+    const std::size_t length = utf8_sequence(text.substr(i));
+    if (length == 0) {
+        append_hex_escape(escape, byte, "\\x", 2);  // not UTF-8: a raw 0x9b is CSI to some terminals
+        return {escape, 1};
+    }
+    const auto second = static_cast<unsigned char>(text[i + 1]);
+    if (byte == 0xc2 && second < 0xa0) {
+        append_hex_escape(escape, second, "\\u00", 2);  // U+0080..U+009F: the C1 controls
+        return {escape, 2};
+    }
+    if (length == 3 && is_invisible_format(text.substr(i, 3))) {
+        append_hex_escape(escape, decode3(text.substr(i, 3)), "\\u", 4);
+        return {escape, 3};
+    }
+    return {"", length};
+}
+
+}  // namespace
+
 std::string printable(std::string_view text) {
-    std::string out(text);
-    for (char& c : out) {
-        auto byte = static_cast<unsigned char>(c);
-        if (byte < 0x20 || byte == 0x7f) c = '?';
+    std::string out;
+    out.reserve(text.size());
+    std::size_t i = 0;
+    while (i < text.size()) {
+        auto [escape, length] = escape_at(text, i);
+        if (escape.empty()) {
+            out.append(text.substr(i, length));
+        } else {
+            out += escape;
+        }
+        i += length;
     }
     return out;
 }

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "kernhub/error.hpp"
+
 namespace kernhub {
 
 // `text` without leading and trailing ASCII white space (space, \t, \n, \v,
@@ -19,11 +21,7 @@ std::string trim(std::string_view text);
 // locale must not change how they compare.
 std::string ascii_lowercase(std::string_view text);
 
-// `text` with ASCII control characters (terminal escapes, newlines) shown
-// as '?': paths, names and messages can carry whatever a hub, a registry
-// file or a cache entry held, and what reaches a terminal must stay one
-// harmless line.
-std::string printable(std::string_view text);
+// printable(), which messages and the CLI share, is public: kernhub/error.hpp.
 
 // Names quoted in a message are cut to this many bytes.
 constexpr std::size_t k_max_quoted_bytes = 200;

@@ -87,6 +87,18 @@ struct Policy {
     std::chrono::milliseconds backoff_max{10000};
     long connect_timeout_s = 30;
     long low_speed_time_s = 30;  // abort when under 10 B/s for this long
+    // An API call (get) ends with Error(network) naming KERNHUB_API_TIMEOUT
+    // when it has not succeeded this long after it started: every attempt,
+    // redirect hop and retry wait counts (docs/ARCHITECTURE.md, "Hub
+    // protocol"). A hub that trickles its answer cannot hold a call longer.
+    std::chrono::milliseconds api_timeout{60000};
+    // A download (download) whose average rate over any min_rate_window is
+    // below min_rate bytes per second is aborted; the attempt counts as a
+    // transient failure (retried, resuming the bytes kept), and the last one
+    // ends in Error(network) naming KERNHUB_MIN_RATE. 0: only the stall guard
+    // above (10 B/s).
+    std::uint64_t min_rate = 1024;
+    std::chrono::milliseconds min_rate_window{30000};
     int max_redirects = 10;
     // The longest wait the hub may ask for; when it asks for more, the
     // request fails at once instead of sleeping. Hub-requested waits are not
@@ -95,6 +107,19 @@ struct Policy {
     // When non-null and set, transfers abort, waits end and the call throws
     // Error(interrupted); a download target keeps the bytes it holds.
     const std::atomic<bool>* cancel = nullptr;
+};
+
+// Bounds of one in-memory GET beyond the Policy's (see Session::get).
+struct GetLimits {
+    // When the call must have succeeded, retries and waits included;
+    // nullopt: Policy::api_timeout from the start of the call. Several
+    // requests that are one operation (the pages of a listing) share one.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    // The most body bytes kept; nullopt: 64 MiB.
+    std::optional<std::size_t> max_body;
+    // The Error(network) message when the body is larger than max_body,
+    // naming the limit; empty: a generic one.
+    std::string over_body_message;
 };
 
 // Called before each retry with a one-line description.
@@ -111,15 +136,17 @@ public:
 
     // GET with the body kept in memory (API calls). Returns the final
     // response, whatever its status, after redirects and retries; throws
-    // Error(network) when no response could be had.
-    Response get(const std::string& url);
+    // Error(network) when no response could be had, when the deadline
+    // passes first, or when the body exceeds limits.max_body.
+    Response get(const std::string& url, const GetLimits& limits = {});
     // GET streaming a 2xx body into `target`. Non-2xx final responses are
     // returned with their (bounded) body for the caller to map. A 206 must
     // continue at target.size() (and match expected_size() when known), or
     // the target restarts from zero, once per download; a 416 on a target
     // that already holds expected_size() bytes is returned as is, meaning
     // the body is complete (see is_complete_416). Throws Error(network)
-    // when the server keeps answering ranges that do not fit.
+    // when the server keeps answering ranges that do not fit, or sends
+    // slower than Policy::min_rate in every attempt.
     Response download(const std::string& url, BodyTarget& target);
 
     // Requests sent so far by every thread, each redirect hop and retry
@@ -131,7 +158,7 @@ public:
     struct Attempt;  // per-exchange state shared with libcurl callbacks (session.cpp)
 
 private:
-    Response run(const std::string& url, BodyTarget* target);
+    Response run(const std::string& url, BodyTarget* target, const GetLimits* limits);
     Response follow(const std::string& url, BodyTarget* target, Attempt& attempt);
     Response perform_once(const std::string& url, BodyTarget* target, Attempt& attempt);
 

@@ -101,6 +101,10 @@ std::optional<std::uint64_t> parse_digits(std::string_view text, std::uint64_t s
     return value;
 }
 
+std::string whole_seconds(milliseconds wait) {
+    return std::to_string((wait.count() + 999) / 1000) + " s";
+}
+
 milliseconds seconds_to_ms(std::uint64_t seconds) {
     return milliseconds(static_cast<milliseconds::rep>(std::min(seconds, k_max_wait_seconds_parsed) * 1000));
 }
@@ -270,6 +274,16 @@ struct Session::Attempt {
     BodyTarget* target = nullptr;
     std::string url;
     const std::atomic<bool>* cancel = nullptr;
+    const GetLimits* limits = nullptr;  // in-memory requests only
+    // The minimum rate of a download (0: none), checked per window: the
+    // window's start and the bytes received by then.
+    std::uint64_t min_rate = 0;
+    milliseconds rate_window{0};
+    std::chrono::steady_clock::time_point window_start;
+    curl_off_t window_bytes = 0;
+    bool too_slow = false;  // the transfer was aborted for staying below min_rate
+    // When the whole call must be done (in-memory requests); nullopt: none.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
     bool first_body_byte = true;
     std::uint64_t range_start = 0;  // the offset this request asked for (0: no Range)
     std::string range_problem;      // why a 206 or 416 cannot continue the target; nothing was written
@@ -353,9 +367,14 @@ static std::size_t on_body(char* data, std::size_t size, std::size_t count, void
             attempt->response.body.append(data, std::min(room, bytes));
             return bytes;
         }
-        if (attempt->response.body.size() + bytes > k_max_memory_body) {
+        const GetLimits* limits = attempt->limits;
+        const std::size_t max_body = limits != nullptr && limits->max_body ? *limits->max_body : k_max_memory_body;
+        if (attempt->response.body.size() + bytes > max_body) {
+            if (limits != nullptr && !limits->over_body_message.empty()) {
+                throw Error(ErrorCode::network, limits->over_body_message);
+            }
             throw Error(ErrorCode::network, "hub response from " + redact(attempt->url) + " exceeds " +
-                                                std::to_string(k_max_memory_body >> 20) + " MiB; check the endpoint");
+                                                std::to_string(max_body) + " bytes; check the endpoint");
         }
         attempt->response.body.append(data, bytes);
         return bytes;
@@ -366,10 +385,26 @@ static std::size_t on_body(char* data, std::size_t size, std::size_t count, void
 }
 
 // Aborts the transfer (CURLE_ABORTED_BY_CALLBACK) once the cancel flag is
-// set; libcurl calls it often while data flows and about once a second
-// while the connection stalls.
-static int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-    return cancelled(static_cast<Session::Attempt*>(user)->cancel) ? 1 : 0;
+// set, or when a download received less than min_rate × window in a whole
+// window (too_slow); libcurl calls it often while data flows and about once
+// a second while the connection stalls. Fixed windows, not a sliding one:
+// a trickle is caught at the end of the first window, at no cost per byte.
+static int on_progress(void* user, curl_off_t, curl_off_t received, curl_off_t, curl_off_t) {
+    auto* attempt = static_cast<Session::Attempt*>(user);
+    if (cancelled(attempt->cancel)) return 1;
+    if (attempt->min_rate == 0) return 0;
+    const auto now = std::chrono::steady_clock::now();
+    const auto elapsed = std::chrono::duration_cast<milliseconds>(now - attempt->window_start);
+    if (elapsed < attempt->rate_window) return 0;
+    const auto bytes = static_cast<std::uint64_t>(std::max<curl_off_t>(0, received - attempt->window_bytes));
+    // bytes / elapsed_s < min_rate, without division.
+    if (bytes * 1000 < attempt->min_rate * static_cast<std::uint64_t>(elapsed.count())) {
+        attempt->too_slow = true;
+        return 1;
+    }
+    attempt->window_start = now;
+    attempt->window_bytes = received;
+    return 0;
 }
 
 Session::Session(Policy policy, std::string token, std::string token_origin)
@@ -388,6 +423,12 @@ Session::~Session() {
 
 Response Session::perform_once(const std::string& url, BodyTarget* target, Attempt& attempt) {
     if (cancelled(m_policy.cancel)) throw_interrupted(url);
+    // The deadline's remainder bounds this exchange (run checks it before).
+    long timeout_ms = 0;
+    if (attempt.deadline) {
+        const auto left = std::chrono::ceil<milliseconds>(*attempt.deadline - std::chrono::steady_clock::now());
+        timeout_ms = static_cast<long>(std::max<milliseconds::rep>(1, left.count()));
+    }
     // The first request binds libcurl (docs/ARCHITECTURE.md, "Start-up cost
     // and the network stack"); a handle is borrowed per request, so threads
     // never share one. Before `headers` and `reset`: the handle is reset
@@ -403,6 +444,11 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     attempt.range_start = target != nullptr ? target->size() : 0;
     attempt.range_problem.clear();
     attempt.target_error = nullptr;
+    attempt.min_rate = target != nullptr ? m_policy.min_rate : 0;
+    attempt.rate_window = std::max(m_policy.min_rate_window, milliseconds(1));
+    attempt.window_start = std::chrono::steady_clock::now();
+    attempt.window_bytes = 0;
+    attempt.too_slow = false;
 
     std::unique_ptr<curl_slist, SlistFree> headers;
     auto add_header = [&api, &headers](const std::string& line) {
@@ -435,7 +481,8 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     api.easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
     api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     api.easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);
-    if (m_policy.cancel != nullptr) {
+    if (timeout_ms > 0) api.easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+    if (m_policy.cancel != nullptr || attempt.min_rate > 0) {
         api.easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
         api.easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
         api.easy_setopt(curl, CURLOPT_XFERINFODATA, &attempt);
@@ -446,7 +493,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     m_requests.fetch_add(1, std::memory_order_relaxed);
     ++t_requests;
     if (attempt.target_error) std::rethrow_exception(attempt.target_error);
-    if (attempt.code == CURLE_ABORTED_BY_CALLBACK) throw_interrupted(url);
+    if (attempt.code == CURLE_ABORTED_BY_CALLBACK && !attempt.too_slow) throw_interrupted(url);
 
     if (target != nullptr && attempt.response.status == 206 && attempt.first_body_byte &&
         attempt.range_problem.empty()) {
@@ -456,6 +503,10 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     response.url = url;
     api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
     attempt.curl_message = handle->error_buffer[0] != '\0' ? handle->error_buffer : api.easy_strerror(attempt.code);
+    if (attempt.too_slow) {
+        attempt.curl_message = "less than " + std::to_string(attempt.min_rate) + " bytes/s over " +
+                               whole_seconds(attempt.rate_window) + " (KERNHUB_MIN_RATE)";
+    }
     if (is_redirect(response.status)) {
         char* location = nullptr;
         api.easy_getinfo(curl, CURLINFO_REDIRECT_URL, &location);
@@ -516,16 +567,35 @@ static std::string raise_hint(milliseconds asked) {
            " to wait that long, or ";
 }
 
-static std::string whole_seconds(milliseconds wait) {
-    return std::to_string((wait.count() + 999) / 1000) + " s";
+// The API call's deadline passed (Policy::api_timeout, or the deadline its
+// caller shares between requests).
+static Error deadline_error(const std::string& url, milliseconds timeout, const std::string& context) {
+    return Error(ErrorCode::network,
+                 "the hub did not answer " + redact(url) + " within the API deadline of " + whole_seconds(timeout) +
+                     " (KERNHUB_API_TIMEOUT, retries included); check the endpoint and your network, or raise "
+                     "KERNHUB_API_TIMEOUT (Options::api_timeout_seconds)",
+                 context);
 }
 
-Response Session::run(const std::string& url, BodyTarget* target) {
+Response Session::run(const std::string& url, BodyTarget* target, const GetLimits* limits) {
     Attempt attempt;
+    attempt.limits = limits;
+    if (limits != nullptr) {
+        attempt.deadline =
+            limits->deadline ? *limits->deadline : std::chrono::steady_clock::now() + m_policy.api_timeout;
+    }
+    auto past_deadline = [&](milliseconds ahead) {
+        return attempt.deadline && std::chrono::steady_clock::now() + ahead >= *attempt.deadline;
+    };
     static thread_local std::minstd_rand jitter(std::random_device{}());
     int range_restarts = 0;
     for (int tries = 0;;) {
+        if (past_deadline(milliseconds(0))) throw deadline_error(url, m_policy.api_timeout, attempt.curl_message);
         Response response = follow(url, target, attempt);
+        // A transfer that libcurl cut at the deadline (CURLOPT_TIMEOUT_MS).
+        if (attempt.code != CURLE_OK && past_deadline(milliseconds(0))) {
+            throw deadline_error(url, m_policy.api_timeout, attempt.curl_message);
+        }
         if (target != nullptr) {
             if (std::string why = restart_reason(response, attempt, *target); !why.empty()) {
                 if (range_restarts >= k_max_range_restarts) {
@@ -539,13 +609,22 @@ Response Session::run(const std::string& url, BodyTarget* target) {
             }
         }
         bool transport_failed = attempt.code != CURLE_OK;
-        bool retry = transport_failed ? is_transient(attempt.code) : is_retryable_status(response.status);
+        bool retry =
+            transport_failed ? is_transient(attempt.code) || attempt.too_slow : is_retryable_status(response.status);
         if (transport_failed && !retry) {
             throw Error(ErrorCode::network, "cannot fetch " + redact(url) + "; check the endpoint URL and TLS setup",
                         attempt.curl_message);
         }
         if (!retry) return response;
         if (tries >= m_policy.retries) {
+            if (attempt.too_slow) {
+                throw Error(ErrorCode::network,
+                            "downloading " + redact(url) + " stayed below the minimum rate of " +
+                                std::to_string(m_policy.min_rate) + " bytes/s (KERNHUB_MIN_RATE) in " +
+                                std::to_string(tries + 1) +
+                                " attempts; check your network, or lower KERNHUB_MIN_RATE (Options::min_rate)",
+                            attempt.curl_message);
+            }
             if (transport_failed) {
                 throw Error(ErrorCode::network,
                             "cannot fetch " + redact(url) + " after " + std::to_string(tries + 1) +
@@ -570,6 +649,11 @@ Response Session::run(const std::string& url, BodyTarget* target) {
             std::uniform_int_distribution<long long> spread(base / 2, base + base / 2);
             delay = std::min(milliseconds(base > 0 ? spread(jitter) : 0), m_policy.backoff_max);
         }
+        // A wait that would end past the deadline fails now instead.
+        if (past_deadline(delay)) {
+            throw deadline_error(url, m_policy.api_timeout,
+                                 transport_failed ? attempt.curl_message : "HTTP " + std::to_string(response.status));
+        }
         if (m_on_retry) {
             std::string why = transport_failed ? attempt.curl_message : "HTTP " + std::to_string(response.status);
             m_on_retry("retrying " + redact(url) + " in " + std::to_string(delay.count()) + " ms (" + why + ")");
@@ -583,12 +667,12 @@ std::uint64_t requests_on_this_thread() noexcept {
     return t_requests;
 }
 
-Response Session::get(const std::string& url) {
-    return run(url, nullptr);
+Response Session::get(const std::string& url, const GetLimits& limits) {
+    return run(url, nullptr, &limits);
 }
 
 Response Session::download(const std::string& url, BodyTarget& target) {
-    return run(url, &target);
+    return run(url, &target, nullptr);
 }
 
 }  // namespace kernhub::http

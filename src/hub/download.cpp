@@ -192,7 +192,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
             bool is_trusted = trusted.count(entry->path) != 0;
             sha256 = ensure_file(request, commit, expect, is_trusted, outcome.bytes_downloaded);
         }
-        outcome.files.push_back(FetchedFile{relpath, entry->size, sha256});
+        outcome.files.push_back(FetchedFile{relpath, entry->size, sha256, {}});
         if (relpath == "metadata.json") {
             // Its blob was verified by ensure_file just now.
             auto text = store::read_file(cache.blob_path(entry->etag()));
@@ -201,8 +201,9 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
     }
     if (metadata) {
         for (const auto& [path, digest_bytes] : metadata->files) {
-            bool listed = std::any_of(entries.begin(), entries.end(),
-                                      [&, &name = path](const TreeEntry* e) { return e->path == prefix + name; });
+            const std::string wanted = prefix + path;
+            bool listed =
+                std::any_of(entries.begin(), entries.end(), [&](const TreeEntry* e) { return e->path == wanted; });
             if (listed) continue;
             if (m_listing_source == ListingSource::snapshot) {
                 throw Error(ErrorCode::offline, not_cached(request, label_base + prefix + path, m_root.string()));

@@ -73,17 +73,38 @@ std::optional<std::vector<FetchedFile>> read_record(const store::RepoCache& cach
 }
 
 // The variant as the record describes it, when every file the listing has
-// is recorded with the listed size and still linked in the snapshot.
+// is recorded with the listed size and still linked in the snapshot, and
+// every file unpacked from one of its archives is still linked to the blob
+// its recorded SHA-256 names (docs/ARCHITECTURE.md, "Archive variants").
 std::optional<FetchOutcome> outcome_from_record(const store::RepoCache& cache, const std::string& commit,
                                                 const std::string& variant, const std::vector<FetchedFile>& recorded,
                                                 const std::vector<const TreeEntry*>& entries) {
     const std::string prefix = variant_prefix(variant);
-    if (recorded.size() != entries.size()) return std::nullopt;
+    const auto listed =
+        std::count_if(recorded.begin(), recorded.end(), [](const FetchedFile& f) { return f.archive.empty(); });
+    if (static_cast<std::size_t>(listed) != entries.size()) return std::nullopt;
     for (const TreeEntry* entry : entries) {
+        // An LFS file's recorded SHA-256 is the listed one: a record that
+        // disagrees is not trusted (the variant is verified again).
         bool found = std::any_of(recorded.begin(), recorded.end(), [&](const FetchedFile& f) {
-            return prefix + f.path == entry->path && f.size == entry->size;
+            return f.archive.empty() && prefix + f.path == entry->path && f.size == entry->size &&
+                   (!entry->is_lfs() || f.sha256 == entry->lfs_sha256);
         });
         if (!found || !cache.snapshot_links_blob(commit, entry->path, entry->etag(), entry->size)) return std::nullopt;
+    }
+    for (const FetchedFile& file : recorded) {
+        if (file.archive.empty()) continue;
+        const bool from_listed_archive = select::is_variant_archive(file.archive) &&
+                                         std::any_of(entries.begin(), entries.end(), [&](const TreeEntry* e) {
+                                             return e->path == prefix + file.archive;
+                                         });
+        if (!from_listed_archive || file.sha256.size() != 64 || !store::is_etag(file.sha256)) return std::nullopt;
+        try {
+            store::check_relative_path(file.path);
+            if (!cache.snapshot_links_blob(commit, prefix + file.path, file.sha256, file.size)) return std::nullopt;
+        } catch (const Error&) {
+            return std::nullopt;  // a record kernhub did not write: fetch again
+        }
     }
     FetchOutcome outcome;
     outcome.commit = commit;
@@ -167,12 +188,19 @@ static std::vector<TreeEntry> listing_from_snapshot(const store::RepoCache& cach
 }
 
 // kernhub's copy of the hub's listing; nullopt when absent or damaged (a
-// damaged copy only means "list again").
+// damaged copy only means "list again"). It holds only build/ files since
+// the hub's answer is filtered as it is parsed; an older or foreign copy is
+// filtered the same way (its size is capped by k_max_listing_bytes).
 static std::optional<std::vector<TreeEntry>> kernhub_listing(const store::RepoCache& cache, const std::string& commit) {
     try {
         auto text = cache.read_tree(commit);
         if (!text) return std::nullopt;
-        return parse_tree_page(*text, cache.folder().string());
+        PageFilter filter;
+        filter.files_only = true;
+        filter.keep_prefix = "build/";
+        std::vector<TreeEntry> entries;
+        parse_tree_page_into(*text, cache.folder().string(), filter, entries);
+        return entries;
     } catch (const Error&) {
         return std::nullopt;
     }
@@ -388,9 +416,9 @@ static void check_listing_against_pins(const std::vector<TreeEntry>& listing, co
     if (listed != pins.files->size()) {
         for (const auto& [relpath, pin] : *pins.files) {
             (void)pin;
-            bool found = std::any_of(listing.begin(), listing.end(), [&, &name = relpath](const TreeEntry& e) {
-                return e.is_file && e.path == prefix + name;
-            });
+            const std::string wanted = prefix + relpath;
+            bool found = std::any_of(listing.begin(), listing.end(),
+                                     [&](const TreeEntry& e) { return e.is_file && e.path == wanted; });
             if (!found && from_links) {
                 // Offline over links alone, a pinned file that is not
                 // linked is simply not in the cache.
@@ -448,6 +476,15 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
         }
     }
     FetchOutcome outcome = download_variant(request, commit, variant, entries, trusted);
+    unpack_archives(request, entries, outcome);
+    if (!request.required_file.empty() && !request.skip_lfs_downloads &&
+        std::none_of(outcome.files.begin(), outcome.files.end(),
+                     [&](const FetchedFile& f) { return f.path == request.required_file; })) {
+        // Only an archive variant gets here: selection checked listed files.
+        throw Error(ErrorCode::not_found, "variant " + variant + " of " + repo_at(request.repo, commit) +
+                                              " has no file " + quoted_name(request.required_file) +
+                                              ", listed or in its archives; check the registry's \"file\"");
+    }
     // Links alone do not show whether a file is missing: such a variant is
     // returned but not recorded as complete; nor is one whose LFS files were
     // only described.

@@ -38,6 +38,17 @@ struct VariantPins {
     std::optional<std::map<std::string, FilePin>> files;
 };
 
+// Caps on unpacking a variant's archive (docs/ARCHITECTURE.md, "Archive
+// variants"); each names the setting that raises it.
+struct ArchiveLimits {
+    // File bytes unpacked from one archive; 0: max(ratio floor, ratio x the
+    // archive's size), archive::k_default_ratio_floor_bytes and
+    // archive::k_default_max_ratio (KERNHUB_ARCHIVE_MAX_BYTES).
+    std::uint64_t max_bytes = 0;
+    std::uint64_t max_entries = 100'000;  // KERNHUB_ARCHIVE_MAX_ENTRIES
+    std::size_t max_path_bytes = 1024;    // KERNHUB_ARCHIVE_MAX_PATH
+};
+
 struct FetchRequest {
     RepoRef repo;
     std::string revision;       // branch, tag, "vN" or a 40-hex commit
@@ -54,6 +65,7 @@ struct FetchRequest {
     // their SHA-256) instead of downloaded; only plain files are fetched.
     // The variant is then not recorded as complete.
     bool skip_lfs_downloads = false;
+    ArchiveLimits archive_limits;
 };
 
 // Where a commit's listing came from; it decides what a fetch may conclude.
@@ -143,6 +155,12 @@ private:
     // earlier run is continued.
     std::string download_blob(const FetchRequest& request, const std::string& commit, const Expectation& expect,
                               bool locked, std::uint64_t& bytes_downloaded);
+    // Unpacks every archive among the variant's files (already verified
+    // and linked) next to them: each unpacked file becomes blobs/<sha256>
+    // with a snapshot link, and is added to outcome.files. Refuses
+    // (Error(verification)) before anything of the archive is visible.
+    void unpack_archives(const FetchRequest& request, const std::vector<const TreeEntry*>& entries,
+                         FetchOutcome& outcome);
     // Side data under .kernhub/ is a cache of what the hub said: a failure
     // to write it (a read-only cache) is reported, not fatal.
     void write_side_data(const std::string& what, const std::function<void()>& write);

@@ -37,54 +37,8 @@ static json parse_json(const std::string& text, const std::string& source) {
     }
 }
 
-// nlohmann converts -1 or 1.5 to uint64 silently; sizes must be exact.
-static std::uint64_t unsigned_field(const json& object, const char* key) {
-    const json& value = object.at(key);
-    if (!value.is_number_unsigned()) throw json::type_error::create(302, std::string(key) + " is not a size", &value);
-    return value.get<std::uint64_t>();
-}
-
-std::vector<TreeEntry> parse_tree_page(const std::string& text, const std::string& source) {
-    json page = parse_json(text, source);
-    if (!page.is_array()) throw Error(ErrorCode::network, "hub tree listing for " + source + " is not a JSON array");
-    std::vector<TreeEntry> entries;
-    try {
-        for (const auto& item : page) {
-            TreeEntry entry;
-            entry.path = item.at("path").get<std::string>();
-            entry.is_file = item.at("type").get<std::string>() == "file";
-            if (entry.is_file) {
-                entry.size = unsigned_field(item, "size");
-                entry.oid = item.at("oid").get<std::string>();
-                if (item.contains("lfs") && !item["lfs"].is_null()) {
-                    entry.lfs_sha256 = item["lfs"].at("oid").get<std::string>();
-                    if (item["lfs"].contains("size")) entry.size = unsigned_field(item["lfs"], "size");
-                }
-            }
-            entries.push_back(std::move(entry));
-        }
-    } catch (const json::exception& e) {
-        throw Error(ErrorCode::network, "hub tree listing for " + source + " has a malformed entry", e.what());
-    }
-    return entries;
-}
-
-std::string tree_to_json(const std::vector<TreeEntry>& entries) {
-    json out = json::array();
-    for (const auto& entry : entries) {
-        json item = {{"type", entry.is_file ? "file" : "directory"}, {"path", entry.path}};
-        if (entry.is_file) {
-            item["size"] = entry.size;
-            item["oid"] = entry.oid;
-            if (entry.is_lfs()) item["lfs"] = {{"oid", entry.lfs_sha256}, {"size", entry.size}};
-        }
-        out.push_back(std::move(item));
-    }
-    return out.dump();
-}
-
-HubClient::HubClient(std::string endpoint, std::unique_ptr<Transport> transport, bool has_token)
-    : m_endpoint(std::move(endpoint)), m_transport(std::move(transport)), m_has_token(has_token) {}
+HubClient::HubClient(std::string endpoint, std::unique_ptr<Transport> transport, bool has_token, HubLimits limits)
+    : m_endpoint(std::move(endpoint)), m_transport(std::move(transport)), m_has_token(has_token), m_limits(limits) {}
 
 std::string HubClient::api_url(const RepoRef& repo, const std::string& rest) const {
     const char* kind = repo.type == RepoType::kernel ? "/api/kernels/" : "/api/models/";
@@ -149,15 +103,35 @@ static std::string next_link(const std::string& link) {
     return link.substr(open + 1, close - open - 1);
 }
 
+// Pages are parsed one at a time into the entries kept, so memory is one
+// page's body (at most the bytes left under the limit) plus the files kept.
 std::vector<TreeEntry> HubClient::list_tree(const RepoRef& repo, const std::string& commit, const std::string& path) {
     std::string url = api_url(repo, "tree/" + commit + "/" + url_quote(path, true) + "?recursive=true");
+    const std::string listing = "the hub's listing of " + repo_label(repo) + " at " + commit;
+    http::GetLimits limits;
+    limits.deadline = std::chrono::steady_clock::now() + m_limits.api_timeout;
+    limits.over_body_message = listing + " is larger than " + std::to_string(m_limits.max_listing_bytes) +
+                               " bytes over all its pages (KERNHUB_MAX_LISTING_BYTES); check the endpoint, or raise "
+                               "KERNHUB_MAX_LISTING_BYTES (Options::max_listing_bytes)";
+    PageFilter filter;
+    filter.files_only = true;
+    filter.keep_prefix = path.empty() ? std::string() : path + "/";
     std::vector<TreeEntry> all;
+    std::size_t bytes = 0;
+    std::size_t entries = 0;
     for (int page = 0; !url.empty(); ++page) {
         if (page > 10000) throw Error(ErrorCode::network, "hub tree listing of " + repo.repo_id + " never ends");
-        http::Response response = m_transport->get(url);
+        limits.max_body = m_limits.max_listing_bytes - bytes;
+        http::Response response = m_transport->get(url, limits);
         if (response.status != 200) fail(response, repo, "folder '" + path + "' at " + commit);
-        auto entries = parse_tree_page(response.body, http::redact(url));
-        all.insert(all.end(), entries.begin(), entries.end());
+        bytes += response.body.size();
+        filter.max_entries = m_limits.max_listing_entries - entries;
+        entries += parse_tree_page_into(response.body, http::redact(url), filter, all);
+        if (entries > m_limits.max_listing_entries) {
+            throw Error(ErrorCode::network, listing + " has more than " + std::to_string(m_limits.max_listing_entries) +
+                                                " entries (KERNHUB_MAX_LISTING_ENTRIES); check the endpoint, or raise "
+                                                "KERNHUB_MAX_LISTING_ENTRIES (Options::max_listing_entries)");
+        }
         url = next_link(response.header("link"));
         if (!url.empty() && !http::same_origin(url, m_endpoint)) {
             throw Error(ErrorCode::network,

@@ -3,7 +3,9 @@
 // X-Error-Code mapped onto kernhub error codes.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,10 +32,36 @@ struct TreeEntry {
     const std::string& etag() const { return is_lfs() ? lfs_sha256 : oid; }
 };
 
-// Parses one tree listing page (a JSON array). Throws Error(network) naming
-// `source` for malformed JSON or entries.
+// Which entries of a page parse_tree_page_into keeps.
+struct PageFilter {
+    bool files_only = false;  // drop directories
+    std::string keep_prefix;  // keep only paths starting with this ("" keeps all)
+    // Entries the page may have, kept or not; parsing stops after one more.
+    std::size_t max_entries = std::numeric_limits<std::size_t>::max();
+};
+
+// Parses one tree listing page (a JSON array) without building a document,
+// appending the entries `filter` keeps to `out`. Returns how many entries
+// the page has, or filter.max_entries + 1 when it has more (parsing stopped
+// there). Throws Error(network) naming `source` for malformed JSON or
+// entries.
+std::size_t parse_tree_page_into(const std::string& json, const std::string& source, const PageFilter& filter,
+                                 std::vector<TreeEntry>& out);
+// Every entry of one page.
 std::vector<TreeEntry> parse_tree_page(const std::string& json, const std::string& source);
 std::string tree_to_json(const std::vector<TreeEntry>& entries);
+
+// Bounds on what the hub's answers may cost (docs/ARCHITECTURE.md, "Hub
+// protocol"); each is an Options field and a KERNHUB_* variable.
+inline constexpr std::size_t k_default_max_listing_entries = 100000;
+inline constexpr std::size_t k_default_max_listing_bytes = 64u << 20;
+struct HubLimits {
+    // Entries and body bytes of one listing, over all its pages.
+    std::size_t max_listing_entries = k_default_max_listing_entries;
+    std::size_t max_listing_bytes = k_default_max_listing_bytes;
+    // One listing, all its pages, is one API call: it shares one deadline.
+    std::chrono::milliseconds api_timeout{60000};
+};
 
 // Percent-encodes everything but unreserved characters; keep_slash leaves
 // '/' alone (for file paths).
@@ -43,13 +71,17 @@ std::string url_quote(const std::string& text, bool keep_slash);
 // between threads.
 class HubClient {
 public:
-    HubClient(std::string endpoint, std::unique_ptr<Transport> transport, bool has_token);
+    HubClient(std::string endpoint, std::unique_ptr<Transport> transport, bool has_token, HubLimits limits = {});
 
     // The commit a branch, tag or commit id names. Error(not_found) for an
     // unknown repo or revision; for a missing "vN" the message lists the
     // versions the repo has.
     std::string resolve_revision(const RepoRef& repo, const std::string& revision);
-    // Every entry under `path` at `commit`, following pagination.
+    // The files under `path` at `commit` (directories and anything outside
+    // `path` a hub sends are dropped while parsing), following pagination.
+    // Error(network) naming KERNHUB_MAX_LISTING_ENTRIES,
+    // KERNHUB_MAX_LISTING_BYTES or KERNHUB_API_TIMEOUT when the listing
+    // exceeds that limit.
     std::vector<TreeEntry> list_tree(const RepoRef& repo, const std::string& commit, const std::string& path);
     // Streams a file at `commit` into target (redirects and retries inside).
     void download(const RepoRef& repo, const std::string& commit, const std::string& path, http::BodyTarget& target);
@@ -67,6 +99,7 @@ private:
     std::string m_endpoint;
     std::unique_ptr<Transport> m_transport;
     bool m_has_token;
+    HubLimits m_limits;
 };
 
 }  // namespace kernhub::hub

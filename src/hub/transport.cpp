@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -22,7 +23,10 @@ namespace {
 class HttpTransport final : public Transport {
 public:
     explicit HttpTransport(TransportConfig config) : m_config(std::move(config)) {}
-    http::Response get(const std::string& url) override { return session().get(url); }
+    using Transport::get;
+    http::Response get(const std::string& url, const http::GetLimits& limits) override {
+        return session().get(url, limits);
+    }
     http::Response download(const std::string& url, http::BodyTarget& target) override {
         return session().download(url, target);
     }
@@ -62,12 +66,17 @@ class FileTransport final : public Transport {
 public:
     explicit FileTransport(std::string endpoint) : m_endpoint(std::move(endpoint)) {}
 
-    http::Response get(const std::string& url) override {
+    using Transport::get;
+    http::Response get(const std::string& url, const http::GetLimits& limits) override {
         http::Response response;
         response.url = url;
         const std::filesystem::path path = to_path(url);
         // As an HTTP answer kept in memory, at most k_max_file_answer bytes.
-        const store::ReadStatus read = store::read_file_into(path, response.body, k_max_file_answer);
+        const std::size_t cap = std::min(k_max_file_answer, limits.max_body.value_or(k_max_file_answer));
+        const store::ReadStatus read = store::read_file_into(path, response.body, cap);
+        if (read.error == EFBIG && cap < k_max_file_answer && !limits.over_body_message.empty()) {
+            throw Error(ErrorCode::network, limits.over_body_message);
+        }
         if (read.error == EFBIG) {
             throw Error(ErrorCode::network, "the hub file " + path.string() + " is larger than " +
                                                 std::to_string(k_max_file_answer >> 20) +

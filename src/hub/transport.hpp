@@ -17,7 +17,10 @@ class Transport {
 public:
     virtual ~Transport() = default;
     // GET with the body in memory. `url` is absolute (endpoint + path).
-    virtual http::Response get(const std::string& url) = 0;
+    // `limits` bound it (see http::Session::get); a file:// hub honours
+    // only the body size.
+    virtual http::Response get(const std::string& url, const http::GetLimits& limits) = 0;
+    http::Response get(const std::string& url) { return get(url, http::GetLimits{}); }
     // GET streaming a 2xx body into `target`.
     virtual http::Response download(const std::string& url, http::BodyTarget& target) = 0;
     // HTTP requests made so far by every thread (0 for a file:// hub).

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "common/text.hpp"
@@ -59,6 +60,14 @@ void require_regular_file(const std::filesystem::path& path) {
     }
 }
 
+// `text` with every `from` replaced by `to`.
+std::string renamed(std::string text, const std::string& from, const std::string& to) {
+    for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+        text.replace(at, from.size(), to);
+    }
+    return text;
+}
+
 }  // namespace
 
 Library Library::open(const std::filesystem::path& path) {
@@ -80,6 +89,36 @@ Library Library::open(const std::filesystem::path& path) {
     check_glibc(path);
     throw Error(ErrorCode::load,
                 "cannot load " + path.string() +
+                    "; the dynamic loader refused it, usually because the kernel needs a "
+                    "library or symbol this host lacks: install what the reason names, or "
+                    "fetch a variant built for this host",
+                reason);
+}
+
+Library Library::open_sealed(SealedImage image, const std::filesystem::path& label, const std::string& content_id) {
+    static std::mutex mutex;
+    static std::map<std::string, void*> loaded;  // content_id -> handle
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = loaded.find(content_id); it != loaded.end()) return Library(it->second, label);
+    const std::string proc_path = image.proc_path();
+    take_dlerror();
+    void* handle = ::dlopen(proc_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle != nullptr) {
+        loaded.emplace(content_id, handle);
+        image.release();
+        return Library(handle, label);
+    }
+    // The loader's text names the /proc path; name the file instead.
+    const std::string reason = renamed(take_dlerror(), proc_path, label.string());
+    // The checks read the copy that was refused, so they explain those bytes.
+    try {
+        validate_shared_object(proc_path);
+        check_glibc(proc_path);
+    } catch (const Error& e) {
+        throw Error(e.code(), renamed(e.message(), proc_path, label.string()), e.context());
+    }
+    throw Error(ErrorCode::load,
+                "cannot load " + label.string() +
                     "; the dynamic loader refused it, usually because the kernel needs a "
                     "library or symbol this host lacks: install what the reason names, or "
                     "fetch a variant built for this host",

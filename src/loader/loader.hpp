@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "loader/sealed_image.hpp"
+
 namespace kernhub::loader {
 
 // Checks that the file is a 64-bit little-endian ET_DYN object for this
@@ -31,6 +33,14 @@ public:
     // validate_shared_object's error, Error(load) for a too-new glibc
     // requirement, else Error(load) with dlerror() text.
     static Library open(const std::filesystem::path& path);
+    // dlopen of a sealed copy (/proc/self/fd/<memfd>) that `label`'s bytes
+    // were copied into and checked against `content_id` (their SHA-256).
+    // Errors name `label`, never the /proc path. The same content loaded
+    // again gets the first handle, as dlopen of one path twice does; a
+    // loaded image's descriptor stays open for the process's life, because
+    // its number is the library's name to the dynamic loader and a reused
+    // number would make dlopen answer with the old library.
+    static Library open_sealed(SealedImage image, const std::filesystem::path& label, const std::string& content_id);
 
     // Throws Error(not_found) naming the symbol and the file when missing.
     void* symbol(const std::string& name) const;

@@ -18,9 +18,12 @@ std::string version_text(int major, int minor) {
     return std::to_string(major) + "." + std::to_string(minor);
 }
 
+// A candidate with an archive is taken to have the file for now: the fetch
+// checks, once the archive is unpacked, that it is there.
 bool lacks_file(const Candidate& candidate, const std::optional<std::string>& required_file) {
     return required_file &&
-           std::find(candidate.files.begin(), candidate.files.end(), *required_file) == candidate.files.end();
+           std::find(candidate.files.begin(), candidate.files.end(), *required_file) == candidate.files.end() &&
+           std::none_of(candidate.files.begin(), candidate.files.end(), is_variant_archive);
 }
 
 std::string lacks_reason(const std::string& file) {
@@ -245,6 +248,13 @@ Selection select_by_targets(const std::vector<std::string>& targets, const std::
 }
 
 }  // namespace
+
+bool is_variant_archive(std::string_view path) {
+    for (std::string_view suffix : {".tar.gz", ".tgz", ".tar.zst", ".tar.xz"}) {
+        if (path.size() > suffix.size() && path.substr(path.size() - suffix.size()) == suffix) return true;
+    }
+    return false;
+}
 
 Selection select_variant(const HostFacts& host, const std::vector<Candidate>& candidates,
                          const std::optional<std::string>& required_file) {

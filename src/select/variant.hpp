@@ -71,6 +71,12 @@ struct Candidate {
     std::vector<std::string> files;  // paths relative to the variant directory
 };
 
+// A file of a variant that kernhub unpacks next to the variant's other files
+// (docs/ARCHITECTURE.md, "Archive variants"): a name ending in .tar.gz,
+// .tgz, .tar.zst or .tar.xz. A candidate holding one may hold a required
+// file inside it, which only unpacking shows.
+bool is_variant_archive(std::string_view path);
+
 struct Rejection {
     std::string variant;
     std::string reason;  // one short clause, e.g. "needs CUDA 12.x, host has none"

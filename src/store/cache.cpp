@@ -355,8 +355,57 @@ std::string snapshot_link_target(const std::string& relpath, const std::string& 
     return target + "blobs/" + etag;
 }
 
+namespace {
+
+// The folders from snapshots/ down to the one holding relpath's link. Each
+// must be a real folder: through a linked one, the link's relative target
+// (and any link made there) would land outside the repo folder.
+std::vector<fs::path> snapshot_folders(const fs::path& repo_folder, const std::string& commit,
+                                       const std::string& relpath) {
+    std::vector<fs::path> out{repo_folder / "snapshots", repo_folder / "snapshots" / commit};
+    for (std::size_t slash = relpath.find('/'); slash != std::string::npos; slash = relpath.find('/', slash + 1)) {
+        out.push_back(out[1] / relpath.substr(0, slash));
+    }
+    return out;
+}
+
+}  // namespace
+
+bool RepoCache::snapshot_folders_real(const std::string& commit, const std::string& relpath) const {
+    check_relative_path(relpath);
+    check_commit(commit);
+    for (const fs::path& dir : snapshot_folders(m_folder, commit, relpath)) {
+        struct stat st {};
+        if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+    }
+    return true;
+}
+
+std::optional<std::string> RepoCache::linked_blob(const std::string& commit, const std::string& relpath) const {
+    const std::string prefix = snapshot_link_target(relpath, "");
+    std::string target(prefix.size() + 65, '\0');
+    const ssize_t n = ::readlink(snapshot_path(commit, relpath).c_str(), target.data(), target.size());
+    if (n < 0 || static_cast<std::size_t>(n) >= target.size() || target.compare(0, prefix.size(), prefix) != 0) {
+        return std::nullopt;
+    }
+    std::string etag = target.substr(prefix.size(), static_cast<std::size_t>(n) - prefix.size());
+    if (!is_etag(etag) || !snapshot_folders_real(commit, relpath)) return std::nullopt;
+    return etag;
+}
+
 void RepoCache::link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag) const {
     fs::path link = snapshot_path(commit, relpath);
+    // A linked folder on the way is put back as a real one (the link is
+    // removed, never what it points to): the snapshot is then rebuilt from
+    // verified blobs inside the repo folder.
+    for (const fs::path& dir : snapshot_folders(m_folder, commit, relpath)) {
+        struct stat st {};
+        if (::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && ::unlink(dir.c_str()) != 0) {
+            const int err = errno;
+            throw Error(ErrorCode::internal, "cannot replace the linked folder " + dir.string() + ": " +
+                                                 detail::errno_text(err) + "; remove it by hand and fetch again");
+        }
+    }
     if (!has_blob(etag)) {
         throw Error(ErrorCode::internal, "cannot link " + link.string() + ": blob " + blob_path(etag).string() +
                                              " is missing; it must be fetched first");
@@ -427,7 +476,7 @@ bool RepoCache::snapshot_links_blob(const std::string& commit, const std::string
     }
     struct stat st {};
     return ::lstat(blob_path(etag).c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-           static_cast<std::uint64_t>(st.st_size) == size;
+           static_cast<std::uint64_t>(st.st_size) == size && snapshot_folders_real(commit, relpath);
 }
 
 std::optional<std::string> RepoCache::read_tree(const std::string& commit) const {

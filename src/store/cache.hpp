@@ -172,6 +172,10 @@ struct RecordedFile {
     std::string path;  // relative to the variant directory, never empty
     std::uint64_t size = 0;
     std::string sha256;
+    // For a file unpacked from an archive of the variant (its blob is named
+    // by this SHA-256): the archive's path, relative to the variant
+    // directory. Empty for a file the hub lists.
+    std::string archive;
 };
 
 class RepoCache {
@@ -221,14 +225,23 @@ public:
     // snapshots/<commit>/<relpath> -> relative symlink to the blob, replaced
     // atomically (temp symlink + rename). The blob must exist. A link that
     // already points there is left alone, so a read-only cache needs no write.
+    // A folder on the way that is a symlink is removed and made a real folder.
     void link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag) const;
     // True when the snapshot entry exists and resolves to an existing file.
     bool snapshot_complete(const std::string& commit, const std::string& relpath) const;
     // True when snapshots/<commit>/<relpath> is exactly the relative link
-    // kernhub writes to blobs/<etag>, and that blob is a regular file (not a
-    // symlink) of `size` bytes: nothing on the way leads out of the cache.
+    // kernhub writes to blobs/<etag>, that blob is a regular file (not a
+    // symlink) of `size` bytes, and every folder on the way is a real one
+    // (snapshot_folders_real): nothing on the way leads out of the repo folder.
     bool snapshot_links_blob(const std::string& commit, const std::string& relpath, const std::string& etag,
                              std::uint64_t size) const;
+    // True when snapshots/, snapshots/<commit> and every folder of relpath
+    // above its last part are real folders, not symlinks.
+    bool snapshot_folders_real(const std::string& commit, const std::string& relpath) const;
+    // The etag of the blob snapshots/<commit>/<relpath> links to, when the
+    // link is exactly the one kernhub writes (snapshot_link_target) and the
+    // folders on the way are real; nullopt otherwise.
+    std::optional<std::string> linked_blob(const std::string& commit, const std::string& relpath) const;
 
     // Regular files reachable under snapshots/<commit>/<subdir>, as written by
     // kernhub or huggingface_hub: the repo-relative path, the blob name the

@@ -12,10 +12,31 @@ using nlohmann::json;
 
 namespace {
 
+// A path kernhub would itself have recorded: relative, without '.' or '..'
+// parts, and without control characters (which would reach a terminal).
+bool safe_path(const std::string& path) {
+    for (unsigned char c : path) {
+        if (c < 0x20 || c == 0x7f) return false;
+    }
+    try {
+        check_relative_path(path);
+    } catch (const Error&) {
+        return false;
+    }
+    return true;
+}
+
+// The record lives in a cache others may write, and its paths and hashes
+// reach FetchResult and verify_on_load: an entry kernhub would not have
+// written makes the whole record unusable, so the variant is verified again.
 bool well_formed(const json& item) {
-    return item.is_object() && item.contains("path") && item["path"].is_string() &&
-           !item["path"].get<std::string>().empty() && item.contains("size") && item["size"].is_number_unsigned() &&
-           item.contains("sha256") && item["sha256"].is_string();
+    if (!item.is_object() || !item.contains("path") || !item["path"].is_string() || !item.contains("size") ||
+        !item["size"].is_number_unsigned() || !item.contains("sha256") || !item["sha256"].is_string() ||
+        (item.contains("archive") && !item["archive"].is_string())) {
+        return false;
+    }
+    const std::string& sha256 = item["sha256"].get_ref<const std::string&>();
+    return safe_path(item["path"].get_ref<const std::string&>()) && sha256.size() == 64 && is_etag(sha256);
 }
 
 }  // namespace
@@ -36,7 +57,7 @@ std::optional<std::vector<RecordedFile>> RepoCache::read_variant_files(const std
     for (const auto& item : record["files"]) {
         if (!well_formed(item)) return std::nullopt;
         files.push_back(RecordedFile{item["path"].get<std::string>(), item["size"].get<std::uint64_t>(),
-                                     item["sha256"].get<std::string>()});
+                                     item["sha256"].get<std::string>(), item.value("archive", std::string())});
     }
     return files;
 }
@@ -45,7 +66,9 @@ void RepoCache::write_variant_files(const std::string& commit, const std::string
                                     const std::vector<RecordedFile>& files) const {
     json record = {{"format", 1}, {"variant", variant}, {"commit", commit}, {"files", json::array()}};
     for (const auto& file : files) {
-        record["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
+        json item = {{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}};
+        if (!file.archive.empty()) item["archive"] = file.archive;
+        record["files"].push_back(std::move(item));
     }
     write_variant_record(commit, variant, record.dump(2));
 }

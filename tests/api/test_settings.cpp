@@ -232,6 +232,7 @@ TEST_CASE("Options::max_wait_seconds and Options::cancel reach the hub transport
         std::atomic<bool> cancel{false};
         o.endpoint = server.url();
         o.max_wait_seconds = 3600;
+        o.api_timeout_seconds = 3600;  // else the API deadline refuses the wait at once
         o.cancel = &cancel;
         Client client(o);
         std::thread thread([&] {
@@ -248,4 +249,86 @@ TEST_CASE("Options::max_wait_seconds and Options::cancel reach the hub transport
         CHECK(e.code() == ErrorCode::interrupted);
         CHECK(server.requests().size() == 1);
     }
+}
+
+TEST_CASE("hub-answer bounds: option, then variable, then default; bad values are usage errors", "[api]") {
+    Options o = with_cache();
+    const api::Settings defaults = api::resolve_settings(o, env_of({}));
+    CHECK(defaults.max_listing_entries == 100000);
+    CHECK(defaults.max_listing_bytes == 64 << 20);
+    CHECK(defaults.api_timeout_seconds == 60);
+    CHECK(defaults.min_rate == 1024);
+    CHECK(defaults.min_rate_window_seconds == 30);
+
+    const api::Settings from_env = api::resolve_settings(o, env_of({{"KERNHUB_MAX_LISTING_ENTRIES", "5"},
+                                                                    {"KERNHUB_MAX_LISTING_BYTES", "4096"},
+                                                                    {"KERNHUB_API_TIMEOUT", "7"},
+                                                                    {"KERNHUB_MIN_RATE", "0"},
+                                                                    {"KERNHUB_MIN_RATE_WINDOW", "3"}}));
+    CHECK(from_env.max_listing_entries == 5);
+    CHECK(from_env.max_listing_bytes == 4096);
+    CHECK(from_env.api_timeout_seconds == 7);
+    CHECK(from_env.min_rate == 0);
+    CHECK(from_env.min_rate_window_seconds == 3);
+
+    o.max_listing_entries = 9;
+    o.api_timeout_seconds = 11;
+    const api::Settings from_options =
+        api::resolve_settings(o, env_of({{"KERNHUB_MAX_LISTING_ENTRIES", "junk"}, {"KERNHUB_API_TIMEOUT", "5"}}));
+    CHECK(from_options.max_listing_entries == 9);
+    CHECK(from_options.api_timeout_seconds == 11);
+
+    struct Case {
+        const char* variable;
+        const char* value;
+        const char* range;
+    };
+    for (Case c : {Case{"KERNHUB_MAX_LISTING_ENTRIES", "0", "from 1 to 100000000"},
+                   Case{"KERNHUB_MAX_LISTING_BYTES", "1000", "from 1024 to 536870912"},
+                   Case{"KERNHUB_API_TIMEOUT", "86401", "from 1 to 86400"},
+                   Case{"KERNHUB_MIN_RATE", "1k", "from 0 to 100000000"},
+                   Case{"KERNHUB_MIN_RATE_WINDOW", "0", "from 1 to 3600"}}) {
+        INFO(c.variable << "='" << c.value << "'");
+        const Error e = error_from("accepted", [&] {
+            api::resolve_settings(with_cache(), env_of({{c.variable, c.value}}));
+        });
+        CHECK(e.code() == ErrorCode::usage);
+        CHECK(e.message().find(c.variable) != std::string::npos);
+        CHECK(e.message().find(c.range) != std::string::npos);
+    }
+    Options bad = with_cache();
+    bad.min_rate = -1;
+    CHECK_THROWS_WITH(api::resolve_settings(bad, env_of({})), Catch::Contains("Options::min_rate"));
+    bad.min_rate.reset();
+    bad.max_listing_bytes = 10;
+    CHECK_THROWS_WITH(api::resolve_settings(bad, env_of({})), Catch::Contains("Options::max_listing_bytes"));
+}
+
+TEST_CASE("archive caps: option, then KERNHUB_ARCHIVE_*, then the defaults; junk is a usage error", "[api]") {
+    Options o = with_cache();
+    const api::Settings plain = api::resolve_settings(o, env_of({}));
+    CHECK(plain.archive_max_bytes == 0);  // the ratio rule
+    CHECK(plain.archive_max_entries == 100'000);
+    CHECK(plain.archive_max_path == 1024);
+    const api::Settings set = api::resolve_settings(o, env_of({{"KERNHUB_ARCHIVE_MAX_BYTES", "4294967296"},
+                                                               {"KERNHUB_ARCHIVE_MAX_ENTRIES", "50"},
+                                                               {"KERNHUB_ARCHIVE_MAX_PATH", "4096"}}));
+    CHECK(set.archive_max_bytes == (4ull << 30));
+    CHECK(set.archive_max_entries == 50);
+    CHECK(set.archive_max_path == 4096);
+    o.archive_max_bytes = 1;
+    o.archive_max_entries = 7;
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_ARCHIVE_MAX_BYTES", "9"}})).archive_max_bytes == 1);
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_ARCHIVE_MAX_ENTRIES", "9"}})).archive_max_entries == 7);
+    for (const char* value : {"0", "", "-1", "1k", " 5", "9999999999999999999"}) {
+        INFO("KERNHUB_ARCHIVE_MAX_BYTES='" << value << "'");
+        const Error e = error_from("accepted", [&] {
+            api::resolve_settings(with_cache(), env_of({{"KERNHUB_ARCHIVE_MAX_BYTES", value}}));
+        });
+        CHECK(e.code() == ErrorCode::usage);
+        CHECK(e.message().find("KERNHUB_ARCHIVE_MAX_BYTES") != std::string::npos);
+    }
+    CHECK(error_from("accepted", [&] {
+              api::resolve_settings(with_cache(), env_of({{"KERNHUB_ARCHIVE_MAX_PATH", "4097"}}));
+          }).code() == ErrorCode::usage);
 }

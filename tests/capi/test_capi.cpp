@@ -83,7 +83,7 @@ TEST_CASE("kh_hub_set refuses unknown keys, bad booleans, NULLs and oversized va
     CHECK(kh_hub_set(hub.get(), "colour", "blue") == 2);
     CHECK(last_error(hub) ==
           "usage error: unknown setting 'colour'; the settings are endpoint, cache_dir, registry, project, offline, "
-          "target, token, verify_on_load");
+          "target, token, verify_on_load, allowed_orgs");
 
     for (const char* bad : {"yes", "TRUE", "2", " 1"}) {
         CHECK(kh_hub_set(hub.get(), "offline", bad) == 2);
@@ -100,9 +100,9 @@ TEST_CASE("kh_hub_set refuses unknown keys, bad booleans, NULLs and oversized va
     CHECK(kh_hub_set(hub.get(), "cache_dir", std::string(5000, 'x').c_str()) == 2);
     CHECK(last_error(hub).find("longer than 4096 bytes (k_max_setting_bytes)") != std::string::npos);
 
-    // A control character in a key is shown as '?': the message stays one line.
+    // A control character in a key is shown escaped: the message stays one line.
     CHECK(kh_hub_set(hub.get(), "bad\nkey", "1") == 2);
-    CHECK(last_error(hub).find("'bad?key'") != std::string::npos);
+    CHECK(last_error(hub).find("'bad\\nkey'") != std::string::npos);
 
     // NULL handle and NULL names: a code, no crash.
     CHECK(kh_hub_set(nullptr, "offline", "1") == 2);
@@ -390,4 +390,23 @@ TEST_CASE("target and verify_on_load reach the loader", "[capi]") {
         CHECK(kh_prewarm(hub.get(), "vector-add") == 4);
         CHECK(kh_symbol(hub.get(), "vector-add") == nullptr);
     }
+}
+
+TEST_CASE("allowed_orgs refuses other organisations with 4 and a bad name with 2", "[capi]") {
+    DemoEnv env;
+    Hub hub = env.hub();
+    REQUIRE(kh_hub_set(hub.get(), "allowed_orgs", "kernels-community") == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 4);
+    CHECK(last_error(hub).find("'kernhub-demo'") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(std::filesystem::path(env.cache) / "kernels--kernhub-demo--vector-add"));
+
+    REQUIRE(kh_hub_set(hub.get(), "allowed_orgs", "kernels-community,kernhub-demo") == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(adds_correctly(kh_symbol(hub.get(), "vector-add")));
+
+    REQUIRE(kh_hub_set(hub.get(), "allowed_orgs", "kernhub-demo,../x") == 0);  // checked by kh_prewarm
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 2);
+    CHECK(last_error(hub).find("Options::allowed_orgs") != std::string::npos);
+    REQUIRE(kh_hub_set(hub.get(), "allowed_orgs", "") == 0);  // back to KERNHUB_ALLOWED_ORGS (unset)
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
 }

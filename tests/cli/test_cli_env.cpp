@@ -234,3 +234,39 @@ TEST_CASE("KERNHUB_MAX_WAIT bounds how long the hub may make fetch wait", "[cli]
     CHECK(r.exit_code == 0);
     CHECK(hub.server().count_requests("/revision/") == 2);
 }
+
+TEST_CASE("KERNHUB_ALLOWED_ORGS refuses other organisations before any request or cached file", "[cli]") {
+    KernelHub hub;
+    Sandbox box;
+    const std::string ep = hub.server().endpoint();
+    auto requests = [&] { return hub.server().stats()["requests"].size(); };
+
+    // Not on the list: exit 4 naming the repo, the organisation and the variable; nothing sent.
+    for (const char* command : {"fetch", "load", "info"}) {
+        ProcessResult r =
+            box.kh(command, "vector-add", ep, {"--quiet"}, {{"KERNHUB_ALLOWED_ORGS", "kernels-community"}});
+        check_error(r, 4, {"'kernhub-test/vector-add'", "'kernhub-test'", "KERNHUB_ALLOWED_ORGS"});
+    }
+    CHECK(requests() == 0);
+    CHECK_FALSE(fs::exists(box.cache / k_vector_add_folder));
+
+    // On the list (any case, white space around names ignored): fetched and loaded.
+    ProcessResult r =
+        box.kh("load", "vector-add", ep, {"--quiet"}, {{"KERNHUB_ALLOWED_ORGS", "kernels-community , KernHub-Test"}});
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+    CHECK(requests() > 0);
+
+    // The cache does not get around it: an offline load of the cached kernel is refused too.
+    r = box.kh("load", "vector-add", ep, {"--quiet", "--offline"}, {{"KERNHUB_ALLOWED_ORGS", "kernels-community"}});
+    check_error(r, 4, {"KERNHUB_ALLOWED_ORGS"});
+    CHECK(box.kh("load", "vector-add", ep, {"--quiet", "--offline"}).exit_code == 0);  // unset: any organisation
+
+    // A direct ORG/REPO reference is held to the same list.
+    r = box.kh("fetch", "kernhub-test/vector-add@main", ep, {"--quiet"}, {{"KERNHUB_ALLOWED_ORGS", "other"}});
+    check_error(r, 4, {"'kernhub-test'"});
+
+    // A name the hub could not hold is a usage error, not a silent miss.
+    r = box.kh("fetch", "vector-add", ep, {"--quiet"}, {{"KERNHUB_ALLOWED_ORGS", "kernhub-test,bad org"}});
+    check_error(r, 2, {"KERNHUB_ALLOWED_ORGS", "'bad org'"});
+}

@@ -138,3 +138,52 @@ TEST_CASE("four processes fetching one kernel into a cold cache download it once
     }
     CHECK(blob_count == 2);  // libvector_add.so (sha256) and metadata.json (git sha1)
 }
+
+namespace {
+
+// Bytes a terminal would obey: ESC, BEL, CSI as a raw byte and as UTF-8.
+bool has_terminal_controls(const std::string& text) {
+    return text.find('\033') != std::string::npos || text.find('\007') != std::string::npos ||
+           text.find('\x9b') != std::string::npos || text.find("\xc2\x9b") != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("a hub's error message and a registry's names reach the terminal escaped, one line each", "[cli]") {
+    KernelHub hub;
+    Sandbox box;
+    // The hub answers the revision lookup with a message that would retitle
+    // the terminal, clear it (CSI as a C1 control) and start a new line.
+    const std::string message =
+        "denied\033]0;pwned\007 \xc2\x9b"
+        "2J\nkernhub: fetched vector-add";
+    hub.server().add_faults(
+        {{{"match", "/revision/"}, {"action", "status"}, {"status", 403}, {"message", message}, {"count", -1}}});
+    ProcessResult r = box.kh("fetch", "vector-add", hub.server().endpoint());
+    INFO(describe(r));
+    CHECK(r.exit_code != 0);
+    CHECK_FALSE(has_terminal_controls(r.err));
+    CHECK(r.err.find("denied\\x1b]0;pwned\\x07") != std::string::npos);
+    CHECK(r.err.find("\nkernhub: fetched") == std::string::npos);  // no forged second line
+    CHECK(count_lines(r.err) == 1);
+
+    // --json: the message is still escaped text inside a JSON string.
+    r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--json"});
+    CHECK_FALSE(has_terminal_controls(r.out));
+    CHECK(parse_stdout(r)["error"]["message"].get<std::string>().find("pwned\\x07") != std::string::npos);
+
+    // A registry entry named with escapes is refused, quoting the name escaped.
+    const fs::path registry = box.dir.path() / "escapes.json";
+    write_text(registry,
+               json({{"format", 1},
+                     {"kernels",
+                      {{"red\033[31mname\u202e",
+                        {{"repo_id", "kernhub-test/vector-add"}, {"revision", "main"}, {"symbol", "kh_vector_add"}}}}}})
+                   .dump());
+    r = box.run({"list", "--registry", registry.string()});
+    INFO(describe(r));
+    CHECK_FALSE(has_terminal_controls(r.out + r.err));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("\u202e") == std::string::npos);
+    CHECK(r.err.find("red\\u001b[31mname\\u202e") != std::string::npos);  // JSON-escaped, then the bidi override
+}

@@ -8,17 +8,32 @@
 using kernhub::Error;
 using kernhub::ErrorCode;
 
-TEST_CASE("printable shows control characters as '?' and keeps everything else", "[common]") {
+TEST_CASE("printable escapes what a terminal would obey and keeps everything else", "[common]") {
     CHECK(kernhub::printable("plain/path.so") == "plain/path.so");
-    CHECK(kernhub::printable("a\033]0;title\007b") == "a?]0;title?b");
-    CHECK(kernhub::printable("line\nnext\r\t\x7f") == "line?next???");
-    CHECK(kernhub::printable("caf\xc3\xa9") == "caf\xc3\xa9");  // UTF-8 stays
+    CHECK(kernhub::printable("a\033]0;title\007b") == "a\\x1b]0;title\\x07b");
+    CHECK(kernhub::printable("line\nnext\r\t\x7f") == "line\\nnext\\r\\t\\x7f");
+    CHECK(kernhub::printable("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") == "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    // C1 controls, in UTF-8 and as raw bytes.
+    CHECK(kernhub::printable("a\xc2\x9b" "2Jb") == "a\\u009b2Jb");
+    CHECK(kernhub::printable("a\x9b" "2Jb") == "a\\x9b2Jb");
+    // Not UTF-8: overlong, surrogate, cut short, stray continuation byte.
+    CHECK(kernhub::printable("\xc0\xaf") == "\\xc0\\xaf");
+    CHECK(kernhub::printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");
+    CHECK(kernhub::printable("x\xe2\x82") == "x\\xe2\\x82");
+    CHECK(kernhub::printable("\x80") == "\\x80");
+    // A bidirectional override and a line separator are invisible but not harmless.
+    CHECK(kernhub::printable("lib\xe2\x80\xae" "os.so") == "lib\\u202eos.so");
+    CHECK(kernhub::printable("a\xe2\x80\xa8" "b") == "a\\u2028b");
+    // Escaping twice changes nothing.
+    const std::string once = kernhub::printable("\033[2J\n\xc2\x85\xff");
+    CHECK(kernhub::printable(once) == once);
+    CHECK(kernhub::printable(std::string("nul\0byte", 8)) == "nul\\x00byte");
 }
 
 TEST_CASE("an Error is one printable line, message and context alike", "[common]") {
     Error e(ErrorCode::verification, "hub sent \033[2Jbuild/x\n.so", "detail\033[31m");
-    CHECK(e.message() == "hub sent ?[2Jbuild/x?.so");
-    CHECK(e.context() == "detail?[31m");
+    CHECK(e.message() == "hub sent \\x1b[2Jbuild/x\\n.so");
+    CHECK(e.context() == "detail\\x1b[31m");
     CHECK(std::string(e.what()).find('\033') == std::string::npos);
     CHECK(std::string(e.what()).find('\n') == std::string::npos);
 }

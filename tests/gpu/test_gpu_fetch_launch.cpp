@@ -35,7 +35,10 @@ Options options_for(KernelHub& hub, const TempDir& dir) {
 TEST_CASE("a native-cuda kernel from the hub launches and computes vector-add", "[gpu][needs:nvcc][needs:sm_80]") {
     KernelHub hub;
     TempDir dir;
-    Client client(options_for(hub, dir));
+    Options o = options_for(hub, dir);
+    // verify_on_load hands the driver the buffer it hashed.
+    o.verify_on_load = GENERATE(false, true);
+    Client client(o);
     LoadResult loaded = client.load("vector-add-cuda");
     CHECK(loaded.fetch.variant == "native-cuda");
     CHECK(loaded.file.find("vector_add.fatbin") != std::string::npos);

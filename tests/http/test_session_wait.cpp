@@ -268,6 +268,7 @@ TEST_CASE("Session ends a long Retry-After wait when the cancel flag is set", "[
     std::atomic<bool> cancel{false};
     Policy policy = fast_policy(2);
     policy.max_wait = std::chrono::seconds(3600);
+    policy.api_timeout = std::chrono::seconds(3600);  // else the API deadline refuses the wait at once
     policy.cancel = &cancel;
     Session session(policy, "", "");
     std::atomic<bool> waiting{false};

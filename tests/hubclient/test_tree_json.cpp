@@ -1,8 +1,10 @@
-// url_quote, parse_tree_page and tree_to_json (src/hub/hub_client.cpp).
+// url_quote, parse_tree_page(_into) and tree_to_json (src/hub/hub_client.cpp, src/hub/tree_page.cpp).
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "hub/hub_client.hpp"
 #include "kernhub/error.hpp"
@@ -164,4 +166,67 @@ TEST_CASE("tree_to_json round-trips through parse_tree_page", "[hub]") {
     }
     CHECK(parse_tree_page(tree_to_json({}), "empty").empty());
     CHECK(tree_to_json({}) == "[]");
+}
+
+TEST_CASE("parse_tree_page_into keeps only the files under a prefix and stops past max_entries", "[hub]") {
+    using kernhub::hub::PageFilter;
+    using kernhub::hub::parse_tree_page_into;
+    const std::string page = R"([
+        {"type": "directory", "path": "build", "oid": "d"},
+        {"type": "file", "oid": "a", "size": 1, "path": "build/x/lib.so", "lastCommit": {"id": "z", "n": [1, {"k": 2}]}},
+        {"type": "file", "oid": "b", "size": 2, "path": "docs/readme.md"},
+        {"type": "file", "oid": "c", "size": 3, "path": "buildx/other"},
+        {"type": "file", "oid": "d", "size": 4, "path": "build/y/metadata.json", "lfs": {"oid": "e", "size": 9}}
+    ])";
+    PageFilter filter;
+    filter.files_only = true;
+    filter.keep_prefix = "build/";
+    std::vector<TreeEntry> kept;
+    CHECK(parse_tree_page_into(page, "page", filter, kept) == 5);  // every entry counts, kept or not
+    REQUIRE(kept.size() == 2);
+    CHECK(kept[0].path == "build/x/lib.so");
+    CHECK(kept[1].path == "build/y/metadata.json");
+    CHECK(kept[1].lfs_sha256 == "e");
+    CHECK(kept[1].size == 9);
+
+    // Past max_entries the parse stops: max_entries + 1 is returned, and the
+    // rest of the page (even a malformed rest) is never read.
+    filter.max_entries = 2;
+    kept.clear();
+    CHECK(parse_tree_page_into(page, "page", filter, kept) == 3);
+    CHECK(kept.size() == 1);
+    kept.clear();
+    CHECK(parse_tree_page_into(R"([{"type":"directory","path":"a"},{"type":"directory","path":"b"},)"
+                               R"({"type":"directory","path":"c"},{)",
+                               "page", filter, kept) == 3);
+
+    // Appending: a second page adds to what the first kept.
+    filter.max_entries = 100;
+    kept.clear();
+    parse_tree_page_into(page, "page", filter, kept);
+    parse_tree_page_into(page, "page", filter, kept);
+    CHECK(kept.size() == 4);
+}
+
+TEST_CASE("tree_to_json writes what a JSON document of the entries would", "[hub]") {
+    std::vector<TreeEntry> entries(3);
+    entries[0].path = "build";
+    entries[1].path = "build/x/a \"b\"\n.so";
+    entries[1].is_file = true;
+    entries[1].size = 7;
+    entries[1].oid = "0123";
+    entries[2].path = "build/x/w";
+    entries[2].is_file = true;
+    entries[2].size = 1ull << 40;
+    entries[2].oid = "4567";
+    entries[2].lfs_sha256 = "cafe";
+    nlohmann::json doc = nlohmann::json::array();
+    doc.push_back({{"type", "directory"}, {"path", entries[0].path}});
+    doc.push_back({{"type", "file"}, {"path", entries[1].path}, {"size", 7}, {"oid", "0123"}});
+    doc.push_back({{"type", "file"},
+                   {"path", entries[2].path},
+                   {"size", 1ull << 40},
+                   {"oid", "4567"},
+                   {"lfs", {{"oid", "cafe"}, {"size", 1ull << 40}}}});
+    CHECK(tree_to_json(entries) == doc.dump());
 }

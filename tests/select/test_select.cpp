@@ -236,6 +236,12 @@ std::vector<SelectRow> support_and_file_rows() {
          "libvector_add.so",
          cu126,
          {why(cu128, "lacks libvector_add.so")}},
+        {"a variant with an archive may hold the required file inside it",
+         gpu_host(12, 8),
+         {cand(cu128, {"libother.so"}), cand(cu126, {"metadata.json", "kernel.tar.zst"})},
+         "lib/libvector_add.so",
+         cu126,
+         {why(cu128, "lacks lib/libvector_add.so")}},
         {"required file is checked before host facts",
          k_cpu_host,
          {cand(cu128, {}), cand(ncpu, {"a.so"})},
@@ -356,6 +362,13 @@ TEST_CASE("select_variant accounts for every candidate exactly once", "[select]"
         for (std::size_t i = 0; i < expected.size(); ++i) {
             CHECK(selection.rejected[i].variant == expected[i]);
         }
+    }
+}
+
+TEST_CASE("archive names: .tar.gz, .tgz, .tar.zst and .tar.xz, nothing else", "[select]") {
+    for (const char* name : {"k.tar.gz", "lib/k.tgz", "k.tar.zst", "k.tar.xz"}) CHECK(is_variant_archive(name));
+    for (const char* name : {".tar.gz", "k.tar", "k.zip", "k.gz", "k.tar.bz2", "k.tar.gz.sig", "k.so"}) {
+        CHECK_FALSE(is_variant_archive(name));
     }
 }
 

@@ -18,6 +18,9 @@ and never faulted:
                  {"action": "corrupt"}                      one body byte flipped
                  {"action": "delay", "seconds": S}
                  {"action": "throttle", "bytes_per_second": N}  body sent at about N B/s
+                 {"action": "pad_tree", "entries": N, "prefix"?: P}  a tree page gets N more
+                     file entries, paths P0, P1, ... numbered on across pages (default
+                     prefix "junk/f"): a hostile listing; with "bytes_per_second" also throttled
                  "count": uses left (default 1, -1 = forever). truncate and corrupt
                  only apply to (and are only used up by) replies with a body.
 
@@ -41,7 +44,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 CONTROL_PATHS = ("/_stats", "/_reset", "/_faults")
 # Each fault action and the field it cannot do without.
 FAULT_ACTIONS = {"status": "status", "truncate": "after_bytes", "corrupt": "match", "delay": "seconds",
-                 "throttle": "bytes_per_second"}
+                 "throttle": "bytes_per_second", "pad_tree": "entries"}
 CHUNK = 1 << 16
 
 
@@ -79,6 +82,25 @@ def error_reply(status, code, message, headers=()) -> Reply:
     if code:
         headers.append(("X-Error-Code", code))
     return Reply(status, headers, dump_json({"error": message}))
+
+
+def pad_tree(reply, rule) -> Reply:
+    """A tree page with rule["entries"] made-up file entries appended (hostile listings)."""
+    if reply.status != 200 or reply.file is not None:
+        return reply
+    page = json.loads(reply.data)
+    if not isinstance(page, list):
+        return reply
+    prefix, oid, count = str(rule.get("prefix", "junk/f")), "0" * 40, int(rule["entries"])
+    # Numbered on from the last page's entries, so every page adds new paths.
+    first = rule.get("padded", 0)
+    rule["padded"] = first + count
+    # Written piece by piece: a million entries as dicts would cost the
+    # server more memory than the client under test.
+    extra = b"".join(b',{"type":"file","oid":"%s","size":1,"path":%s}' % (oid.encode(), dump_json(f"{prefix}{i}"))
+                     for i in range(first, first + count))
+    body = dump_json(page)[:-1] + (extra[1:] if not page else extra) + b"]"
+    return Reply(reply.status, reply.headers, body)
 
 
 class HubIndex:
@@ -195,7 +217,7 @@ class Handler(BaseHTTPRequestHandler):
         limit = flip_at = rate = None
         if rule and rule["action"] == "status":
             extra = [("Retry-After", str(rule["retry_after"]))] if "retry_after" in rule else []
-            reply = error_reply(int(rule["status"]), rule.get("error_code", ""), "Injected fault", extra)
+            reply = error_reply(int(rule["status"]), rule.get("error_code", ""), rule.get("message", "Injected fault"), extra)
         elif rule and rule["action"] == "delay":
             time.sleep(float(rule["seconds"]))
         elif rule and rule["action"] == "truncate":
@@ -204,6 +226,9 @@ class Handler(BaseHTTPRequestHandler):
             flip_at = reply.length // 2
         elif rule and rule["action"] == "throttle":
             rate = float(rule["bytes_per_second"])
+        elif rule and rule["action"] == "pad_tree":
+            reply = pad_tree(reply, rule)
+            rate = float(rule["bytes_per_second"]) if "bytes_per_second" in rule else None
         entry = {
             "host": self.server.role,
             "method": method,

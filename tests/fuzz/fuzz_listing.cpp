@@ -1,0 +1,21 @@
+// Tree listing pages as the hub sends them, and huggingface_hub's cached
+// tree (another tool's file in a shared cache) read on the offline path.
+// A page that parses must survive kernhub's own round trip through
+// tree_to_json, since that copy is what a warm fetch reads back.
+#include <cstdlib>
+
+#include "fuzz_target.hpp"
+#include "hub/fetcher.hpp"
+#include "hub/hub_client.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string text = fuzz::as_text(data, size);
+    fuzz::expect_error_or_success([&] {
+        auto entries = kernhub::hub::parse_tree_page(text, "fuzz listing");
+        auto again = kernhub::hub::parse_tree_page(kernhub::hub::tree_to_json(entries), "round trip");
+        if (again.size() != entries.size()) std::abort();
+        for (const auto& entry : entries) (void)kernhub::hub::excluded_from_digest(entry.path);
+    });
+    fuzz::expect_error_or_success([&] { (void)kernhub::hub::parse_hf_tree_cache(text); });
+    return 0;
+}

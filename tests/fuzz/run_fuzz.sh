@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz/ with clang (ASan + UBSan) in
+# build-fuzz/ and runs each for a fixed time, so the whole run has a fixed
+# budget: 8 targets x KERNHUB_FUZZ_SECONDS (default 20 s).
+#   tests/fuzz/run_fuzz.sh                 every target
+#   tests/fuzz/run_fuzz.sh elf lock        only these
+# The checked-in corpus (tests/fuzz/corpus/<name>/) is read, never written:
+# new inputs go to a scratch folder. A finding (crash, sanitizer report,
+# timeout over 10 s, more than 2048 MB) stops the run; its input is kept in
+# build-fuzz/findings/ to be added to the corpus once the parser is fixed.
+# Ends with one line per target: libFuzzer's runs and seconds.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+seconds=${KERNHUB_FUZZ_SECONDS:-20}
+dir=${KERNHUB_FUZZ_BUILD:-build-fuzz}
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(registry listing hub_answer lock metadata fatbin elf archive)
+fi
+
+CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKERNHUB_FUZZ=ON \
+  -DKERNHUB_BUILD_TESTS=OFF -DKERNHUB_BUILD_BENCH=OFF >/dev/null
+cmake --build "$dir" -j"$(nproc)" --target kernhub_fuzz_targets
+
+mkdir -p "$dir/findings"
+# KERNHUB_FUZZ_SCRATCH keeps what a run found for the next one (local
+# sessions); by default each run starts from the checked-in corpus.
+if [ -n "${KERNHUB_FUZZ_SCRATCH:-}" ]; then
+  scratch=$KERNHUB_FUZZ_SCRATCH
+else
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+fi
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+summary=()
+for name in "${targets[@]}"; do
+  mkdir -p "$scratch/$name"
+  log="$dir/findings/$name.log"
+  echo "fuzz_$name: ${seconds} s" >&2
+  # The JSON readers share a dictionary of their formats' keys.
+  dict=()
+  case "$name" in registry | listing | hub_answer | lock | metadata) dict=(-dict=tests/fuzz/json.dict) ;; esac
+  if ! "$dir/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$dir/findings/$name-" "${dict[@]}" \
+      "$scratch/$name" "tests/fuzz/corpus/$name" >"$log" 2>&1; then
+    tail -n 60 "$log" >&2
+    echo "run_fuzz.sh: fuzz_$name found a problem; the input is in $dir/findings/, the log in $log" >&2
+    exit 1
+  fi
+  summary+=("fuzz_$name: $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "$log" | tail -n 1)")
+done
+printf '%s\n' "${summary[@]}"
