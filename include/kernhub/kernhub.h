@@ -110,6 +110,21 @@ KH_API void kh_hub_free(kh_hub* hub);
  *                   fetched or loaded; any other is refused with 4.
  *                   "": KERNHUB_ALLOWED_ORGS (unset: every organisation).
  *
+ * Numeric settings, decimal digits; "" means the environment variable, else
+ * the default (README, "Environment"). A value outside its range makes the
+ * next kh_prewarm() return 2 naming the setting.
+ *   retries                  KERNHUB_RETRIES, 0 to 10 (3)
+ *   max_wait_seconds         KERNHUB_MAX_WAIT, 0 to 86400 (60)
+ *   max_listing_entries      KERNHUB_MAX_LISTING_ENTRIES, 1 to 100000000 (100000)
+ *   max_listing_bytes        KERNHUB_MAX_LISTING_BYTES, 1024 to 536870912 (64 MiB)
+ *   api_timeout_seconds      KERNHUB_API_TIMEOUT, 1 to 86400 (60)
+ *   min_rate                 KERNHUB_MIN_RATE, bytes/s, 0 (off) to 100000000 (1024)
+ *   min_rate_window_seconds  KERNHUB_MIN_RATE_WINDOW, 1 to 3600 (30)
+ *   archive_max_bytes        KERNHUB_ARCHIVE_MAX_BYTES, at least 1
+ *                            (max(512 MiB, 20 x the archive's size))
+ *   archive_max_entries      KERNHUB_ARCHIVE_MAX_ENTRIES, 1 to 10000000 (100000)
+ *   archive_max_path         KERNHUB_ARCHIVE_MAX_PATH, 1 to 4096 (1024)
+ *
  * Booleans take exactly "1", "0", "true" or "false". A value is at most
  * 4096 bytes, and a repeatable key holds at most 256 values. The endpoint,
  * registry files and targets are checked by the next kh_prewarm(): a bad

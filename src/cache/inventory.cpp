@@ -184,6 +184,7 @@ RepoScan scan_repo(Walker& walker, const fs::path& folder, RepoType type, const 
         for (const Entry& inner : snapshot.entries) snapshot.newest = std::max(snapshot.newest, inner.modified);
         repo.snapshots.push_back(std::move(snapshot));
     }
+    repo.temps = walker.list(folder / ".kernhub" / "tmp").value_or(std::vector<Entry>{});
     read_refs(walker, repo);
     read_records(walker, repo);
     return repo;

@@ -69,6 +69,9 @@ struct RepoScan {
     std::string repo_id;
     std::vector<Entry> blobs;     // names that are etags: 40 or 64 lowercase hex
     std::vector<Entry> partials;  // <etag>.<anything>.incomplete
+    // .kernhub/tmp/<entry>: an atomic write's temp file or an archive being
+    // unpacked; one that outlived its process is left to prune.
+    std::vector<Entry> temps;
     std::vector<Snapshot> snapshots;
     std::vector<Ref> refs;
     std::vector<Record> records;

@@ -25,6 +25,10 @@ constexpr const char* k_locked = "its blob lock is held: a fetch is downloading 
 // prune keeps open; snapshots/ is walked again once per batch.
 constexpr std::size_t k_prune_lock_batch = 256;
 
+// Entries of an abandoned unpack folder counted for the freed-bytes figure;
+// the folder is removed whole either way.
+constexpr std::size_t k_max_temp_walk = 200000;
+
 [[noreturn]] void fail_remove(const fs::path& path, int err) {
     throw Error(ErrorCode::internal,
                 "cannot remove " + path.string() + ": " + std::strerror(err) + "; check permissions on the cache");
@@ -102,6 +106,7 @@ public:
                         m_request.dry_run ? gone : std::set<std::string>{});
         }
         for (const Entry& partial : m_repo.partials) prune_partial(partial);
+        for (const Entry& temp : m_repo.temps) prune_temp(temp);
     }
 
 private:
@@ -202,6 +207,31 @@ private:
             if (!m_request.dry_run) remove_file(path);
             removed(path, partial.size);
         });
+    }
+
+    // A temp entry has no lock: a process writes or unpacks into it for
+    // seconds to minutes, so one untouched for store::k_stale_partial_age
+    // was left by a process that died. Links inside go, never their targets.
+    void prune_temp(const Entry& temp) {
+        const fs::path path = m_repo.folder / ".kernhub" / "tmp" / temp.name;
+        if (temp.modified > m_request.now - store::k_stale_partial_age) {
+            return kept(path,
+                        "a temporary file or unpack folder is taken for abandoned only after 24 hours "
+                        "(store::k_stale_partial_age)");
+        }
+        if (!entry_exists(path)) return;
+        std::uint64_t bytes = temp.type == EntryType::file ? temp.size : 0;
+        if (temp.type == EntryType::directory) {
+            // Counted for the report only, over at most k_max_temp_walk entries.
+            std::error_code ec;
+            std::size_t seen = 0;
+            for (auto it = fs::recursive_directory_iterator(path, ec);
+                 !ec && it != fs::recursive_directory_iterator() && ++seen <= k_max_temp_walk; it.increment(ec)) {
+                if (it->is_regular_file(ec) && !it->is_symlink(ec)) bytes += it->file_size(ec);
+            }
+        }
+        if (!m_request.dry_run) remove_tree(path);
+        removed(path, bytes);
     }
 
     const RepoScan& m_repo;

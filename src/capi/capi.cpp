@@ -8,7 +8,9 @@
 #include "kernhub/kernhub.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <new>
@@ -140,6 +142,32 @@ std::optional<std::vector<std::string>> split_commas(const char* value) {
     return names;
 }
 
+// The numeric settings: "" -> nullopt (the environment decides), else
+// decimal digits only. The range of each is checked with the other
+// settings when the next Client is made (kh_prewarm returns 2).
+std::optional<std::uint64_t> parse_count(const char* key, const char* value, std::uint64_t max) {
+    if (*value == '\0') return std::nullopt;
+    constexpr std::size_t k_max_digits = 18;  // below UINT64_MAX
+    std::uint64_t parsed = 0;
+    bool ok = std::strlen(value) <= k_max_digits;
+    for (const char* c = value; ok && *c != '\0'; ++c) {
+        ok = *c >= '0' && *c <= '9';
+        parsed = parsed * 10 + static_cast<std::uint64_t>(*c - '0');
+    }
+    if (!ok || parsed > max) {
+        throw Refusal{k_usage, "setting '" + std::string(key) + "' takes a whole number from 0 to " +
+                                   std::to_string(max) + " (or \"\" for the environment's choice), not " +
+                                   quoted(value)};
+    }
+    return parsed;
+}
+
+std::optional<int> parse_int(const char* key, const char* value) {
+    auto parsed = parse_count(key, value, static_cast<std::uint64_t>(std::numeric_limits<int>::max()));
+    if (!parsed) return std::nullopt;
+    return static_cast<int>(*parsed);
+}
+
 // Applies key = value to `options`; throws Refusal and changes nothing
 // on a bad key or value. Never quotes a token.
 void apply_setting(kernhub::Options& options, const char* key, const char* value) {
@@ -176,10 +204,32 @@ void apply_setting(kernhub::Options& options, const char* key, const char* value
         options.verify_on_load = parse_bool(key, value);
     } else if (k == "allowed_orgs") {
         options.allowed_orgs = split_commas(value);
+    } else if (k == "retries") {
+        options.retries = parse_int(key, value);
+    } else if (k == "max_wait_seconds") {
+        options.max_wait_seconds = parse_int(key, value);
+    } else if (k == "max_listing_entries") {
+        options.max_listing_entries = parse_int(key, value);
+    } else if (k == "max_listing_bytes") {
+        options.max_listing_bytes = parse_int(key, value);
+    } else if (k == "api_timeout_seconds") {
+        options.api_timeout_seconds = parse_int(key, value);
+    } else if (k == "min_rate") {
+        options.min_rate = parse_int(key, value);
+    } else if (k == "min_rate_window_seconds") {
+        options.min_rate_window_seconds = parse_int(key, value);
+    } else if (k == "archive_max_bytes") {
+        options.archive_max_bytes = parse_count(key, value, std::numeric_limits<std::uint64_t>::max());
+    } else if (k == "archive_max_entries") {
+        options.archive_max_entries = parse_int(key, value);
+    } else if (k == "archive_max_path") {
+        options.archive_max_path = parse_int(key, value);
     } else {
         throw Refusal{k_usage, "unknown setting " + quoted(key) +
                                    "; the settings are endpoint, cache_dir, registry, project, offline, target, token, "
-                                   "verify_on_load, allowed_orgs"};
+                                   "verify_on_load, allowed_orgs, retries, max_wait_seconds, max_listing_entries, "
+                                   "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, "
+                                   "archive_max_bytes, archive_max_entries, archive_max_path"};
     }
 }
 

@@ -8,6 +8,7 @@
 #include "cache/prune.hpp"
 #include "kernhub/error.hpp"
 #include "lock/lock.hpp"
+#include "support/slurp.hpp"
 
 using namespace kernhub::test::cache;
 using kernhub::PruneReport;
@@ -167,6 +168,49 @@ TEST_CASE("without working file locks a partial is removed only after k_stale_pa
     CHECK(report.removed == std::vector<std::string>{stale.string()});
     CHECK(fs::exists(recent));
     CHECK(kept_reasons(report, dir.path()).count(recent.lexically_relative(dir.path()).string()) == 1);
+}
+
+TEST_CASE("prune removes temp entries abandoned for k_stale_partial_age, never what their links point to", "[cache]") {
+    TempDir dir;
+    RepoFixture kernel(dir.path(), "org/kernel");
+    const fs::path tmp = kernel.repo.folder() / ".kernhub" / "tmp";
+    const fs::path outside = dir.path() / "outside.txt";
+    write_file(outside, "not the cache's");
+    // An unpack folder left by a killed fetch, with a link out of the cache.
+    const fs::path unpack = tmp / "unpack.1234";
+    write_file(unpack / "lib" / "libk.so", "12345678");
+    write_file(unpack / "top.txt", "abc");
+    fs::create_symlink(outside, unpack / "lib" / "out");
+    const fs::path old_write = tmp / ".ref.0123.tmp";
+    write_file(old_write, "xy");
+    const fs::path live_write = tmp / ".ref.4567.tmp";
+    write_file(live_write, "in use");
+    age(unpack, 25);
+    age(old_write, 25);
+    age(live_write, 2);
+
+    SECTION("--dry-run reports them and removes nothing") {
+        kc::PruneRequest request;
+        request.dry_run = true;
+        PruneReport report = kc::prune_cache(dir.path(), request);
+        std::set<std::string> removed(report.removed.begin(), report.removed.end());
+        CHECK(removed == std::set<std::string>{unpack.string(), old_write.string()});
+        CHECK(report.bytes == 13);
+        CHECK(fs::exists(unpack / "lib" / "libk.so"));
+        CHECK(fs::exists(old_write));
+    }
+    SECTION("prune removes them") {
+        PruneReport report = kc::prune_cache(dir.path(), {});
+        std::set<std::string> removed(report.removed.begin(), report.removed.end());
+        CHECK(removed == std::set<std::string>{unpack.string(), old_write.string()});
+        CHECK(report.bytes == 13);
+        CHECK_FALSE(fs::exists(fs::symlink_status(unpack)));
+        CHECK_FALSE(fs::exists(old_write));
+        CHECK(fs::exists(live_write));
+        CHECK(kept_reasons(report, dir.path())[live_write.lexically_relative(dir.path()).string()].find(
+                  "k_stale_partial_age") != std::string::npos);
+        CHECK(kernhub::test::slurp(outside) == "not the cache's");
+    }
 }
 
 TEST_CASE("prune keeps blobs that another tool's links name in another form", "[cache]") {

@@ -83,7 +83,9 @@ TEST_CASE("kh_hub_set refuses unknown keys, bad booleans, NULLs and oversized va
     CHECK(kh_hub_set(hub.get(), "colour", "blue") == 2);
     CHECK(last_error(hub) ==
           "usage error: unknown setting 'colour'; the settings are endpoint, cache_dir, registry, project, offline, "
-          "target, token, verify_on_load, allowed_orgs");
+          "target, token, verify_on_load, allowed_orgs, retries, max_wait_seconds, max_listing_entries, "
+          "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, archive_max_bytes, "
+          "archive_max_entries, archive_max_path");
 
     for (const char* bad : {"yes", "TRUE", "2", " 1"}) {
         CHECK(kh_hub_set(hub.get(), "offline", bad) == 2);
@@ -409,4 +411,39 @@ TEST_CASE("allowed_orgs refuses other organisations with 4 and a bad name with 2
     CHECK(last_error(hub).find("Options::allowed_orgs") != std::string::npos);
     REQUIRE(kh_hub_set(hub.get(), "allowed_orgs", "") == 0);  // back to KERNHUB_ALLOWED_ORGS (unset)
     CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+}
+
+TEST_CASE("the limit settings reach the fetch, and a bad or out-of-range value is refused with 2", "[capi]") {
+    DemoEnv env;
+    KernelHub server;
+    Hub h = env.test_hub(server);
+    for (const char* bad : {"-1", "1e3", " 5", "5 ", "0x10", "2147483648", "9999999999999999999"}) {
+        INFO(bad);
+        CHECK(kh_hub_set(h.get(), "max_listing_entries", bad) == 2);
+        CHECK(last_error(h).find("setting 'max_listing_entries' takes a whole number") != std::string::npos);
+    }
+    // A listing cap below what the repo lists stops the fetch, naming the cap.
+    REQUIRE(kh_hub_set(h.get(), "max_listing_entries", "1") == 0);
+    CHECK(kh_prewarm(h.get(), "vector-add") == 5);
+    CHECK(last_error(h).find("KERNHUB_MAX_LISTING_ENTRIES") != std::string::npos);
+    // Out of range: checked by kh_prewarm, which names the setting.
+    REQUIRE(kh_hub_set(h.get(), "max_listing_entries", "0") == 0);
+    CHECK(kh_prewarm(h.get(), "vector-add") == 2);
+    CHECK(last_error(h).find("max_listing_entries") != std::string::npos);
+    REQUIRE(kh_hub_set(h.get(), "api_timeout_seconds", "0") == 0);
+    REQUIRE(kh_hub_set(h.get(), "max_listing_entries", "") == 0);
+    CHECK(kh_prewarm(h.get(), "vector-add") == 2);
+    CHECK(last_error(h).find("api_timeout_seconds") != std::string::npos);
+    // Back to the environment's choice: the fetch goes through.
+    REQUIRE(kh_hub_set(h.get(), "api_timeout_seconds", "") == 0);
+    for (const char* key : {"retries", "max_wait_seconds", "max_listing_bytes", "min_rate", "min_rate_window_seconds",
+                            "archive_max_bytes", "archive_max_entries", "archive_max_path"}) {
+        INFO(key);
+        CHECK(kh_hub_set(h.get(), key, "x") == 2);
+        CHECK(kh_hub_set(h.get(), key, "") == 0);
+    }
+    REQUIRE(kh_hub_set(h.get(), "archive_max_bytes", "18446744073709551") == 0);
+    REQUIRE(kh_hub_set(h.get(), "min_rate", "0") == 0);
+    CHECK(kh_prewarm(h.get(), "vector-add") == 0);
+    CHECK(adds_correctly(kh_symbol(h.get(), "vector-add")));
 }
