@@ -4,6 +4,7 @@
     tests/tidy.py                 every .cpp file in src/ and cli/
     tests/tidy.py FILE...         only these files
     tests/tidy.py --no-cache      ignore the stamps and check every file again
+    tests/tidy.py --record        also write tests/tidy-clean.txt (committed)
     tests/tidy.py -j N            N clang-tidy processes (default: the CPU count)
 
 The compile commands come from a CMake configure (no build) of build-tidy/.
@@ -11,8 +12,11 @@ A file that comes out clean leaves a stamp named by a hash of everything its
 result depends on: the clang-tidy binary and version, .clang-tidy, this
 script, the file's compile command, and the bytes of the file and of every
 header it includes, system headers too (the compiler's -M dependency
-output). The next run skips a file whose stamp exists, so a warm run with no
-change costs one preprocessor pass per file. See docs/ARCHITECTURE.md, "Static analysis".
+output), with the checkout's path taken out. The next run skips a file
+whose stamp exists, so a warm run with no change costs one preprocessor pass
+per file. tests/tidy-clean.txt, written by --record and committed, holds the
+same keys, so a fresh clone on the same toolchain (CI) checks only the files
+whose inputs changed since it was written. See docs/ARCHITECTURE.md, "Static analysis".
 """
 import argparse
 import concurrent.futures
@@ -26,6 +30,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLANG_TIDY = os.environ.get("KERNHUB_CLANG_TIDY", "clang-tidy")
+CLEAN_LIST = os.path.join(ROOT, "tests", "tidy-clean.txt")
 # Compiler warnings belong to the gcc build (-Werror there); clang-tidy's own
 # clang front end would otherwise turn clang-only warnings into errors.
 EXTRA_ARGS = ["--extra-arg=-Wno-error", "--extra-arg=-Wno-unknown-warning-option"]
@@ -64,13 +69,39 @@ def dependencies(entry):
     return sorted({os.path.normpath(os.path.join(entry["directory"], n)) for n in names})
 
 
+def portable(text):
+    """The checkout's own path taken out, so a key holds in another clone."""
+    return text.replace(ROOT, "@ROOT@")
+
+
 def stamp_key(entry, common):
     h = hashlib.sha256(common.encode())
-    h.update(entry.get("command", " ".join(entry.get("arguments", []))).encode())
+    h.update(portable(entry.get("command", " ".join(entry.get("arguments", [])))).encode())
     for dep in dependencies(entry):
-        h.update(dep.encode() + b"\0")
+        h.update(portable(dep).encode() + b"\0")
         h.update(sha256_file(dep).encode() if os.path.exists(dep) else b"missing")
     return h.hexdigest()
+
+
+def read_clean_list():
+    """Keys of tests/tidy-clean.txt: "<key> <file>" per line."""
+    try:
+        with open(CLEAN_LIST) as f:
+            return {line.split()[0] for line in f if line.strip() and not line.startswith("#")}
+    except FileNotFoundError:
+        return set()
+
+
+def write_clean_list(clean):
+    with open(CLEAN_LIST + ".tmp", "w") as f:
+        f.write("# Written by tests/tidy.py --record: the input hash of every file that came\n"
+                "# out clean (see docs/ARCHITECTURE.md, \"Static analysis\"). A file whose\n"
+                "# inputs changed since is checked again.\n")
+        for path, key in sorted(clean.items()):
+            f.write(f"{key} {os.path.relpath(path, ROOT)}\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(CLEAN_LIST + ".tmp", CLEAN_LIST)
 
 
 def main():
@@ -78,6 +109,8 @@ def main():
     parser.add_argument("files", nargs="*")
     parser.add_argument("-j", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--no-cache", action="store_true")
+    parser.add_argument("--record", action="store_true",
+                        help="rewrite tests/tidy-clean.txt from this run (every file must be clean)")
     parser.add_argument("--build", default=os.path.join(ROOT, "build-tidy"))
     opts = parser.parse_args()
 
@@ -107,10 +140,12 @@ def main():
     stamps = os.environ.get("KERNHUB_TIDY_CACHE", os.path.join(opts.build, "tidy-stamps"))
     os.makedirs(stamps, exist_ok=True)
 
+    committed = set() if opts.no_cache else read_clean_list()
+
     def check(path):
         key = stamp_key(entries[path], common)
         stamp = os.path.join(stamps, key)
-        if not opts.no_cache and os.path.exists(stamp):
+        if not opts.no_cache and (key in committed or os.path.exists(stamp)):
             return path, key, True, 0, ""
         run = subprocess.run([CLANG_TIDY, "-p", opts.build, "--quiet", *EXTRA_ARGS, path],
                              capture_output=True, text=True)
@@ -121,12 +156,14 @@ def main():
         # in system headers were suppressed.
         return path, key, False, run.returncode, run.stdout + (run.stderr if run.returncode else "")
 
-    failed, cached, keys = [], 0, set()
+    failed, cached, keys, clean = [], 0, set(), {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, opts.j)) as pool:
         # Findings are printed as each file finishes.
         for done in concurrent.futures.as_completed([pool.submit(check, p) for p in wanted]):
             path, key, hit, rc, out = done.result()
             keys.add(key)
+            if rc == 0:
+                clean[path] = key
             cached += hit
             if rc != 0:
                 failed.append(path)
@@ -138,6 +175,10 @@ def main():
             if name not in keys:
                 os.remove(os.path.join(stamps, name))
 
+    if opts.record:
+        if opts.files or failed:
+            sys.exit("tests/tidy.py: --record needs a run over every file with no finding")
+        write_clean_list(clean)
     seconds = time.monotonic() - start
     print(f"tests/tidy.py: {len(wanted)} files, {cached} unchanged since a clean run, "
           f"{len(failed)} with findings, {seconds:.1f} s")
