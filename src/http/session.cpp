@@ -609,10 +609,10 @@ Response Session::run(const std::string& url, BodyTarget* target, const GetLimit
             if (attempt.too_slow) {
                 throw Error(ErrorCode::network,
                             "downloading " + redact(url) + " stayed below the minimum rate of " +
-                                std::to_string(m_policy.min_rate) + " bytes/s (KERNHUB_MIN_RATE) in " +
-                                std::to_string(tries + 1) +
-                                " attempts; check your network, or lower KERNHUB_MIN_RATE (Options::min_rate)",
-                            attempt.curl_message);
+                                std::to_string(m_policy.min_rate) + " bytes/s over " +
+                                whole_seconds(m_policy.min_rate_window) +
+                                " (KERNHUB_MIN_RATE, KERNHUB_MIN_RATE_WINDOW) in " + std::to_string(tries + 1) +
+                                " attempts; check your network, or lower KERNHUB_MIN_RATE (Options::min_rate)");
             }
             if (transport_failed) {
                 throw Error(ErrorCode::network,
