@@ -60,9 +60,6 @@ bool is_transient(CURLcode code) {
     }
 }
 
-bool is_retryable_status(long status) {
-    return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
-}
 
 bool cancelled(const std::atomic<bool>* cancel) {
     return cancel != nullptr && cancel->load();
@@ -662,6 +659,10 @@ Response Session::get(const std::string& url, const GetLimits& limits) {
 
 Response Session::download(const std::string& url, BodyTarget& target) {
     return run(url, &target, nullptr);
+}
+
+bool is_retryable_status(long status) {
+    return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
 }
 
 }  // namespace kernhub::http

@@ -235,9 +235,14 @@ public:
     // (snapshot_folders_real): nothing on the way leads out of the repo folder.
     bool snapshot_links_blob(const std::string& commit, const std::string& relpath, const std::string& etag,
                              std::uint64_t size) const;
-    // True when snapshots/, snapshots/<commit> and every folder of relpath
-    // above its last part are real folders, not symlinks.
+    // True when snapshots/, snapshots/<commit>, every folder of relpath
+    // above its last part and blobs/ are real folders, not symlinks.
     bool snapshot_folders_real(const std::string& commit, const std::string& relpath) const;
+    // Puts a real folder at blobs/ where a link (or anything but a folder)
+    // is: the link goes, never what it points to. A fetch that will
+    // download calls it first, so no blob is found or written outside the
+    // repo folder; the links into the old one are then verified again.
+    void make_blobs_folder_real() const;
     // The etag of the blob snapshots/<commit>/<relpath> links to, when the
     // link is exactly the one kernhub writes (snapshot_link_target) and the
     // folders on the way are real; nullopt otherwise.
