@@ -187,10 +187,14 @@ static std::vector<TreeEntry> listing_from_snapshot(const store::RepoCache& cach
     return entries;
 }
 
-// kernhub's copy of the hub's listing; nullopt when absent or damaged (a
-// damaged copy only means "list again"). It holds only build/ files since
-// the hub's answer is filtered as it is parsed; an older or foreign copy is
-// filtered the same way (its size is capped by k_max_listing_bytes).
+static void check_listing(std::vector<TreeEntry>& entries, const std::string& what);
+
+// kernhub's copy of the hub's listing; nullopt when absent or damaged:
+// unreadable, or refused by check_listing (a duplicated or unsafe path). A
+// damaged copy only means "list again", never a fetch that fails for good.
+// It holds only build/ files since the hub's answer is filtered as it is
+// parsed; an older or foreign copy is filtered the same way (its size is
+// capped by k_max_listing_bytes).
 static std::optional<std::vector<TreeEntry>> kernhub_listing(const store::RepoCache& cache, const std::string& commit) {
     try {
         auto text = cache.read_tree(commit);
@@ -200,6 +204,7 @@ static std::optional<std::vector<TreeEntry>> kernhub_listing(const store::RepoCa
         filter.keep_prefix = "build/";
         std::vector<TreeEntry> entries;
         parse_tree_page_into(*text, cache.folder().string(), filter, entries);
+        check_listing(entries, "the cached listing");
         return entries;
     } catch (const Error&) {
         return std::nullopt;
@@ -213,7 +218,9 @@ static std::optional<std::vector<TreeEntry>> hf_listing(const store::RepoCache& 
     try {
         auto text = cache.read_hf_tree(commit);
         if (!text) return std::nullopt;
-        return parse_hf_tree_cache(*text);
+        auto entries = parse_hf_tree_cache(*text);
+        if (entries) check_listing(*entries, "huggingface_hub's cached listing");
+        return entries;
     } catch (const Error&) {
         return std::nullopt;
     }
