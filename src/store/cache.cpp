@@ -505,14 +505,14 @@ bool RepoCache::snapshot_links_blob(const std::string& commit, const std::string
            static_cast<std::uint64_t>(st.st_size) == size && snapshot_folders_real(commit, relpath);
 }
 
-std::optional<std::string> RepoCache::read_tree(const std::string& commit) const {
+std::optional<std::string> RepoCache::read_tree(const std::string& commit, std::size_t max_bytes) const {
     check_commit(commit);
-    return read_cache_file(m_folder / ".kernhub" / "trees" / (commit + ".json"), k_max_listing_bytes, "a tree listing");
+    return read_cache_file(m_folder / ".kernhub" / "trees" / (commit + ".json"), max_bytes, "a tree listing");
 }
 
-std::optional<std::string> RepoCache::read_hf_tree(const std::string& commit) const {
+std::optional<std::string> RepoCache::read_hf_tree(const std::string& commit, std::size_t max_bytes) const {
     check_commit(commit);
-    return read_cache_file(m_folder / "trees" / (commit + ".json"), k_max_listing_bytes, "a tree listing");
+    return read_cache_file(m_folder / "trees" / (commit + ".json"), max_bytes, "a tree listing");
 }
 
 bool RepoCache::has_tree(const std::string& commit) const {

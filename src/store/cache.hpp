@@ -261,14 +261,16 @@ public:
 
     // kernhub side data (see the layout above); nullopt when absent. Variant
     // names are [A-Za-z0-9._+-] not starting with '.', else Error(usage).
-    std::optional<std::string> read_tree(const std::string& commit) const;
+    // The listings are read up to `max_bytes` (the listing cap in force).
+    std::optional<std::string> read_tree(const std::string& commit, std::size_t max_bytes = k_max_listing_bytes) const;
     void write_tree(const std::string& commit, const std::string& json) const;
     // Whether kernhub's copy of the listing is on disk (one lstat).
     bool has_tree(const std::string& commit) const;
     // huggingface_hub's listing of a commit, <folder>/trees/<commit>.json;
     // nullopt when absent. kernhub only reads it: a listing that lacks files
     // would break huggingface_hub's later online use of the cache.
-    std::optional<std::string> read_hf_tree(const std::string& commit) const;
+    std::optional<std::string> read_hf_tree(const std::string& commit,
+                                            std::size_t max_bytes = k_max_listing_bytes) const;
     std::optional<std::string> read_variant_record(const std::string& commit, const std::string& variant) const;
     void write_variant_record(const std::string& commit, const std::string& variant, const std::string& json) const;
     // The same record as the files it lists (variant_record.cpp holds the
