@@ -66,7 +66,7 @@ std::string read_verified(const VerifiedSource& source, const std::function<void
         if (e.code() != ErrorCode::internal) throw;
         throw changed(source, "cannot be read as a regular file (" + e.message() + ")");
     }
-    const std::string actual = digest::to_hex(sha256.finish());
+    std::string actual = digest::to_hex(sha256.finish());
     if (actual != source.sha256) {
         throw changed(source, "changed since it was verified (sha256 " + actual + ", expected " + source.sha256 + ")");
     }

@@ -164,6 +164,15 @@ void read_records(Walker& walker, RepoScan& repo) {
     }
 }
 
+}  // namespace
+
+bool is_real_directory(const fs::path& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+namespace {
+
 RepoScan scan_repo(Walker& walker, const fs::path& folder, RepoType type, const std::string& repo_id) {
     RepoScan repo;
     repo.folder = folder;
@@ -184,9 +193,13 @@ RepoScan scan_repo(Walker& walker, const fs::path& folder, RepoType type, const 
         for (const Entry& inner : snapshot.entries) snapshot.newest = std::max(snapshot.newest, inner.modified);
         repo.snapshots.push_back(std::move(snapshot));
     }
-    repo.temps = walker.list(folder / ".kernhub" / "tmp").value_or(std::vector<Entry>{});
     read_refs(walker, repo);
-    read_records(walker, repo);
+    // kernhub's side data is read (and pruned) only through a real folder:
+    // a .kernhub link would lead prune out of the cache.
+    if (is_real_directory(folder / ".kernhub")) {
+        repo.temps = walker.list(folder / ".kernhub" / "tmp").value_or(std::vector<Entry>{});
+        read_records(walker, repo);
+    }
     return repo;
 }
 

@@ -84,6 +84,9 @@ struct RepoScan {
 // folder cannot be read.
 std::vector<RepoScan> scan_cache(const fs::path& root);
 
+// Whether `path` is a folder and not a link to one (lstat).
+bool is_real_directory(const fs::path& path);
+
 // One snapshot, walked again (prune re-checks it right before removing it).
 Snapshot scan_snapshot(const fs::path& snapshots_dir, const std::string& commit);
 // The blob names every link below snapshots_dir points to, by the target's

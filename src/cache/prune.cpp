@@ -139,6 +139,10 @@ private:
         const fs::path tree = m_repo.folder / ".kernhub" / "trees" / (commit + ".json");
         for (const fs::path& path : {record, dir, tree}) {
             if (!entry_exists(path)) continue;
+            if (!parents_are_real(path)) {
+                kept(path, "lies below a symbolic link; kernhub never removes through one");
+                continue;
+            }
             if (!m_request.dry_run) remove_tree(path);
             removed(path, path == dir ? bytes : 0);
         }
@@ -209,6 +213,16 @@ private:
         });
     }
 
+    // The folders from the repo folder down to `path`'s parent are real
+    // folders, not links that lead elsewhere.
+    bool parents_are_real(const fs::path& path) const {
+        for (fs::path dir = path.parent_path(); dir != m_repo.folder && dir.has_relative_path();
+             dir = dir.parent_path()) {
+            if (!is_real_directory(dir)) return false;
+        }
+        return true;
+    }
+
     // A temp entry has no lock: a process writes or unpacks into it for
     // seconds to minutes, so one untouched for store::k_stale_partial_age
     // was left by a process that died. Links inside go, never their targets.
@@ -219,7 +233,7 @@ private:
                         "a temporary file or unpack folder is taken for abandoned only after 24 hours "
                         "(store::k_stale_partial_age)");
         }
-        if (!entry_exists(path)) return;
+        if (!entry_exists(path) || !parents_are_real(path)) return;
         std::uint64_t bytes = temp.type == EntryType::file ? temp.size : 0;
         if (temp.type == EntryType::directory) {
             // Counted for the report only, over at most k_max_temp_walk entries.

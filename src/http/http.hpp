@@ -56,6 +56,9 @@ struct Response {
 // nullopt when the response asks for no wait.
 std::optional<std::chrono::milliseconds> requested_wait(const Response& response);
 
+// The statuses a request is tried again for (408, 429, 500, 502, 503, 504).
+bool is_retryable_status(long status);
+
 // Where a download's body goes. size() is what has been kept so far; the
 // next attempt asks for the bytes from there on.
 class BodyTarget {

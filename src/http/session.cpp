@@ -61,9 +61,6 @@ bool is_transient(CURLcode code) {
     }
 }
 
-bool is_retryable_status(long status) {
-    return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
-}
 
 bool cancelled(const std::atomic<bool>* cancel) {
     return cancel != nullptr && cancel->load();
@@ -620,10 +617,10 @@ Response Session::run(const std::string& url, BodyTarget* target, const GetLimit
             if (attempt.too_slow) {
                 throw Error(ErrorCode::network,
                             "downloading " + redact(url) + " stayed below the minimum rate of " +
-                                std::to_string(m_policy.min_rate) + " bytes/s (KERNHUB_MIN_RATE) in " +
-                                std::to_string(tries + 1) +
-                                " attempts; check your network, or lower KERNHUB_MIN_RATE (Options::min_rate)",
-                            attempt.curl_message);
+                                std::to_string(m_policy.min_rate) + " bytes/s over " +
+                                whole_seconds(m_policy.min_rate_window) +
+                                " (KERNHUB_MIN_RATE, KERNHUB_MIN_RATE_WINDOW) in " + std::to_string(tries + 1) +
+                                " attempts; check your network, or lower KERNHUB_MIN_RATE (Options::min_rate)");
             }
             if (transport_failed) {
                 throw Error(ErrorCode::network,
@@ -673,6 +670,10 @@ Response Session::get(const std::string& url, const GetLimits& limits) {
 
 Response Session::download(const std::string& url, BodyTarget& target) {
     return run(url, &target, nullptr);
+}
+
+bool is_retryable_status(long status) {
+    return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
 }
 
 }  // namespace kernhub::http

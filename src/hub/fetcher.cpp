@@ -187,19 +187,25 @@ static std::vector<TreeEntry> listing_from_snapshot(const store::RepoCache& cach
     return entries;
 }
 
-// kernhub's copy of the hub's listing; nullopt when absent or damaged (a
-// damaged copy only means "list again"). It holds only build/ files since
-// the hub's answer is filtered as it is parsed; an older or foreign copy is
-// filtered the same way (its size is capped by k_max_listing_bytes).
-static std::optional<std::vector<TreeEntry>> kernhub_listing(const store::RepoCache& cache, const std::string& commit) {
+static void check_listing(std::vector<TreeEntry>& entries, const std::string& what);
+
+// kernhub's copy of the hub's listing; nullopt when absent or damaged:
+// unreadable, or refused by check_listing (a duplicated or unsafe path). A
+// damaged copy only means "list again", never a fetch that fails for good.
+// It holds only build/ files since the hub's answer is filtered as it is
+// parsed; an older or foreign copy is filtered the same way (its size is
+// capped by k_max_listing_bytes).
+static std::optional<std::vector<TreeEntry>> kernhub_listing(const store::RepoCache& cache, const std::string& commit,
+                                                             std::size_t max_bytes) {
     try {
-        auto text = cache.read_tree(commit);
+        auto text = cache.read_tree(commit, max_bytes);
         if (!text) return std::nullopt;
         PageFilter filter;
         filter.files_only = true;
         filter.keep_prefix = "build/";
         std::vector<TreeEntry> entries;
         parse_tree_page_into(*text, cache.folder().string(), filter, entries);
+        check_listing(entries, "the cached listing");
         return entries;
     } catch (const Error&) {
         return std::nullopt;
@@ -209,11 +215,14 @@ static std::optional<std::vector<TreeEntry>> kernhub_listing(const store::RepoCa
 // huggingface_hub's listing of the commit, used offline only: online the
 // hub's own answer wins over a file anyone could have edited. nullopt when
 // absent, unreadable or not in a format kernhub understands.
-static std::optional<std::vector<TreeEntry>> hf_listing(const store::RepoCache& cache, const std::string& commit) {
+static std::optional<std::vector<TreeEntry>> hf_listing(const store::RepoCache& cache, const std::string& commit,
+                                                        std::size_t max_bytes) {
     try {
-        auto text = cache.read_hf_tree(commit);
+        auto text = cache.read_hf_tree(commit, max_bytes);
         if (!text) return std::nullopt;
-        return parse_hf_tree_cache(*text);
+        auto entries = parse_hf_tree_cache(*text);
+        if (entries) check_listing(*entries, "huggingface_hub's cached listing");
+        return entries;
     } catch (const Error&) {
         return std::nullopt;
     }
@@ -299,10 +308,13 @@ SideDataMemo::Listing Fetcher::listing(const FetchRequest& request, const std::s
             return kept;
         }
     }
-    std::optional<std::vector<TreeEntry>> entries = kernhub_listing(cache, commit);
+    // A cached listing is read up to the cap a hub's answer has.
+    const std::size_t max_bytes =
+        std::max(store::k_max_listing_bytes, m_client != nullptr ? m_client->limits().max_listing_bytes : 0);
+    std::optional<std::vector<TreeEntry>> entries = kernhub_listing(cache, commit, max_bytes);
     bool from_hub = entries.has_value();
     if (!entries && request.offline) {
-        entries = hf_listing(cache, commit);
+        entries = hf_listing(cache, commit, max_bytes);
         if (entries) m_listing_source = ListingSource::hf_tree;
     }
     if (!entries && request.offline) {

@@ -182,10 +182,16 @@ void HubClient::fail(const http::Response& response, const RepoRef& repo, const 
                                             "; wait and retry, or share a cache between ranks");
     }
     std::string detail = response.header("x-error-message");
-    throw Error(
-        ErrorCode::network,
-        "hub answered HTTP " + std::to_string(response.status) + " for " + url + " after retries; try again later",
-        detail);
+    if (http::is_retryable_status(response.status)) {
+        throw Error(
+            ErrorCode::network,
+            "hub answered HTTP " + std::to_string(response.status) + " for " + url + " after retries; try again later",
+            detail);
+    }
+    // Not a passing fault: retrying the same request will not help.
+    const std::string next = response.status == 403 ? "; " + token_hint : "; check the endpoint and the repo";
+    throw Error(ErrorCode::network, "hub answered HTTP " + std::to_string(response.status) + " for " + url + next,
+                detail);
 }
 
 }  // namespace kernhub::hub

@@ -77,6 +77,7 @@ public:
     // unknown repo or revision; for a missing "vN" the message lists the
     // versions the repo has.
     std::string resolve_revision(const RepoRef& repo, const std::string& revision);
+    const HubLimits& limits() const { return m_limits; }
     // The files under `path` at `commit` (directories and anything outside
     // `path` a hub sends are dropped while parsing), following pagination.
     // Error(network) naming KERNHUB_MAX_LISTING_ENTRIES,

@@ -71,16 +71,17 @@ public:
         http::Response response;
         response.url = url;
         const std::filesystem::path path = to_path(url);
-        // As an HTTP answer kept in memory, at most k_max_file_answer bytes.
-        const std::size_t cap = std::min(k_max_file_answer, limits.max_body.value_or(k_max_file_answer));
+        // As an HTTP answer kept in memory: the caller's cap (a listing's
+        // KERNHUB_MAX_LISTING_BYTES), else k_max_file_answer bytes.
+        const std::size_t cap = limits.max_body.value_or(k_max_file_answer);
         const store::ReadStatus read = store::read_file_into(path, response.body, cap);
-        if (read.error == EFBIG && cap < k_max_file_answer && !limits.over_body_message.empty()) {
+        if (read.error == EFBIG && limits.max_body && !limits.over_body_message.empty()) {
             throw Error(ErrorCode::network, limits.over_body_message);
         }
         if (read.error == EFBIG) {
-            throw Error(ErrorCode::network, "the hub file " + path.string() + " is larger than " +
-                                                std::to_string(k_max_file_answer >> 20) +
-                                                " MiB (k_max_file_answer); check the endpoint");
+            throw Error(ErrorCode::network,
+                        "the hub file " + path.string() + " is larger than " + std::to_string(cap) + " bytes (" +
+                            (limits.max_body ? "the caller's cap" : "k_max_file_answer") + "); check the endpoint");
         }
         if (read.not_regular) throw not_regular(path);
         if (read.error != 0 && read.opened) throw Error(ErrorCode::internal, "cannot read " + path.string());

@@ -236,10 +236,25 @@ std::optional<FileLock> RepoCache::try_lock_blob(const std::string& etag, bool c
     return FileLock::try_acquire(m_root / ".locks" / m_folder_name / (etag + ".lock"), create);
 }
 
+namespace {
+
+// blobs/ as a real folder of the repo folder: a link there (or anything
+// else that is not a folder) is removed, never what it points to, so no
+// blob is written or found outside the repo folder. Returns an errno.
+int make_real_blobs_folder(const fs::path& blobs) {
+    struct stat st {};
+    if (::lstat(blobs.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && ::unlink(blobs.c_str()) != 0 && errno != ENOENT) {
+        return errno;
+    }
+    return detail::make_directories(blobs);
+}
+
+}  // namespace
+
 IncompleteBlob RepoCache::begin_blob(const std::string& etag) const {
     fs::path final_path = blob_path(etag);
     fs::path blobs = final_path.parent_path();
-    if (int err = detail::make_directories(blobs); err != 0) {
+    if (int err = make_real_blobs_folder(blobs); err != 0) {
         throw Error(ErrorCode::internal, "cannot create " + blobs.string() + ": " + detail::errno_text(err) +
                                              "; check permissions and free space");
     }
@@ -253,7 +268,7 @@ IncompleteBlob RepoCache::begin_blob(const std::string& etag) const {
 bool RepoCache::adopt_blob(const std::string& etag, const fs::path& verified) const {
     if (has_blob(etag)) return false;
     const fs::path final_path = blob_path(etag);
-    int err = detail::make_directories(final_path.parent_path());
+    int err = make_real_blobs_folder(final_path.parent_path());
     std::error_code ec;
     if (err == 0 && !fs::exists(fs::symlink_status(m_root / "CACHEDIR.TAG", ec))) {
         write_file_atomic(m_root / "CACHEDIR.TAG", k_cachedir_tag);
@@ -374,11 +389,22 @@ std::vector<fs::path> snapshot_folders(const fs::path& repo_folder, const std::s
 bool RepoCache::snapshot_folders_real(const std::string& commit, const std::string& relpath) const {
     check_relative_path(relpath);
     check_commit(commit);
-    for (const fs::path& dir : snapshot_folders(m_folder, commit, relpath)) {
+    // blobs/ too: through a linked one every link target leads out.
+    std::vector<fs::path> folders = snapshot_folders(m_folder, commit, relpath);
+    folders.push_back(m_folder / "blobs");
+    for (const fs::path& dir : folders) {
         struct stat st {};
         if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
     }
     return true;
+}
+
+void RepoCache::make_blobs_folder_real() const {
+    const fs::path blobs = m_folder / "blobs";
+    if (int err = make_real_blobs_folder(blobs); err != 0) {
+        throw Error(ErrorCode::internal, "cannot replace the linked folder " + blobs.string() + ": " +
+                                             detail::errno_text(err) + "; remove it by hand and fetch again");
+    }
 }
 
 std::optional<std::string> RepoCache::linked_blob(const std::string& commit, const std::string& relpath) const {
@@ -479,14 +505,14 @@ bool RepoCache::snapshot_links_blob(const std::string& commit, const std::string
            static_cast<std::uint64_t>(st.st_size) == size && snapshot_folders_real(commit, relpath);
 }
 
-std::optional<std::string> RepoCache::read_tree(const std::string& commit) const {
+std::optional<std::string> RepoCache::read_tree(const std::string& commit, std::size_t max_bytes) const {
     check_commit(commit);
-    return read_cache_file(m_folder / ".kernhub" / "trees" / (commit + ".json"), k_max_listing_bytes, "a tree listing");
+    return read_cache_file(m_folder / ".kernhub" / "trees" / (commit + ".json"), max_bytes, "a tree listing");
 }
 
-std::optional<std::string> RepoCache::read_hf_tree(const std::string& commit) const {
+std::optional<std::string> RepoCache::read_hf_tree(const std::string& commit, std::size_t max_bytes) const {
     check_commit(commit);
-    return read_cache_file(m_folder / "trees" / (commit + ".json"), k_max_listing_bytes, "a tree listing");
+    return read_cache_file(m_folder / "trees" / (commit + ".json"), max_bytes, "a tree listing");
 }
 
 bool RepoCache::has_tree(const std::string& commit) const {

@@ -235,9 +235,14 @@ public:
     // (snapshot_folders_real): nothing on the way leads out of the repo folder.
     bool snapshot_links_blob(const std::string& commit, const std::string& relpath, const std::string& etag,
                              std::uint64_t size) const;
-    // True when snapshots/, snapshots/<commit> and every folder of relpath
-    // above its last part are real folders, not symlinks.
+    // True when snapshots/, snapshots/<commit>, every folder of relpath
+    // above its last part and blobs/ are real folders, not symlinks.
     bool snapshot_folders_real(const std::string& commit, const std::string& relpath) const;
+    // Puts a real folder at blobs/ where a link (or anything but a folder)
+    // is: the link goes, never what it points to. A fetch that will
+    // download calls it first, so no blob is found or written outside the
+    // repo folder; the links into the old one are then verified again.
+    void make_blobs_folder_real() const;
     // The etag of the blob snapshots/<commit>/<relpath> links to, when the
     // link is exactly the one kernhub writes (snapshot_link_target) and the
     // folders on the way are real; nullopt otherwise.
@@ -256,14 +261,16 @@ public:
 
     // kernhub side data (see the layout above); nullopt when absent. Variant
     // names are [A-Za-z0-9._+-] not starting with '.', else Error(usage).
-    std::optional<std::string> read_tree(const std::string& commit) const;
+    // The listings are read up to `max_bytes` (the listing cap in force).
+    std::optional<std::string> read_tree(const std::string& commit, std::size_t max_bytes = k_max_listing_bytes) const;
     void write_tree(const std::string& commit, const std::string& json) const;
     // Whether kernhub's copy of the listing is on disk (one lstat).
     bool has_tree(const std::string& commit) const;
     // huggingface_hub's listing of a commit, <folder>/trees/<commit>.json;
     // nullopt when absent. kernhub only reads it: a listing that lacks files
     // would break huggingface_hub's later online use of the cache.
-    std::optional<std::string> read_hf_tree(const std::string& commit) const;
+    std::optional<std::string> read_hf_tree(const std::string& commit,
+                                            std::size_t max_bytes = k_max_listing_bytes) const;
     std::optional<std::string> read_variant_record(const std::string& commit, const std::string& variant) const;
     void write_variant_record(const std::string& commit, const std::string& variant, const std::string& json) const;
     // The same record as the files it lists (variant_record.cpp holds the

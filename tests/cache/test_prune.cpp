@@ -213,6 +213,26 @@ TEST_CASE("prune removes temp entries abandoned for k_stale_partial_age, never w
     }
 }
 
+TEST_CASE("prune never removes through a .kernhub that is a link out of the repo folder", "[cache]") {
+    TempDir dir;
+    RepoFixture kernel(dir.path(), "org/kernel");
+    kernel.variant(k_commit_c, "object C");
+    kernel.repo.write_tree(k_commit_c, "[]");
+    const fs::path outside = dir.path() / "elsewhere";
+    fs::rename(kernel.repo.folder() / ".kernhub", outside);
+    fs::create_symlink(outside, kernel.repo.folder() / ".kernhub");
+    write_file(outside / "tmp" / "notes.txt", "someone else's");
+    age(dir.path(), 25);
+
+    PruneReport report = kc::prune_cache(dir.path(), {});
+    // The snapshot goes; nothing below the link does.
+    CHECK(relative(report.removed, dir.path()).count("kernels--org--kernel/snapshots/" + k_commit_c) == 1);
+    for (const auto& path : report.removed) CHECK(path.find(".kernhub") == std::string::npos);
+    CHECK(fs::exists(outside / "tmp" / "notes.txt"));
+    CHECK(fs::exists(outside / "variants" / k_commit_c));
+    CHECK(fs::exists(outside / "trees" / (k_commit_c + ".json")));
+}
+
 TEST_CASE("prune keeps blobs that another tool's links name in another form", "[cache]") {
     TempDir dir;
     RepoFixture kernel(dir.path(), "org/kernel");

@@ -37,7 +37,7 @@ public:
         if (m_body.size() > max_body) throw kernhub::Error(kernhub::ErrorCode::network, limits.over_body_message);
         // Only the first tree page carries the fuzzed Link header; later
         // pages end the listing, so a self-link cannot loop.
-        if (url.find("/tree/") != std::string::npos && m_gets > 3) {
+        if (url.find("/tree/") != std::string::npos && ++m_tree_pages > 1) {
             response.body = "[]";
             return response;
         }
@@ -57,6 +57,7 @@ private:
     std::string m_link;
     std::string m_body;
     std::uint64_t m_gets = 0;
+    std::uint64_t m_tree_pages = 0;
 };
 
 }  // namespace

@@ -16,6 +16,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (again.size() != entries.size()) std::abort();
         for (const auto& entry : entries) (void)kernhub::hub::excluded_from_digest(entry.path);
     });
+    // As HubClient reads a page: files under build/ only, and a cap that
+    // stops parsing part way (the entry count decides where).
+    fuzz::expect_error_or_success([&] {
+        kernhub::hub::PageFilter filter;
+        filter.files_only = true;
+        filter.keep_prefix = "build/";
+        filter.max_entries = size % 7;
+        std::vector<kernhub::hub::TreeEntry> kept;
+        const std::size_t seen = kernhub::hub::parse_tree_page_into(text, "fuzz page", filter, kept);
+        if (seen > filter.max_entries + 1 || kept.size() > seen) std::abort();
+        for (const auto& entry : kept) {
+            if (entry.path.rfind("build/", 0) != 0 || !entry.is_file) std::abort();
+        }
+    });
     fuzz::expect_error_or_success([&] { (void)kernhub::hub::parse_hf_tree_cache(text); });
     return 0;
 }

@@ -16,6 +16,7 @@
 #include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/process.hpp"
+#include "support/slurp.hpp"
 
 using namespace kernhub;
 using namespace kernhub::test;
@@ -176,6 +177,23 @@ TEST_CASE("a client that fetched a kernel still checks the cache on the next fet
         CHECK(again.bytes_downloaded == 0);
         CHECK(fs::is_symlink(so));
         CHECK(fs::canonical(so) == blob);
+    }
+    SECTION("a cached listing naming a path twice is listed again, not a failure for good") {
+        const fs::path tree = repo_folder(env, "vector-add") / ".kernhub" / "trees" / (first.commit + ".json");
+        nlohmann::json listing = nlohmann::json::parse(kernhub::test::slurp(tree));
+        REQUIRE(!listing.empty());
+        nlohmann::json twin = listing[0];
+        twin["oid"] = std::string(40, 'e');
+        twin["size"] = 1;
+        listing.push_back(twin);
+        std::ofstream(tree, std::ios::trunc) << listing.dump();
+        hub.server().reset();
+        Options offline = o;
+        offline.offline = true;
+        CHECK(Client(offline).fetch("vector-add@" + first.commit).variant == first.variant);  // rebuilt from links
+        CHECK(Client(o).fetch("vector-add@" + first.commit).variant == first.variant);
+        CHECK(hub.server().count_requests("/tree/") == 1);
+        CHECK(nlohmann::json::parse(kernhub::test::slurp(tree)).size() == listing.size() - 1);
     }
     SECTION("a removed blob is downloaded again") {
         fs::remove(blob);

@@ -211,6 +211,43 @@ TEST_CASE("a snapshot folder linked outside the repo folder is rebuilt, never lo
     CHECK(read_text(outside / "blobs" / blob.filename()).substr(0, 4) == "EEEE");
 }
 
+TEST_CASE("a blobs/ folder linked outside the repo folder is replaced, never loaded from", "[hub][loader]") {
+    KernelHub hub;
+    Env env;
+    const bool verify = GENERATE(false, true);
+    INFO("verify_on_load " << verify);
+    FetchResult fetched = Client(env.options(hub.server().endpoint(), verify)).fetch("vector-add");
+    const fs::path link = fs::path(fetched.path) / "libvector_add.so";
+    const fs::path blob = fs::canonical(link);
+    const fs::path blobs = env.folder() / "blobs";
+    const auto size = static_cast<std::size_t>(fs::file_size(blob));
+
+    // blobs/ moved out and linked back, its library blob rewritten there.
+    const fs::path outside = env.dir.path() / "outside-blobs";
+    fs::rename(blobs, outside);
+    fs::create_directory_symlink(outside, blobs);
+    const fs::path fake = outside / blob.filename();
+    fs::permissions(fake, fs::perms::owner_write, fs::perm_options::add);
+    std::ofstream(fake, std::ios::binary | std::ios::trunc) << std::string(size, 'E');
+    REQUIRE(read_text(link).substr(0, 4) == "EEEE");
+
+    SECTION("online: fetched again into a real blobs/ folder") {
+        LoadResult loaded = Client(env.options(hub.server().endpoint(), verify)).load("vector-add");
+        CHECK(add_first(loaded.address) == 11.0f);
+        CHECK_FALSE(fs::is_symlink(blobs));
+        CHECK(fs::is_directory(blobs));
+        CHECK(read_text(fake).substr(0, 4) == "EEEE");  // what the link pointed to is left alone
+    }
+    SECTION("offline: refused, nothing loaded") {
+        Options o = env.options(hub.server().endpoint(), verify);
+        o.offline = true;
+        std::string message;
+        CHECK(code_of([&] { (void)Client(o).load("vector-add"); }, &message) != ErrorCode::ok);
+        INFO(message);
+        CHECK(fs::exists(fake));
+    }
+}
+
 TEST_CASE("a snapshot link to a file outside the repo folder is replaced", "[hub]") {
     KernelHub hub;
     Env env;
