@@ -120,7 +120,10 @@ std::vector<TreeEntry> HubClient::list_tree(const RepoRef& repo, const std::stri
     std::size_t bytes = 0;
     std::size_t entries = 0;
     for (int page = 0; !url.empty(); ++page) {
-        if (page > 10000) throw Error(ErrorCode::network, "hub tree listing of " + repo.repo_id + " never ends");
+        if (page >= k_max_listing_pages) {
+            throw Error(ErrorCode::network, listing + " goes on past " + std::to_string(k_max_listing_pages) +
+                                                " pages (k_max_listing_pages); check the endpoint");
+        }
         limits.max_body = m_limits.max_listing_bytes - bytes;
         http::Response response = m_transport->get(url, limits);
         if (response.status != 200) fail(response, repo, "folder '" + path + "' at " + commit);
