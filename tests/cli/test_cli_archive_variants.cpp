@@ -250,6 +250,21 @@ TEST_CASE("archive variants: a .tar.gz variant is unpacked, loaded through the r
         CHECK(again.err.find("unpacking") != std::string::npos);
         CHECK(slurp(so) == slurp(vector_add_so()));
     }
+    SECTION("verify_on_load: the unpacked file loads, and once changed it is refused") {
+        const EnvChanges verify = {{"KERNHUB_VERIFY_ON_LOAD", "1"}};
+        ProcessResult ok = box.kh("load", "archived", endpoint, {"--offline"}, verify);
+        INFO(describe(ok));
+        CHECK(ok.exit_code == 0);
+        // The owner rewrites the blob in place, keeping its size.
+        fs::permissions(blob, fs::perms::owner_write, fs::perm_options::add);
+        {
+            std::fstream f(blob, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(100);
+            f.put('\x7f');
+        }
+        ProcessResult changed = box.kh("load", "archived", endpoint, {"--offline"}, verify);
+        check_error(changed, 4, {"changed since it was verified", "libvector_add.so"});
+    }
     SECTION("loaded through the registry's file and called") {
         kernhub::Options o;
         o.endpoint = endpoint;
