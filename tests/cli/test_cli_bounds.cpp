@@ -1,6 +1,7 @@
 // Hostile hub answers meet named bounds: a listing with too many entries or
 // bytes, a listing trickled past the API deadline, a download below the
-// minimum rate (each exit 5 naming its variable), and listing entries
+// minimum rate (each exit 5 naming its variable), a listing naming one path
+// twice with different ids (exit 4), and listing entries
 // outside build/ dropped before anything keeps them.
 #include <chrono>
 
@@ -128,4 +129,15 @@ TEST_CASE("bad values of the hub-answer bounds are usage errors (exit 2)", "[cli
         INFO(c.variable << "='" << c.value << "'");
         check_error(box.kh("fetch", "vector-add", "http://127.0.0.1:9", {}, {{c.variable, c.value}}), 2, {c.variable});
     }
+}
+
+TEST_CASE("a hub listing one path twice with different ids is exit 4, and nothing of it is kept", "[cli]") {
+    KernelHub hub;
+    Sandbox box;
+    hub.server().add_faults(
+        {{{"match", "/tree/"}, {"action", "twin_tree"}, {"suffix", "x86_64-linux/libvector_add.so"}, {"count", -1}}});
+    ProcessResult r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"});
+    check_error(r, 4, {"libvector_add.so twice with different contents"});
+    CHECK_FALSE(fs::exists(box.cache / "kernels--kernhub-test--vector-add" / ".kernhub" / "trees"));
+    CHECK(hub.server().count_requests("/resolve/") == 0);  // refused before any download
 }
