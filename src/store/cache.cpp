@@ -510,6 +510,16 @@ std::optional<std::string> RepoCache::read_tree(const std::string& commit, std::
     return read_cache_file(m_folder / ".kernhub" / "trees" / (commit + ".json"), max_bytes, "a tree listing");
 }
 
+void RepoCache::remove_tree(const std::string& commit) const {
+    check_commit(commit);
+    const fs::path path = m_folder / ".kernhub" / "trees" / (commit + ".json");
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        const int err = errno;
+        throw Error(ErrorCode::internal, "cannot remove " + path.string() + ": " + detail::errno_text(err) +
+                                             "; remove it by hand and fetch again");
+    }
+}
+
 std::optional<std::string> RepoCache::read_hf_tree(const std::string& commit, std::size_t max_bytes) const {
     check_commit(commit);
     return read_cache_file(m_folder / "trees" / (commit + ".json"), max_bytes, "a tree listing");

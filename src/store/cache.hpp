@@ -264,6 +264,8 @@ public:
     // The listings are read up to `max_bytes` (the listing cap in force).
     std::optional<std::string> read_tree(const std::string& commit, std::size_t max_bytes = k_max_listing_bytes) const;
     void write_tree(const std::string& commit, const std::string& json) const;
+    // Removes kernhub's copy of the listing (absent is fine).
+    void remove_tree(const std::string& commit) const;
     // Whether kernhub's copy of the listing is on disk (one lstat).
     bool has_tree(const std::string& commit) const;
     // huggingface_hub's listing of a commit, <folder>/trees/<commit>.json;

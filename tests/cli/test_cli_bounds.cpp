@@ -141,3 +141,22 @@ TEST_CASE("a hub listing one path twice with different ids is exit 4, and nothin
     CHECK_FALSE(fs::exists(box.cache / "kernels--kernhub-test--vector-add" / ".kernhub" / "trees"));
     CHECK(hub.server().count_requests("/resolve/") == 0);  // refused before any download
 }
+
+TEST_CASE("a listing its files do not match is forgotten: the next fetch asks the hub again", "[cli]") {
+    KernelHub hub;
+    Sandbox box;
+    // One hostile answer: the library's listed size is wrong.
+    hub.server().add_faults({{{"match", "/tree/"},
+                              {"action", "twin_tree"},
+                              {"suffix", "x86_64-linux/libvector_add.so"},
+                              {"size", 5},
+                              {"count", 1}}});
+    ProcessResult r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"});
+    INFO(describe(r));
+    CHECK(r.exit_code == 4);
+    hub.server().reset();
+    r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"});
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+    CHECK(hub.server().count_requests("/tree/") >= 1);
+}

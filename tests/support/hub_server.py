@@ -23,6 +23,8 @@ and never faulted:
                      prefix "junk/f"): a hostile listing; with "bytes_per_second" also throttled
                  {"action": "twin_tree", "suffix": S}  a tree page lists the first path ending in S
                      twice, the second time with other ids: a hostile listing
+                 {"action": "twin_tree", "suffix": S, "size": N}  instead that entry's size
+                     (and LFS size) says N: a listing its files will not match
                  "count": uses left (default 1, -1 = forever). truncate and corrupt
                  only apply to (and are only used up by) replies with a body.
 
@@ -114,6 +116,11 @@ def twin_tree(reply, rule) -> Reply:
         return reply
     for entry in page:
         if isinstance(entry, dict) and str(entry.get("path", "")).endswith(str(rule["suffix"])):
+            if "size" in rule:
+                entry["size"] = int(rule["size"])
+                if isinstance(entry.get("lfs"), dict):
+                    entry["lfs"]["size"] = int(rule["size"])
+                break
             twin = json.loads(json.dumps(entry))
             twin["oid"] = "e" * 40
             if isinstance(twin.get("lfs"), dict):
