@@ -160,3 +160,19 @@ TEST_CASE("a listing its files do not match is forgotten: the next fetch asks th
     CHECK(r.exit_code == 0);
     CHECK(hub.server().count_requests("/tree/") >= 1);
 }
+
+TEST_CASE("a revision answer is read for its sha alone: deep nesting is exit 5 naming the cap, padding costs nothing",
+          "[cli]") {
+    KernelHub hub;
+    Sandbox box;
+    hub.server().add_faults({{{"match", "/revision/"}, {"action", "bloat_answer"}, {"depth", 3000000}}});
+    ProcessResult r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"});
+    check_error(r, 5, {"k_max_answer_depth"});
+
+    // Two million made-up entries around the real fields: read, not kept.
+    hub.server().reset();
+    hub.server().add_faults({{{"match", "/revision/"}, {"action", "bloat_answer"}, {"siblings", 2000000}}});
+    r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"});
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+}

@@ -25,6 +25,9 @@ and never faulted:
                      twice, the second time with other ids: a hostile listing
                  {"action": "twin_tree", "suffix": S, "size": N}  instead that entry's size
                      (and LFS size) says N: a listing its files will not match
+                 {"action": "bloat_answer", "depth": N}  a JSON answer replaced by N nested arrays
+                 {"action": "bloat_answer", "siblings": N}  a JSON object answer gets N more
+                     "siblings" entries (a huge revision answer around the real "sha")
                  "count": uses left (default 1, -1 = forever). truncate and corrupt
                  only apply to (and are only used up by) replies with a body.
 
@@ -48,7 +51,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 CONTROL_PATHS = ("/_stats", "/_reset", "/_faults")
 # Each fault action and the field it cannot do without.
 FAULT_ACTIONS = {"status": "status", "truncate": "after_bytes", "corrupt": "match", "delay": "seconds",
-                 "throttle": "bytes_per_second", "pad_tree": "entries", "twin_tree": "suffix"}
+                 "throttle": "bytes_per_second", "pad_tree": "entries", "twin_tree": "suffix", "bloat_answer": "match"}
 CHUNK = 1 << 16
 
 
@@ -128,6 +131,19 @@ def twin_tree(reply, rule) -> Reply:
             page.append(twin)
             break
     return Reply(reply.status, reply.headers, dump_json(page))
+
+
+def bloat_answer(reply, rule) -> Reply:
+    """A JSON answer made huge: nested deep, or padded around its fields."""
+    if reply.status != 200 or reply.file is not None:
+        return reply
+    if "depth" in rule:
+        depth = int(rule["depth"])
+        return Reply(reply.status, reply.headers, b"[" * depth + b"]" * depth)
+    doc = json.loads(reply.data)
+    count = int(rule["siblings"])
+    body = dump_json(doc)[:-1] + b',"more":[' + b",".join([b"{}"] * count) + b"]}"
+    return Reply(reply.status, reply.headers, body)
 
 
 class HubIndex:
@@ -253,6 +269,8 @@ class Handler(BaseHTTPRequestHandler):
             flip_at = reply.length // 2
         elif rule and rule["action"] == "throttle":
             rate = float(rule["bytes_per_second"])
+        elif rule and rule["action"] == "bloat_answer":
+            reply = bloat_answer(reply, rule)
         elif rule and rule["action"] == "twin_tree":
             reply = twin_tree(reply, rule)
         elif rule and rule["action"] == "pad_tree":
