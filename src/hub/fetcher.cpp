@@ -240,6 +240,10 @@ static void check_listing(std::vector<TreeEntry>& entries, const std::string& wh
     unique.reserve(entries.size());
     for (auto& entry : entries) {
         store::check_relative_path(entry.path);
+        if (std::string problem = store::path_name_problem(entry.path); !problem.empty()) {
+            throw Error(ErrorCode::verification, what + " names the file " + quoted_name(entry.path) + ", which " +
+                                                     problem + "; kernhub does not keep such a name");
+        }
         // Ids a blob will be named by: well-formed before anything keeps them.
         if (entry.is_file) store::check_etag(entry.etag());
         auto [it, inserted] = first.emplace(entry.path, unique.size());

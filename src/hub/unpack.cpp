@@ -160,6 +160,10 @@ void Fetcher::unpack_archives(const FetchRequest& request, const std::vector<con
         emit(Event::Kind::info, "unpacking " + label);
         archive::ExtractionPolicy policy = policy_for(request.archive_limits);
         policy.entry_rule = [&](const archive::Entry& item) {
+            const std::string path = prefix + base + item.path;
+            if (std::string problem = store::path_name_problem(path); !problem.empty()) {
+                return "unpacks to " + quoted_name(path) + ", which " + problem;
+            }
             return taken.collision(base + item.path, item.type == archive::EntryType::file);
         };
         const fs::path blob = cache.blob_path(entry->etag());

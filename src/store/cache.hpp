@@ -305,6 +305,15 @@ void check_relative_path(const std::string& relpath);
 // Error(verification, "hub sent an invalid etag|commit '<value>'...").
 // RepoCache methods call these on every etag and commit they receive.
 void check_etag(const std::string& etag);
+// The deepest path kernhub keeps in a snapshot (parts, build/<variant>/
+// included): the cache commands walk at most k_max_cache_depth folders.
+inline constexpr std::size_t k_max_path_parts = 24;
+// Why kernhub would not keep a file at `relpath` (a safe relative path as
+// check_relative_path wants), or "" when it would: not UTF-8, a control
+// character (C0 or DEL), a part over 255 bytes, or more than
+// k_max_path_parts parts. Such a name could not be recorded, shown or
+// walked again later, so a listing or an archive naming one is refused.
+std::string path_name_problem(const std::string& relpath);
 void check_commit(const std::string& commit);
 // The same rules as tests, for names read back from a cache: an etag, and a
 // variant name (the rule RepoCache applies before a variant becomes a file

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "cli_support.hpp"
+#include "support/hub_builder.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;
@@ -175,4 +176,22 @@ TEST_CASE("a revision answer is read for its sha alone: deep nesting is exit 5 n
     r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"});
     INFO(describe(r));
     CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("a hub listing a file whose name holds control characters is exit 4, the name shown escaped", "[cli]") {
+    TempDir dir;
+    const std::string variant = "build/" + host_cpu_variant() + "/";
+    nlohmann::json files = nlohmann::json::object();
+    files[variant + "README.txt"] = {{"text", "fine\n"}};
+    files[variant + "note\x1b[2J\u202e.txt"] = {{"text", "hostile name\n"}};
+    nlohmann::json commit = {{"message", "names"}, {"branches", {"main"}}, {"metadata", true}, {"files", files}};
+    nlohmann::json repo = {{"repo_id", "kernhub-test/names"}, {"type", "kernel"}};
+    repo["commits"] = nlohmann::json::array({commit});
+    make_hub({{"repos", nlohmann::json::array({repo})}}, dir.path() / "hub");
+    HubServer server(dir.path() / "hub");
+    Sandbox box;
+    ProcessResult r = box.kh("fetch", "kernhub-test/names", server.endpoint(), {"--quiet"});
+    check_error(r, 4, {"holds a control character", "note\\x1b[2J\\u202e.txt"});
+    CHECK(r.err.find('\033') == std::string::npos);
+    CHECK_FALSE(fs::exists(box.cache / "kernels--kernhub-test--names" / ".kernhub" / "trees"));
 }
