@@ -130,7 +130,14 @@ std::optional<std::vector<std::string>> resolve_allowed_orgs(const Options& opti
         for (const auto& name : *options.allowed_orgs) names.push_back(trim(name));
     } else {
         auto value = env("KERNHUB_ALLOWED_ORGS");
-        if (!value || trim(*value).empty()) return std::nullopt;
+        // Empty is unset, as for every variable; only white space is a
+        // slip that must not silently allow every organisation.
+        if (!value || value->empty()) return std::nullopt;
+        if (trim(*value).empty()) {
+            throw Error(ErrorCode::usage,
+                        "KERNHUB_ALLOWED_ORGS holds only white space; list organisations separated by commas, or "
+                        "unset it to allow every organisation");
+        }
         source = "KERNHUB_ALLOWED_ORGS";
         std::size_t begin = 0;
         while (begin <= value->size()) {

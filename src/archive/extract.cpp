@@ -219,8 +219,8 @@ void Extraction::check_policy(const Entry& entry, struct archive_entry* raw) con
         default:
             refuse(m_file, entry.path,
                    std::string("is a ") + to_string(entry.type) +
-                       "; only regular files, "
-                       "directories and symbolic links are ever extracted");
+                       (m_policy.allow_symlinks ? "; only regular files, directories and symbolic links are extracted"
+                                                : "; only regular files and directories are extracted"));
     }
     if (entry.type == EntryType::file && libarchive().archive_entry_sparse_count(raw) > 0) {
         refuse(m_file, entry.path, "is a sparse file; sparse files are never extracted");

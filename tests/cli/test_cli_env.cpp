@@ -271,4 +271,7 @@ TEST_CASE("KERNHUB_ALLOWED_ORGS refuses other organisations before any request o
     // A name the hub could not hold is a usage error, not a silent miss.
     r = box.kh("fetch", "vector-add", ep, {"--quiet"}, {{"KERNHUB_ALLOWED_ORGS", "kernhub-test,bad org"}});
     check_error(r, 2, {"KERNHUB_ALLOWED_ORGS", "'bad org'"});
+    // Only white space is a slip, not "every organisation".
+    r = box.kh("fetch", "vector-add", ep, {"--quiet"}, {{"KERNHUB_ALLOWED_ORGS", "  "}});
+    check_error(r, 2, {"KERNHUB_ALLOWED_ORGS", "only white space"});
 }
