@@ -314,6 +314,12 @@ inline constexpr std::size_t k_max_path_parts = 24;
 // k_max_path_parts parts. Such a name could not be recorded, shown or
 // walked again later, so a listing or an archive naming one is refused.
 std::string path_name_problem(const std::string& relpath);
+
+// Removes base/relative (a file, a link or a whole folder) without following
+// a link anywhere: base is opened with O_NOFOLLOW, each folder below it
+// relative to its parent, so a folder swapped for a link meanwhile is not
+// entered. A missing entry is fine. Error(internal) when it cannot.
+void remove_beneath(const fs::path& base, const fs::path& relative);
 void check_commit(const std::string& commit);
 // The same rules as tests, for names read back from a cache: an etag, and a
 // variant name (the rule RepoCache applies before a variant becomes a file
