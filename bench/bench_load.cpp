@@ -45,6 +45,12 @@
 //                                    open once, copy into a memfd while hashing,
 //                                    seal, dlopen /proc/self/fd/<memfd>, dlsym.
 //                                    (Verified - BareDlopen) / N is the cost per MiB
+//   BM_Registry_JsonParse/N          nlohmann::json::parse of a registry with N
+//                                    entries: the baseline
+//   BM_Registry_Parse/N              kernhub's registry parse of the same text
+//                                    (duplicate keys refused, every field
+//                                    checked); its ratio to the baseline stays
+//                                    flat as N grows when the parse is linear
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -54,10 +60,13 @@
 #include <memory>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "api/verified_load.hpp"
 #include "bench_common.hpp"
 #include "digest/digest.hpp"
 #include "loader/sealed_image.hpp"
+#include "registry/parse.hpp"
 
 namespace {
 
@@ -304,8 +313,34 @@ void BM_Load_Padded_Verified(benchmark::State& state) {
     state.counters["MiB"] = static_cast<double>(state.range(0));
 }
 
+// A registry of `n` entries, as a project or a generated one would hold.
+std::string registry_text(std::int64_t n) {
+    std::string text = "{\"format\": 1, \"kernels\": {";
+    for (std::int64_t i = 0; i < n; ++i) {
+        if (i > 0) text += ", ";
+        const std::string id = std::to_string(i);
+        text += "\"kernel-" + id + "\": {\"repo_id\": \"org-" + id + "/kernel-" + id +
+                "\", \"revision\": \"v1\", \"symbol\": \"kh_fn_" + id + "\"}";
+    }
+    return text + "}}";
+}
+
+void BM_Registry_JsonParse(benchmark::State& state) {
+    const std::string text = registry_text(state.range(0));
+    for (auto _ : state) benchmark::DoNotOptimize(nlohmann::json::parse(text));
+    state.counters["entries"] = static_cast<double>(state.range(0));
+}
+
+void BM_Registry_Parse(benchmark::State& state) {
+    const std::string text = registry_text(state.range(0));
+    for (auto _ : state) benchmark::DoNotOptimize(kernhub::registry::detail::parse_document(text, "bench.json"));
+    state.counters["entries"] = static_cast<double>(state.range(0));
+}
+
 }  // namespace
 
+BENCHMARK(BM_Registry_JsonParse)->Unit(benchmark::kMillisecond)->Arg(10000)->Arg(40000)->Arg(150000);
+BENCHMARK(BM_Registry_Parse)->Unit(benchmark::kMillisecond)->Arg(10000)->Arg(40000)->Arg(150000);
 BENCHMARK(BM_Load_Padded_BareDlopen)->UseManualTime()->Arg(1)->Arg(16)->Arg(64);
 BENCHMARK(BM_Load_Padded_Verified)->UseManualTime()->Arg(1)->Arg(16)->Arg(64);
 BENCHMARK(BM_Load_BareDlopen_AlreadyOpen);

@@ -86,7 +86,9 @@ void status(const CommonFlags& flags, const std::string& line) {
 // Hub text, paths and symbol names may hold bytes that are not UTF-8; they
 // are replaced rather than aborting the output.
 void print_json(const nlohmann::ordered_json& object) {
-    std::cout << object.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << std::endl;
+    // ASCII only: a bidi override or C1 control from a hub becomes \uXXXX,
+    // which JSON readers decode and a terminal does not obey.
+    std::cout << object.dump(2, ' ', true, nlohmann::ordered_json::error_handler_t::replace) << std::endl;
 }
 
 nlohmann::ordered_json fetch_json(const FetchResult& result) {

@@ -45,7 +45,7 @@ void report(const kernhub::Error& error, bool json) {
                                        {{"code", static_cast<int>(error.code())},
                                         {"kind", kernhub::to_string(error.code())},
                                         {"message", error.what()}}}};
-        std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << std::endl;
+        std::cout << out.dump(2, ' ', true, nlohmann::ordered_json::error_handler_t::replace) << std::endl;
     }
 }
 

@@ -1,7 +1,6 @@
 #include "api/file_bytes.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,7 +28,7 @@ std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
     return bytes;
 }
 
-MappedFile::MappedFile(const std::string& path) : m_path(path) {
+HeadFirstFile::HeadFirstFile(const std::string& path) : m_path(path) {
     m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (m_fd < 0) {
         const int err = errno;
@@ -46,39 +45,40 @@ MappedFile::MappedFile(const std::string& path) : m_path(path) {
     m_size = static_cast<std::uint64_t>(st.st_size);
 }
 
-MappedFile::~MappedFile() {
-    if (m_data != nullptr) ::munmap(const_cast<std::uint8_t*>(m_data), static_cast<std::size_t>(m_size));
+HeadFirstFile::~HeadFirstFile() {
     ::close(m_fd);
 }
 
-std::vector<std::uint8_t> MappedFile::head(std::size_t n) const {
-    std::vector<std::uint8_t> out(static_cast<std::size_t>(std::min<std::uint64_t>(n, m_size)));
+std::size_t HeadFirstFile::read_at(std::uint8_t* out, std::size_t n, std::uint64_t offset) const {
     std::size_t have = 0;
-    while (have < out.size()) {
-        const ssize_t got = ::pread(m_fd, out.data() + have, out.size() - have, static_cast<off_t>(have));
+    while (have < n) {
+        const ssize_t got = ::pread(m_fd, out + have, n - have, static_cast<off_t>(offset + have));
         if (got < 0 && errno == EINTR) continue;
         if (got < 0)
             throw Error(ErrorCode::internal, "cannot read " + m_path + "; check the disk", std::strerror(errno));
         if (got == 0) break;  // shrank since fstat
         have += static_cast<std::size_t>(got);
     }
-    out.resize(have);
+    return have;
+}
+
+std::vector<std::uint8_t> HeadFirstFile::head(std::size_t n) const {
+    std::vector<std::uint8_t> out(static_cast<std::size_t>(std::min<std::uint64_t>(n, m_size)));
+    out.resize(read_at(out.data(), out.size(), 0));
     return out;
 }
 
-void MappedFile::map() {
-    if (m_data != nullptr) return;
+const std::vector<std::uint8_t>& HeadFirstFile::read_all() {
+    if (m_read) return m_bytes;
     if (m_size > k_max_inspect_bytes) {
         throw Error(ErrorCode::usage, m_path + " has " + std::to_string(m_size) + " bytes, more than the " +
                                           std::to_string(k_max_inspect_bytes >> 30) +
                                           " GiB kernhub inspects (k_max_inspect_bytes); inspect a smaller file");
     }
-    if (m_size == 0) return;
-    void* mapped = ::mmap(nullptr, static_cast<std::size_t>(m_size), PROT_READ, MAP_PRIVATE, m_fd, 0);
-    if (mapped == MAP_FAILED) {
-        throw Error(ErrorCode::internal, "cannot map " + m_path + "; check free memory", std::strerror(errno));
-    }
-    m_data = static_cast<const std::uint8_t*>(mapped);
+    m_bytes.resize(static_cast<std::size_t>(m_size));
+    m_bytes.resize(read_at(m_bytes.data(), m_bytes.size(), 0));
+    m_read = true;
+    return m_bytes;
 }
 
 }  // namespace kernhub::api

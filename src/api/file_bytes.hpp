@@ -1,6 +1,6 @@
 // Whole-file reads for artifacts the api layer parses (fatbins, cubins,
 // inspected files): store::read_file_into with the api's error wording, and
-// a read-only mapping for `inspect`, which looks at the header first.
+// a header-first read for `inspect`.
 #pragma once
 
 #include <cstddef>
@@ -14,35 +14,38 @@ namespace kernhub::api {
 // when it cannot be opened or read.
 std::vector<std::uint8_t> read_file_bytes(const std::string& path);
 
-// The largest file `inspect` maps (a named limit quoted by its error).
+// The largest file `inspect` reads (a named limit quoted by its error).
 inline constexpr std::uint64_t k_max_inspect_bytes = std::uint64_t{4} << 30;
 
 // One regular file opened once: its first bytes are read without touching
-// the rest, and only then, if the caller wants it, the whole file is
-// mapped read-only (pages are read as the parser touches them). A file
-// truncated by someone else while mapped can fault, as with any mapping.
-class MappedFile {
+// the rest, and only then, if the caller wants it, the whole file is read
+// into memory. Read, not mapped: a mapped file that someone truncates
+// while it is parsed would kill the process with SIGBUS; a read one only
+// comes out short, which the parsers refuse.
+class HeadFirstFile {
 public:
     // Error(not_found) when the path is missing or not a regular file (a
     // FIFO never blocks the open), Error(internal) when it cannot be opened.
-    explicit MappedFile(const std::string& path);
-    ~MappedFile();
-    MappedFile(const MappedFile&) = delete;
-    MappedFile& operator=(const MappedFile&) = delete;
+    explicit HeadFirstFile(const std::string& path);
+    ~HeadFirstFile();
+    HeadFirstFile(const HeadFirstFile&) = delete;
+    HeadFirstFile& operator=(const HeadFirstFile&) = delete;
 
-    std::uint64_t size() const noexcept { return m_size; }
     // Up to `n` bytes from the start of the file.
     std::vector<std::uint8_t> head(std::size_t n) const;
-    // Maps the whole file. Error(usage) naming k_max_inspect_bytes when it
-    // is larger, Error(internal) when mmap fails.
-    void map();
-    const std::uint8_t* data() const noexcept { return m_data; }
+    // The whole file, as it is now (shorter than its size at open when it
+    // shrank since). Error(usage) naming k_max_inspect_bytes when it is
+    // larger, Error(internal) when it cannot be read.
+    const std::vector<std::uint8_t>& read_all();
 
 private:
+    std::size_t read_at(std::uint8_t* out, std::size_t n, std::uint64_t offset) const;
+
     std::string m_path;
     int m_fd = -1;
     std::uint64_t m_size = 0;
-    const std::uint8_t* m_data = nullptr;
+    std::vector<std::uint8_t> m_bytes;
+    bool m_read = false;
 };
 
 }  // namespace kernhub::api

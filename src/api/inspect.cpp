@@ -61,9 +61,8 @@ ComputeCapability parse_compute_capability(const std::string& text) {
 
 InspectResult inspect_file(const std::string& path, const std::optional<ComputeCapability>& cc) {
     // The magic decides before the rest is touched: a large file of another
-    // kind is refused after one small read, and a known one is mapped, not
-    // read, so the parsers page in only what they look at.
-    api::MappedFile file(path);
+    // kind is refused after one small read.
+    api::HeadFirstFile file(path);
     const std::vector<std::uint8_t> header = file.head(k_header_bytes);
     InspectResult result;
     result.path = path;
@@ -71,9 +70,9 @@ InspectResult inspect_file(const std::string& path, const std::optional<ComputeC
     if (format == fatbin::Format::unknown) {
         throw Error(ErrorCode::verification, path + " is neither a CUDA fatbin, a cubin nor an ELF shared object");
     }
-    file.map();
-    const std::uint8_t* data = file.data();
-    const std::size_t size = static_cast<std::size_t>(file.size());
+    const std::vector<std::uint8_t>& bytes = file.read_all();
+    const std::uint8_t* data = bytes.data();
+    const std::size_t size = bytes.size();
     if (format == fatbin::Format::elf) {
         fill_elf(result, data, size);
         return result;

@@ -130,7 +130,14 @@ std::optional<std::vector<std::string>> resolve_allowed_orgs(const Options& opti
         for (const auto& name : *options.allowed_orgs) names.push_back(trim(name));
     } else {
         auto value = env("KERNHUB_ALLOWED_ORGS");
-        if (!value || trim(*value).empty()) return std::nullopt;
+        // Empty is unset, as for every variable; only white space is a
+        // slip that must not silently allow every organisation.
+        if (!value || value->empty()) return std::nullopt;
+        if (trim(*value).empty()) {
+            throw Error(ErrorCode::usage,
+                        "KERNHUB_ALLOWED_ORGS holds only white space; list organisations separated by commas, or "
+                        "unset it to allow every organisation");
+        }
         source = "KERNHUB_ALLOWED_ORGS";
         std::size_t begin = 0;
         while (begin <= value->size()) {
@@ -217,6 +224,20 @@ bool env_flag(const store::EnvLookup& env, const std::string& name) {
     return v == "1" || v == "true" || v == "yes" || v == "on";
 }
 
+// A switch whose silent "off" would weaken a check: the values env_flag
+// takes for on, "0", "false", "no", "off" or empty for off, and anything
+// else a usage error naming it rather than a guess.
+bool strict_env_flag(const store::EnvLookup& env, const std::string& name) {
+    auto value = env(name);
+    if (!value) return false;
+    const std::string v = ascii_lowercase(*value);
+    if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+    if (v.empty() || v == "0" || v == "false" || v == "no" || v == "off") return false;
+    constexpr std::size_t k_max_echo = 40;
+    std::string shown = value->size() > k_max_echo ? value->substr(0, k_max_echo) + "..." : *value;
+    throw Error(ErrorCode::usage, name + " must be 1, true, yes or on (or 0, false, no, off), not '" + shown + "'");
+}
+
 Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
     Settings settings;
     if (!options.endpoint.empty()) {
@@ -234,7 +255,7 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
     settings.offline =
         options.offline ? *options.offline : env_flag(env, "KERNHUB_OFFLINE") || env_flag(env, "HF_HUB_OFFLINE");
     settings.verify_on_load =
-        options.verify_on_load ? *options.verify_on_load : env_flag(env, "KERNHUB_VERIFY_ON_LOAD");
+        options.verify_on_load ? *options.verify_on_load : strict_env_flag(env, "KERNHUB_VERIFY_ON_LOAD");
     settings.retries = resolve_int(options.retries, "retries", env, "KERNHUB_RETRIES", {0, 10, 3});
     settings.max_wait_seconds =
         resolve_int(options.max_wait_seconds, "max_wait_seconds", env, "KERNHUB_MAX_WAIT", {0, 86400, 60});

@@ -161,7 +161,10 @@ bool Extraction::next_entry(Entry& entry) {
         int status = libarchive().archive_read_next_header(m_reader.get(), &raw);
         if (status == ARCHIVE_EOF) return false;
         const std::string position = "#" + std::to_string(m_entries.size() + 1);
-        if (status != ARCHIVE_OK) {
+        // ARCHIVE_WARN is a header read whole with a note, most often a name
+        // that has no form in the current locale (a PAX UTF-8 name under C):
+        // the UTF-8 form is taken below and the policy judges it.
+        if (status != ARCHIVE_OK && status != ARCHIVE_WARN) {
             refuse(m_file, "",
                    "is damaged or not a tar archive at entry " + position + " (" + m_reader.error_text() + ")");
         }
@@ -169,8 +172,11 @@ bool Extraction::next_entry(Entry& entry) {
             refuse(m_file, position,
                    "is one more than the max_entries limit of " + std::to_string(m_policy.max_entries));
         }
-        const char* path = libarchive().archive_entry_pathname(raw);
-        if (path == nullptr) path = libarchive().archive_entry_pathname_utf8(raw);
+        // The UTF-8 name whatever the locale; the raw bytes when there is
+        // none (a GNU tar name that is not UTF-8, which the caller's rule
+        // may refuse by name).
+        const char* path = libarchive().archive_entry_pathname_utf8(raw);
+        if (path == nullptr) path = libarchive().archive_entry_pathname(raw);
         if (path == nullptr) refuse(m_file, position, "has a path that cannot be read");
         entry = Entry{};
         entry.type = type_of(raw);
@@ -213,8 +219,8 @@ void Extraction::check_policy(const Entry& entry, struct archive_entry* raw) con
         default:
             refuse(m_file, entry.path,
                    std::string("is a ") + to_string(entry.type) +
-                       "; only regular files, "
-                       "directories and symbolic links are ever extracted");
+                       (m_policy.allow_symlinks ? "; only regular files, directories and symbolic links are extracted"
+                                                : "; only regular files and directories are extracted"));
     }
     if (entry.type == EntryType::file && libarchive().archive_entry_sparse_count(raw) > 0) {
         refuse(m_file, entry.path, "is a sparse file; sparse files are never extracted");

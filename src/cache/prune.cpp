@@ -29,19 +29,10 @@ constexpr std::size_t k_prune_lock_batch = 256;
 // the folder is removed whole either way.
 constexpr std::size_t k_max_temp_walk = 200000;
 
-[[noreturn]] void fail_remove(const fs::path& path, int err) {
-    throw Error(ErrorCode::internal,
-                "cannot remove " + path.string() + ": " + std::strerror(err) + "; check permissions on the cache");
-}
-
-void remove_tree(const fs::path& path) {
-    std::error_code ec;
-    fs::remove_all(path, ec);  // removes links inside, never their targets
-    if (ec) fail_remove(path, ec.value());
-}
-
-void remove_file(const fs::path& path) {
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) fail_remove(path, errno);
+// Removal below the repo folder never follows a link, even one swapped in
+// while prune runs (store::remove_beneath).
+void remove_tree(const fs::path& repo_folder, const fs::path& path) {
+    store::remove_beneath(repo_folder, path.lexically_relative(repo_folder));
 }
 
 bool entry_exists(const fs::path& path) {
@@ -143,7 +134,7 @@ private:
                 kept(path, "lies below a symbolic link; kernhub never removes through one");
                 continue;
             }
-            if (!m_request.dry_run) remove_tree(path);
+            if (!m_request.dry_run) remove_tree(m_repo.folder, path);
             removed(path, path == dir ? bytes : 0);
         }
         return true;
@@ -191,7 +182,7 @@ private:
                 kept(path, k_fresh);
                 continue;
             }
-            if (!m_request.dry_run) remove_file(path);
+            if (!m_request.dry_run) remove_tree(m_repo.folder, path);
             removed(path, blob->type == EntryType::file ? blob->size : 0);
         }
     }
@@ -208,7 +199,7 @@ private:
         // A live download holds its blob's lock for as long as it writes.
         under_blob_lock(path, partial.name.substr(0, partial.name.find('.')), [&] {
             if (!entry_exists(path)) return;
-            if (!m_request.dry_run) remove_file(path);
+            if (!m_request.dry_run) remove_tree(m_repo.folder, path);
             removed(path, partial.size);
         });
     }
@@ -244,7 +235,7 @@ private:
                 if (it->is_regular_file(ec) && !it->is_symlink(ec)) bytes += it->file_size(ec);
             }
         }
-        if (!m_request.dry_run) remove_tree(path);
+        if (!m_request.dry_run) remove_tree(m_repo.folder, path);
         removed(path, bytes);
     }
 

@@ -45,22 +45,15 @@ std::string name_digest(const fs::path& path, const std::string& etag, std::stri
     return git ? git->finish_hex() : sha256;
 }
 
-// Removes a file, link or folder (never what a link points to); a name
-// that is already gone is fine.
-void remove_entry(const fs::path& path) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return;
-    std::error_code ec;
-    int err = 0;
-    if (S_ISDIR(st.st_mode)) {
-        fs::remove_all(path, ec);  // removes links inside, never their targets
-        err = ec.value();
-    } else if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-        err = errno;
-    }
-    if (err != 0) {
-        throw Error(ErrorCode::internal, "cannot remove the damaged " + path.string() + ": " + std::strerror(err) +
-                                             "; remove it by hand, then fetch again");
+// Removes a file, link or folder below the repo folder without following
+// a link anywhere (store::remove_beneath); a name already gone is fine.
+void remove_entry(const fs::path& repo_folder, const fs::path& path) {
+    try {
+        store::remove_beneath(repo_folder, path.lexically_relative(repo_folder));
+    } catch (const Error& e) {
+        throw Error(ErrorCode::internal,
+                    "cannot remove the damaged " + path.string() + "; remove it by hand, then fetch again",
+                    e.message());
     }
 }
 
@@ -82,7 +75,7 @@ public:
         for (const Ref& ref : m_repo.refs) {
             if (ref.problem.empty()) continue;
             const fs::path path = m_repo.folder / "refs" / ref.revision;
-            report(path, ref.problem, [&] { remove_entry(path); });
+            report(path, ref.problem, [&] { remove_entry(m_repo.folder, path); });
         }
     }
 
@@ -136,7 +129,7 @@ private:
         if (::lstat(path.c_str(), &st) != 0) return;
         BlobState again;
         if (blob_damage(path, etag, entry_type_of(st), again).empty()) return;
-        remove_entry(path);
+        remove_entry(m_repo.folder, path);
     }
 
     static EntryType entry_type_of(const struct stat& st) {
@@ -149,13 +142,13 @@ private:
         check_cancel();
         const fs::path dir = m_repo.folder / "snapshots" / snapshot.commit;
         if (!snapshot.is_directory) {
-            report(dir, "is not a folder (a snapshot is a folder of links)", [&] { remove_entry(dir); });
+            report(dir, "is not a folder (a snapshot is a folder of links)", [&] { remove_entry(m_repo.folder, dir); });
             return;
         }
         for (const Entry& entry : snapshot.entries) {
             const fs::path path = dir / entry.name;
             if (entry.type == EntryType::other) {
-                report(path, "is neither a link nor a file", [&] { remove_entry(path); });
+                report(path, "is neither a link nor a file", [&] { remove_entry(m_repo.folder, path); });
             }
             if (entry.type != EntryType::symlink) continue;  // folders; files copied by tools without symlinks
             ++m_report.links_checked;
@@ -166,7 +159,7 @@ private:
             }
             // Only the link that was judged: fetch may have replaced it since.
             report(path, damage, [&] {
-                if (read_link_now(path) == entry.link) remove_entry(path);
+                if (read_link_now(path) == entry.link) remove_entry(m_repo.folder, path);
             });
         }
     }
@@ -184,7 +177,7 @@ private:
     void check_record(const Record& record) {
         ++m_report.records_checked;
         std::string damage = record_damage(record);
-        if (!damage.empty()) report(record.path, damage, [&] { remove_entry(record.path); });
+        if (!damage.empty()) report(record.path, damage, [&] { remove_entry(m_repo.folder, record.path); });
     }
 
     std::string record_damage(const Record& record) const {

@@ -61,6 +61,12 @@ std::string revision_problem(const std::string& revision) {
         std::size_t end = revision.find('/', start);
         if (end == std::string::npos) end = revision.size();
         const std::string_view part(revision.data() + start, end - start);
+        // A part is a file or folder name under refs/: the file system's
+        // limit is git's too.
+        if (part.size() > 255) {
+            return "has a part longer than 255 bytes, which no ref file can be named; use a branch, tag or commit "
+                   "id as git spells it";
+        }
         if ((!part.empty() && part.front() == '.') ||
             (part.size() >= 5 && part.compare(part.size() - 5, 5, ".lock") == 0)) {
             return "is not a valid git ref (a part starts with '.' or ends with \".lock\"); use a branch, tag or "

@@ -104,6 +104,19 @@ std::pair<std::string, std::size_t> escape_at(std::string_view text, std::size_t
 
 }  // namespace
 
+bool is_utf8(std::string_view text) {
+    for (std::size_t i = 0; i < text.size();) {
+        if (static_cast<unsigned char>(text[i]) < 0x80) {
+            ++i;
+            continue;
+        }
+        const std::size_t length = utf8_sequence(text.substr(i));
+        if (length == 0) return false;
+        i += length;
+    }
+    return true;
+}
+
 std::string printable(std::string_view text) {
     std::string out;
     out.reserve(text.size());

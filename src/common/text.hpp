@@ -31,4 +31,7 @@ constexpr std::size_t k_max_quoted_bytes = 200;
 // can be megabytes, and a message must stay a line.
 std::string quoted_name(std::string_view text);
 
+// Whether `text` is well-formed UTF-8 throughout.
+bool is_utf8(std::string_view text);
+
 }  // namespace kernhub

@@ -61,7 +61,6 @@ bool is_transient(CURLcode code) {
     }
 }
 
-
 bool cancelled(const std::atomic<bool>* cancel) {
     return cancel != nullptr && cancel->load();
 }
@@ -370,8 +369,11 @@ static std::size_t on_body(char* data, std::size_t size, std::size_t count, void
             if (limits != nullptr && !limits->over_body_message.empty()) {
                 throw Error(ErrorCode::network, limits->over_body_message);
             }
-            throw Error(ErrorCode::network, "hub response from " + redact(attempt->url) + " exceeds " +
-                                                std::to_string(max_body) + " bytes; check the endpoint");
+            throw Error(ErrorCode::network,
+                        "hub response from " + redact(attempt->url) + " exceeds " + std::to_string(max_body) +
+                            " bytes (" +
+                            (limits != nullptr && limits->max_body ? "the caller's cap" : "k_max_memory_body") +
+                            "); check the endpoint");
         }
         attempt->response.body.append(data, bytes);
         return bytes;

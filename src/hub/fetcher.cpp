@@ -240,6 +240,12 @@ static void check_listing(std::vector<TreeEntry>& entries, const std::string& wh
     unique.reserve(entries.size());
     for (auto& entry : entries) {
         store::check_relative_path(entry.path);
+        if (std::string problem = store::path_name_problem(entry.path); !problem.empty()) {
+            throw Error(ErrorCode::verification, what + " names the file " + quoted_name(entry.path) + ", which " +
+                                                     problem + "; kernhub does not keep such a name");
+        }
+        // Ids a blob will be named by: well-formed before anything keeps them.
+        if (entry.is_file) store::check_etag(entry.etag());
         auto [it, inserted] = first.emplace(entry.path, unique.size());
         if (inserted) {
             unique.push_back(std::move(entry));
@@ -254,6 +260,11 @@ static void check_listing(std::vector<TreeEntry>& entries, const std::string& wh
         }
     }
     entries = std::move(unique);
+}
+
+void SideDataMemo::forget_listing(const std::string& key) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_listings.erase(key);
 }
 
 SideDataMemo::Listing SideDataMemo::listing(const std::string& key) const {
@@ -487,8 +498,24 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
             if (agrees) trusted.insert(path);
         }
     }
-    FetchOutcome outcome = download_variant(request, commit, variant, entries, trusted);
-    unpack_archives(request, entries, outcome);
+    FetchOutcome outcome;
+    try {
+        outcome = download_variant(request, commit, variant, entries, trusted);
+        unpack_archives(request, entries, outcome);
+    } catch (const Error& e) {
+        // A file that does not match the listing may mean the listing was
+        // wrong (a hostile answer kept earlier): forget it, so the next
+        // fetch asks the hub again instead of failing the same way for good.
+        if (e.code() == ErrorCode::verification && m_listing_source == ListingSource::hub) {
+            if (m_memo != nullptr) m_memo->forget_listing(memo_key(cache, commit));
+            try {
+                cache.remove_tree(commit);
+            } catch (const Error&) {
+                // A read-only cache keeps it; the error below is the news.
+            }
+        }
+        throw;
+    }
     if (!request.required_file.empty() && !request.skip_lfs_downloads &&
         std::none_of(outcome.files.begin(), outcome.files.end(),
                      [&](const FetchedFile& f) { return f.path == request.required_file; })) {

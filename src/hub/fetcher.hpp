@@ -106,6 +106,7 @@ public:
 
     Listing listing(const std::string& key) const;
     void put_listing(const std::string& key, Listing listing);
+    void forget_listing(const std::string& key);
     std::optional<std::vector<FetchedFile>> record(const std::string& key) const;
     void put_record(const std::string& key, const std::vector<FetchedFile>& files);
 

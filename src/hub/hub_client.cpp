@@ -29,13 +29,83 @@ static std::string repo_label(const RepoRef& repo) {
     return repo.type == RepoType::kernel ? "kernel repo " + repo.repo_id : "model repo " + repo.repo_id;
 }
 
-static json parse_json(const std::string& text, const std::string& source) {
-    try {
-        return json::parse(text);
-    } catch (const json::exception& e) {
-        throw Error(ErrorCode::network, "hub sent malformed JSON for " + source + "; check the endpoint", e.what());
+namespace {
+
+// The revision and refs answers hold more than kernhub reads (a revision
+// lists every file of the repo). Only the fields kernhub uses are kept,
+// read without building a document, so an answer costs its own bytes and
+// no more however it is shaped.
+constexpr std::size_t k_max_answer_depth = 64;
+constexpr std::size_t k_max_branch_names = 10000;
+
+class AnswerFields final : public json::json_sax_t {
+public:
+    explicit AnswerFields(std::string source) : m_source(std::move(source)) {}
+
+    std::optional<std::string> sha;     // the top-level "sha" string
+    std::vector<std::string> branches;  // "branches"[*]."name" strings
+
+    bool null() override { return value(); }
+    bool boolean(bool) override { return value(); }
+    bool number_integer(json::number_integer_t) override { return value(); }
+    bool number_unsigned(json::number_unsigned_t) override { return value(); }
+    bool number_float(json::number_float_t, const json::string_t&) override { return value(); }
+    bool binary(json::binary_t&) override { return value(); }
+    bool string(json::string_t& text) override {
+        if (m_depth == 1 && m_key == "sha") sha = text;
+        if (m_depth == 3 && m_in_branches && m_key == "name" && branches.size() < k_max_branch_names) {
+            branches.push_back(text);
+        }
+        return value();
     }
+    bool key(json::string_t& name) override {
+        m_key = m_depth <= 3 ? name : std::string();
+        return true;
+    }
+    bool start_object(std::size_t) override { return enter(); }
+    bool start_array(std::size_t) override {
+        if (m_depth == 1 && m_key == "branches") m_in_branches = true;
+        return enter();
+    }
+    bool end_object() override { return leave(); }
+    bool end_array() override { return leave(); }
+    bool parse_error(std::size_t, const std::string&, const json::exception& e) override {
+        throw Error(ErrorCode::network, "hub sent malformed JSON for " + m_source + "; check the endpoint", e.what());
+    }
+
+private:
+    bool value() {
+        m_key.clear();  // a value belongs to the key right before it only
+        return true;
+    }
+    bool enter() {
+        m_key.clear();
+        if (++m_depth > k_max_answer_depth) {
+            throw Error(ErrorCode::network, "hub answer for " + m_source + " is nested deeper than " +
+                                                std::to_string(k_max_answer_depth) +
+                                                " levels (k_max_answer_depth); check the endpoint");
+        }
+        return true;
+    }
+    bool leave() {
+        m_key.clear();
+        if (--m_depth == 1) m_in_branches = false;
+        return true;
+    }
+
+    std::string m_source;
+    std::string m_key;
+    std::size_t m_depth = 0;
+    bool m_in_branches = false;
+};
+
+AnswerFields read_answer(const std::string& text, const std::string& source) {
+    AnswerFields fields(source);
+    json::sax_parse(text, &fields);
+    return fields;
 }
+
+}  // namespace
 
 HubClient::HubClient(std::string endpoint, std::unique_ptr<Transport> transport, bool has_token, HubLimits limits)
     : m_endpoint(std::move(endpoint)), m_transport(std::move(transport)), m_has_token(has_token), m_limits(limits) {}
@@ -55,10 +125,9 @@ std::string HubClient::versions_hint(const RepoRef& repo) {
     try {
         http::Response response = m_transport->get(api_url(repo, "refs"));
         if (response.status != 200) return {};
-        json refs = json::parse(response.body);
+        AnswerFields refs = read_answer(response.body, "refs");
         std::string names;
-        for (const auto& branch : refs.value("branches", json::array())) {
-            std::string name = branch.value("name", "");
+        for (const std::string& name : refs.branches) {
             if (name.size() > 1 && name[0] == 'v' && name.find_first_not_of("0123456789", 1) == std::string::npos) {
                 names += (names.empty() ? "" : ", ") + name;
             }
@@ -83,11 +152,11 @@ std::string HubClient::resolve_revision(const RepoRef& repo, const std::string& 
         }
         fail(response, repo, "revision '" + revision + "'");
     }
-    json body = parse_json(response.body, http::redact(url));
-    if (!body.is_object() || !body.contains("sha") || !body["sha"].is_string()) {
+    AnswerFields body = read_answer(response.body, http::redact(url));
+    if (!body.sha) {
         throw Error(ErrorCode::network, "hub answer for " + http::redact(url) + " lacks a commit \"sha\"");
     }
-    std::string sha = body["sha"].get<std::string>();
+    std::string sha = std::move(*body.sha);
     if (!is_commit_sha(sha))
         throw Error(ErrorCode::network, "hub sent an invalid commit id '" + sha + "' for " + repo.repo_id);
     return sha;
@@ -120,7 +189,10 @@ std::vector<TreeEntry> HubClient::list_tree(const RepoRef& repo, const std::stri
     std::size_t bytes = 0;
     std::size_t entries = 0;
     for (int page = 0; !url.empty(); ++page) {
-        if (page > 10000) throw Error(ErrorCode::network, "hub tree listing of " + repo.repo_id + " never ends");
+        if (page >= k_max_listing_pages) {
+            throw Error(ErrorCode::network, listing + " goes on past " + std::to_string(k_max_listing_pages) +
+                                                " pages (k_max_listing_pages); check the endpoint");
+        }
         limits.max_body = m_limits.max_listing_bytes - bytes;
         http::Response response = m_transport->get(url, limits);
         if (response.status != 200) fail(response, repo, "folder '" + path + "' at " + commit);

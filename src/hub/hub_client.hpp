@@ -55,6 +55,10 @@ std::string tree_to_json(const std::vector<TreeEntry>& entries);
 // protocol"); each is an Options field and a KERNHUB_* variable.
 inline constexpr std::size_t k_default_max_listing_entries = 100000;
 inline constexpr std::size_t k_default_max_listing_bytes = 64u << 20;
+// Pages one listing may have. A hub's pages hold about 1000 entries, so the
+// entry and byte caps bind long before; this stops a hub that links empty
+// pages on and on (each page is a request, all under one API deadline).
+inline constexpr int k_max_listing_pages = 10000;
 struct HubLimits {
     // Entries and body bytes of one listing, over all its pages.
     std::size_t max_listing_entries = k_default_max_listing_entries;

@@ -160,6 +160,10 @@ void Fetcher::unpack_archives(const FetchRequest& request, const std::vector<con
         emit(Event::Kind::info, "unpacking " + label);
         archive::ExtractionPolicy policy = policy_for(request.archive_limits);
         policy.entry_rule = [&](const archive::Entry& item) {
+            const std::string path = prefix + base + item.path;
+            if (std::string problem = store::path_name_problem(path); !problem.empty()) {
+                return "unpacks to " + quoted_name(path) + ", which " + problem;
+            }
             return taken.collision(base + item.path, item.type == archive::EntryType::file);
         };
         const fs::path blob = cache.blob_path(entry->etag());
@@ -185,6 +189,11 @@ void Fetcher::unpack_archives(const FetchRequest& request, const std::vector<con
     for (const auto& part : unpacked) {
         for (const auto& item : part.tree.entries()) {
             if (item.type != archive::EntryType::file) continue;  // folders come with the links
+            // Each file costs fsyncs; a Ctrl-C must not wait for them all.
+            if (request.cancel != nullptr && request.cancel->load()) {
+                throw Error(ErrorCode::interrupted,
+                            "interrupted while placing the files of " + part.archive + "; run the command again");
+            }
             const fs::path source = part.tree.root() / item.path;
             const std::string sha256 = digest::sha256_file_hex(source);
             const std::uint64_t size = fs::file_size(source);

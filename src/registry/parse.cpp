@@ -43,6 +43,8 @@ struct SyntaxError {
     std::string what;
 };
 
+constexpr std::size_t k_max_registry_depth = 32;
+
 class DuplicateKeyFinder {
 public:
     bool null() { return true; }
@@ -52,14 +54,8 @@ public:
     bool number_float(json::number_float_t, const std::string&) { return true; }
     bool string(std::string&) { return true; }
     bool binary(json::binary_t&) { return true; }
-    bool start_object(std::size_t) {
-        m_frames.push_back({true, {}, {}});
-        return true;
-    }
-    bool start_array(std::size_t) {
-        m_frames.push_back({false, {}, {}});
-        return true;
-    }
+    bool start_object(std::size_t) { return enter(true); }
+    bool start_array(std::size_t) { return enter(false); }
     bool end_object() {
         m_frames.pop_back();
         return true;
@@ -83,9 +79,21 @@ public:
     }
 
     const std::string& problem() const { return m_problem; }
+    bool too_deep() const { return m_too_deep; }
     const std::optional<SyntaxError>& syntax_error() const { return m_syntax; }
 
 private:
+    // A registry is three levels deep; a deeper document stops parsing
+    // before it costs memory (each level is a frame here and a node there).
+    bool enter(bool is_object) {
+        if (m_frames.size() >= k_max_registry_depth) {
+            m_too_deep = true;
+            return false;
+        }
+        m_frames.push_back({is_object, {}, {}});
+        return true;
+    }
+
     struct Frame {
         bool is_object;
         std::unordered_set<std::string> keys;
@@ -106,6 +114,7 @@ private:
     std::vector<Frame> m_frames;
     std::string m_problem;
     std::optional<SyntaxError> m_syntax;
+    bool m_too_deep = false;
 };
 
 // nlohmann's own text already says what was expected; keep it but lead with
@@ -161,6 +170,10 @@ json parse_json(const std::string& text, const std::string& source) {
     json document;
     CheckedDomBuilder builder(document);
     if (!json::sax_parse(text, &builder)) {
+        if (builder.keys().too_deep()) {
+            fail(source, "nested deeper than " + std::to_string(k_max_registry_depth) +
+                             " levels (k_max_registry_depth); a registry is three levels deep");
+        }
         if (builder.keys().syntax_error()) fail(source, describe_parse_error(text, *builder.keys().syntax_error()));
         fail(source, "invalid JSON; fix the JSON syntax");
     }

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "common/text.hpp"
 #include "kernhub/error.hpp"
 #include "store/posix_io.hpp"
 
@@ -106,6 +107,27 @@ void check_commit(const std::string& commit) {
         throw Error(ErrorCode::verification, "hub sent an invalid commit " + quoted(commit) +
                                                  "; expected 40 lowercase hex characters, check the endpoint");
     }
+}
+
+std::string path_name_problem(const std::string& relpath) {
+    if (!is_utf8(relpath)) return "is not UTF-8";
+    for (unsigned char c : relpath) {
+        if (c < 0x20 || c == 0x7f) return "holds a control character";
+    }
+    std::size_t parts = 1;
+    std::size_t part_bytes = 0;
+    for (char c : relpath) {
+        if (c == '/') {
+            ++parts;
+            part_bytes = 0;
+        } else if (++part_bytes > 255) {
+            return "has a part longer than 255 bytes";
+        }
+    }
+    if (parts > k_max_path_parts) {
+        return "has more than " + std::to_string(k_max_path_parts) + " parts (k_max_path_parts)";
+    }
+    return {};
 }
 
 void check_relative_path(const std::string& relpath) {
@@ -508,6 +530,16 @@ bool RepoCache::snapshot_links_blob(const std::string& commit, const std::string
 std::optional<std::string> RepoCache::read_tree(const std::string& commit, std::size_t max_bytes) const {
     check_commit(commit);
     return read_cache_file(m_folder / ".kernhub" / "trees" / (commit + ".json"), max_bytes, "a tree listing");
+}
+
+void RepoCache::remove_tree(const std::string& commit) const {
+    check_commit(commit);
+    const fs::path path = m_folder / ".kernhub" / "trees" / (commit + ".json");
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        const int err = errno;
+        throw Error(ErrorCode::internal, "cannot remove " + path.string() + ": " + detail::errno_text(err) +
+                                             "; remove it by hand and fetch again");
+    }
 }
 
 std::optional<std::string> RepoCache::read_hf_tree(const std::string& commit, std::size_t max_bytes) const {

@@ -264,6 +264,8 @@ public:
     // The listings are read up to `max_bytes` (the listing cap in force).
     std::optional<std::string> read_tree(const std::string& commit, std::size_t max_bytes = k_max_listing_bytes) const;
     void write_tree(const std::string& commit, const std::string& json) const;
+    // Removes kernhub's copy of the listing (absent is fine).
+    void remove_tree(const std::string& commit) const;
     // Whether kernhub's copy of the listing is on disk (one lstat).
     bool has_tree(const std::string& commit) const;
     // huggingface_hub's listing of a commit, <folder>/trees/<commit>.json;
@@ -303,6 +305,21 @@ void check_relative_path(const std::string& relpath);
 // Error(verification, "hub sent an invalid etag|commit '<value>'...").
 // RepoCache methods call these on every etag and commit they receive.
 void check_etag(const std::string& etag);
+// The deepest path kernhub keeps in a snapshot (parts, build/<variant>/
+// included): the cache commands walk at most k_max_cache_depth folders.
+inline constexpr std::size_t k_max_path_parts = 24;
+// Why kernhub would not keep a file at `relpath` (a safe relative path as
+// check_relative_path wants), or "" when it would: not UTF-8, a control
+// character (C0 or DEL), a part over 255 bytes, or more than
+// k_max_path_parts parts. Such a name could not be recorded, shown or
+// walked again later, so a listing or an archive naming one is refused.
+std::string path_name_problem(const std::string& relpath);
+
+// Removes base/relative (a file, a link or a whole folder) without following
+// a link anywhere: base is opened with O_NOFOLLOW, each folder below it
+// relative to its parent, so a folder swapped for a link meanwhile is not
+// entered. A missing entry is fine. Error(internal) when it cannot.
+void remove_beneath(const fs::path& base, const fs::path& relative);
 void check_commit(const std::string& commit);
 // The same rules as tests, for names read back from a cache: an etag, and a
 // variant name (the rule RepoCache applies before a variant becomes a file

@@ -13,11 +13,10 @@ using nlohmann::json;
 namespace {
 
 // A path kernhub would itself have recorded: relative, without '.' or '..'
-// parts, and without control characters (which would reach a terminal).
+// parts, and passing path_name_problem (the rule fetch applies to listed
+// and unpacked files, so what fetch keeps, a record may name).
 bool safe_path(const std::string& path) {
-    for (unsigned char c : path) {
-        if (c < 0x20 || c == 0x7f) return false;
-    }
+    if (!path_name_problem(path).empty()) return false;
     try {
         check_relative_path(path);
     } catch (const Error&) {

@@ -96,6 +96,21 @@ struct ArchiveHub {
         add(
             "arc-collide", "kernel.tar.gz", [&](TarBuilder& t) { t.file("lib/x.so", "x").file("README.txt", "mine"); },
             Filter::gzip);
+        add(
+            "arc-notutf8", "bad.tar.gz", [&](TarBuilder& t) { t.file("lib/\xff\xfe.txt", "x"); }, Filter::gzip);
+        add(
+            "arc-control", "bad.tar.gz", [&](TarBuilder& t) { t.file("lib/evil\x1b[31m.txt", "x"); }, Filter::gzip);
+        add(
+            "arc-deep", "bad.tar.gz",
+            [&](TarBuilder& t) {
+                std::string path;
+                for (int i = 0; i < 30; ++i) path += "d/";
+                t.file(path + "x.txt", "x");
+            },
+            Filter::gzip);
+        add(
+            "arc-utf8", "kernel.tar.gz", [&](TarBuilder& t) { t.file("lib/caf\xc3\xa9.txt", "accented"); },
+            Filter::gzip);
         make_hub({{"repos", repos}}, dir.path() / "hub");
         server = std::make_unique<HubServer>(dir.path() / "hub");
     }
@@ -193,9 +208,35 @@ TEST_CASE("archive variants: each rule refuses its archive with exit 4 and leave
         check_refused("arc-bomb", "bomb.tar.zst", {"'zeros.bin'", "1 MiB", "KERNHUB_ARCHIVE_MAX_BYTES"},
                       {{"KERNHUB_ARCHIVE_MAX_BYTES", "1048576"}});
     }
+    SECTION("a name that is not UTF-8") {
+        check_refused("arc-notutf8", "bad.tar.gz", {"is not UTF-8"});
+    }
+    SECTION("a name with a control character") {
+        check_refused("arc-control", "bad.tar.gz", {"holds a control character", "evil\\x1b[31m.txt"});
+    }
+    SECTION("a path deeper than the cache commands walk") {
+        check_refused("arc-deep", "bad.tar.gz", {"k_max_path_parts"});
+    }
     SECTION("a name the variant already has") {
         check_refused("arc-collide", "kernel.tar.gz", {"'README.txt'", "the variant's file"});
     }
+}
+
+TEST_CASE("archive variants: a UTF-8 name is unpacked under any locale and recorded", "[cli][archive]") {
+    Sandbox box;
+    for (const char* locale : {"C", "C.UTF-8"}) {
+        INFO(locale);
+        ProcessResult r = box.kh("fetch", "kernhub-test/arc-utf8", archive_hub().endpoint(), {"--json"},
+                                 {{"LANG", locale}, {"LC_ALL", locale}});
+        INFO(describe(r));
+        REQUIRE(r.exit_code == 0);
+        const fs::path file =
+            fs::path(nlohmann::json::parse(r.out)["path"].get<std::string>()) / "lib" / "caf\xc3\xa9.txt";
+        CHECK(slurp(file) == "accented");
+    }
+    ProcessResult verify = box.run({"cache", "verify", "--cache-dir", box.cache.string()});
+    INFO(describe(verify));
+    CHECK(verify.exit_code == 0);
 }
 
 TEST_CASE("archive variants: a .tar.gz variant is unpacked, loaded through the registry's file, warm, verified",
@@ -249,6 +290,21 @@ TEST_CASE("archive variants: a .tar.gz variant is unpacked, loaded through the r
         CHECK(again.exit_code == 0);
         CHECK(again.err.find("unpacking") != std::string::npos);
         CHECK(slurp(so) == slurp(vector_add_so()));
+    }
+    SECTION("verify_on_load: the unpacked file loads, and once changed it is refused") {
+        const EnvChanges verify = {{"KERNHUB_VERIFY_ON_LOAD", "1"}};
+        ProcessResult ok = box.kh("load", "archived", endpoint, {"--offline"}, verify);
+        INFO(describe(ok));
+        CHECK(ok.exit_code == 0);
+        // The owner rewrites the blob in place, keeping its size.
+        fs::permissions(blob, fs::perms::owner_write, fs::perm_options::add);
+        {
+            std::fstream f(blob, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(100);
+            f.put('\x7f');
+        }
+        ProcessResult changed = box.kh("load", "archived", endpoint, {"--offline"}, verify);
+        check_error(changed, 4, {"changed since it was verified", "libvector_add.so"});
     }
     SECTION("loaded through the registry's file and called") {
         kernhub::Options o;

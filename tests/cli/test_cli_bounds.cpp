@@ -1,10 +1,12 @@
 // Hostile hub answers meet named bounds: a listing with too many entries or
 // bytes, a listing trickled past the API deadline, a download below the
-// minimum rate (each exit 5 naming its variable), and listing entries
+// minimum rate (each exit 5 naming its variable), a listing naming one path
+// twice with different ids (exit 4), and listing entries
 // outside build/ dropped before anything keeps them.
 #include <chrono>
 
 #include "cli_support.hpp"
+#include "support/hub_builder.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;
@@ -128,4 +130,68 @@ TEST_CASE("bad values of the hub-answer bounds are usage errors (exit 2)", "[cli
         INFO(c.variable << "='" << c.value << "'");
         check_error(box.kh("fetch", "vector-add", "http://127.0.0.1:9", {}, {{c.variable, c.value}}), 2, {c.variable});
     }
+}
+
+TEST_CASE("a hub listing one path twice with different ids is exit 4, and nothing of it is kept", "[cli]") {
+    KernelHub hub;
+    Sandbox box;
+    hub.server().add_faults(
+        {{{"match", "/tree/"}, {"action", "twin_tree"}, {"suffix", "x86_64-linux/libvector_add.so"}, {"count", -1}}});
+    ProcessResult r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"});
+    check_error(r, 4, {"libvector_add.so twice with different contents"});
+    CHECK_FALSE(fs::exists(box.cache / "kernels--kernhub-test--vector-add" / ".kernhub" / "trees"));
+    CHECK(hub.server().count_requests("/resolve/") == 0);  // refused before any download
+}
+
+TEST_CASE("a listing its files do not match is forgotten: the next fetch asks the hub again", "[cli]") {
+    KernelHub hub;
+    Sandbox box;
+    // One hostile answer: the library's listed size is wrong.
+    hub.server().add_faults({{{"match", "/tree/"},
+                              {"action", "twin_tree"},
+                              {"suffix", "x86_64-linux/libvector_add.so"},
+                              {"size", 5},
+                              {"count", 1}}});
+    ProcessResult r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"});
+    INFO(describe(r));
+    CHECK(r.exit_code == 4);
+    hub.server().reset();
+    r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"});
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+    CHECK(hub.server().count_requests("/tree/") >= 1);
+}
+
+TEST_CASE("a revision answer is read for its sha alone: deep nesting is exit 5 naming the cap, padding costs nothing",
+          "[cli]") {
+    KernelHub hub;
+    Sandbox box;
+    hub.server().add_faults({{{"match", "/revision/"}, {"action", "bloat_answer"}, {"depth", 3000000}}});
+    ProcessResult r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"});
+    check_error(r, 5, {"k_max_answer_depth"});
+
+    // Two million made-up entries around the real fields: read, not kept.
+    hub.server().reset();
+    hub.server().add_faults({{{"match", "/revision/"}, {"action", "bloat_answer"}, {"siblings", 2000000}}});
+    r = box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"});
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("a hub listing a file whose name holds control characters is exit 4, the name shown escaped", "[cli]") {
+    TempDir dir;
+    const std::string variant = "build/" + host_cpu_variant() + "/";
+    nlohmann::json files = nlohmann::json::object();
+    files[variant + "README.txt"] = {{"text", "fine\n"}};
+    files[variant + "note\x1b[2J\u202e.txt"] = {{"text", "hostile name\n"}};
+    nlohmann::json commit = {{"message", "names"}, {"branches", {"main"}}, {"metadata", true}, {"files", files}};
+    nlohmann::json repo = {{"repo_id", "kernhub-test/names"}, {"type", "kernel"}};
+    repo["commits"] = nlohmann::json::array({commit});
+    make_hub({{"repos", nlohmann::json::array({repo})}}, dir.path() / "hub");
+    HubServer server(dir.path() / "hub");
+    Sandbox box;
+    ProcessResult r = box.kh("fetch", "kernhub-test/names", server.endpoint(), {"--quiet"});
+    check_error(r, 4, {"holds a control character", "note\\x1b[2J\\u202e.txt"});
+    CHECK(r.err.find('\033') == std::string::npos);
+    CHECK_FALSE(fs::exists(box.cache / "kernels--kernhub-test--names" / ".kernhub" / "trees"));
 }

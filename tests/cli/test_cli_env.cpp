@@ -188,6 +188,8 @@ TEST_CASE("a malformed numeric variable stops fetch, load, info and list with a 
     const std::vector<Case> cases = {
         {"KERNHUB_RETRIES", "from 0 to 10", {"3abc", " 3", "-1", "99999999999", "", "11"}},
         {"KERNHUB_MAX_WAIT", "from 0 to 86400", {"abc", "86401", "-5", "", "60s"}},
+        // A switch that weakens a check when off: a typo is not "off".
+        {"KERNHUB_VERIFY_ON_LOAD", "must be 1, true, yes or on", {"2", " 1", "enable", "y"}},
     };
     // The endpoint is dead: fetch, load or info ignoring the variable would
     // fail with exit 5, and list would succeed; only a usage error is 2.
@@ -269,4 +271,7 @@ TEST_CASE("KERNHUB_ALLOWED_ORGS refuses other organisations before any request o
     // A name the hub could not hold is a usage error, not a silent miss.
     r = box.kh("fetch", "vector-add", ep, {"--quiet"}, {{"KERNHUB_ALLOWED_ORGS", "kernhub-test,bad org"}});
     check_error(r, 2, {"KERNHUB_ALLOWED_ORGS", "'bad org'"});
+    // Only white space is a slip, not "every organisation".
+    r = box.kh("fetch", "vector-add", ep, {"--quiet"}, {{"KERNHUB_ALLOWED_ORGS", "  "}});
+    check_error(r, 2, {"KERNHUB_ALLOWED_ORGS", "only white space"});
 }

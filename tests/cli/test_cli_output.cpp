@@ -1,5 +1,6 @@
 // Output policy (--quiet, no bars or colour off a TTY), --version/--help,
 // and several CLI processes sharing one cold cache.
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -186,4 +187,29 @@ TEST_CASE("a hub's error message and a registry's names reach the terminal escap
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("\u202e") == std::string::npos);
     CHECK(r.err.find("red\\u001b[31mname\\u202e") != std::string::npos);  // JSON-escaped, then the bidi override
+}
+
+TEST_CASE("inspect --json output is ASCII: a NEEDED entry with a bidi override and a C1 control comes out escaped",
+          "[cli]") {
+    Sandbox box;
+    const fs::path dir = box.dir.path();
+    // A library whose soname holds U+202E and U+009B, and one that needs it.
+    const std::string soname = "libw\u202e\xc2\x9b.so";
+    write_text(dir / "w.c", "int w(void) { return 1; }\n");
+    write_text(dir / "u.c", "int w(void);\nint u(void) { return w(); }\n");
+    ProcessResult cc = run_process(
+        {"cc", "-shared", "-fPIC", "-o", (dir / "libw.so").string(), "-Wl,-soname," + soname, (dir / "w.c").string()});
+    REQUIRE(cc.exit_code == 0);
+    cc = run_process({"cc", "-shared", "-fPIC", "-o", (dir / "libu.so").string(), (dir / "u.c").string(),
+                      "-L" + dir.string(), "-lw"});
+    REQUIRE(cc.exit_code == 0);
+
+    ProcessResult r = box.run({"inspect", (dir / "libu.so").string(), "--json"});
+    INFO(describe(r));
+    REQUIRE(r.exit_code == 0);
+    CHECK(std::all_of(r.out.begin(), r.out.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }));
+    CHECK_FALSE(has_terminal_controls(r.out));
+    // A JSON reader still gets the name back.
+    const std::string text = parse_stdout(r).dump();
+    CHECK(text.find("\u202e") != std::string::npos);
 }

@@ -509,9 +509,12 @@ TEST_CASE("a revision that could climb out of a folder is a usage error before a
     Env env;
     Client client(env.options(hub.server().endpoint()));
     std::string message;
-    for (const char* ref :
-         {"kernhub-test/vector-add@../../etc", "vector-add@/abs", "vector-add@a b", "vector-add@.", "vector-add@a/./b",
-          "vector-add@.hidden", "vector-add@main.lock", "vector-add@v1.", "vector-add@a@{1}", "vector-add@@"}) {
+    const std::string long_part = "vector-add@x/" + std::string(256, 'a');
+    for (const std::string& ref :
+         {std::string("kernhub-test/vector-add@../../etc"), std::string("vector-add@/abs"),
+          std::string("vector-add@a b"), std::string("vector-add@."), std::string("vector-add@a/./b"),
+          std::string("vector-add@.hidden"), std::string("vector-add@main.lock"), std::string("vector-add@v1."),
+          std::string("vector-add@a@{1}"), std::string("vector-add@@"), long_part}) {
         INFO(ref);
         CHECK(code_of([&] { client.fetch(ref); }, &message) == ErrorCode::usage);
         CHECK(message.find("revision") != std::string::npos);

@@ -149,6 +149,13 @@ TEST_CASE("malformed JSON names the file and the position", "[registry]") {
                   {"invalid JSON", "line 2", "number overflow"});
 }
 
+TEST_CASE("a document nested deeper than k_max_registry_depth stops at that depth", "[registry]") {
+    require_names(usage_error(std::string(1000000, '[') + std::string(1000000, ']')), {"k_max_registry_depth"});
+    const std::string deep_field = R"({"format": 1, "kernels": {"x": {"repo_id": )" + std::string(40, '[') +
+                                   std::string(40, ']') + "}}}";
+    require_names(usage_error(deep_field), {"nested deeper than 32 levels"});
+}
+
 TEST_CASE("the format field is required and must be 1", "[registry]") {
     require_names(usage_error(R"({"kernels": {}})"), {"missing field \"format\"", "\"format\": 1"});
     require_names(usage_error(R"({"format": 2, "kernels": {}})"), {"\"format\"", "unsupported format 2"});

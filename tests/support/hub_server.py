@@ -21,6 +21,13 @@ and never faulted:
                  {"action": "pad_tree", "entries": N, "prefix"?: P}  a tree page gets N more
                      file entries, paths P0, P1, ... numbered on across pages (default
                      prefix "junk/f"): a hostile listing; with "bytes_per_second" also throttled
+                 {"action": "twin_tree", "suffix": S}  a tree page lists the first path ending in S
+                     twice, the second time with other ids: a hostile listing
+                 {"action": "twin_tree", "suffix": S, "size": N}  instead that entry's size
+                     (and LFS size) says N: a listing its files will not match
+                 {"action": "bloat_answer", "depth": N}  a JSON answer replaced by N nested arrays
+                 {"action": "bloat_answer", "siblings": N}  a JSON object answer gets N more
+                     "siblings" entries (a huge revision answer around the real "sha")
                  "count": uses left (default 1, -1 = forever). truncate and corrupt
                  only apply to (and are only used up by) replies with a body.
 
@@ -44,7 +51,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 CONTROL_PATHS = ("/_stats", "/_reset", "/_faults")
 # Each fault action and the field it cannot do without.
 FAULT_ACTIONS = {"status": "status", "truncate": "after_bytes", "corrupt": "match", "delay": "seconds",
-                 "throttle": "bytes_per_second", "pad_tree": "entries"}
+                 "throttle": "bytes_per_second", "pad_tree": "entries", "twin_tree": "suffix", "bloat_answer": "match"}
 CHUNK = 1 << 16
 
 
@@ -100,6 +107,42 @@ def pad_tree(reply, rule) -> Reply:
     extra = b"".join(b',{"type":"file","oid":"%s","size":1,"path":%s}' % (oid.encode(), dump_json(f"{prefix}{i}"))
                      for i in range(first, first + count))
     body = dump_json(page)[:-1] + (extra[1:] if not page else extra) + b"]"
+    return Reply(reply.status, reply.headers, body)
+
+
+def twin_tree(reply, rule) -> Reply:
+    """A tree page that lists one path twice with different ids (hostile listings)."""
+    if reply.status != 200 or reply.file is not None:
+        return reply
+    page = json.loads(reply.data)
+    if not isinstance(page, list):
+        return reply
+    for entry in page:
+        if isinstance(entry, dict) and str(entry.get("path", "")).endswith(str(rule["suffix"])):
+            if "size" in rule:
+                entry["size"] = int(rule["size"])
+                if isinstance(entry.get("lfs"), dict):
+                    entry["lfs"]["size"] = int(rule["size"])
+                break
+            twin = json.loads(json.dumps(entry))
+            twin["oid"] = "e" * 40
+            if isinstance(twin.get("lfs"), dict):
+                twin["lfs"]["oid"] = "e" * 64
+            page.append(twin)
+            break
+    return Reply(reply.status, reply.headers, dump_json(page))
+
+
+def bloat_answer(reply, rule) -> Reply:
+    """A JSON answer made huge: nested deep, or padded around its fields."""
+    if reply.status != 200 or reply.file is not None:
+        return reply
+    if "depth" in rule:
+        depth = int(rule["depth"])
+        return Reply(reply.status, reply.headers, b"[" * depth + b"]" * depth)
+    doc = json.loads(reply.data)
+    count = int(rule["siblings"])
+    body = dump_json(doc)[:-1] + b',"more":[' + b",".join([b"{}"] * count) + b"]}"
     return Reply(reply.status, reply.headers, body)
 
 
@@ -226,6 +269,10 @@ class Handler(BaseHTTPRequestHandler):
             flip_at = reply.length // 2
         elif rule and rule["action"] == "throttle":
             rate = float(rule["bytes_per_second"])
+        elif rule and rule["action"] == "bloat_answer":
+            reply = bloat_answer(reply, rule)
+        elif rule and rule["action"] == "twin_tree":
+            reply = twin_tree(reply, rule)
         elif rule and rule["action"] == "pad_tree":
             reply = pad_tree(reply, rule)
             rate = float(rule["bytes_per_second"]) if "bytes_per_second" in rule else None
