@@ -219,7 +219,7 @@ void apply_setting(kernhub::Options& options, const char* key, const char* value
     } else if (k == "min_rate_window_seconds") {
         options.min_rate_window_seconds = parse_int(key, value);
     } else if (k == "archive_max_bytes") {
-        options.archive_max_bytes = parse_count(key, value, std::numeric_limits<std::uint64_t>::max());
+        options.archive_max_bytes = parse_count(key, value, 999'999'999'999'999'999ull);  // 18 digits
     } else if (k == "archive_max_entries") {
         options.archive_max_entries = parse_int(key, value);
     } else if (k == "archive_max_path") {
