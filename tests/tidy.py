@@ -77,7 +77,8 @@ def portable(text):
 def stamp_key(entry, common):
     h = hashlib.sha256(common.encode())
     h.update(portable(entry.get("command", " ".join(entry.get("arguments", [])))).encode())
-    for dep in dependencies(entry):
+    # In an order that does not depend on where the checkout lies.
+    for dep in sorted(dependencies(entry), key=portable):
         h.update(portable(dep).encode() + b"\0")
         h.update(sha256_file(dep).encode() if os.path.exists(dep) else b"missing")
     return h.hexdigest()
