@@ -34,8 +34,9 @@ KERNHUB_API const char* to_string(ErrorCode code) noexcept;
 
 // `text` safe to show on a terminal as one line: \n, \r and \t are shown
 // as those escapes, other C0 controls, DEL and bytes that are not UTF-8 as
-// \xNN, the C1 controls, the invisible line separators and the
-// bidirectional overrides as \uNNNN; other UTF-8 is kept. File names,
+// \xNN, the C1 controls, the invisible line separators, the
+// bidirectional overrides and the zero-width characters as \uNNNN; other
+// UTF-8 is kept. File names,
 // repo ids and messages can carry whatever a hub, a registry file or a
 // cache entry held; every Error message has been through it already, and a
 // program that shows other text from kernhub's results (file paths, variant
@@ -45,6 +46,7 @@ KERNHUB_API std::string printable(std::string_view text);
 
 class KERNHUB_API Error : public std::runtime_error {
 public:
+    // The message (cut at 4 KiB) and context (1 KiB) go through printable().
     Error(ErrorCode code, const std::string& message, std::string context = {});
 
     ErrorCode code() const noexcept { return m_code; }

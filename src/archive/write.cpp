@@ -1,6 +1,7 @@
 // The reproducible writer: the same entries give the same bytes, whoever
 // writes them and whenever (docs/ARCHITECTURE.md, "Cache archives").
 #include <fcntl.h>
+#include <locale.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,11 +116,44 @@ private:
 
 using EntryPtr = std::unique_ptr<struct archive_entry, decltype(&archive_entry_free)>;
 
+namespace {
+
+// libarchive reads and writes names in the calling thread's locale, and
+// its PAX writer fails (3.6: crashes) on a UTF-8 name under "C". This
+// thread uses C.UTF-8 for ctype while a header is made, and nothing else
+// changes: uselocale is per thread.
+class Utf8Names {
+public:
+    Utf8Names() : m_locale(::newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr))) {
+        if (m_locale != static_cast<locale_t>(nullptr)) m_previous = ::uselocale(m_locale);
+    }
+    ~Utf8Names() {
+        if (m_locale == static_cast<locale_t>(nullptr)) return;
+        ::uselocale(m_previous);
+        ::freelocale(m_locale);
+    }
+    Utf8Names(const Utf8Names&) = delete;
+    Utf8Names& operator=(const Utf8Names&) = delete;
+
+private:
+    locale_t m_locale;
+    locale_t m_previous = static_cast<locale_t>(nullptr);
+};
+
+}  // namespace
+
 std::uint64_t Writer::add(const WriteEntry& entry) {
     check_cancel();
+    const Utf8Names utf8_names;
     const detail::LibArchive& lib = libarchive();
     EntryPtr header(lib.archive_entry_new(), lib.archive_entry_free);
     if (!header) throw Error(ErrorCode::internal, "libarchive could not allocate an entry; out of memory");
+    // Names are UTF-8 (fetch keeps no other), whatever the locale: set as
+    // such, the writer stores them in a PAX header.
+    if (!is_utf8(entry.path)) {
+        throw Error(ErrorCode::verification,
+                    "cannot store the name " + quoted_name(entry.path) + " in an archive: it is not UTF-8");
+    }
     libarchive().archive_entry_copy_pathname(header.get(), entry.path.c_str());
     libarchive().archive_entry_set_mtime(header.get(), 0, 0);
     libarchive().archive_entry_set_uid(header.get(), 0);

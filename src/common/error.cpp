@@ -36,11 +36,21 @@ static std::string join_what(const std::string& message, const std::string& cont
 
 // Messages quote hub answers, paths and registry text: every Error is one
 // printable line, whoever shows it.
+// A message may quote what a hub sent (a parser's error names the token it
+// stopped at, which can be megabytes): each part is cut before escaping.
+static std::string bounded(const std::string& text, std::size_t max_bytes) {
+    if (text.size() <= max_bytes) return printable(text);
+    return printable(text.substr(0, max_bytes)) + "... (" + std::to_string(text.size() - max_bytes) + " more bytes)";
+}
+
+constexpr std::size_t k_max_message_bytes = 4096;
+constexpr std::size_t k_max_context_bytes = 1024;
+
 // NOLINTNEXTLINE(performance-unnecessary-value-param): the exported signature; const& would change its ABI.
 Error::Error(ErrorCode code, const std::string& message, std::string context)
-    : std::runtime_error(join_what(printable(message), printable(context))),
+    : std::runtime_error(join_what(bounded(message, k_max_message_bytes), bounded(context, k_max_context_bytes))),
       m_code(code),
-      m_message(printable(message)),
-      m_context(printable(context)) {}
+      m_message(bounded(message, k_max_message_bytes)),
+      m_context(bounded(context, k_max_context_bytes)) {}
 
 }  // namespace kernhub

@@ -42,6 +42,18 @@ void validate_repo_id(const std::string& repo_id) {
 // git refuses in ref names, which also rules out climbing out of a folder.
 std::string revision_problem(const std::string& revision) {
     if (revision.empty()) return "is empty";
+    // A revision becomes refs/<revision> in the cache, which the cache
+    // commands walk at most k_max_cache_depth folders deep.
+    constexpr std::size_t k_max_revision_bytes = 1024;
+    constexpr std::size_t k_max_revision_parts = 16;
+    if (revision.size() > k_max_revision_bytes) {
+        return "is longer than " + std::to_string(k_max_revision_bytes) +
+               " bytes (k_max_revision_bytes); use a branch, tag or commit id";
+    }
+    if (static_cast<std::size_t>(std::count(revision.begin(), revision.end(), '/')) >= k_max_revision_parts) {
+        return "has more than " + std::to_string(k_max_revision_parts) +
+               " parts (k_max_revision_parts); use a branch, tag or commit id";
+    }
     const auto bad = [](char c) {
         return (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) ||
                std::string_view("~^:?*[\\").find(c) != std::string_view::npos;

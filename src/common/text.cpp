@@ -64,12 +64,16 @@ unsigned decode3(std::string_view sequence) {
     return ((static_cast<unsigned char>(sequence[0]) & 0x0fu) << 12) | (byte(1) << 6) | byte(2);
 }
 
-// Line and paragraph separators and the bidirectional overrides and
-// isolates (U+2028..U+202E, U+2066..U+2069): invisible, yet they break a
-// line or reorder what a terminal shows around them.
+// Invisible characters that change what a reader sees: line and paragraph
+// separators and the bidirectional overrides and isolates
+// (U+2028..U+202E, U+2066..U+2069) break a line or reorder it; the
+// zero-width spaces, joiners and direction marks (U+200B..U+200F), the
+// word joiner and invisible operators (U+2060..U+2064) and the byte order
+// mark (U+FEFF) make two different names look the same.
 bool is_invisible_format(std::string_view sequence) {
     const unsigned code = decode3(sequence);
-    return (code >= 0x2028 && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069);
+    return (code >= 0x200b && code <= 0x200f) || (code >= 0x2028 && code <= 0x202e) ||
+           (code >= 0x2060 && code <= 0x2064) || (code >= 0x2066 && code <= 0x2069) || code == 0xfeff;
 }
 
 // The escape printable() shows for the byte at text[i] when it is not to be

@@ -137,7 +137,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
     const std::uint64_t downloads_before = m_files_downloaded;
     const std::string prefix = "build/" + variant + "/";
     const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
-    if (!request.offline) cache.make_blobs_folder_real();
+    cache.unlink_linked_folders();
     if (request.offline) {
         // Name everything that is missing at once, not the first file only.
         std::string missing;

@@ -362,6 +362,8 @@ std::optional<std::vector<FetchedFile>> Fetcher::recorded_files(const store::Rep
 }
 
 VariantChoice Fetcher::choose(const FetchRequest& request) {
+    // Nothing kernhub writes below (listing, ref, record) goes through a link.
+    store::RepoCache(m_root, request.repo.type, request.repo.repo_id).unlink_linked_folders();
     VariantChoice choice;
     choice.commit = resolve_commit(request);
     m_last_listing = listing(request, choice.commit);
@@ -503,10 +505,13 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
         outcome = download_variant(request, commit, variant, entries, trusted);
         unpack_archives(request, entries, outcome);
     } catch (const Error& e) {
-        // A file that does not match the listing may mean the listing was
-        // wrong (a hostile answer kept earlier): forget it, so the next
-        // fetch asks the hub again instead of failing the same way for good.
-        if (e.code() == ErrorCode::verification && m_listing_source == ListingSource::hub) {
+        // A file that does not match the listing, or that the hub does not
+        // have, may mean the listing was wrong (a hostile answer kept
+        // earlier): forget it, so the next fetch asks the hub again instead
+        // of failing the same way for good. A network error says nothing
+        // about the listing.
+        const bool listing_suspect = e.code() == ErrorCode::verification || e.code() == ErrorCode::not_found;
+        if (listing_suspect && m_listing_source == ListingSource::hub) {
             if (m_memo != nullptr) m_memo->forget_listing(memo_key(cache, commit));
             try {
                 cache.remove_tree(commit);

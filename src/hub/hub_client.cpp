@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::hub {
@@ -36,6 +37,9 @@ namespace {
 // read without building a document, so an answer costs its own bytes and
 // no more however it is shaped.
 constexpr std::size_t k_max_answer_depth = 64;
+// A revision answer lists every file of the repo: about 100 bytes each, so
+// 16 MiB is a repo of over 100,000 files. Bounds what parsing may cost.
+constexpr std::size_t k_max_revision_answer_bytes = 16u << 20;
 constexpr std::size_t k_max_branch_names = 10000;
 
 class AnswerFields final : public json::json_sax_t {
@@ -123,7 +127,9 @@ std::string HubClient::resolve_url(const RepoRef& repo, const std::string& commi
 // The "vN" branches of the repo, for a helpful message; empty on any error.
 std::string HubClient::versions_hint(const RepoRef& repo) {
     try {
-        http::Response response = m_transport->get(api_url(repo, "refs"));
+        http::GetLimits limits;
+        limits.max_body = k_max_revision_answer_bytes;
+        http::Response response = m_transport->get(api_url(repo, "refs"), limits);
         if (response.status != 200) return {};
         AnswerFields refs = read_answer(response.body, "refs");
         std::string names;
@@ -140,7 +146,12 @@ std::string HubClient::versions_hint(const RepoRef& repo) {
 
 std::string HubClient::resolve_revision(const RepoRef& repo, const std::string& revision) {
     std::string url = api_url(repo, "revision/" + url_quote(revision, false));
-    http::Response response = m_transport->get(url);
+    http::GetLimits limits;
+    limits.max_body = k_max_revision_answer_bytes;
+    limits.over_body_message = "the hub's answer for revision " + quoted_name(revision) + " of " + repo_label(repo) +
+                               " is larger than " + std::to_string(k_max_revision_answer_bytes) +
+                               " bytes (k_max_revision_answer_bytes); check the endpoint";
+    http::Response response = m_transport->get(url, limits);
     if (response.status != 200) {
         bool version = revision.size() > 1 && revision[0] == 'v' &&
                        revision.find_first_not_of("0123456789", 1) == std::string::npos;

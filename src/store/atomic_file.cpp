@@ -41,7 +41,8 @@ void write_file_atomic(const fs::path& path, const std::string& content, const f
 
     // A dot name keeps the temp out of casual listings; the random part keeps
     // concurrent writers of the same file from colliding.
-    fs::path temp = staging / ("." + path.filename().string() + "." + detail::random_hex(16) + ".tmp");
+    // The target's name is not part of it: a 255-byte name must still fit.
+    fs::path temp = staging / (".write." + detail::random_hex(16) + ".tmp");
     int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) throw_write_error(path, errno);
 

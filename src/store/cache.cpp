@@ -421,11 +421,17 @@ bool RepoCache::snapshot_folders_real(const std::string& commit, const std::stri
     return true;
 }
 
-void RepoCache::make_blobs_folder_real() const {
-    const fs::path blobs = m_folder / "blobs";
-    if (int err = make_real_blobs_folder(blobs); err != 0) {
-        throw Error(ErrorCode::internal, "cannot replace the linked folder " + blobs.string() + ": " +
-                                             detail::errno_text(err) + "; remove it by hand and fetch again");
+void RepoCache::unlink_linked_folders() const {
+    for (const fs::path& dir :
+         {m_folder / "blobs", m_folder / "refs", m_folder / ".kernhub", m_folder / ".kernhub" / "tmp",
+          m_folder / ".kernhub" / "trees", m_folder / ".kernhub" / "variants"}) {
+        struct stat st {};
+        if (::lstat(dir.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
+        if (::unlink(dir.c_str()) != 0 && errno != ENOENT) {
+            const int err = errno;
+            throw Error(ErrorCode::internal, "cannot replace the linked folder " + dir.string() + ": " +
+                                                 detail::errno_text(err) + "; remove it by hand and fetch again");
+        }
     }
 }
 
@@ -468,7 +474,7 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& relp
     // and rename it over: readers see the old link or the new one. The temp
     // lives outside snapshots/ so a crash leaves no stray entry there; the
     // link text is relative to its final place, not to where it is made.
-    fs::path temp = staging_dir() / ("." + link.filename().string() + "." + detail::random_hex(16) + ".tmp");
+    fs::path temp = staging_dir() / (".link." + detail::random_hex(16) + ".tmp");  // fits any name
     if (err == 0 && ::symlink(target.c_str(), temp.c_str()) != 0) {
         err = errno;
     }

@@ -238,11 +238,12 @@ public:
     // True when snapshots/, snapshots/<commit>, every folder of relpath
     // above its last part and blobs/ are real folders, not symlinks.
     bool snapshot_folders_real(const std::string& commit, const std::string& relpath) const;
-    // Puts a real folder at blobs/ where a link (or anything but a folder)
-    // is: the link goes, never what it points to. A fetch that will
-    // download calls it first, so no blob is found or written outside the
-    // repo folder; the links into the old one are then verified again.
-    void make_blobs_folder_real() const;
+    // Removes a link (or anything but a folder) at blobs/, refs/, .kernhub/
+    // or .kernhub/{tmp,trees,variants}: the link goes, never what it points
+    // to, and the folder is made again when next written. A fetch calls it
+    // first, so nothing is read or written through such a link (offline,
+    // blobs that were only reachable through it count as missing).
+    void unlink_linked_folders() const;
     // The etag of the blob snapshots/<commit>/<relpath> links to, when the
     // link is exactly the one kernhub writes (snapshot_link_target) and the
     // folders on the way are real; nullopt otherwise.

@@ -54,7 +54,7 @@ Placed place_file(const fs::path& source, const fs::path& target, const fs::path
     const fs::path dir = target.parent_path();
     if (int err = detail::make_directories(dir); err != 0) fail(target, err);
     if (int err = detail::make_directories(temp_dir); err != 0) fail(target, err);
-    const fs::path temp = temp_dir / ("." + target.filename().string() + "." + detail::random_hex(16) + ".tmp");
+    const fs::path temp = temp_dir / (".place." + detail::random_hex(16) + ".tmp");  // fits any name
 
     Placed placed = Placed::linked;
     if (::link(source.c_str(), temp.c_str()) != 0) {

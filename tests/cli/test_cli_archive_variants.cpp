@@ -237,6 +237,23 @@ TEST_CASE("archive variants: a UTF-8 name is unpacked under any locale and recor
     ProcessResult verify = box.run({"cache", "verify", "--cache-dir", box.cache.string()});
     INFO(describe(verify));
     CHECK(verify.exit_code == 0);
+
+    // The name survives a cache archive, under the C locale too.
+    const fs::path exported = box.dir.path() / "cache.tar.zst";
+    const fs::path other = box.dir.path() / "other-cache";
+    ProcessResult out = box.run({"cache", "export", "--to", exported.string(), "--cache-dir", box.cache.string()},
+                                {{"LANG", "C"}, {"LC_ALL", "C"}});
+    INFO(describe(out));
+    REQUIRE(out.exit_code == 0);
+    ProcessResult in = box.run({"cache", "import", exported.string(), "--cache-dir", other.string()},
+                               {{"LANG", "C"}, {"LC_ALL", "C"}});
+    INFO(describe(in));
+    REQUIRE(in.exit_code == 0);
+    bool found = false;
+    for (const auto& e : fs::recursive_directory_iterator(other)) {
+        if (e.path().filename() == "caf\xc3\xa9.txt") found = slurp(e.path()) == "accented";
+    }
+    CHECK(found);
 }
 
 TEST_CASE("archive variants: a .tar.gz variant is unpacked, loaded through the registry's file, warm, verified",

@@ -160,6 +160,22 @@ TEST_CASE("a listing its files do not match is forgotten: the next fetch asks th
     INFO(describe(r));
     CHECK(r.exit_code == 0);
     CHECK(hub.server().count_requests("/tree/") >= 1);
+
+    // A listed file the hub does not have (404, exit 3) is the same news.
+    Sandbox other;
+    hub.server().reset();
+    hub.server().add_faults({{{"match", "/tree/"},
+                              {"action", "pad_tree"},
+                              {"entries", 1},
+                              {"prefix", "build/" + host_cpu_variant() + "/junk"},
+                              {"count", 1}}});
+    r = other.kh("fetch", "vector-add@main", hub.server().endpoint(), {"--quiet", "--target", host_cpu_variant()});
+    INFO(describe(r));
+    CHECK((r.exit_code == 3 || r.exit_code == 4));
+    hub.server().reset();
+    r = other.kh("fetch", "vector-add@main", hub.server().endpoint(), {"--quiet", "--target", host_cpu_variant()});
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
 }
 
 TEST_CASE("a revision answer is read for its sha alone: deep nesting is exit 5 naming the cap, padding costs nothing",

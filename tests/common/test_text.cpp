@@ -12,22 +12,48 @@ TEST_CASE("printable escapes what a terminal would obey and keeps everything els
     CHECK(kernhub::printable("plain/path.so") == "plain/path.so");
     CHECK(kernhub::printable("a\033]0;title\007b") == "a\\x1b]0;title\\x07b");
     CHECK(kernhub::printable("line\nnext\r\t\x7f") == "line\\nnext\\r\\t\\x7f");
-    CHECK(kernhub::printable("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") == "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    CHECK(kernhub::printable("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") ==
+          "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
     // C1 controls, in UTF-8 and as raw bytes.
-    CHECK(kernhub::printable("a\xc2\x9b" "2Jb") == "a\\u009b2Jb");
-    CHECK(kernhub::printable("a\x9b" "2Jb") == "a\\x9b2Jb");
+    CHECK(kernhub::printable("a\xc2\x9b"
+                             "2Jb") == "a\\u009b2Jb");
+    CHECK(kernhub::printable("a\x9b"
+                             "2Jb") == "a\\x9b2Jb");
     // Not UTF-8: overlong, surrogate, cut short, stray continuation byte.
     CHECK(kernhub::printable("\xc0\xaf") == "\\xc0\\xaf");
     CHECK(kernhub::printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");
     CHECK(kernhub::printable("x\xe2\x82") == "x\\xe2\\x82");
     CHECK(kernhub::printable("\x80") == "\\x80");
     // A bidirectional override and a line separator are invisible but not harmless.
-    CHECK(kernhub::printable("lib\xe2\x80\xae" "os.so") == "lib\\u202eos.so");
-    CHECK(kernhub::printable("a\xe2\x80\xa8" "b") == "a\\u2028b");
+    CHECK(kernhub::printable("lib\xe2\x80\xae"
+                             "os.so") == "lib\\u202eos.so");
+    CHECK(kernhub::printable("a\xe2\x80\xa8"
+                             "b") == "a\\u2028b");
+    // Zero-width and direction marks, word joiner, byte order mark: two
+    // names that look alike must not print alike.
+    CHECK(kernhub::printable("a\xe2\x80\x8b"
+                             "b") == "a\\u200bb");
+    CHECK(kernhub::printable("a\xe2\x80\x8f"
+                             "b") == "a\\u200fb");
+    CHECK(kernhub::printable("a\xe2\x81\xa0"
+                             "b") == "a\\u2060b");
+    CHECK(kernhub::printable("\xef\xbb\xbf"
+                             "x") == "\\ufeffx");
+    CHECK(kernhub::printable("caf\xc3\xa9 \xe2\x80\x90") == "caf\xc3\xa9 \xe2\x80\x90");  // kept: visible
     // Escaping twice changes nothing.
     const std::string once = kernhub::printable("\033[2J\n\xc2\x85\xff");
     CHECK(kernhub::printable(once) == once);
     CHECK(kernhub::printable(std::string("nul\0byte", 8)) == "nul\\x00byte");
+}
+
+TEST_CASE("an Error's message and context are cut, so a hub's megabyte token cannot flood a terminal", "[common]") {
+    Error e(ErrorCode::network, "hub sent " + std::string(100000, '1'), std::string(50000, 'x'));
+    CHECK(e.message().size() < 4200);
+    CHECK(e.message().find("more bytes)") != std::string::npos);
+    CHECK(e.context().size() < 1100);
+    CHECK(std::string(e.what()).size() < 5400);
+    Error small(ErrorCode::network, "short", "ctx");
+    CHECK(std::string(small.what()) == "short (ctx)");
 }
 
 TEST_CASE("an Error is one printable line, message and context alike", "[common]") {

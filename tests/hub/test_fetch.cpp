@@ -510,11 +510,15 @@ TEST_CASE("a revision that could climb out of a folder is a usage error before a
     Client client(env.options(hub.server().endpoint()));
     std::string message;
     const std::string long_part = "vector-add@x/" + std::string(256, 'a');
+    std::string many_parts = "vector-add@r";
+    for (int i = 0; i < 16; ++i) many_parts += "/r";
+    std::string long_revision = "vector-add@r";
+    for (int i = 0; i < 8; ++i) long_revision += "/" + std::string(200, 'b');
     for (const std::string& ref :
          {std::string("kernhub-test/vector-add@../../etc"), std::string("vector-add@/abs"),
           std::string("vector-add@a b"), std::string("vector-add@."), std::string("vector-add@a/./b"),
           std::string("vector-add@.hidden"), std::string("vector-add@main.lock"), std::string("vector-add@v1."),
-          std::string("vector-add@a@{1}"), std::string("vector-add@@"), long_part}) {
+          std::string("vector-add@a@{1}"), std::string("vector-add@@"), long_part, many_parts, long_revision}) {
         INFO(ref);
         CHECK(code_of([&] { client.fetch(ref); }, &message) == ErrorCode::usage);
         CHECK(message.find("revision") != std::string::npos);

@@ -248,6 +248,32 @@ TEST_CASE("a blobs/ folder linked outside the repo folder is replaced, never loa
     }
 }
 
+TEST_CASE("a fetch writes nothing through a linked .kernhub/, refs/ or blobs/: the links go", "[hub]") {
+    KernelHub hub;
+    Env env;
+    FetchResult first = Client(env.options(hub.server().endpoint(), false)).fetch("vector-add");
+    const std::string folder_name = GENERATE(".kernhub", "refs", "blobs");
+    const bool offline = GENERATE(false, true);
+    INFO(folder_name << ", offline " << offline);
+    const fs::path folder = env.folder() / folder_name;
+    const fs::path outside = env.dir.path() / "outside";
+    fs::create_directories(outside);
+    fs::remove_all(folder);
+    fs::create_directory_symlink(outside, folder);
+
+    Options o = env.options(hub.server().endpoint(), false);
+    o.offline = offline;
+    std::string message;
+    const ErrorCode code = code_of([&] { (void)Client(o).fetch("vector-add"); }, &message);
+    INFO(message);
+    // Online the fetch completes; offline, what was only behind the link
+    // (the blobs, the ref naming main) is missing, and .kernhub/ is rebuilt
+    // from the snapshot.
+    CHECK(code == (offline && folder_name != ".kernhub" ? ErrorCode::offline : ErrorCode::ok));
+    CHECK_FALSE(fs::is_symlink(folder));
+    CHECK(fs::is_empty(outside));
+}
+
 TEST_CASE("a snapshot link to a file outside the repo folder is replaced", "[hub]") {
     KernelHub hub;
     Env env;
