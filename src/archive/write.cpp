@@ -1,13 +1,13 @@
 // The reproducible writer: the same entries give the same bytes, whoever
 // writes them and whenever (docs/ARCHITECTURE.md, "Cache archives").
 #include <fcntl.h>
-#include <locale.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <clocale>  // newlocale, uselocale (POSIX)
 #include <cstring>
 #include <memory>
 

@@ -34,8 +34,6 @@ static std::string join_what(const std::string& message, const std::string& cont
     return context.empty() ? message : message + " (" + context + ")";
 }
 
-// Messages quote hub answers, paths and registry text: every Error is one
-// printable line, whoever shows it.
 // A message may quote what a hub sent (a parser's error names the token it
 // stopped at, which can be megabytes): each part is cut before escaping.
 static std::string bounded(const std::string& text, std::size_t max_bytes) {
@@ -46,6 +44,8 @@ static std::string bounded(const std::string& text, std::size_t max_bytes) {
 constexpr std::size_t k_max_message_bytes = 4096;
 constexpr std::size_t k_max_context_bytes = 1024;
 
+// Messages quote hub answers, paths and registry text: every Error is one
+// printable line, whoever shows it.
 // NOLINTNEXTLINE(performance-unnecessary-value-param): the exported signature; const& would change its ABI.
 Error::Error(ErrorCode code, const std::string& message, std::string context)
     : std::runtime_error(join_what(bounded(message, k_max_message_bytes), bounded(context, k_max_context_bytes))),
