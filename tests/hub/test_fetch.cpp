@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "hub/hub_env.hpp"
 #include "kernhub/cuda.hpp"
 #include "kernhub/kernhub.hpp"
 #include "store/cache.hpp"
@@ -20,28 +21,10 @@
 
 using namespace kernhub;
 using namespace kernhub::test;
+using namespace kernhub::test::hub_env;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Env {
-    TempDir dir;
-    fs::path cache = dir.path() / "cache";
-    fs::path registry = write_standard_registry(dir.path());
-
-    Options options(const std::string& endpoint) const {
-        Options o;
-        o.endpoint = endpoint;
-        o.cache_dir = cache.string();
-        o.registries = {registry.string()};
-        o.project_dir = dir.path().string();
-        o.no_default_registry = true;
-        o.offline = false;
-        o.token = "";
-        o.retries = 2;
-        return o;
-    }
-};
 
 fs::path repo_folder(const Env& env, const std::string& name) {
     return env.cache / ("kernels--kernhub-test--" + name);
@@ -79,16 +62,6 @@ void flip_byte(const fs::path& file, std::streamoff offset) {
     io.get(c);
     io.seekp(offset);
     io.put(static_cast<char>(~c));
-}
-
-ErrorCode code_of(const std::function<void()>& fn, std::string* message = nullptr) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        if (message) *message = e.what();
-        return e.code();
-    }
-    return ErrorCode::ok;
 }
 
 }  // namespace

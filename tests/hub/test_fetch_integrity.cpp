@@ -9,12 +9,14 @@
 
 #include "digest/digest.hpp"
 #include "hub/fetcher.hpp"
+#include "hub/hub_env.hpp"
 #include "kernhub/kernhub.hpp"
 #include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
 
 using namespace kernhub;
 using namespace kernhub::test;
+using kernhub::test::hub_env::code_of;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -49,16 +51,6 @@ void damage(const fs::path& blob, std::size_t offset) {
     bytes[offset] = static_cast<char>(~bytes[offset]);
     fs::permissions(blob, fs::perms::owner_write, fs::perm_options::add);
     std::ofstream(blob, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-ErrorCode code_of(const std::function<void()>& fn, std::string* message = nullptr) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        if (message) *message = e.what();
-        return e.code();
-    }
-    return ErrorCode::ok;
 }
 
 std::string b64_sha256(const std::string& text) {

@@ -15,45 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "hub/hub_env.hpp"
 #include "kernhub/kernhub.hpp"
 #include "support/kernel_hub.hpp"
 
 using namespace kernhub;
 using namespace kernhub::test;
+using namespace kernhub::test::hub_env;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Env {
-    TempDir dir;
-    fs::path cache = dir.path() / "cache";
-    fs::path registry = write_standard_registry(dir.path());
-
-    Options options(const std::string& endpoint, bool verify) const {
-        Options o;
-        o.endpoint = endpoint;
-        o.cache_dir = cache.string();
-        o.registries = {registry.string()};
-        o.project_dir = dir.path().string();
-        o.no_default_registry = true;
-        o.offline = false;
-        o.token = "";
-        o.retries = 2;
-        o.verify_on_load = verify;
-        return o;
-    }
-    fs::path folder() const { return cache / "kernels--kernhub-test--vector-add"; }
-};
-
-ErrorCode code_of(const std::function<void()>& fn, std::string* message = nullptr) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        if (message) *message = e.what();
-        return e.code();
-    }
-    return ErrorCode::ok;
-}
 
 using AddFn = void (*)(const float*, const float*, float*, std::size_t);
 
