@@ -91,12 +91,18 @@ def error_reply(status, code, message, headers=()) -> Reply:
     return Reply(status, headers, dump_json({"error": message}))
 
 
+def tree_page(reply):
+    """The entries of a tree page reply, or None for any other reply."""
+    if reply.status != 200 or reply.file is not None:
+        return None
+    page = json.loads(reply.data)
+    return page if isinstance(page, list) else None
+
+
 def pad_tree(reply, rule) -> Reply:
     """A tree page with rule["entries"] made-up file entries appended (hostile listings)."""
-    if reply.status != 200 or reply.file is not None:
-        return reply
-    page = json.loads(reply.data)
-    if not isinstance(page, list):
+    page = tree_page(reply)
+    if page is None:
         return reply
     prefix, oid, count = str(rule.get("prefix", "junk/f")), "0" * 40, int(rule["entries"])
     # Numbered on from the last page's entries, so every page adds new paths.
@@ -112,10 +118,8 @@ def pad_tree(reply, rule) -> Reply:
 
 def twin_tree(reply, rule) -> Reply:
     """A tree page that lists one path twice with different ids (hostile listings)."""
-    if reply.status != 200 or reply.file is not None:
-        return reply
-    page = json.loads(reply.data)
-    if not isinstance(page, list):
+    page = tree_page(reply)
+    if page is None:
         return reply
     for entry in page:
         if isinstance(entry, dict) and str(entry.get("path", "")).endswith(str(rule["suffix"])):
