@@ -1,3 +1,4 @@
+#include <ctime>
 #include "common.hpp"
 
 #include "interrupt.hpp"
@@ -24,6 +25,9 @@ void add_fetch_flags(CLI::App& command, CommonFlags& flags) {
     command.add_option("--target", flags.targets, "Use this build variant instead of detecting the host (repeatable)");
     command.add_flag("--offline", flags.offline, "Never use the network (env KERNHUB_OFFLINE=1, HF_HUB_OFFLINE=1)");
     command.add_flag("-q,--quiet", flags.quiet, "Print nothing but errors and --json output");
+    command.add_option("--trusted-root", flags.trusted_root,
+                       "Sigstore trusted_root.json for signature policies (env KERNHUB_SIGSTORE_TRUSTED_ROOT; "
+                       "default: the public-good root built in)");
 }
 
 static bool env_set(const char* name) {
@@ -73,6 +77,7 @@ Options make_options(const CommonFlags& flags, EventSink* events) {
     options.registries = flags.registries;
     options.project_dir = flags.project;
     options.targets = flags.targets;
+    options.sigstore_trusted_root = flags.trusted_root;
     if (flags.offline) options.offline = true;
     options.events = events;
     options.cancel = interrupt_flag();
@@ -104,7 +109,34 @@ nlohmann::ordered_json fetch_json(const FetchResult& result) {
             {"path", result.path},
             {"files", files},
             {"bytes_downloaded", result.bytes_downloaded},
-            {"requests", result.requests}};
+            {"requests", result.requests},
+            {"signature", result.signature ? signature_json(*result.signature) : nlohmann::ordered_json(nullptr)}};
+}
+
+static std::string utc_time(std::int64_t seconds) {
+    const std::time_t time = static_cast<std::time_t>(seconds);
+    std::tm parts{};
+    gmtime_r(&time, &parts);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+    return text;
+}
+
+nlohmann::ordered_json signature_json(const SignatureInfo& signature) {
+    nlohmann::ordered_json out = {{"identity", signature.identity}, {"issuer", signature.issuer},
+                                  {"repository", signature.repository}};
+    out["log_time"] = signature.log_time > 0 ? nlohmann::ordered_json(utc_time(signature.log_time))
+                                             : nlohmann::ordered_json(nullptr);
+    out["log_index"] = signature.log_time > 0 ? nlohmann::ordered_json(signature.log_index)
+                                              : nlohmann::ordered_json(nullptr);
+    return out;
+}
+
+std::string describe_signature(const SignatureInfo& signature) {
+    std::string text = "signed by " + printable(signature.identity) + " (" + printable(signature.issuer) + ")";
+    if (!signature.repository.empty()) text += " from " + printable(signature.repository);
+    if (signature.log_time > 0) text += ", logged " + utc_time(signature.log_time);
+    return text;
 }
 
 std::string short_commit(const std::string& commit) {

@@ -17,6 +17,7 @@ struct CommonFlags {
     std::vector<std::string> registries;
     std::string project;
     std::vector<std::string> targets;
+    std::string trusted_root;  // --trusted-root: the Sigstore trusted_root.json
     bool offline = false;
     bool json = false;
     bool quiet = false;
@@ -45,6 +46,10 @@ void status(const CommonFlags& flags, const std::string& line);
 // The one JSON object on stdout.
 void print_json(const nlohmann::ordered_json& object);
 nlohmann::ordered_json fetch_json(const FetchResult& result);
+// {"identity", "issuer", "repository", "log_time" (RFC 3339 UTC), "log_index"}.
+nlohmann::ordered_json signature_json(const SignatureInfo& signature);
+// "signed by IDENTITY (ISSUER), logged 2026-01-02T03:04:05Z", printable.
+std::string describe_signature(const SignatureInfo& signature);
 std::string short_commit(const std::string& commit);
 
 std::string human_size(std::uint64_t bytes);

@@ -22,6 +22,7 @@ Command add_fetch_command(CLI::App& app) {
                                        human_size(result.bytes_downloaded) + " downloaded, " +
                                        std::to_string(result.requests) + " requests");
                     status(*flags, "  " + result.path);
+                    if (result.signature) status(*flags, "  " + describe_signature(*result.signature));
                 }
                 return 0;
             }};

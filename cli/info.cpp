@@ -16,6 +16,14 @@ static nlohmann::ordered_json info_json(const InfoResult& info) {
                                   {"commit", info.commit},   {"symbol", info.symbol},   {"host", info.host},
                                   {"targets", info.targets}, {"variants", variants},    {"requests", info.requests}};
     out["selected"] = info.selected.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.selected);
+    if (info.signature_policy) {
+        out["signature_policy"] = {{"issuer", info.signature_policy->issuer},
+                                   {"identities", info.signature_policy->identities},
+                                   {"repository", info.signature_policy->repository}};
+    } else {
+        out["signature_policy"] = nullptr;
+    }
+    out["signature"] = info.signature ? signature_json(*info.signature) : nlohmann::ordered_json(nullptr);
     return out;
 }
 
@@ -43,6 +51,11 @@ Command add_info_command(CLI::App& app) {
                               << (v.selected ? "  (selected)" : "  - " + printable(v.reason)) << '\n';
                 }
                 if (info.selected.empty()) std::cout << "no variant fits; pick one with --target\n";
+                if (!info.signature_policy) {
+                    std::cout << "signature: no policy (the registry entry has no \"signature\")\n";
+                } else if (info.signature) {
+                    std::cout << "signature: " << describe_signature(*info.signature) << '\n';
+                }
                 return 0;
             }};
 }

@@ -33,6 +33,7 @@ Command add_load_command(CLI::App& app) {
                                        short_commit(result.fetch.commit) + "): " + result.symbol + " at " +
                                        format_address(result.address));
                     status(*flags, "  " + result.file);
+                    if (result.fetch.signature) status(*flags, "  " + describe_signature(*result.fetch.signature));
                 }
                 return 0;
             }};

@@ -109,6 +109,12 @@ KH_API void kh_hub_free(kh_hub* hub);
  *   allowed_orgs    comma-separated organisations whose repos may be
  *                   fetched or loaded; any other is refused with 4.
  *                   "": KERNHUB_ALLOWED_ORGS (unset: every organisation).
+ *   require_signatures  "1"/"true": refuse (4) a kernel whose registry
+ *                   entry has no "signature" policy. "":
+ *                   KERNHUB_REQUIRE_SIGNATURES.
+ *   sigstore_trusted_root  the Sigstore trusted_root.json signatures are
+ *                   checked against. "": KERNHUB_SIGSTORE_TRUSTED_ROOT,
+ *                   else the public-good root built into kernhub.
  *
  * Numeric settings, decimal digits; "" means the environment variable, else
  * the default (README, "Environment"). A value outside its range makes the

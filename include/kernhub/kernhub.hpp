@@ -21,6 +21,7 @@
 #include "kernhub/events.hpp"
 #include "kernhub/export.hpp"
 #include "kernhub/manage.hpp"
+#include "kernhub/signature.hpp"
 
 namespace kernhub {
 
@@ -103,6 +104,15 @@ struct Options {
     std::optional<int> archive_max_entries;
     // Bytes of one entry's path, 1 to 4096. nullopt: KERNHUB_ARCHIVE_MAX_PATH, else 1024.
     std::optional<int> archive_max_path;
+
+    // Signatures (README, "Signatures").
+    // The Sigstore trusted_root.json that signatures are checked against.
+    // Empty: KERNHUB_SIGSTORE_TRUSTED_ROOT, else the public-good root built
+    // into kernhub.
+    std::string sigstore_trusted_root;
+    // Refuse (Error(verification)) any kernel whose registry entry has no
+    // "signature" policy. nullopt: KERNHUB_REQUIRE_SIGNATURES=1 switches it on.
+    std::optional<bool> require_signatures;
 };
 
 struct FileInfo {
@@ -122,6 +132,8 @@ struct FetchResult {
     std::vector<FileInfo> files;
     std::uint64_t bytes_downloaded = 0;
     std::uint64_t requests = 0;  // HTTP requests made, redirects included
+    // The verified signature, when the registry entry has a policy.
+    std::optional<SignatureInfo> signature;
 };
 
 struct LoadResult {
@@ -149,6 +161,10 @@ struct InfoResult {
     std::vector<VariantStatus> variants;
     std::string selected;  // empty when nothing matches
     std::uint64_t requests = 0;
+    // The registry entry's signature policy, and what verifying the
+    // selected variant's signature established (info verifies it).
+    std::optional<SignaturePolicy> signature_policy;
+    std::optional<SignatureInfo> signature;
 };
 
 struct RegistryEntry {
@@ -160,6 +176,7 @@ struct RegistryEntry {
     std::string symbol;
     std::string file;
     std::string source;  // the registry file that defined it
+    std::optional<SignaturePolicy> signature;
 };
 
 // Threads: one Client may be shared by any number of threads; fetch, load,
@@ -216,6 +233,12 @@ public:
     ExportReport cache_export(const std::string& file, const std::vector<std::string>& refs);
     // Adds a cache archive to the cache after verifying every blob.
     ImportReport cache_import(const std::string& file);
+    // Checks the cached variant of `ref` again, offline: every file against
+    // the variant's metadata.json digest and the hub's hashes, and the
+    // signature against the registry entry's policy (or `policy` when it
+    // names an issuer). Throws Error(verification) naming what failed,
+    // Error(offline) when the variant is not cached.
+    VerifyReport verify(const std::string& ref, const SignaturePolicy& policy = {});
 
     // Writes a static hub tree holding `refs` at their resolved commits
     // (every variant, or Options::targets only).

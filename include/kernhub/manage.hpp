@@ -8,7 +8,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <optional>
 #include <vector>
+
+#include "kernhub/signature.hpp"
 
 namespace kernhub {
 
@@ -32,6 +35,8 @@ struct LockedKernel {
     bool pin_kept = false;  // the commit came from the existing lock
     // --target variants this kernel does not have (others were locked).
     std::vector<std::string> missing_targets;
+    // The signature verified for the locked variants, when a policy applies.
+    std::optional<SignatureInfo> signature;
 };
 
 struct LockReport {
@@ -190,6 +195,19 @@ struct MirrorReport {
     std::size_t files_unchanged = 0;
     std::uint64_t bytes_downloaded = 0;  // from the hub, into the cache
     std::uint64_t requests = 0;
+};
+
+// ---- kernhub verify ---------------------------------------------------------
+
+struct VerifyReport {
+    std::string name;
+    std::string repo_id;
+    std::string commit;
+    std::string variant;
+    std::string path;                  // the variant directory in the cache
+    std::uint64_t files_checked = 0;   // files hashed against the digest and the hub's hashes
+    bool digest_checked = false;       // the variant has a metadata.json digest and every file matched it
+    std::optional<SignatureInfo> signature;  // nullopt: no policy applied
 };
 
 }  // namespace kernhub

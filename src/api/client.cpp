@@ -117,6 +117,10 @@ registry::Registry load_registries(const Options& options, const store::EnvLooku
 }
 
 // "name[@rev]" from the registry, or "org/repo[@rev]" directly.
+bool same_policy(const SignaturePolicy& a, const SignaturePolicy& b) {
+    return a.issuer == b.issuer && a.identities == b.identities && a.repository == b.repository;
+}
+
 registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::string& ref) {
     auto at = ref.find('@');
     std::string base = ref.substr(0, at);
@@ -153,6 +157,18 @@ registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::
         if (agreed([](const registry::KernelSpec& e) { return e.file; })) spec.file = naming.front().file;
         if (agreed([](const registry::KernelSpec& e) { return e.repo_type; }))
             spec.repo_type = naming.front().repo_type;
+        // A policy on any entry naming the repo holds for the repo however it
+        // is referenced; entries that disagree leave no policy to pick.
+        for (const auto& entry : naming) {
+            if (!entry.signature) continue;
+            if (spec.signature && !same_policy(*spec.signature, *entry.signature)) {
+                throw Error(ErrorCode::verification,
+                            "registry entries naming " + base + " carry different \"signature\" policies (" +
+                                entry.name + " from " + entry.source +
+                                " is one); use the kernel by its registry name, or make the policies agree");
+            }
+            spec.signature = entry.signature;
+        }
         return spec;
     }
     const registry::KernelSpec* found = registry.find(base);
@@ -197,6 +213,7 @@ FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
     for (const auto& file : outcome.files) result.files.push_back(FileInfo{file.path, file.size, file.sha256});
     result.bytes_downloaded = outcome.bytes_downloaded;
     result.requests = requests() - before;
+    if (outcome.signature) result.signature = api::signature_info(*outcome.signature);
     return result;
 }
 
@@ -289,6 +306,12 @@ InfoResult Client::info(const std::string& ref) {
     }
     std::sort(info.variants.begin(), info.variants.end(),
               [](const VariantStatus& a, const VariantStatus& b) { return a.name < b.name; });
+    info.signature_policy = spec.signature;
+    if (request.signature && choice.selection.chosen) {
+        // Who signed the selected variant: from its record when one vouches
+        // for it under this policy, else verified now (two small files).
+        info.signature = api::signature_info(fetcher.signature_of(request, choice));
+    }
     info.requests = m_impl->requests() - before;
     return info;
 }
@@ -297,7 +320,7 @@ std::vector<RegistryEntry> Client::list() const {
     std::vector<RegistryEntry> out;
     for (const auto& spec : m_impl->registry.entries()) {
         out.push_back(RegistryEntry{spec.name, spec.repo_id, to_string(spec.repo_type), spec.revision, spec.version,
-                                    spec.symbol, spec.file, spec.source});
+                                    spec.symbol, spec.file, spec.source, spec.signature});
     }
     return out;
 }

@@ -16,6 +16,7 @@
 #include "kernhub/kernhub.hpp"
 #include "registry/registry.hpp"
 #include "select/variant.hpp"
+#include "sigstore/sigstore.hpp"
 #include "store/cache.hpp"
 
 namespace kernhub {
@@ -28,6 +29,10 @@ registry::Registry load_registries(const Options& options, const store::EnvLooku
 
 // "name[@rev]" from the registry, or "org/repo[@rev]" directly.
 registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::string& ref);
+bool same_policy(const SignaturePolicy& a, const SignaturePolicy& b);
+
+// The public view of a recorded signature.
+SignatureInfo signature_info(const store::RecordedSignature& recorded);
 
 }  // namespace api
 
@@ -47,6 +52,9 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     std::unique_ptr<hub::HubClient> hub;
     // Listings and variant records parsed by earlier fetches of this client.
     hub::SideDataMemo memo;
+    // The Sigstore trusted root, read on the first kernel with a policy.
+    std::mutex root_mutex;
+    std::optional<sigstore::RootDocument> root;
 
     explicit Impl(Options opts) : options(std::move(opts)) {
         settings = api::resolve_settings(options, env);
@@ -117,10 +125,21 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     LoadResult load_verified(const registry::KernelSpec& spec, const std::string& ref, const std::string& artifact,
                              LoadResult result);
 
+    // Options::sigstore_trusted_root (or KERNHUB_SIGSTORE_TRUSTED_ROOT), else
+    // the built-in root; read once, with a warning when its keys are old.
+    const sigstore::RootDocument& trusted_root();
+
+    // The signature check for `spec`: its policy with the trusted root, or
+    // nullopt; Error(verification) when signatures are required and the
+    // entry has no policy (README, "Signatures").
+    std::optional<hub::SignatureCheck> signature_check(const registry::KernelSpec& spec);
+
     // Every fetch, load, info, lock and prewarm asks here first, so the
-    // organisation allow-list applies before a request or a cached file.
+    // organisation allow-list and the signature policy apply before a
+    // request or a cached file.
     hub::FetchRequest request_for(const registry::KernelSpec& spec) {
         api::check_allowed_org(settings, spec.repo_id);
+        std::optional<hub::SignatureCheck> signature = signature_check(spec);
         hub::FetchRequest request;
         request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
         request.revision = spec.effective_revision();
@@ -132,6 +151,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         request.archive_limits.max_bytes = settings.archive_max_bytes;
         request.archive_limits.max_entries = static_cast<std::uint64_t>(settings.archive_max_entries);
         request.archive_limits.max_path_bytes = static_cast<std::size_t>(settings.archive_max_path);
+        request.signature = std::move(signature);
         return request;
     }
 };

@@ -65,6 +65,7 @@ struct Locker {
         lock::LockedVariant locked;
         for (const auto& file : outcome.files) locked.files[file.path] = lock::LockedFile{file.size, file.sha256};
         locked.hash = hub::listing_variant_hash(fetcher.last_listing(), variant);
+        if (outcome.signature) locked.signer = lock::LockedSigner{outcome.signature->identity, outcome.signature->issuer};
         return locked;
     }
 
@@ -173,8 +174,13 @@ LockReport Client::lock(const LockOptions& options) {
                               prior->revision == spec.effective_revision();
         std::vector<std::string> missing;
         lock::LockedKernel locked = locker.lock_kernel(spec, prior, keep_pin, missing);
-        LockedKernel summary{spec.name, locked.repo_id, locked.revision, locked.commit, {}, keep_pin, missing};
-        for (const auto& [variant, data] : locked.variants) summary.variants.push_back(variant);
+        LockedKernel summary{spec.name, locked.repo_id, locked.revision, locked.commit, {}, keep_pin, missing, {}};
+        for (const auto& [variant, data] : locked.variants) {
+            summary.variants.push_back(variant);
+            if (data.signer && !summary.signature) {
+                summary.signature = SignatureInfo{data.signer->identity, data.signer->issuer, {}, 0, 0};
+            }
+        }
         report.kernels.push_back(std::move(summary));
         next.kernels.emplace(spec.name, std::move(locked));
     }

@@ -276,6 +276,13 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
                                                "KERNHUB_ARCHIVE_MAX_ENTRIES", {1, 10'000'000, 100'000});
     settings.archive_max_path =
         resolve_int(options.archive_max_path, "archive_max_path", env, "KERNHUB_ARCHIVE_MAX_PATH", {1, 4096, 1024});
+    if (!options.sigstore_trusted_root.empty()) {
+        settings.sigstore_trusted_root = options.sigstore_trusted_root;
+    } else if (auto value = non_empty(env, "KERNHUB_SIGSTORE_TRUSTED_ROOT")) {
+        settings.sigstore_trusted_root = *value;
+    }
+    settings.require_signatures = options.require_signatures ? *options.require_signatures
+                                                             : strict_env_flag(env, "KERNHUB_REQUIRE_SIGNATURES");
     return settings;
 }
 

@@ -40,6 +40,10 @@ struct Settings {
     std::uint64_t archive_max_bytes = 0;
     int archive_max_entries = 100'000;
     int archive_max_path = 1024;
+    // Signatures: the trusted_root.json to use (empty: the built-in one) and
+    // whether every kernel must have a signature policy.
+    std::string sigstore_trusted_root;
+    bool require_signatures = false;
 };
 
 // Throws Error(usage) naming the variable (or Options field) and its range

@@ -204,6 +204,10 @@ void apply_setting(kernhub::Options& options, const char* key, const char* value
         options.verify_on_load = parse_bool(key, value);
     } else if (k == "allowed_orgs") {
         options.allowed_orgs = split_commas(value);
+    } else if (k == "require_signatures") {
+        options.require_signatures = parse_bool(key, value);
+    } else if (k == "sigstore_trusted_root") {
+        options.sigstore_trusted_root = value;
     } else if (k == "retries") {
         options.retries = parse_int(key, value);
     } else if (k == "max_wait_seconds") {
@@ -227,7 +231,7 @@ void apply_setting(kernhub::Options& options, const char* key, const char* value
     } else {
         throw Refusal{k_usage, "unknown setting " + quoted(key) +
                                    "; the settings are endpoint, cache_dir, registry, project, offline, target, token, "
-                                   "verify_on_load, allowed_orgs, retries, max_wait_seconds, max_listing_entries, "
+                                   "verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, retries, max_wait_seconds, max_listing_entries, "
                                    "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, "
                                    "archive_max_bytes, archive_max_entries, archive_max_path"};
     }

@@ -155,6 +155,14 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
                                                 "(offline mode is on)");
         }
     }
+    // The signature comes before every other file (README, "Signatures");
+    // the two files it covers are then placed and verified.
+    std::set<std::string> trusted_paths = trusted;
+    if (request.signature) {
+        outcome.signature = verify_signature(request, commit, variant, entries);
+        trusted_paths.insert(prefix + "metadata.json");
+        trusted_paths.insert(prefix + "metadata.json.sigstore");
+    }
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
     std::optional<MetadataDigest> metadata;
     for (const TreeEntry* entry : entries) {
@@ -190,7 +198,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
             }
             check_pin(expect, sha256);
         } else {
-            bool is_trusted = trusted.count(entry->path) != 0;
+            bool is_trusted = trusted_paths.count(entry->path) != 0;
             sha256 = ensure_file(request, commit, expect, is_trusted, outcome.bytes_downloaded);
         }
         outcome.files.push_back(FetchedFile{relpath, entry->size, sha256, {}});
@@ -200,6 +208,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
             metadata = parse_metadata_digest(text.value_or(""), variant);
         }
     }
+    outcome.metadata_digest_checked = metadata.has_value();
     if (metadata) {
         for (const auto& [path, digest_bytes] : metadata->files) {
             const std::string wanted = prefix + path;

@@ -63,10 +63,10 @@ std::string repo_at(const RepoRef& repo, const std::string& revision) {
 // The files this cache's own record of the variant names; nullopt when
 // there is no usable record. A damaged or unreadable record only means
 // "fetch again", never a failure.
-std::optional<std::vector<FetchedFile>> read_record(const store::RepoCache& cache, const std::string& commit,
-                                                    const std::string& variant) {
+std::optional<store::VariantRecord> read_record(const store::RepoCache& cache, const std::string& commit,
+                                               const std::string& variant) {
     try {
-        return cache.read_variant_files(commit, variant);
+        return cache.read_variant(commit, variant);
     } catch (const Error&) {
         return std::nullopt;  // verify everything instead
     }
@@ -112,6 +112,13 @@ std::optional<FetchOutcome> outcome_from_record(const store::RepoCache& cache, c
     outcome.variant_dir = cache.snapshot_dir(commit) / "build" / variant;
     outcome.files = recorded;
     return outcome;
+}
+
+// A recorded signature vouches for the variant under `check` when it was
+// verified against the same trusted root and policy.
+bool signature_satisfies(const std::optional<store::RecordedSignature>& recorded, const SignatureCheck& check) {
+    return recorded && recorded->root_sha256 == check.root_sha256 &&
+           recorded->policy_digest == policy_digest(check.policy);
 }
 
 }  // namespace
@@ -278,16 +285,16 @@ void SideDataMemo::put_listing(const std::string& key, Listing listing) {
     if (m_listings.size() < k_max_memo_entries) m_listings.emplace(key, std::move(listing));
 }
 
-std::optional<std::vector<FetchedFile>> SideDataMemo::record(const std::string& key) const {
+std::optional<store::VariantRecord> SideDataMemo::record(const std::string& key) const {
     std::lock_guard<std::mutex> lock(m_mutex);
     auto it = m_records.find(key);
     if (it == m_records.end()) return std::nullopt;
     return it->second;
 }
 
-void SideDataMemo::put_record(const std::string& key, const std::vector<FetchedFile>& files) {
+void SideDataMemo::put_record(const std::string& key, const store::VariantRecord& record) {
     std::lock_guard<std::mutex> lock(m_mutex);
-    if (m_records.size() < k_max_memo_entries) m_records.emplace(key, files);
+    if (m_records.size() < k_max_memo_entries) m_records.emplace(key, record);
 }
 
 namespace {
@@ -350,15 +357,15 @@ SideDataMemo::Listing Fetcher::listing(const FetchRequest& request, const std::s
     return listing;
 }
 
-std::optional<std::vector<FetchedFile>> Fetcher::recorded_files(const store::RepoCache& cache,
-                                                                const std::string& commit, const std::string& variant) {
+std::optional<store::VariantRecord> Fetcher::recorded_variant(const store::RepoCache& cache,
+                                                              const std::string& commit, const std::string& variant) {
     const std::string key = memo_key(cache, commit) + '\n' + variant;
     if (m_memo != nullptr) {
         if (auto kept = m_memo->record(key)) return kept;
     }
-    auto files = read_record(cache, commit, variant);
-    if (files && m_memo != nullptr) m_memo->put_record(key, *files);
-    return files;
+    auto record = read_record(cache, commit, variant);
+    if (record && m_memo != nullptr) m_memo->put_record(key, *record);
+    return record;
 }
 
 VariantChoice Fetcher::choose(const FetchRequest& request) {
@@ -484,15 +491,22 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     // With a lock, every byte is checked against it: the cache's own record
     // is not enough (it says what was verified, not what is on disk now), so
     // cached blobs are hashed again, as `prewarm --offline` promises.
-    std::optional<std::vector<FetchedFile>> recorded;
-    if (pins == nullptr) recorded = recorded_files(cache, commit, variant);
+    std::optional<store::VariantRecord> recorded;
+    if (pins == nullptr && !request.reverify) recorded = recorded_variant(cache, commit, variant);
     if (recorded) {
-        if (auto warm = outcome_from_record(cache, commit, variant, *recorded, entries)) {
-            update_ref(cache, request, commit);
-            return *warm;
+        // With a policy, the record vouches for the variant only when it
+        // holds a signature verified under this policy and trusted root;
+        // otherwise the signature is verified again before any file is used.
+        const bool signature_recorded = !request.signature || signature_satisfies(recorded->signature, *request.signature);
+        if (signature_recorded) {
+            if (auto warm = outcome_from_record(cache, commit, variant, recorded->files, entries)) {
+                warm->signature = request.signature ? recorded->signature : std::nullopt;
+                update_ref(cache, request, commit);
+                return *warm;
+            }
         }
         // Trust a recorded path only where the listing still agrees on it.
-        for (const auto& file : *recorded) {
+        for (const auto& file : recorded->files) {
             const std::string path = variant_prefix(variant) + file.path;
             bool agrees = std::any_of(entries.begin(), entries.end(), [&](const TreeEntry* e) {
                 return e->path == path && e->size == file.size && (!e->is_lfs() || e->lfs_sha256 == file.sha256);
@@ -537,10 +551,23 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     const bool complete = m_listing_source != ListingSource::snapshot || (pins != nullptr && pins->files);
     if (complete && !request.skip_lfs_downloads) {
         write_side_data("variant " + variant + " of " + repo_at(request.repo, commit),
-                        [&] { cache.write_variant_files(commit, variant, outcome.files); });
+                        [&] { cache.write_variant_files(commit, variant, outcome.files, outcome.signature); });
     }
     update_ref(cache, request, commit);
     return outcome;
+}
+
+}  // namespace kernhub::hub
+
+namespace kernhub::hub {
+
+store::RecordedSignature Fetcher::signature_of(const FetchRequest& request, const VariantChoice& choice) {
+    const std::string& variant = *choice.selection.chosen;
+    store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    if (auto recorded = recorded_variant(cache, choice.commit, variant)) {
+        if (signature_satisfies(recorded->signature, *request.signature)) return *recorded->signature;
+    }
+    return verify_signature(request, choice.commit, variant, variant_entries(*m_last_listing, variant));
 }
 
 }  // namespace kernhub::hub

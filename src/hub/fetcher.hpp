@@ -18,6 +18,7 @@
 #include "hub/hub_client.hpp"
 #include "kernhub/events.hpp"
 #include "select/variant.hpp"
+#include "sigstore/sigstore.hpp"
 #include "store/cache.hpp"
 
 namespace kernhub::hub {
@@ -49,6 +50,19 @@ struct ArchiveLimits {
     std::size_t max_path_bytes = 1024;    // KERNHUB_ARCHIVE_MAX_PATH
 };
 
+// A signature policy applies to the kernel (README, "Signatures"): the
+// variant's metadata.json.sigstore must verify against `policy` and `root`
+// before any other file of the variant is used.
+struct SignatureCheck {
+    sigstore::Policy policy;
+    std::shared_ptr<const sigstore::TrustedRoot> root;
+    std::string root_sha256;  // of the trusted_root.json document, kept in the record
+};
+
+// A stable digest of a policy, kept in the variant record: a record made
+// under another policy does not vouch for this one.
+std::string policy_digest(const sigstore::Policy& policy);
+
 struct FetchRequest {
     RepoRef repo;
     std::string revision;       // branch, tag, "vN" or a 40-hex commit
@@ -66,6 +80,10 @@ struct FetchRequest {
     // The variant is then not recorded as complete.
     bool skip_lfs_downloads = false;
     ArchiveLimits archive_limits;
+    std::optional<SignatureCheck> signature;
+    // `kernhub verify`: ignore the variant record, hash every cached file
+    // again and verify the signature again.
+    bool reverify = false;
 };
 
 // Where a commit's listing came from; it decides what a fetch may conclude.
@@ -92,6 +110,11 @@ struct FetchOutcome {
     std::vector<FetchedFile> files;
     std::uint64_t bytes_downloaded = 0;
     std::uint64_t files_downloaded = 0;  // of `files`, how many came over the network
+    // The signature verified now or recorded earlier, when a policy applies.
+    std::optional<store::RecordedSignature> signature;
+    // The variant's metadata.json has a digest, and every file matched it
+    // (set when the files were verified, not on a warm fetch).
+    bool metadata_digest_checked = false;
 };
 
 // What a Client keeps of the side data it has parsed: a commit's listing
@@ -107,13 +130,13 @@ public:
     Listing listing(const std::string& key) const;
     void put_listing(const std::string& key, Listing listing);
     void forget_listing(const std::string& key);
-    std::optional<std::vector<FetchedFile>> record(const std::string& key) const;
-    void put_record(const std::string& key, const std::vector<FetchedFile>& files);
+    std::optional<store::VariantRecord> record(const std::string& key) const;
+    void put_record(const std::string& key, const store::VariantRecord& record);
 
 private:
     mutable std::mutex m_mutex;
     std::map<std::string, Listing> m_listings;
-    std::map<std::string, std::vector<FetchedFile>> m_records;
+    std::map<std::string, store::VariantRecord> m_records;
 };
 
 class Fetcher {
@@ -130,6 +153,19 @@ public:
     // cache and verified. Error(not_found) listing each rejected variant when
     // nothing fits; Error(offline) when offline and something is missing.
     FetchOutcome fetch(const FetchRequest& request);
+    // The variant's metadata.json.sigstore verified over its metadata.json
+    // (taken from the cache when there, else downloaded into memory and
+    // checked against the listing), then both placed in the cache. Runs
+    // before any other file of the variant is downloaded or used; throws
+    // Error(verification) naming the step, with nothing of the variant
+    // placed.
+    store::RecordedSignature verify_signature(const FetchRequest& request, const std::string& commit,
+                                              const std::string& variant,
+                                              const std::vector<const TreeEntry*>& entries);
+    // The signature of the variant `choice` selected (its commit and the
+    // listing choose() worked from): the record's when it vouches for the
+    // variant under request.signature, else verify_signature().
+    store::RecordedSignature signature_of(const FetchRequest& request, const VariantChoice& choice);
     // The listing the last choose() or fetch() worked from, and where it
     // came from.
     const std::vector<TreeEntry>& last_listing() const noexcept { return *m_last_listing; }
@@ -138,8 +174,8 @@ public:
 private:
     std::string resolve_commit(const FetchRequest& request);
     SideDataMemo::Listing listing(const FetchRequest& request, const std::string& commit);
-    std::optional<std::vector<FetchedFile>> recorded_files(const store::RepoCache& cache, const std::string& commit,
-                                                           const std::string& variant);
+    std::optional<store::VariantRecord> recorded_variant(const store::RepoCache& cache, const std::string& commit,
+                                                         const std::string& variant);
     // `trusted`: paths this cache's own variant record names (verified when
     // kernhub wrote them).
     FetchOutcome download_variant(const FetchRequest& request, const std::string& commit, const std::string& variant,

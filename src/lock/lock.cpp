@@ -171,9 +171,21 @@ void check_count(std::size_t count, std::size_t limit, const char* limit_name, c
 
 LockedVariant parse_kernhub_variant(const json& value, const std::string& source, const std::string& where) {
     if (!value.is_object()) fail(source, where + ": must be an object");
-    check_keys(value, {"hash", "files"}, {}, source, where);
+    check_keys(value, {"hash", "files"}, {"signer"}, source, where);
     LockedVariant variant;
     variant.hash = checked_hash(string_field(value, "hash", source, where), source, where);
+    if (value.contains("signer")) {
+        const json& signer = value.at("signer");
+        const std::string at = where + ", signer";
+        if (!signer.is_object()) fail(source, at + ": must be an object");
+        check_keys(signer, {"identity", "issuer"}, {}, source, at);
+        LockedSigner locked{string_field(signer, "identity", source, at), string_field(signer, "issuer", source, at)};
+        if (locked.identity.empty() || locked.issuer.empty() || locked.identity.size() > 1024 ||
+            locked.issuer.size() > 1024) {
+            fail(source, at + ": identity and issuer must be non-empty and at most 1024 bytes");
+        }
+        variant.signer = std::move(locked);
+    }
     const json& files = value.at("files");
     if (!files.is_object()) fail(source, where + ": field \"files\" must be an object");
     check_count(files.size(), k_max_lock_files, "k_max_lock_files", where, source);
@@ -343,6 +355,10 @@ std::string write_kernhub_lock(const KernhubLock& lock) {
                 files[path] = {{"size", file.size}, {"sha256", file.sha256}};
             }
             variants[variant_name] = {{"hash", variant.hash}, {"files", std::move(files)}};
+            if (variant.signer) {
+                variants[variant_name]["signer"] = {{"identity", variant.signer->identity},
+                                                    {"issuer", variant.signer->issuer}};
+            }
         }
         json entry = {{"repo_id", kernel.repo_id},   {"repo_type", to_string(kernel.repo_type)},
                       {"revision", kernel.revision}, {"commit", kernel.commit},

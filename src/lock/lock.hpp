@@ -34,9 +34,17 @@ struct LockedFile {
     std::string sha256;  // lowercase hex
 };
 
+// Who signed a variant, when a signature policy applied as it was locked
+// (README, "Signatures"); prewarm then requires that same signer.
+struct LockedSigner {
+    std::string identity;
+    std::string issuer;
+};
+
 struct LockedVariant {
     std::string hash;                         // "sha256-<hex>", git_lfs_concat
     std::map<std::string, LockedFile> files;  // relative to the variant directory
+    std::optional<LockedSigner> signer;
 };
 
 struct LockedKernel {

@@ -17,7 +17,8 @@ namespace {
 // A function-local static: a failed allocation reaches the caller instead of
 // ending the process during static initialisation.
 const std::vector<std::string>& entry_fields() {
-    static const std::vector<std::string> fields = {"repo_id", "revision", "version", "symbol", "file", "repo_type"};
+    static const std::vector<std::string> fields = {"repo_id", "revision", "version", "symbol",
+                                                     "file",    "repo_type", "signature"};
     return fields;
 }
 
@@ -143,6 +144,51 @@ RepoType parse_repo_type(const json& entry, const EntryContext& context) {
     context.fail_field("repo_type", "must be \"kernel\" or \"model\", got " + in_quotes(repo_type));
 }
 
+// A policy names plain text that is compared byte for byte with what a
+// certificate holds: no control characters, and a bounded size.
+constexpr std::size_t k_max_policy_identities = 64;
+constexpr std::size_t k_max_policy_text = 1024;
+
+std::string policy_text(const json& value, const std::string& field, const EntryContext& context) {
+    if (!value.is_string() || value.get_ref<const std::string&>().empty())
+        context.fail_field(field, "must be a non-empty string, got " + describe(value));
+    const std::string& text = value.get_ref<const std::string&>();
+    if (text.size() > k_max_policy_text)
+        context.fail_field(field, "is longer than " + std::to_string(k_max_policy_text) + " bytes");
+    if (std::any_of(text.begin(), text.end(), is_control_or_space))
+        context.fail_field(field, in_quotes(text) + " contains a space or control character");
+    return text;
+}
+
+// "signature": {"issuer": URL, "identities": [URI, ...], "repository": "org/repo"}.
+std::optional<SignaturePolicy> parse_signature(const json& entry, const EntryContext& context) {
+    const auto it = entry.find("signature");
+    if (it == entry.end()) return std::nullopt;
+    const std::string example =
+        "; write e.g. \"signature\": {\"issuer\": \"https://token.actions.githubusercontent.com\", "
+        "\"identities\": [\"https://github.com/ORG/REPO/.github/workflows/build.yaml@refs/heads/main\"]}";
+    if (!it->is_object()) context.fail_field("signature", "must be an object, got " + describe(*it) + example);
+    static const std::vector<std::string> fields = {"issuer", "identities", "repository"};
+    for (const auto& item : it->items()) {
+        if (std::find(fields.begin(), fields.end(), item.key()) == fields.end())
+            context.fail_field("signature", "unknown field " + in_quotes(item.key()) + " " +
+                                                allowed_hint(item.key(), fields));
+    }
+    SignaturePolicy policy;
+    if (!it->contains("issuer")) context.fail_field("signature", "missing \"issuer\"" + example);
+    policy.issuer = policy_text(it->at("issuer"), "signature.issuer", context);
+    const auto identities = it->find("identities");
+    if (identities == it->end() || !identities->is_array() || identities->empty())
+        context.fail_field("signature.identities", "must be a non-empty list of certificate identities" + example);
+    if (identities->size() > k_max_policy_identities)
+        context.fail_field("signature.identities",
+                           "has more than " + std::to_string(k_max_policy_identities) + " identities");
+    for (const auto& identity : *identities)
+        policy.identities.push_back(policy_text(identity, "signature.identities", context));
+    if (it->contains("repository")) policy.repository = policy_text(it->at("repository"), "signature.repository", context);
+    return policy;
+}
+
 }  // namespace
 
 KernelSpec parse_entry(const std::string& name, const json& entry, const std::string& source) {
@@ -171,6 +217,7 @@ KernelSpec parse_entry(const std::string& name, const json& entry, const std::st
     parse_revision_or_version(entry, context, spec);
     spec.file = parse_file(entry, context);
     spec.repo_type = parse_repo_type(entry, context);
+    spec.signature = parse_signature(entry, context);
     return spec;
 }
 

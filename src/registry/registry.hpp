@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/repo.hpp"
+#include "kernhub/signature.hpp"
 
 namespace kernhub::registry {
 
@@ -21,6 +22,8 @@ struct KernelSpec {
     std::string symbol;
     std::string file;    // optional artifact name inside the variant directory
     std::string source;  // the registry file (or label) that defined this entry
+    // "signature": who must have signed the variant (README, "Signatures").
+    std::optional<SignaturePolicy> signature;
 
     // "vN" for a version, else the revision.
     std::string effective_revision() const;
@@ -32,7 +35,8 @@ public:
     // `source` names the file in error messages. Throws Error(usage) naming
     // the source, the entry and the field for malformed JSON, a wrong
     // "format", unknown or missing fields, wrong types, both or neither of
-    // revision/version, a negative version, an invalid repo_id or repo_type.
+    // revision/version, a negative version, an invalid repo_id or repo_type,
+    // a "signature" policy without an issuer or identities.
     void add_json(const std::string& text, const std::string& source);
     // Reads and stacks a file; Error(usage) when it cannot be read.
     void add_file(const std::filesystem::path& path);

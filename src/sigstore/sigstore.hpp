@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,5 +89,35 @@ struct ArtifactDigest {
 // failed step. Thread-safe.
 Verified verify_bundle(std::string_view bundle_json, const ArtifactDigest& artifact, const TrustedRoot& root,
                        const Policy& policy);
+
+}  // namespace kernhub::sigstore
+
+namespace kernhub::sigstore {
+
+// A trusted root ready to use, with what the variant record and messages
+// need to know about it.
+struct RootDocument {
+    std::shared_ptr<const TrustedRoot> root;
+    std::string sha256;  // hex, of the document's bytes
+    std::string origin;  // a path, or the built-in root's description
+    std::int64_t newest_key_start = 0;
+};
+
+// The public-good root compiled in at build time (cmake/sigstore_root.cmake:
+// the production trusted_root.json of the pinned `sigstore` wheel from
+// PyPI), parsed once.
+const RootDocument& built_in_root();
+
+// A trusted_root.json file: a regular file of at most
+// k_max_trusted_root_bytes. Error(not_found) when it does not exist,
+// Error(verification) at step `trusted-root` when it is not one.
+RootDocument read_root(const std::filesystem::path& path);
+
+// A root whose newest key started longer ago than this may miss a key
+// Sigstore has rotated in since; kernhub then warns (README, "Signatures").
+inline constexpr std::int64_t k_root_stale_after_days = 548;  // about 18 months
+
+// The warning to show for `root` at `now` (Unix seconds), or empty.
+std::string staleness_warning(const RootDocument& root, std::int64_t now);
 
 }  // namespace kernhub::sigstore

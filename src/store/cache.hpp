@@ -178,6 +178,25 @@ struct RecordedFile {
     std::string archive;
 };
 
+// A signature verified when the variant was recorded (README, "Signatures"):
+// who signed it and when the log took the entry, and which trusted root and
+// policy it was checked against, so that a changed root or policy means
+// "verify again".
+struct RecordedSignature {
+    std::string identity;
+    std::string issuer;
+    std::string repository;
+    std::int64_t log_time = 0;
+    std::int64_t log_index = 0;
+    std::string root_sha256;    // of the trusted_root.json document
+    std::string policy_digest;  // hub::policy_digest() of the policy applied
+};
+
+struct VariantRecord {
+    std::vector<RecordedFile> files;
+    std::optional<RecordedSignature> signature;
+};
+
 class RepoCache {
 public:
     RepoCache(fs::path root, RepoType type, const std::string& repo_id);
@@ -282,8 +301,12 @@ public:
     // variant name); Error(internal) only when it cannot be read at all.
     std::optional<std::vector<RecordedFile>> read_variant_files(const std::string& commit,
                                                                 const std::string& variant) const;
+    // The files and the signature; a malformed signature part is left out
+    // (the signature is then verified again), not the whole record.
+    std::optional<VariantRecord> read_variant(const std::string& commit, const std::string& variant) const;
     void write_variant_files(const std::string& commit, const std::string& variant,
-                             const std::vector<RecordedFile>& files) const;
+                             const std::vector<RecordedFile>& files,
+                             const std::optional<RecordedSignature>& signature = std::nullopt) const;
 
 private:
     fs::path m_root;

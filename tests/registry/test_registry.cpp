@@ -177,7 +177,7 @@ TEST_CASE("an unknown field is named with the allowed ones", "[registry]") {
         usage_error(document_with("flash-attn3", R"({"repo_id": "a/b", "revison": "main", "symbol": "s"})"));
     CHECK(message == "registry " + k_source +
                          ": kernel \"flash-attn3\": unknown field \"revison\" (allowed: repo_id, revision, "
-                         "version, symbol, file, repo_type); did you mean \"revision\"?");
+                         "version, symbol, file, repo_type, signature); did you mean \"revision\"?");
     require_entry_error("k", R"({"repo_id": "a/b", "version": 1, "symbol": "s", "checksum": "x"})", "checksum",
                         {"allowed:"});
     require_entry_error("k", R"("kernels-community/flash-attn3")", "repo_id", {"must be an object"});
@@ -259,4 +259,49 @@ TEST_CASE("duplicate keys are reported instead of silently dropped", "[registry]
     require_entry_error("k", R"({"repo_id": "a/b", "version": 1, "symbol": "s", "symbol": "t"})", "symbol",
                         {"appears twice"});
     require_names(usage_error(R"({"format": 1, "format": 1, "kernels": {}})"), {"\"format\"", "twice"});
+}
+
+TEST_CASE("a signature policy is parsed with its issuer, identities and repository", "[registry][signature]") {
+    Registry registry;
+    registry.add_json(document_with("signed", R"({"repo_id": "a/b", "version": 1, "symbol": "s",
+        "signature": {"issuer": "https://token.actions.githubusercontent.com",
+                      "identities": ["https://github.com/o/r/.github/workflows/build.yaml@refs/heads/main",
+                                     "release@example.com"],
+                      "repository": "o/r"}})"),
+                      k_source);
+    const KernelSpec* spec = registry.find("signed");
+    REQUIRE(spec != nullptr);
+    REQUIRE(spec->signature);
+    CHECK(spec->signature->issuer == "https://token.actions.githubusercontent.com");
+    CHECK(spec->signature->identities ==
+          std::vector<std::string>{"https://github.com/o/r/.github/workflows/build.yaml@refs/heads/main",
+                                   "release@example.com"});
+    CHECK(spec->signature->repository == "o/r");
+
+    registry.add_json(document_with("plain", R"({"repo_id": "a/b", "version": 1, "symbol": "s"})"), k_source);
+    CHECK_FALSE(registry.find("plain")->signature);
+}
+
+TEST_CASE("a malformed signature policy is a usage error naming the field", "[registry][signature]") {
+    const auto entry = [](const std::string& signature) {
+        return document_with("k", R"({"repo_id": "a/b", "version": 1, "symbol": "s", "signature": )" + signature + "}");
+    };
+    require_names(usage_error(entry(R"("https://issuer")")), {"kernel \"k\"", "\"signature\"", "must be an object"});
+    require_names(usage_error(entry(R"({"identities": ["x"]})")), {"\"signature\"", "missing \"issuer\""});
+    require_names(usage_error(entry(R"({"issuer": "", "identities": ["x"]})")), {"signature.issuer", "non-empty"});
+    require_names(usage_error(entry(R"({"issuer": "i"})")), {"signature.identities", "non-empty list"});
+    require_names(usage_error(entry(R"({"issuer": "i", "identities": []})")), {"signature.identities"});
+    require_names(usage_error(entry(R"({"issuer": "i", "identities": [7]})")), {"signature.identities"});
+    require_names(usage_error(entry(R"({"issuer": "i", "identities": ["a b"]})")),
+                  {"signature.identities", "space or control character"});
+    require_names(usage_error(entry(R"({"issuer": "i", "identities": ["x"], "repository": 1})")),
+                  {"signature.repository"});
+    require_names(usage_error(entry(R"({"issuer": "i", "identities": ["x"], "identity": "y"})")),
+                  {"unknown field \"identity\""});
+    std::string many = "[";
+    for (int i = 0; i < 65; ++i) many += std::string(i == 0 ? "" : ",") + "\"id" + std::to_string(i) + "\"";
+    many += "]";
+    require_names(usage_error(entry(R"({"issuer": "i", "identities": )" + many + "}")), {"more than 64"});
+    require_names(usage_error(entry(R"({"issuer": ")" + std::string(1025, 'x') + R"(", "identities": ["x"]})")),
+                  {"longer than 1024"});
 }

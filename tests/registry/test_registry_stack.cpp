@@ -193,6 +193,20 @@ TEST_CASE("the shipped registry/default.json loads with the expected backends", 
         CHECK(spec->file == want.file);
         CHECK(spec->repo_type == RepoType::kernel);
         CHECK(spec->source == file.string());
+        // The kernels-community entries are pinned to the signers the
+        // Python kernels library trusts by default; the demo is unsigned.
+        if (std::string(want.repo_id).rfind("kernels-community/", 0) == 0) {
+            REQUIRE(spec->signature);
+            CHECK(spec->signature->issuer == "https://token.actions.githubusercontent.com");
+            CHECK(spec->signature->repository == "huggingface/kernels-community");
+            const std::string base = "https://github.com/huggingface/kernels-community/.github/workflows/";
+            CHECK(spec->signature->identities ==
+                  std::vector<std::string>{base + "build.yaml@refs/heads/main", base + "build-mac.yaml@refs/heads/main",
+                                           base + "build-windows.yaml@refs/heads/main",
+                                           base + "sign-old-builds.yaml@refs/heads/main"});
+        } else {
+            CHECK_FALSE(spec->signature);
+        }
     }
     CHECK(registry.find("flash-attn4")->version == 0);
     CHECK(registry.find("vector-add")->revision == "main");
@@ -209,5 +223,6 @@ TEST_CASE("registry/schema.json is a draft 2020-12 schema for the same fields", 
     std::vector<std::string> fields;
     for (const auto& item : schema.at("$defs").at("kernel").at("properties").items()) fields.push_back(item.key());
     std::sort(fields.begin(), fields.end());
-    CHECK(fields == std::vector<std::string>{"file", "repo_id", "repo_type", "revision", "symbol", "version"});
+    CHECK(fields ==
+          std::vector<std::string>{"file", "repo_id", "repo_type", "revision", "signature", "symbol", "version"});
 }

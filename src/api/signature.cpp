@@ -1,0 +1,137 @@
+// Signatures in the API (README, "Signatures"): the trusted root a Client
+// uses, the check a kernel's policy makes, `kernhub verify` and verify_blob.
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "api/client_impl.hpp"
+#include "api/settings.hpp"
+#include "digest/digest.hpp"
+#include "hub/fetcher.hpp"
+#include "kernhub/kernhub.hpp"
+#include "sigstore/sigstore.hpp"
+#include "store/cache.hpp"
+
+namespace kernhub {
+
+namespace {
+
+sigstore::Policy to_policy(const SignaturePolicy& policy) {
+    return sigstore::Policy{policy.issuer, policy.identities, policy.repository};
+}
+
+void check_policy(const SignaturePolicy& policy, const std::string& what) {
+    if (policy.issuer.empty() || policy.identities.empty()) {
+        throw Error(ErrorCode::usage, what + " needs an OIDC issuer and at least one certificate identity");
+    }
+}
+
+std::int64_t now_seconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
+namespace api {
+
+SignatureInfo signature_info(const store::RecordedSignature& recorded) {
+    return SignatureInfo{recorded.identity, recorded.issuer, recorded.repository, recorded.log_time,
+                         recorded.log_index};
+}
+
+}  // namespace api
+
+const sigstore::RootDocument& Client::Impl::trusted_root() {
+    std::lock_guard<std::mutex> guard(root_mutex);
+    if (!root) {
+        root = settings.sigstore_trusted_root.empty() ? sigstore::built_in_root()
+                                                      : sigstore::read_root(settings.sigstore_trusted_root);
+        const std::string warning = sigstore::staleness_warning(*root, now_seconds());
+        if (!warning.empty() && options.events != nullptr) {
+            Event event;
+            event.kind = Event::Kind::info;
+            event.text = "warning: " + warning;
+            options.events->on_event(event);
+        }
+    }
+    return *root;
+}
+
+std::optional<hub::SignatureCheck> Client::Impl::signature_check(const registry::KernelSpec& spec) {
+    if (!spec.signature) {
+        if (!settings.require_signatures) return std::nullopt;
+        throw Error(ErrorCode::verification,
+                    "kernel " + quoted_name(spec.name) + " (" + spec.repo_id +
+                        ") has no \"signature\" policy in its registry entry (" + spec.source +
+                        "), and signatures are required (KERNHUB_REQUIRE_SIGNATURES or "
+                        "Options::require_signatures); add \"signature\": {\"issuer\": ..., \"identities\": [...]} "
+                        "to the entry");
+    }
+    check_policy(*spec.signature, "the \"signature\" policy of " + quoted_name(spec.name));
+    const sigstore::RootDocument& document = trusted_root();
+    return hub::SignatureCheck{to_policy(*spec.signature), document.root, document.sha256};
+}
+
+VerifyReport Client::verify(const std::string& ref, const SignaturePolicy& policy) {
+    registry::KernelSpec spec = api::resolve_ref(m_impl->registry, ref);
+    if (!policy.issuer.empty() || !policy.identities.empty()) {
+        check_policy(policy, "the signature policy given for " + quoted_name(ref));
+        spec.signature = policy;
+    }
+    hub::FetchRequest request = m_impl->request_for(spec);
+    request.offline = true;
+    request.reverify = true;
+    hub::Fetcher fetcher(m_impl->settings.cache_root, nullptr, m_impl->options.events);
+    hub::FetchOutcome outcome = fetcher.fetch(request);
+
+    VerifyReport report;
+    report.name = spec.name;
+    report.repo_id = spec.repo_id;
+    report.commit = outcome.commit;
+    report.variant = outcome.variant;
+    report.path = outcome.variant_dir.string();
+    report.files_checked = outcome.files.size();
+    report.digest_checked = outcome.metadata_digest_checked;
+    if (outcome.signature) report.signature = api::signature_info(*outcome.signature);
+    return report;
+}
+
+SignatureInfo verify_blob(const std::string& file, const std::string& bundle_file, const SignaturePolicy& policy,
+                          const std::string& trusted_root_file) {
+    check_policy(policy, "verify_blob");
+    std::string root_file = trusted_root_file;
+    if (root_file.empty()) {
+        const store::EnvLookup env = store::process_env();
+        if (auto value = env("KERNHUB_SIGSTORE_TRUSTED_ROOT"); value && !value->empty()) root_file = *value;
+    }
+    std::optional<sigstore::RootDocument> read;
+    if (!root_file.empty()) read = sigstore::read_root(root_file);
+    const sigstore::RootDocument& document = read ? *read : sigstore::built_in_root();
+
+    std::string bundle;
+    const store::ReadStatus status = store::read_file_into(bundle_file, bundle, sigstore::k_max_bundle_bytes);
+    if (status.error == EFBIG) {
+        throw Error(ErrorCode::verification, "sigstore: bundle: " + bundle_file + " is larger than " +
+                                                 std::to_string(sigstore::k_max_bundle_bytes) +
+                                                 " bytes (sigstore::k_max_bundle_bytes)");
+    }
+    if (status.error != 0) {
+        throw Error(ErrorCode::not_found,
+                    "cannot read bundle " + bundle_file + ": " + std::strerror(status.error) + "; name the .sigstore file");
+    }
+    sigstore::ArtifactDigest artifact;
+    digest::Hasher hasher(digest::Algorithm::sha256);
+    try {
+        digest::read_chunks(
+            file, [](std::uint64_t) {}, [&hasher](const void* data, std::size_t size) { hasher.update(data, size); });
+    } catch (const Error& e) {
+        throw Error(ErrorCode::not_found, "cannot read " + file + ": " + e.message(), e.context());
+    }
+    artifact.sha256 = hasher.finish();
+    const sigstore::Verified verified = sigstore::verify_bundle(bundle, artifact, *document.root, to_policy(policy));
+    return SignatureInfo{verified.identity, verified.issuer, verified.repository, verified.log_time,
+                         verified.log_index};
+}
+
+}  // namespace kernhub
