@@ -20,7 +20,12 @@ KERNHUB_TEST_PYTHON) it checks:
     step functions (chain, validity at log time, SCT, SET, inclusion proof,
     checkpoint, signature, digest, log body) fail exactly the one the fault
     names and pass all others; the dsse fault passes verify_dsse;
-  - no-set and no-proof are refused by sigstore-python's bundle parser.
+  - no-set and no-proof are refused by sigstore-python's bundle parser;
+  - timestamps: with `init --tsa`, sigstore-python verifies the RFC 3161
+    timestamp of `sign --timestamp` and accepts bundles whose only signed
+    time it is (no SET); it verifies no timestamp of the fault untrusted-tsa
+    (accepted with a SET, rejected without); a root without TSAs rejects a
+    timestamped bundle; a root backdated 400 days still verifies.
 Exit 77 (skipped) when this interpreter lacks sigstore.
 """
 
@@ -91,7 +96,8 @@ class Checks:
             [sys.executable, str(self.signer), *argv], capture_output=True, text=True, timeout=support.TIMEOUT
         )
 
-    def sign(self, inst=None, identity=IDENTITY, issuer=ISSUER, repository=REPOSITORY, version="0.3", faults=()):
+    def sign(self, inst=None, identity=IDENTITY, issuer=ISSUER, repository=REPOSITORY, version="0.3", faults=(),
+             timestamp=False):
         self.count += 1
         out = self.tmp / f"bundle{self.count}.json"
         argv = ["sign", str(inst or self.inst), str(self.artifact), "--out", str(out)]
@@ -100,6 +106,8 @@ class Checks:
             argv += ["--repository", repository]
         for fault in faults:
             argv += ["--fault", fault]
+        if timestamp:
+            argv.append("--timestamp")
         done = self.run_signer(*argv)
         if done.returncode != 0:
             raise RuntimeError(f"sigstore_signer.py {' '.join(argv)} failed: {done.stderr}")
@@ -149,6 +157,7 @@ class Checks:
             self.check_fault(fault, step)
         self.check_dsse()
         self.check_parser_refusals()
+        self.check_timestamps()
         done = self.run_signer("sign", str(self.inst), str(self.artifact), "--out", str(self.tmp / "x"),
                                "--identity", IDENTITY, "--issuer", ISSUER, "--fault", "no-such-fault")
         self.report.check(done.returncode == 2, "sign refuses an unknown fault (exit 2)", done.stderr)
@@ -274,6 +283,42 @@ class Checks:
         self.report.check(ok, "a v0.1 bundle without inclusion proof carries a valid SET")
         self.report.info("sigstore-python 4 refuses any bundle without an inclusion proof, v0.1 included; "
                          "kernhub's verifier may accept a v0.1 bundle with a SET only")
+
+
+    def check_timestamps(self):
+        from datetime import datetime, timezone
+        from sigstore.models import Bundle
+        from sigstore.verify import Verifier
+
+        inst = self.tmp / "with-tsa"
+        done = self.run_signer("init", str(inst), "--tsa", "--backdate-days", "400")
+        if not self.report.check(done.returncode == 0, "init --tsa --backdate-days 400 exits 0", done.stderr):
+            return
+        doc = json.loads((inst / "trusted_root.json").read_text())
+        self.report.equal(len(doc["timestampAuthorities"]), 1, "init --tsa lists one timestamp authority")
+        start = datetime.fromisoformat(doc["tlogs"][0]["publicKey"]["validFor"]["start"].replace("Z", "+00:00"))
+        age = datetime.now(timezone.utc) - start
+        self.report.check(timedelta(days=399) < age < timedelta(days=401),
+                          "init --backdate-days 400 starts the keys' validity 400 days ago", str(age))
+        verifier = Verifier(trusted_root=self.root(inst))
+
+        def timestamps_verified(bundle_json):
+            return len(verifier._verify_timestamp_authority(Bundle.from_json(bundle_json)))
+
+        both = self.sign(inst=inst, timestamp=True)
+        self.accepted(both, "a bundle with a SET and an RFC 3161 timestamp of the root's TSA", inst=inst)
+        self.report.equal(timestamps_verified(both), 1, "sigstore-python verifies that RFC 3161 timestamp")
+        tsa_only = self.sign(inst=inst, timestamp=True, faults=["no-set"])
+        self.accepted(tsa_only, "a bundle whose only signed time is the RFC 3161 timestamp (no SET)", inst=inst)
+        self.accepted(self.sign(inst=inst, version="0.2", timestamp=True), "a v0.2 bundle with a timestamp",
+                      inst=inst)
+        untrusted = self.sign(inst=inst, faults=["untrusted-tsa"])
+        self.report.equal(timestamps_verified(untrusted), 0,
+                          "fault untrusted-tsa: sigstore-python verifies no timestamp of it")
+        self.accepted(untrusted, "fault untrusted-tsa with a SET (the log time suffices)", inst=inst)
+        self.rejected(self.sign(inst=inst, faults=["untrusted-tsa", "no-set"]),
+                      "faults untrusted-tsa + no-set (no verified time)", inst=inst)
+        self.rejected(self.sign(timestamp=True), "a timestamped bundle against a root without TSAs")
 
 
 def steps(bundle, artifact, root):

@@ -74,3 +74,21 @@ TEST_CASE("the test Sigstore instance passes faults through and reports failures
     CHECK_THROWS_AS(instance.sign(artifact, tmp.path() / "x.json", options), std::runtime_error);
     CHECK_FALSE(std::filesystem::exists(tmp.path() / "x.json"));
 }
+
+TEST_CASE("the test Sigstore instance makes a timestamp authority and timestamps bundles", "[needs:sigstore-signer]") {
+    kt::TempDir tmp;
+    kt::SigstoreInitOptions init;
+    init.tsa = true;
+    init.backdate_days = 400;
+    const kt::SigstoreInstance instance(tmp.path() / "instance", init);
+    CHECK(read_json(instance.trusted_root_path())["timestampAuthorities"].size() == 1);
+
+    const auto artifact = tmp.path() / "metadata.json";
+    std::ofstream(artifact) << "{}\n";
+    kt::SigstoreSignOptions options{k_identity, k_issuer, "", {"no-set"}};
+    options.timestamp = true;
+    instance.sign(artifact, tmp.path() / "tsa.json", options);
+    const auto material = read_json(tmp.path() / "tsa.json")["verificationMaterial"];
+    CHECK(material["timestampVerificationData"]["rfc3161Timestamps"].size() == 1);
+    CHECK_FALSE(material["tlogEntries"][0].contains("inclusionPromise"));
+}

@@ -26,8 +26,16 @@ void run_signer(std::vector<std::string> args) {
 
 KERNHUB_TEST_REQUIREMENT("needs:sigstore-signer", why_no_sigstore_signer);
 
-SigstoreInstance::SigstoreInstance(std::filesystem::path dir, long shard_offset) : m_dir(std::move(dir)) {
-    run_signer({"init", m_dir.string(), "--shard-offset", std::to_string(shard_offset)});
+SigstoreInstance::SigstoreInstance(std::filesystem::path dir, const SigstoreInitOptions& options)
+    : m_dir(std::move(dir)) {
+    std::vector<std::string> args{"init",
+                                  m_dir.string(),
+                                  "--shard-offset",
+                                  std::to_string(options.shard_offset),
+                                  "--backdate-days",
+                                  std::to_string(options.backdate_days)};
+    if (options.tsa) args.emplace_back("--tsa");
+    run_signer(std::move(args));
 }
 
 void SigstoreInstance::sign(const std::filesystem::path& artifact, const std::filesystem::path& bundle_out,
@@ -47,6 +55,7 @@ void SigstoreInstance::sign(const std::filesystem::path& artifact, const std::fi
         args.insert(args.end(), {"--repository", options.repository});
     }
     for (const auto& fault : options.faults) args.insert(args.end(), {"--fault", fault});
+    if (options.timestamp) args.emplace_back("--timestamp");
     run_signer(std::move(args));
 }
 

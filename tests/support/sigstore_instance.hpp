@@ -15,6 +15,13 @@
 
 namespace kernhub::test {
 
+// How `init` makes the instance.
+struct SigstoreInitOptions {
+    long shard_offset = 0;     // logIndex = tree index + this, as a sharded Rekor
+    bool tsa = false;          // also a timestamp authority, listed in the root
+    double backdate_days = 1;  // every key and CA is valid from this many days ago
+};
+
 // What `sign` puts into the leaf certificate, and how the bundle is made.
 struct SigstoreSignOptions {
     std::string identity;                // SAN: a URI, or an email (has '@', no scheme)
@@ -22,13 +29,14 @@ struct SigstoreSignOptions {
     std::string repository;              // source repository URI (.1.12); empty: none
     std::vector<std::string> faults;     // e.g. "expired", "bad-set"; empty: a valid bundle
     std::string bundle_version = "0.3";  // "0.1", "0.2" or "0.3"
+    bool timestamp = false;              // an RFC 3161 timestamp over the signature (see the script)
 };
 
 class SigstoreInstance {
 public:
     // Runs `sigstore_signer.py init dir`. Throws std::runtime_error, with the
     // script's stderr, when it fails.
-    explicit SigstoreInstance(std::filesystem::path dir, long shard_offset = 0);
+    explicit SigstoreInstance(std::filesystem::path dir, const SigstoreInitOptions& options = {});
 
     const std::filesystem::path& dir() const { return m_dir; }
     // DIR/trusted_root.json: the root that verifies this instance's bundles.

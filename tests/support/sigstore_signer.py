@@ -25,6 +25,7 @@ spot, lives in the instance directory and protects nothing.
                             successive entries get increasing logIndex and the
                             inclusion proofs run through a tree of several leaves.
         instance.json       names and settings (origin, shard offset)
+        tsa.der, keys/tsa.pem  the TSA signer (init --tsa only)
 
   sign DIR ARTIFACT --out BUNDLE --identity ID --issuer URL
        [--repository URI] [--bundle-version 0.1|0.2|0.3] [--fault NAME]...
@@ -60,6 +61,18 @@ spot, lives in the instance directory and protects nothing.
                     (SCT and log entry valid for it)
     dsse            a DSSE envelope (in-toto statement over the artifact)
                     logged as a dsse 0.0.1 entry, instead of a message signature
+    untrusted-tsa   an RFC 3161 timestamp (as --timestamp) from a TSA that the
+                    trusted root does not list
+
+  Timestamps: `init --tsa` also makes a timestamp authority (P-256 root and a
+  signer with the critical timeStamping EKU) listed in timestampAuthorities;
+  `sign --timestamp` adds verificationMaterial.timestampVerificationData
+  with one RFC 3161 response over the signature (a CMS SignedData token with
+  an ESS signingCertificateV2 attribute), from that TSA or, in an instance
+  without one, from a throwaway TSA. With the fault no-set, the timestamp is
+  the bundle's only signed time (the shape of bundles from a log without SETs).
+  `init --backdate-days N` starts every validity window N days ago (default
+  1), for roots whose newest key is old.
 
 Importable: Instance.init(dir), Instance(dir).sign(...) returns the bundle as
 a dict. Needs the `cryptography` package (the sigstore package pinned in
@@ -107,6 +120,7 @@ FAULTS = (
     "digest-mismatch",
     "untrusted-ca",
     "dsse",
+    "untrusted-tsa",
 )
 
 OID_ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
@@ -156,6 +170,35 @@ def der_utf8(text: str) -> bytes:
 
 def der_octets(data: bytes) -> bytes:
     return b"\x04" + der_length(len(data)) + data
+
+
+def der_tlv(tag: int, content: bytes) -> bytes:
+    return bytes([tag]) + der_length(len(content)) + content
+
+
+def der_seq(*items: bytes) -> bytes:
+    return der_tlv(0x30, b"".join(items))
+
+
+def der_set(*items: bytes) -> bytes:
+    return der_tlv(0x31, b"".join(sorted(items)))  # DER sorts SET OF
+
+
+def der_int(n: int) -> bytes:
+    return der_tlv(0x02, n.to_bytes(n.bit_length() // 8 + 1, "big", signed=True))
+
+
+def der_oid(dotted: str) -> bytes:
+    arcs = [int(a) for a in dotted.split(".")]
+    body = bytearray([40 * arcs[0] + arcs[1]])
+    for arc in arcs[2:]:
+        chunk = [arc & 0x7F]
+        arc >>= 7
+        while arc:
+            chunk.append(0x80 | (arc & 0x7F))
+            arc >>= 7
+        body += bytes(reversed(chunk))
+    return der_tlv(0x06, bytes(body))
 
 
 def spki_der(key) -> bytes:
@@ -279,6 +322,104 @@ def make_ca(label: str, not_before: dt.datetime):
     return root_key, root, inter_key, inter
 
 
+def make_tsa(label: str, not_before: dt.datetime):
+    """A timestamp authority: a P-256 root and a signing leaf with the
+    critical timeStamping EKU. Returns (root_key, root_cert, leaf_key, leaf_cert)."""
+    root_key = ec.generate_private_key(ec.SECP256R1())
+    leaf_key = ec.generate_private_key(ec.SECP256R1())
+    not_after = not_before + CA_LIFETIME
+    root_name = _name(f"{label} root")
+    root_ski = x509.SubjectKeyIdentifier.from_public_key(root_key.public_key())
+    usage = dict(
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        crl_sign=False,
+        encipher_only=False,
+        decipher_only=False,
+    )
+    root = (
+        x509.CertificateBuilder()
+        .subject_name(root_name)
+        .issuer_name(root_name)
+        .public_key(root_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.KeyUsage(digital_signature=False, key_cert_sign=True, **usage), critical=True)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(root_ski, critical=False)
+        .sign(root_key, hashes.SHA256())
+    )
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(_name(f"{label} signer"))
+        .issuer_name(root_name)
+        .public_key(leaf_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=False, **usage), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), critical=True)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(root_ski), critical=False)
+        .sign(root_key, hashes.SHA256())
+    )
+    return root_key, root, leaf_key, leaf
+
+
+OID_SHA256 = "2.16.840.1.101.3.4.2.1"
+OID_ECDSA_SHA256 = "1.2.840.10045.4.3.2"
+OID_SIGNED_DATA = "1.2.840.113549.1.7.2"
+OID_TST_INFO = "1.2.840.113549.1.9.16.1.4"
+OID_ATTR_CONTENT_TYPE = "1.2.840.113549.1.9.3"
+OID_ATTR_MESSAGE_DIGEST = "1.2.840.113549.1.9.4"
+OID_ATTR_SIGNING_CERTIFICATE_V2 = "1.2.840.113549.1.9.16.2.47"
+OID_TSA_POLICY = "1.3.6.1.4.1.57264.99.1"  # an arbitrary policy of this test TSA
+
+
+def rfc3161_response(tsa_key, tsa_cert, message: bytes, gen_time: dt.datetime) -> bytes:
+    """An RFC 3161 TimeStampResp (status granted) whose token (CMS
+    SignedData over a TSTInfo, signed attributes with the ESS
+    signingCertificateV2, the TSA certificate included) stamps SHA-256(message)."""
+    sha256 = der_seq(der_oid(OID_SHA256))
+    tst_info = der_seq(
+        der_int(1),
+        der_oid(OID_TSA_POLICY),
+        der_seq(sha256, der_octets(hashlib.sha256(message).digest())),
+        der_int(x509.random_serial_number()),
+        der_tlv(0x18, gen_time.astimezone(dt.timezone.utc).strftime("%Y%m%d%H%M%SZ").encode()),
+    )
+    cert = cert_der(tsa_cert)
+    attrs = [
+        der_seq(der_oid(OID_ATTR_CONTENT_TYPE), der_set(der_oid(OID_TST_INFO))),
+        der_seq(der_oid(OID_ATTR_MESSAGE_DIGEST), der_set(der_octets(hashlib.sha256(tst_info).digest()))),
+        der_seq(
+            der_oid(OID_ATTR_SIGNING_CERTIFICATE_V2),
+            der_set(der_seq(der_seq(der_seq(der_octets(hashlib.sha256(cert).digest()))))),
+        ),
+    ]
+    signed_attrs = der_set(*attrs)  # signed as a SET, carried as [0] IMPLICIT
+    signature = tsa_key.sign(signed_attrs, ec.ECDSA(hashes.SHA256()))
+    signer_info = der_seq(
+        der_int(1),
+        der_seq(tsa_cert.issuer.public_bytes(), der_int(tsa_cert.serial_number)),
+        sha256,
+        b"\xa0" + signed_attrs[1:],
+        der_seq(der_oid(OID_ECDSA_SHA256)),
+        der_octets(signature),
+    )
+    signed_data = der_seq(
+        der_int(3),
+        der_set(sha256),
+        der_seq(der_oid(OID_TST_INFO), der_tlv(0xA0, der_octets(tst_info))),
+        der_tlv(0xA0, cert),
+        der_set(signer_info),
+    )
+    token = der_seq(der_oid(OID_SIGNED_DATA), der_tlv(0xA0, signed_data))
+    return der_seq(der_seq(der_int(0)), token)
+
+
 def _write_key(path: Path, key) -> None:
     path.write_bytes(
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
@@ -316,16 +457,19 @@ class Instance:
         self.rekor_key = _read_key(keys / "rekor.pem")
         self.ca_cert = x509.load_der_x509_certificate((self.dir / "ca_intermediate.der").read_bytes())
         self.root_cert = x509.load_der_x509_certificate((self.dir / "ca_root.der").read_bytes())
+        self.tsa = None
+        if (keys / "tsa.pem").exists():
+            self.tsa = (_read_key(keys / "tsa.pem"), x509.load_der_x509_certificate((self.dir / "tsa.der").read_bytes()))
 
     @property
     def trusted_root_path(self) -> Path:
         return self.dir / "trusted_root.json"
 
     @classmethod
-    def init(cls, directory, shard_offset: int = 0) -> "Instance":
+    def init(cls, directory, shard_offset: int = 0, with_tsa: bool = False, backdate_days: float = 1) -> "Instance":
         d = Path(directory)
         (d / "keys").mkdir(parents=True, exist_ok=True)
-        start = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - BACKDATE
+        start = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(days=backdate_days)
         root_key, root, inter_key, inter = make_ca("kernhub test fulcio", start)
         ct_key = ec.generate_private_key(ec.SECP256R1())
         rekor_key = ec.generate_private_key(ec.SECP256R1())
@@ -349,6 +493,20 @@ class Instance:
             "ctlogs": [_tlog_json("https://ctfe.kernhub.test", ct_key, start)],
             "timestampAuthorities": [],
         }
+        if with_tsa:
+            _, tsa_root, tsa_key, tsa_leaf = make_tsa("kernhub test tsa", start)
+            _write_key(d / "keys" / "tsa.pem", tsa_key)
+            (d / "tsa.der").write_bytes(cert_der(tsa_leaf))
+            trusted_root["timestampAuthorities"].append(
+                {
+                    "subject": {"organization": "kernhub.test", "commonName": "kernhub test tsa"},
+                    "uri": "https://tsa.kernhub.test/api/v1/timestamp",
+                    "certChain": {
+                        "certificates": [{"rawBytes": b64(cert_der(tsa_leaf))}, {"rawBytes": b64(cert_der(tsa_root))}]
+                    },
+                    "validFor": {"start": rfc3339(start)},
+                }
+            )
         (d / "trusted_root.json").write_text(json.dumps(trusted_root, indent=2) + "\n")
         tree_id = int.from_bytes(secrets.token_bytes(7), "big")
         meta = {"origin": f"rekor.kernhub.test - {tree_id}", "shard_offset": shard_offset}
@@ -520,6 +678,7 @@ class Instance:
         repository: str = "",
         bundle_version: str = "0.3",
         faults=(),
+        timestamp: bool = False,
     ) -> dict:
         faults = set(faults)
         unknown = faults - set(FAULTS)
@@ -547,7 +706,10 @@ class Instance:
 
         digest = hashlib.sha256(artifact).digest()
         if "dsse" in faults:
-            return self._sign_dsse(key, leaf, digest, integrated_time, bundle_version, faults)
+            bundle = self._sign_dsse(key, leaf, digest, integrated_time, bundle_version, faults)
+            if timestamp or "untrusted-tsa" in faults:
+                self._add_timestamp(bundle, base64.b64decode(bundle["dsseEnvelope"]["signatures"][0]["sig"]), now, faults)
+            return bundle
 
         signer = ec.generate_private_key(ec.SECP256R1()) if "wrong-key" in faults else key
         signature = signer.sign(digest, ec.ECDSA(Prehashed(hashes.SHA256())))
@@ -574,7 +736,22 @@ class Instance:
             "messageDigest": {"algorithm": "SHA2_256", "digest": b64(bundle_digest)},
             "signature": b64(signature),
         }
+        if timestamp or "untrusted-tsa" in faults:
+            self._add_timestamp(bundle, signature, now, faults)
         return bundle
+
+    def _add_timestamp(self, bundle: dict, signature: bytes, now: dt.datetime, faults) -> None:
+        """An RFC 3161 timestamp over the signature, from the instance's TSA
+        (init --tsa), else (or with the fault untrusted-tsa) from a throwaway
+        TSA that no root lists."""
+        if self.tsa and "untrusted-tsa" not in faults:
+            tsa_key, tsa_cert = self.tsa
+        else:
+            _, _, tsa_key, tsa_cert = make_tsa("kernhub untrusted tsa", now - BACKDATE)
+        response = rfc3161_response(tsa_key, tsa_cert, signature, now)
+        bundle["verificationMaterial"]["timestampVerificationData"] = {
+            "rfc3161Timestamps": [{"signedTimestamp": b64(response)}]
+        }
 
     def _sign_dsse(self, key, leaf, digest: bytes, integrated_time: int, bundle_version: str, faults) -> dict:
         payload_type = "application/vnd.in-toto+json"
@@ -633,6 +810,10 @@ def main(argv=None) -> int:
         default=0,
         help="add this to each entry's logIndex (the proof's index stays the tree's), as a sharded Rekor does",
     )
+    p_init.add_argument("--tsa", action="store_true", help="also make a timestamp authority, listed in the root")
+    p_init.add_argument(
+        "--backdate-days", type=float, default=1, help="every key and CA is valid from this many days ago (default 1)"
+    )
     p_sign = sub.add_parser("sign", help="sign ARTIFACT into a Sigstore bundle")
     p_sign.add_argument("dir")
     p_sign.add_argument("artifact")
@@ -642,10 +823,15 @@ def main(argv=None) -> int:
     p_sign.add_argument("--repository", default="")
     p_sign.add_argument("--bundle-version", choices=sorted(BUNDLE_MEDIA_TYPES), default="0.3")
     p_sign.add_argument("--fault", action="append", default=[], choices=FAULTS)
+    p_sign.add_argument(
+        "--timestamp",
+        action="store_true",
+        help="add an RFC 3161 timestamp over the signature (the instance's TSA, else one no root lists)",
+    )
     args = parser.parse_args(argv)
 
     if args.command == "init":
-        Instance.init(args.dir, args.shard_offset)
+        Instance.init(args.dir, args.shard_offset, args.tsa, args.backdate_days)
         return 0
     instance = Instance(args.dir)
     bundle = instance.sign(
@@ -655,6 +841,7 @@ def main(argv=None) -> int:
         repository=args.repository,
         bundle_version=args.bundle_version,
         faults=args.fault,
+        timestamp=args.timestamp,
     )
     out = Path(args.out)
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
