@@ -459,7 +459,8 @@ class Instance:
         self.root_cert = x509.load_der_x509_certificate((self.dir / "ca_root.der").read_bytes())
         self.tsa = None
         if (keys / "tsa.pem").exists():
-            self.tsa = (_read_key(keys / "tsa.pem"), x509.load_der_x509_certificate((self.dir / "tsa.der").read_bytes()))
+            tsa_cert = x509.load_der_x509_certificate((self.dir / "tsa.der").read_bytes())
+            self.tsa = (_read_key(keys / "tsa.pem"), tsa_cert)
 
     @property
     def trusted_root_path(self) -> Path:
@@ -486,7 +487,9 @@ class Instance:
                 {
                     "subject": {"organization": "kernhub.test", "commonName": "kernhub test fulcio"},
                     "uri": "https://fulcio.kernhub.test",
-                    "certChain": {"certificates": [{"rawBytes": b64(cert_der(inter))}, {"rawBytes": b64(cert_der(root))}]},
+                    "certChain": {
+                        "certificates": [{"rawBytes": b64(cert_der(inter))}, {"rawBytes": b64(cert_der(root))}]
+                    },
                     "validFor": {"start": rfc3339(start)},
                 }
             ],
@@ -708,7 +711,8 @@ class Instance:
         if "dsse" in faults:
             bundle = self._sign_dsse(key, leaf, digest, integrated_time, bundle_version, faults)
             if timestamp or "untrusted-tsa" in faults:
-                self._add_timestamp(bundle, base64.b64decode(bundle["dsseEnvelope"]["signatures"][0]["sig"]), now, faults)
+                dsse_signature = base64.b64decode(bundle["dsseEnvelope"]["signatures"][0]["sig"])
+                self._add_timestamp(bundle, dsse_signature, now, faults)
             return bundle
 
         signer = ec.generate_private_key(ec.SECP256R1()) if "wrong-key" in faults else key
@@ -774,7 +778,10 @@ class Instance:
                 "apiVersion": "0.0.1",
                 "kind": "dsse",
                 "spec": {
-                    "envelopeHash": {"algorithm": "sha256", "value": hashlib.sha256(canonical_json(envelope)).hexdigest()},
+                    "envelopeHash": {
+                        "algorithm": "sha256",
+                        "value": hashlib.sha256(canonical_json(envelope)).hexdigest(),
+                    },
                     "payloadHash": {"algorithm": "sha256", "value": hashlib.sha256(payload).hexdigest()},
                     "signatures": [{"signature": b64(signature), "verifier": b64(cert_pem(leaf))}],
                 },
@@ -800,7 +807,7 @@ class Instance:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="A throwaway Sigstore instance for tests (see the source's docstring).")
+    parser = argparse.ArgumentParser(description="A throwaway Sigstore instance for tests (see the docstring).")
     sub = parser.add_subparsers(dest="command", required=True)
     p_init = sub.add_parser("init", help="make a CA, CT log and Rekor keys and DIR/trusted_root.json")
     p_init.add_argument("dir")
