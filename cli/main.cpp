@@ -78,6 +78,7 @@ int run_cli(int argc, char** argv) {
         {"list", kernhub::cli::add_list_command},       {"info", kernhub::cli::add_info_command},
         {"inspect", kernhub::cli::add_inspect_command}, {"lock", kernhub::cli::add_lock_command},
         {"prewarm", kernhub::cli::add_prewarm_command}, {"mirror", kernhub::cli::add_mirror_command},
+        {"verify-blob", kernhub::cli::add_verify_blob_command},
     };
     const char* named = first_word(argc, argv);
     const bool known =

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,16 @@ class TrustedRoot;  // parsed trusted_root.json; immutable, shareable across thr
 // the document in errors (a path, or "the built-in public-good root").
 // Throws Error(verification) at step `trusted-root`.
 std::shared_ptr<const TrustedRoot> parse_trusted_root(std::string_view json, const std::string& origin);
+
+// Reads and parses the trusted_root.json at `path` (a regular file of at
+// most k_max_trusted_root_bytes). Error(not_found) when it is missing;
+// otherwise as parse_trusted_root.
+std::shared_ptr<const TrustedRoot> load_trusted_root(const std::filesystem::path& path);
+
+// The bytes of the bundle file at `path` (a regular file of at most
+// k_max_bundle_bytes, else Error(verification) at step `bundle`).
+// Error(not_found) when it is missing.
+std::string read_bundle(const std::filesystem::path& path);
 
 // The newest validFor.start among the root's keys and CAs (Unix seconds),
 // for the staleness warning.

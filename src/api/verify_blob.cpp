@@ -1,0 +1,56 @@
+// kernhub::verify_blob (kernhub/signature.hpp): the artifact is hashed while
+// streaming, so its size does not matter; the bundle and root are capped
+// documents (sigstore.hpp).
+#include <cstdlib>
+#include <filesystem>
+
+#include "digest/digest.hpp"
+#include "kernhub/error.hpp"
+#include "kernhub/signature.hpp"
+#include "sigstore/sigstore.hpp"
+
+namespace kernhub {
+
+namespace {
+
+std::string trusted_root_path(const BlobVerifyOptions& options) {
+    if (!options.trusted_root.empty()) return options.trusted_root;
+    const char* env = std::getenv("KERNHUB_SIGSTORE_TRUSTED_ROOT");
+    if (env != nullptr && *env != '\0') return env;
+    throw Error(ErrorCode::usage,
+                "no Sigstore trusted root: pass --trusted-root FILE or set KERNHUB_SIGSTORE_TRUSTED_ROOT to a "
+                "trusted_root.json");
+}
+
+digest::Bytes sha256_of(const std::string& file) {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) {
+        throw Error(ErrorCode::not_found, "artifact " + file + " does not exist; check the path");
+    }
+    digest::Hasher hasher(digest::Algorithm::sha256);
+    digest::read_chunks(
+        file, [](std::uint64_t) {}, [&](const void* data, std::size_t size) { hasher.update(data, size); });
+    return hasher.finish();
+}
+
+}  // namespace
+
+SignatureReport verify_blob(const BlobVerifyOptions& options) {
+    const std::string root_path = trusted_root_path(options);
+    const std::string bundle = sigstore::read_bundle(options.bundle);
+    const auto root = sigstore::load_trusted_root(root_path);
+    const sigstore::ArtifactDigest artifact{sha256_of(options.file)};
+    const sigstore::Policy policy{options.policy.issuer, options.policy.identities, options.policy.repository};
+    const sigstore::Verified verified = sigstore::verify_bundle(bundle, artifact, *root, policy);
+    SignatureReport report;
+    report.identity = verified.identity;
+    report.issuer = verified.issuer;
+    report.repository = verified.repository;
+    report.log_time = verified.log_time;
+    report.log_index = verified.log_index;
+    report.log_id = verified.log_id;
+    report.trusted_root = root_path;
+    return report;
+}
+
+}  // namespace kernhub
