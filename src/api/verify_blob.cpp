@@ -41,7 +41,14 @@ SignatureReport verify_blob(const BlobVerifyOptions& options) {
     const auto root = sigstore::load_trusted_root(root_path);
     const sigstore::ArtifactDigest artifact{sha256_of(options.file)};
     const sigstore::Policy policy{options.policy.issuer, options.policy.identities, options.policy.repository};
-    const sigstore::Verified verified = sigstore::verify_bundle(bundle, artifact, *root, policy);
+    sigstore::Verified verified;
+    try {
+        verified = sigstore::verify_bundle(bundle, artifact, *root, policy);
+    } catch (const Error& e) {
+        // The module knows digests only; name the files the user gave.
+        throw Error(e.code(), e.message() + " (artifact " + options.file + ", bundle " + options.bundle + ")",
+                    e.context());
+    }
     SignatureReport report;
     report.identity = verified.identity;
     report.issuer = verified.issuer;

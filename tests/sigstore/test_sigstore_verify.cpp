@@ -62,6 +62,10 @@ json& entry(json& bundle) {
     return bundle["verificationMaterial"]["tlogEntries"][0];
 }
 
+json entry_of(const std::string& name) {
+    return bundle(name)["verificationMaterial"]["tlogEntries"][0];
+}
+
 TEST_CASE("the production GitHub Actions bundle verifies with its identity, issuer and repository",
           "[needs:sigstore-vectors]") {
     const ss::Verified v = verify_github(bundle("bundle_v3_github.whl.sigstore"));
@@ -132,11 +136,11 @@ TEST_CASE("a swapped log entry fails", "[needs:sigstore-vectors]") {
     // The whole entry of another signature: its log time is outside the
     // leaf's ten minutes.
     json b = bundle("bundle_v3.txt.sigstore");
-    entry(b) = entry(bundle("bundle_cve_2022_36056.txt.sigstore"));
+    entry(b) = entry_of("bundle_cve_2022_36056.txt.sigstore");
     check_step([&] { verify_staging(b); }, "certificate-validity");
     // Only the logged body of another signature: the SET no longer covers it.
     b = bundle("bundle_v3.txt.sigstore");
-    entry(b)["canonicalizedBody"] = entry(bundle("bundle_cve_2022_36056.txt.sigstore"))["canonicalizedBody"];
+    entry(b)["canonicalizedBody"] = entry_of("bundle_cve_2022_36056.txt.sigstore")["canonicalizedBody"];
     check_step([&] { verify_staging(b); }, "tlog-entry");
 }
 
@@ -274,7 +278,6 @@ TEST_CASE("bundle shapes: versions, DSSE, sizes, JSON", "[needs:sigstore-vectors
 }
 
 TEST_CASE("trusted roots: parse, refuse, newest key", "[needs:sigstore-vectors]") {
-    CHECK(production()->origin == (dir() / "production_trusted_root.json").string());
     CHECK(ss::newest_key_start(*production()) >= 1751587200);  // the 2025-07-04 TSA and later
     json root = json::parse(read(dir() / "production_trusted_root.json"));
     root["mediaType"] = "application/vnd.dev.sigstore.trustedroot+json;version=0.2";
