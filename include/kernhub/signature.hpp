@@ -31,9 +31,9 @@ struct BlobVerifyOptions {
 
 // What a successful verification established.
 struct SignatureReport {
-    std::string identity;    // the certificate identity that matched
-    std::string issuer;      // the OIDC issuer in the certificate
-    std::string repository;  // the source repository in the certificate, "" if none
+    std::string identity;       // the certificate identity that matched
+    std::string issuer;         // the OIDC issuer in the certificate
+    std::string repository;     // the source repository in the certificate, "" if none
     std::int64_t log_time = 0;  // the log's integrated time (Unix seconds)
     std::int64_t log_index = 0;
     std::string log_id;        // hex key id of the transparency log

@@ -1,9 +1,9 @@
 // The Sigstore bundle document (media types v0.1, v0.2, v0.3): its shape is
 // read into a Bundle before any cryptography runs; every refusal here is
 // the `bundle` step.
+#include "sigstore/bundle.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
-#include "sigstore/bundle.hpp"
 
 namespace kernhub::sigstore {
 
@@ -92,8 +92,9 @@ TlogEntry read_entry(const nlohmann::json& entry, const std::string& version) {
             "are refused: sign with a Rekor v1 log");
     }
     if (!entry.contains("integratedTime")) {
-        bad(where + " has no integratedTime (a Rekor v2 entry); kernhub takes the signing time from a Rekor v1 "
-                    "log's integrated time");
+        bad(where +
+            " has no integratedTime (a Rekor v2 entry); kernhub takes the signing time from a Rekor v1 "
+            "log's integrated time");
     }
     out.log_index = integer(entry, "logIndex", where);
     out.integrated_time = integer(entry, "integratedTime", where);
@@ -107,8 +108,9 @@ TlogEntry read_entry(const nlohmann::json& entry, const std::string& version) {
     // the signing time from the signed entry timestamp, so it needs the
     // promise in every version.
     if (!entry.contains("inclusionPromise")) {
-        bad(where + " has no inclusionPromise (signed entry timestamp); kernhub needs it to trust the log's "
-                    "integrated time: re-create the bundle with a current Sigstore client");
+        bad(where +
+            " has no inclusionPromise (signed entry timestamp); kernhub needs it to trust the log's "
+            "integrated time: re-create the bundle with a current Sigstore client");
     }
     out.set = base64(member(entry, "inclusionPromise", where), "signedEntryTimestamp", where + ".inclusionPromise");
     if (entry.contains("inclusionProof")) {

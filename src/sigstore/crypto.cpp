@@ -163,8 +163,7 @@ bool is_ec(const EVP_PKEY* key) {
     return crypto().pkey_base_id(key) == EVP_PKEY_EC;
 }
 
-bool verify_message(EVP_PKEY* key, const EVP_MD* hash, const Bytes& signature, const void* message,
-                    std::size_t size) {
+bool verify_message(EVP_PKEY* key, const EVP_MD* hash, const Bytes& signature, const void* message, std::size_t size) {
     std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(crypto().md_ctx_new());
     bool ok = ctx && crypto().digest_verify_init(ctx.get(), nullptr, hash, nullptr, key) == 1 &&
               crypto().digest_verify(ctx.get(), signature.data(), signature.size(),

@@ -118,8 +118,7 @@ Pkey parse_rsa_public_key(const Bytes& der);
 bool is_ed25519(const EVP_PKEY* key);
 bool is_ec(const EVP_PKEY* key);
 // Signature over `message` with the hash `hash` (nullptr for Ed25519).
-bool verify_message(EVP_PKEY* key, const EVP_MD* hash, const Bytes& signature, const void* message,
-                    std::size_t size);
+bool verify_message(EVP_PKEY* key, const EVP_MD* hash, const Bytes& signature, const void* message, std::size_t size);
 // Signature over an already computed digest (ECDSA).
 bool verify_prehashed(EVP_PKEY* key, const Bytes& signature, const Bytes& digest);
 // The certificate's time as Unix seconds; nullopt when unreadable.

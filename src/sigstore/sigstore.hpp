@@ -35,10 +35,10 @@ namespace kernhub::sigstore {
 //   signature         the artifact's signature verifies with the leaf's key
 //   artifact-digest   the artifact's digest equals the bundle's messageDigest
 //   issuer / identity / repository   the identity policy
-inline constexpr const char* k_step_names[] = {
-    "bundle",    "trusted-root",    "certificate-chain", "certificate-validity", "sct",
-    "tlog-entry", "inclusion-proof", "checkpoint",        "tlog-body",            "timestamp",
-    "signature", "artifact-digest", "issuer",            "identity",             "repository"};
+inline constexpr const char* k_step_names[] = {"bundle",    "trusted-root", "certificate-chain", "certificate-validity",
+                                               "sct",       "tlog-entry",   "inclusion-proof",   "checkpoint",
+                                               "tlog-body", "timestamp",    "signature",         "artifact-digest",
+                                               "issuer",    "identity",     "repository"};
 
 // Caps on the documents read (each names itself in its error).
 inline constexpr std::size_t k_max_bundle_bytes = 1u << 20;        // 1 MiB
@@ -79,9 +79,9 @@ struct Policy {
 
 // What a successful verification established.
 struct Verified {
-    std::string identity;    // the SAN that matched
-    std::string issuer;      // the OIDC issuer in the certificate
-    std::string repository;  // extension .1.12, empty when absent
+    std::string identity;       // the SAN that matched
+    std::string issuer;         // the OIDC issuer in the certificate
+    std::string repository;     // extension .1.12, empty when absent
     std::int64_t log_time = 0;  // the tlog entry's integratedTime (Unix seconds)
     std::int64_t log_index = 0;
     std::string log_id;  // hex key id of the log that holds the entry

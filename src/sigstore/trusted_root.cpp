@@ -126,8 +126,8 @@ std::optional<std::int64_t> parse_rfc3339(const std::string& text) {
     int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
     int used = 0;
     // NOLINTNEXTLINE(cert-err34-c): every field is range-checked below
-    if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute, &second,
-                    &used) != 6 ||
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute, &second, &used) !=
+            6 ||
         used != 19) {
         return std::nullopt;
     }
@@ -171,7 +171,8 @@ std::shared_ptr<const TrustedRoot> parse_trusted_root(std::string_view json, con
     auto root = std::make_shared<TrustedRoot>();
     root->origin = origin;
     const auto& tlogs = read.list(doc, "tlogs");
-    for (std::size_t i = 0; i < tlogs.size(); ++i) root->tlogs.push_back(read.log(tlogs[i], "tlogs[" + std::to_string(i) + "]"));
+    for (std::size_t i = 0; i < tlogs.size(); ++i)
+        root->tlogs.push_back(read.log(tlogs[i], "tlogs[" + std::to_string(i) + "]"));
     const auto& ctlogs = read.list(doc, "ctlogs");
     for (std::size_t i = 0; i < ctlogs.size(); ++i) {
         root->ctlogs.push_back(read.log(ctlogs[i], "ctlogs[" + std::to_string(i) + "]"));
@@ -214,11 +215,13 @@ std::string read_document(const std::filesystem::path& path, std::size_t cap, co
     } closer{fd};
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        throw Error(ErrorCode::not_found, std::string(what) + " " + path.string() + " is not a regular file; name a file");
+        throw Error(ErrorCode::not_found,
+                    std::string(what) + " " + path.string() + " is not a regular file; name a file");
     }
     if (static_cast<std::uint64_t>(st.st_size) > cap) {
         fail(step, std::string(what) + " " + path.string() + " is " + std::to_string(st.st_size) +
-                       " bytes, over the limit of " + std::to_string(cap) + " bytes (" + cap_name + "); check that it is the right file");
+                       " bytes, over the limit of " + std::to_string(cap) + " bytes (" + cap_name +
+                       "); check that it is the right file");
     }
     std::string out(static_cast<std::size_t>(st.st_size), '\0');
     std::size_t done = 0;
@@ -235,7 +238,8 @@ std::string read_document(const std::filesystem::path& path, std::size_t cap, co
 }
 
 std::shared_ptr<const TrustedRoot> load_trusted_root(const std::filesystem::path& path) {
-    const std::string text = read_document(path, k_max_trusted_root_bytes, "k_max_trusted_root_bytes", k_step, "trusted root");
+    const std::string text =
+        read_document(path, k_max_trusted_root_bytes, "k_max_trusted_root_bytes", k_step, "trusted root");
     return parse_trusted_root(text, path.string());
 }
 

@@ -58,8 +58,9 @@ void check_validity(const X509* leaf, std::int64_t t) {
 std::shared_ptr<X509> verify_chain(X509* leaf, const TrustedRoot& root, std::int64_t t) {
     const std::uint32_t eku = crypto().extended_key_usage(leaf);
     if (eku == UINT32_MAX || (eku & XKU_CODE_SIGN) == 0) {
-        fail("certificate-chain", "the leaf certificate is not for code signing (no codeSigning extended key "
-                                  "usage); it is not a Fulcio signing certificate");
+        fail("certificate-chain",
+             "the leaf certificate is not for code signing (no codeSigning extended key "
+             "usage); it is not a Fulcio signing certificate");
     }
     std::string reasons;
     bool any_valid = false;
@@ -356,7 +357,8 @@ void verify_checkpoint(const TlogEntry& entry, const LogKey& log) {
         if (line.compare(0, dash.size(), dash) != 0) continue;
         const std::size_t space = line.rfind(' ');
         auto raw = digest::from_base64(line.substr(space + 1));
-        if (!raw || raw->size() <= 4 || log.key_id.size() < 4 || !std::equal(raw->begin(), raw->begin() + 4, log.key_id.begin())) {
+        if (!raw || raw->size() <= 4 || log.key_id.size() < 4 ||
+            !std::equal(raw->begin(), raw->begin() + 4, log.key_id.begin())) {
             continue;  // another signer's line
         }
         const Bytes signature(raw->begin() + 4, raw->end());
@@ -388,9 +390,9 @@ std::optional<Bytes> pem_certificate(const std::string& pem) {
 // (CVE-2022-36056).
 void check_body(const Bundle& bundle) {
     const TlogEntry& entry = bundle.entry;
-    const nlohmann::json body = parse_bounded_json(
-        std::string_view(reinterpret_cast<const char*>(entry.body.data()), entry.body.size()), "tlog-body",
-        "the log entry's body");
+    const nlohmann::json body =
+        parse_bounded_json(std::string_view(reinterpret_cast<const char*>(entry.body.data()), entry.body.size()),
+                           "tlog-body", "the log entry's body");
     auto field = [&](std::initializer_list<const char*> path) -> std::string {
         const nlohmann::json* at = &body;
         for (const char* key : path) {
@@ -400,8 +402,8 @@ void check_body(const Bundle& bundle) {
         return at->is_string() ? at->get<std::string>() : std::string();
     };
     if (field({"kind"}) != entry.kind || field({"apiVersion"}) != entry.version) {
-        fail("tlog-body", "the log entry's body is a " + field({"kind"}) + " " + field({"apiVersion"}) +
-                              ", not the " + entry.kind + " " + entry.version + " the bundle names");
+        fail("tlog-body", "the log entry's body is a " + field({"kind"}) + " " + field({"apiVersion"}) + ", not the " +
+                              entry.kind + " " + entry.version + " the bundle names");
     }
     if (field({"spec", "data", "hash", "algorithm"}) != "sha256" ||
         field({"spec", "data", "hash", "value"}) != hex(bundle.digest)) {
@@ -411,14 +413,16 @@ void check_body(const Bundle& bundle) {
     }
     auto signature = digest::from_base64(field({"spec", "signature", "content"}));
     if (!signature || *signature != bundle.signature) {
-        fail("tlog-body", "the log entry holds another signature than the bundle's; the log entry belongs to "
-                          "another signature");
+        fail("tlog-body",
+             "the log entry holds another signature than the bundle's; the log entry belongs to "
+             "another signature");
     }
     auto pem = digest::from_base64(field({"spec", "signature", "publicKey", "content"}));
     auto der = pem ? pem_certificate(std::string(pem->begin(), pem->end())) : std::nullopt;
     if (!der || *der != bundle.leaf_der) {
-        fail("tlog-body", "the log entry holds another certificate than the bundle's leaf; the log entry belongs "
-                          "to another signature (CVE-2022-36056)");
+        fail("tlog-body",
+             "the log entry holds another certificate than the bundle's leaf; the log entry belongs "
+             "to another signature (CVE-2022-36056)");
     }
 }
 
@@ -465,8 +469,8 @@ std::string joined(const std::vector<std::string>& items) {
 void apply_policy(X509* leaf, const Policy& policy, Verified& out) {
     out.issuer = issuer_of(leaf);
     if (policy.issuer.empty() || out.issuer != policy.issuer) {
-        fail("issuer", "the certificate's OIDC issuer is \"" + out.issuer + "\", not the expected \"" +
-                           policy.issuer + "\"; the signer logged in elsewhere than the policy allows");
+        fail("issuer", "the certificate's OIDC issuer is \"" + out.issuer + "\", not the expected \"" + policy.issuer +
+                           "\"; the signer logged in elsewhere than the policy allows");
     }
     const std::vector<std::string> sans = san_identities(leaf);
     for (const auto& san : sans) {
@@ -514,20 +518,23 @@ Verified verify_bundle(std::string_view bundle_json, const ArtifactDigest& artif
     }
     check_body(bundle);
     if (bundle.has_timestamps) {
-        fail("timestamp", "the bundle carries RFC 3161 timestamps, which kernhub does not verify; it trusts the "
-                          "log's integrated time only: re-create the bundle without a timestamp authority");
+        fail("timestamp",
+             "the bundle carries RFC 3161 timestamps, which kernhub does not verify; it trusts the "
+             "log's integrated time only: re-create the bundle without a timestamp authority");
     }
     EVP_PKEY* key = crypto().get0_pubkey(leaf.get());
     if (key == nullptr || !is_ec(key)) {
         fail("signature", "the leaf certificate's key is not an ECDSA key; kernhub verifies ECDSA signatures only");
     }
     if (!verify_prehashed(key, bundle.signature, bundle.digest)) {
-        fail("signature", "the bundle's signature does not verify with the leaf certificate's key; the bundle "
-                          "was altered");
+        fail("signature",
+             "the bundle's signature does not verify with the leaf certificate's key; the bundle "
+             "was altered");
     }
     if (bundle.digest != artifact.sha256) {
         fail("artifact-digest", "the artifact's SHA-256 " + hex(artifact.sha256) + " is not the signed digest " +
-                                    hex(bundle.digest) + "; the file was changed after signing, or the bundle "
+                                    hex(bundle.digest) +
+                                    "; the file was changed after signing, or the bundle "
                                     "belongs to another file");
     }
     Verified out;

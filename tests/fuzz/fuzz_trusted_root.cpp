@@ -12,8 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto root = kernhub::sigstore::parse_trusted_root(text, "fuzz root");
         if (kernhub::sigstore::newest_key_start(*root) == INT64_MIN) std::abort();
     } catch (const kernhub::Error& e) {
-        if (e.code() != kernhub::ErrorCode::verification ||
-            e.message().rfind("sigstore: trusted-root: ", 0) != 0) {
+        if (e.code() != kernhub::ErrorCode::verification || e.message().rfind("sigstore: trusted-root: ", 0) != 0) {
             std::abort();
         }
     }

@@ -96,9 +96,11 @@ TEST_CASE("the staging bundle (v0.3 media type) verifies against the staging roo
 TEST_CASE("a tampered artifact fails at artifact-digest", "[needs:sigstore-vectors]") {
     ss::ArtifactDigest other = digest_of("bundle_v3_github.whl");
     other.sha256[0] ^= 0x01;
-    check_step([&] { ss::verify_bundle(bundle("bundle_v3_github.whl.sigstore").dump(), other, *production(),
-                                       github_policy()); },
-               "artifact-digest");
+    check_step(
+        [&] {
+            ss::verify_bundle(bundle("bundle_v3_github.whl.sigstore").dump(), other, *production(), github_policy());
+        },
+        "artifact-digest");
 }
 
 TEST_CASE("a wrong identity, issuer or repository fails at its policy step", "[needs:sigstore-vectors]") {
@@ -118,18 +120,27 @@ TEST_CASE("a wrong identity, issuer or repository fails at its policy step", "[n
 }
 
 TEST_CASE("a bundle of another instance fails without its root", "[needs:sigstore-vectors]") {
-    check_step([&] { ss::verify_bundle(bundle("bundle_v3.txt.sigstore").dump(), digest_of("bundle_v3.txt"),
-                                       *production(), staging_policy()); },
-               "certificate-chain", "--trusted-root");
-    check_step([&] { ss::verify_bundle(bundle("bundle_v3_github.whl.sigstore").dump(),
-                                       digest_of("bundle_v3_github.whl"), *staging(), github_policy()); },
-               "certificate-chain");
+    check_step(
+        [&] {
+            ss::verify_bundle(bundle("bundle_v3.txt.sigstore").dump(), digest_of("bundle_v3.txt"), *production(),
+                              staging_policy());
+        },
+        "certificate-chain", "--trusted-root");
+    check_step(
+        [&] {
+            ss::verify_bundle(bundle("bundle_v3_github.whl.sigstore").dump(), digest_of("bundle_v3_github.whl"),
+                              *staging(), github_policy());
+        },
+        "certificate-chain");
 }
 
 TEST_CASE("the CVE-2022-36056 bundle fails at tlog-body", "[needs:sigstore-vectors]") {
-    check_step([&] { ss::verify_bundle(bundle("bundle_cve_2022_36056.txt.sigstore").dump(),
-                                       digest_of("bundle_cve_2022_36056.txt"), *staging(), staging_policy()); },
-               "tlog-body");
+    check_step(
+        [&] {
+            ss::verify_bundle(bundle("bundle_cve_2022_36056.txt.sigstore").dump(),
+                              digest_of("bundle_cve_2022_36056.txt"), *staging(), staging_policy());
+        },
+        "tlog-body");
 }
 
 TEST_CASE("a swapped log entry fails", "[needs:sigstore-vectors]") {
@@ -144,8 +155,7 @@ TEST_CASE("a swapped log entry fails", "[needs:sigstore-vectors]") {
     check_step([&] { verify_staging(b); }, "tlog-entry");
 }
 
-TEST_CASE("a log time outside the certificate's validity fails at certificate-validity",
-          "[needs:sigstore-vectors]") {
+TEST_CASE("a log time outside the certificate's validity fails at certificate-validity", "[needs:sigstore-vectors]") {
     json b = bundle("bundle_v3_github.whl.sigstore");
     entry(b)["integratedTime"] = "1710889000";  // 15 minutes later; the leaf lived 10
     check_step([&] { verify_github(b); }, "certificate-validity", "1710889000");
@@ -185,14 +195,20 @@ TEST_CASE("an SCT that no CT log of the root signed fails at sct", "[needs:sigst
     json root = json::parse(read(dir() / "production_trusted_root.json"));
     for (auto& log : root["ctlogs"]) log["publicKey"]["rawBytes"] = root["tlogs"][0]["publicKey"]["rawBytes"];
     auto wrong_key = ss::parse_trusted_root(root.dump(), "a root with other CT keys");
-    check_step([&] { ss::verify_bundle(bundle("bundle_v3_github.whl.sigstore").dump(),
-                                       digest_of("bundle_v3_github.whl"), *wrong_key, github_policy()); },
-               "sct", "does not verify");
+    check_step(
+        [&] {
+            ss::verify_bundle(bundle("bundle_v3_github.whl.sigstore").dump(), digest_of("bundle_v3_github.whl"),
+                              *wrong_key, github_policy());
+        },
+        "sct", "does not verify");
     root["ctlogs"] = json::array();
     auto no_logs = ss::parse_trusted_root(root.dump(), "a root without CT logs");
-    check_step([&] { ss::verify_bundle(bundle("bundle_v3_github.whl.sigstore").dump(),
-                                       digest_of("bundle_v3_github.whl"), *no_logs, github_policy()); },
-               "sct", "unknown CT log");
+    check_step(
+        [&] {
+            ss::verify_bundle(bundle("bundle_v3_github.whl.sigstore").dump(), digest_of("bundle_v3_github.whl"),
+                              *no_logs, github_policy());
+        },
+        "sct", "unknown CT log");
 }
 
 TEST_CASE("an altered signature fails", "[needs:sigstore-vectors]") {
@@ -264,15 +280,16 @@ TEST_CASE("bundle shapes: versions, DSSE, sizes, JSON", "[needs:sigstore-vectors
                    "bundle", "k_max_bundle_bytes");
     }
     SECTION("malformed and deeply nested JSON") {
-        check_step([&] { ss::verify_bundle("{\"mediaType\": ", digest_of("bundle_v3_github.whl"), *production(),
-                                           github_policy()); },
-                   "bundle", "not valid JSON");
+        check_step(
+            [&] {
+                ss::verify_bundle("{\"mediaType\": ", digest_of("bundle_v3_github.whl"), *production(),
+                                  github_policy());
+            },
+            "bundle", "not valid JSON");
         const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-        check_step([&] { ss::verify_bundle(deep, digest_of("bundle_v3_github.whl"), *production(),
-                                           github_policy()); },
+        check_step([&] { ss::verify_bundle(deep, digest_of("bundle_v3_github.whl"), *production(), github_policy()); },
                    "bundle", "k_max_json_depth");
-        check_step([&] { ss::verify_bundle("[]", digest_of("bundle_v3_github.whl"), *production(),
-                                           github_policy()); },
+        check_step([&] { ss::verify_bundle("[]", digest_of("bundle_v3_github.whl"), *production(), github_policy()); },
                    "bundle", "not a JSON object");
     }
 }

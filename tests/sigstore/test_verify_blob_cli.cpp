@@ -48,14 +48,13 @@ TEST_CASE("verify-blob: the production bundle verifies, in text and JSON", "[nee
     CHECK(out["log_index"] == 79605083);
 }
 
-TEST_CASE("verify-blob: the staging bundle verifies with the root from the environment",
-          "[needs:sigstore-vectors]") {
+TEST_CASE("verify-blob: the staging bundle verifies with the root from the environment", "[needs:sigstore-vectors]") {
     Sandbox sandbox;
-    ProcessResult r = sandbox.run({"verify-blob", (dir() / "bundle_v3.txt").string(), "--bundle",
-                                   (dir() / "bundle_v3.txt.sigstore").string(), "--certificate-identity",
-                                   "someone@example.com", "--certificate-identity", k_staging_identity,
-                                   "--certificate-oidc-issuer", k_staging_issuer},
-                                  {{"KERNHUB_SIGSTORE_TRUSTED_ROOT", (dir() / "staging_trusted_root.json").string()}});
+    ProcessResult r =
+        sandbox.run({"verify-blob", (dir() / "bundle_v3.txt").string(), "--bundle",
+                     (dir() / "bundle_v3.txt.sigstore").string(), "--certificate-identity", "someone@example.com",
+                     "--certificate-identity", k_staging_identity, "--certificate-oidc-issuer", k_staging_issuer},
+                    {{"KERNHUB_SIGSTORE_TRUSTED_ROOT", (dir() / "staging_trusted_root.json").string()}});
     INFO(cli::describe(r));
     CHECK(r.exit_code == 0);
     CHECK(r.out.find(k_staging_identity) != std::string::npos);
@@ -84,8 +83,8 @@ TEST_CASE("verify-blob: each failure is exit 4 naming its step", "[needs:sigstor
 
     // The staging bundle against the default (production) root.
     check_error(sandbox.run({"verify-blob", (dir() / "bundle_v3.txt").string(), "--bundle",
-                             (dir() / "bundle_v3.txt.sigstore").string(), "--certificate-identity",
-                             k_staging_identity, "--certificate-oidc-issuer", k_staging_issuer, "--trusted-root",
+                             (dir() / "bundle_v3.txt.sigstore").string(), "--certificate-identity", k_staging_identity,
+                             "--certificate-oidc-issuer", k_staging_issuer, "--trusted-root",
                              (dir() / "production_trusted_root.json").string()},
                             k_no_root_env),
                 4, {"sigstore: certificate-chain:"});

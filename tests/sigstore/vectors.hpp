@@ -28,10 +28,10 @@ inline fs::path dir() {
 }
 
 inline std::string why_missing() {
-    for (const char* name : {"bundle_v3_github.whl", "bundle_v3_github.whl.sigstore", "bundle_v3.txt",
-                             "bundle_v3.txt.sigstore", "bundle_cve_2022_36056.txt",
-                             "bundle_cve_2022_36056.txt.sigstore", "production_trusted_root.json",
-                             "staging_trusted_root.json"}) {
+    for (const char* name :
+         {"bundle_v3_github.whl", "bundle_v3_github.whl.sigstore", "bundle_v3.txt", "bundle_v3.txt.sigstore",
+          "bundle_cve_2022_36056.txt", "bundle_cve_2022_36056.txt.sigstore", "production_trusted_root.json",
+          "staging_trusted_root.json"}) {
         std::error_code ec;
         if (!fs::is_regular_file(dir() / name, ec)) {
             return "the Sigstore test vectors are absent (" + (dir() / name).string() +
@@ -63,7 +63,8 @@ inline const std::string k_staging_issuer = "https://github.com/login/oauth";
 inline std::string flip_base64(const std::string& text, long index) {
     auto bytes = digest::from_base64(text);
     REQUIRE(bytes);
-    const std::size_t at = index >= 0 ? static_cast<std::size_t>(index) : bytes->size() - static_cast<std::size_t>(-index);
+    const std::size_t at =
+        index >= 0 ? static_cast<std::size_t>(index) : bytes->size() - static_cast<std::size_t>(-index);
     (*bytes)[at] ^= 0x01;
     return digest::to_base64(*bytes);
 }
