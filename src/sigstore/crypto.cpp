@@ -188,7 +188,7 @@ std::int64_t unix_time(int year, int month, int day, int hour, int minute, int s
     const int doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
     const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     const std::int64_t days = std::int64_t{era} * 146097 + doe - 719468;
-    return days * 86400 + hour * 3600 + minute * 60 + second;
+    return days * 86400 + std::int64_t{hour} * 3600 + std::int64_t{minute} * 60 + second;
 }
 
 std::string format_time(std::int64_t unix_seconds) {

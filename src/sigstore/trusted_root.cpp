@@ -149,7 +149,7 @@ std::optional<std::int64_t> parse_rfc3339(const std::string& text) {
         int zh = 0, zm = 0;
         // NOLINTNEXTLINE(cert-err34-c): range-checked below
         if (std::sscanf(zone.c_str() + 1, "%2d:%2d", &zh, &zm) != 2 || zh > 23 || zm > 59) return std::nullopt;
-        offset = (zh * 3600 + zm * 60) * (zone[0] == '-' ? -1 : 1);
+        offset = (std::int64_t{zh} * 3600 + std::int64_t{zm} * 60) * (zone[0] == '-' ? -1 : 1);
     } else {
         return std::nullopt;
     }
