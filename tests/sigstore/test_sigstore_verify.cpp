@@ -1,6 +1,8 @@
 // sigstore::verify_bundle on the real vectors: each accepted bundle, and
 // each altered one failing at its named step.
+#include <atomic>
 #include <functional>
+#include <thread>
 
 #include "sigstore/sigstore.hpp"
 #include "vectors.hpp"
@@ -75,6 +77,31 @@ TEST_CASE("the production GitHub Actions bundle verifies with its identity, issu
     CHECK(v.log_time == 1710888076);
     CHECK(v.log_index == 79605083);
     CHECK(v.log_id == "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d");
+}
+
+TEST_CASE("one trusted root serves verifications on several threads at once", "[needs:sigstore-vectors]") {
+    const std::string good = bundle("bundle_v3_github.whl.sigstore").dump();
+    const ss::ArtifactDigest artifact = digest_of("bundle_v3_github.whl");
+    ss::ArtifactDigest tampered = artifact;
+    tampered.sha256[5] ^= 0x10;
+    std::atomic<int> verified{0};
+    std::atomic<int> refused{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 5; ++i) {
+                try {
+                    ss::verify_bundle(good, (t + i) % 2 == 0 ? artifact : tampered, *production(), github_policy());
+                    ++verified;
+                } catch (const Error& e) {
+                    if (e.message().rfind("sigstore: artifact-digest: ", 0) == 0) ++refused;
+                }
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    CHECK(verified == 10);
+    CHECK(refused == 10);
 }
 
 TEST_CASE("an identity list accepts any listed identity", "[needs:sigstore-vectors]") {
