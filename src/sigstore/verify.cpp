@@ -428,16 +428,16 @@ void check_body(const Bundle& bundle) {
 
 // ---- identity policy -------------------------------------------------------
 
-std::optional<std::string> utf8_extension(const X509* leaf, const char* oid) {
+std::optional<std::string> utf8_extension(const X509* leaf, const char* oid, const char* step) {
     auto raw = extension_value(leaf, oid);
     if (!raw) return std::nullopt;
     auto value = der_value(*raw, 0x0c);  // UTF8String
-    if (!value) fail("issuer", std::string("the certificate's extension ") + oid + " is not a UTF8String");
+    if (!value) fail(step, std::string("the certificate's extension ") + oid + " is not a UTF8String");
     return std::string(value->begin(), value->end());
 }
 
 std::string issuer_of(const X509* leaf) {
-    if (auto v2 = utf8_extension(leaf, k_oid_issuer_v2)) return *v2;
+    if (auto v2 = utf8_extension(leaf, k_oid_issuer_v2, "issuer")) return *v2;
     if (auto v1 = extension_value(leaf, k_oid_issuer_v1)) return std::string(v1->begin(), v1->end());
     return {};
 }
@@ -483,7 +483,12 @@ void apply_policy(X509* leaf, const Policy& policy, Verified& out) {
         fail("identity", "the certificate's identity (" + joined(sans) + ") is none of the allowed (" +
                              joined(policy.identities) + "); the artifact was signed by someone else");
     }
-    auto repository = utf8_extension(leaf, k_oid_repository);
+    std::optional<std::string> repository;
+    try {
+        repository = utf8_extension(leaf, k_oid_repository, "repository");
+    } catch (const Error&) {
+        if (!policy.repository.empty()) throw;  // unreadable matters only when checked
+    }
     out.repository = repository.value_or("");
     if (policy.repository.empty()) return;
     const std::string expected = policy.repository.find("://") != std::string::npos
