@@ -24,6 +24,7 @@ Command add_lock_command(CLI::App& app);
 Command add_prewarm_command(CLI::App& app);
 Command add_mirror_command(CLI::App& app);
 Command add_verify_command(CLI::App& app);
+Command add_verify_blob_command(CLI::App& app);
 // `cache ls|verify|prune|path` (cache.cpp) and `cache export|import`
 // (cache_archive.cpp) under the `cache` group.
 void add_cache_commands(CLI::App& cache, std::vector<Command>& commands);

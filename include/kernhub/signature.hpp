@@ -1,6 +1,7 @@
 // Sigstore signatures (README, "Signatures"): who may sign a kernel, what a
 // verified signature established, and verifying any file against a bundle
-// (the CLI's verify-blob).
+// (the CLI's verify-blob). Bundles are verified offline against a trusted
+// root and an identity policy.
 #pragma once
 
 #include <cstdint>
@@ -31,14 +32,26 @@ struct SignatureInfo {
     std::int64_t log_index = 0;
 };
 
-// Verifies `bundle_file` (a Sigstore bundle, media types v0.1 to v0.3) as
-// a signature over `file` made by someone `policy` accepts. The trusted
-// root is `trusted_root_file` when not empty, else the file
-// KERNHUB_SIGSTORE_TRUSTED_ROOT names, else the public-good root built into
-// kernhub. Offline: nothing is fetched. Throws Error(verification) naming
-// the step that failed ("sigstore: <step>: ..."), Error(not_found) for a
-// missing file, Error(usage) for an empty issuer or identity list.
-KERNHUB_API SignatureInfo verify_blob(const std::string& file, const std::string& bundle_file,
-                                      const SignaturePolicy& policy, const std::string& trusted_root_file = {});
+struct BlobVerifyOptions {
+    std::string file;    // the artifact
+    std::string bundle;  // its Sigstore bundle (.sigstore / .sigstore.json)
+    // A trusted_root.json; empty: KERNHUB_SIGSTORE_TRUSTED_ROOT, else the
+    // public-good root built into kernhub.
+    std::string trusted_root;
+    SignaturePolicy policy;
+};
+
+// What verify_blob established, and against what.
+struct SignatureReport {
+    SignatureInfo signature;
+    std::string log_id;        // hex key id of the transparency log
+    std::string trusted_root;  // which root verified it (a path, or the built-in root's description)
+};
+
+// Verifies `options.bundle` over `options.file`, offline. Throws Error:
+// not_found (3) when the file, bundle or root is missing, usage (2) for a
+// policy without an issuer or identities, verification (4) naming the
+// failed step ("sigstore: <step>: ...").
+KERNHUB_API SignatureReport verify_blob(const BlobVerifyOptions& options);
 
 }  // namespace kernhub

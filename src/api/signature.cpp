@@ -1,8 +1,6 @@
 // Signatures in the API (README, "Signatures"): the trusted root a Client
-// uses, the check a kernel's policy makes, `kernhub verify` and verify_blob.
-#include <cerrno>
+// uses, the check a kernel's policy makes, and `kernhub verify`.
 #include <chrono>
-#include <cstring>
 
 #include "api/client_impl.hpp"
 #include "api/settings.hpp"
@@ -95,43 +93,6 @@ VerifyReport Client::verify(const std::string& ref, const SignaturePolicy& polic
     report.digest_checked = outcome.metadata_digest_checked;
     if (outcome.signature) report.signature = api::signature_info(*outcome.signature);
     return report;
-}
-
-SignatureInfo verify_blob(const std::string& file, const std::string& bundle_file, const SignaturePolicy& policy,
-                          const std::string& trusted_root_file) {
-    check_policy(policy, "verify_blob");
-    std::string root_file = trusted_root_file;
-    if (root_file.empty()) {
-        const store::EnvLookup env = store::process_env();
-        if (auto value = env("KERNHUB_SIGSTORE_TRUSTED_ROOT"); value && !value->empty()) root_file = *value;
-    }
-    std::optional<sigstore::RootDocument> read;
-    if (!root_file.empty()) read = sigstore::read_root(root_file);
-    const sigstore::RootDocument& document = read ? *read : sigstore::built_in_root();
-
-    std::string bundle;
-    const store::ReadStatus status = store::read_file_into(bundle_file, bundle, sigstore::k_max_bundle_bytes);
-    if (status.error == EFBIG) {
-        throw Error(ErrorCode::verification, "sigstore: bundle: " + bundle_file + " is larger than " +
-                                                 std::to_string(sigstore::k_max_bundle_bytes) +
-                                                 " bytes (sigstore::k_max_bundle_bytes)");
-    }
-    if (status.error != 0) {
-        throw Error(ErrorCode::not_found,
-                    "cannot read bundle " + bundle_file + ": " + std::strerror(status.error) + "; name the .sigstore file");
-    }
-    sigstore::ArtifactDigest artifact;
-    digest::Hasher hasher(digest::Algorithm::sha256);
-    try {
-        digest::read_chunks(
-            file, [](std::uint64_t) {}, [&hasher](const void* data, std::size_t size) { hasher.update(data, size); });
-    } catch (const Error& e) {
-        throw Error(ErrorCode::not_found, "cannot read " + file + ": " + e.message(), e.context());
-    }
-    artifact.sha256 = hasher.finish();
-    const sigstore::Verified verified = sigstore::verify_bundle(bundle, artifact, *document.root, to_policy(policy));
-    return SignatureInfo{verified.identity, verified.issuer, verified.repository, verified.log_time,
-                         verified.log_index};
 }
 
 }  // namespace kernhub

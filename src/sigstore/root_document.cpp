@@ -1,13 +1,11 @@
 // Where trusted roots come from: the one built in at configure time, or a
 // file the user names (docs/ARCHITECTURE.md, "Signatures").
-#include <cerrno>
-#include <cstring>
 #include <ctime>
 
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
+#include "sigstore/detail.hpp"
 #include "sigstore/sigstore.hpp"
-#include "store/cache.hpp"
 
 namespace kernhub::sigstore {
 
@@ -51,23 +49,7 @@ const RootDocument& built_in_root() {
 }
 
 RootDocument read_root(const std::filesystem::path& path) {
-    std::string text;
-    const store::ReadStatus status = store::read_file_into(path, text, k_max_trusted_root_bytes);
-    if (status.error == ENOENT) {
-        throw Error(ErrorCode::not_found, "trusted root " + path.string() +
-                                              " does not exist; name a Sigstore trusted_root.json "
-                                              "(--trusted-root, KERNHUB_SIGSTORE_TRUSTED_ROOT)");
-    }
-    if (status.error == EFBIG) {
-        throw Error(ErrorCode::verification, "sigstore: trusted-root: " + path.string() + " is larger than " +
-                                                 std::to_string(k_max_trusted_root_bytes) +
-                                                 " bytes (k_max_trusted_root_bytes); it is not a trusted_root.json");
-    }
-    if (status.error != 0) {
-        throw Error(ErrorCode::not_found, "cannot read trusted root " + path.string() + ": " +
-                                              std::strerror(status.error) + "; name a readable regular file");
-    }
-    return make_document(text, path.string());
+    return make_document(read_trusted_root_text(path), path.string());
 }
 
 std::string staleness_warning(const RootDocument& root, std::int64_t now) {

@@ -35,10 +35,10 @@ namespace kernhub::sigstore {
 //   signature         the artifact's signature verifies with the leaf's key
 //   artifact-digest   the artifact's digest equals the bundle's messageDigest
 //   issuer / identity / repository   the identity policy
-inline constexpr const char* k_step_names[] = {
-    "bundle",    "trusted-root",    "certificate-chain", "certificate-validity", "sct",
-    "tlog-entry", "inclusion-proof", "checkpoint",        "tlog-body",            "timestamp",
-    "signature", "artifact-digest", "issuer",            "identity",             "repository"};
+inline constexpr const char* k_step_names[] = {"bundle",    "trusted-root", "certificate-chain", "certificate-validity",
+                                               "sct",       "tlog-entry",   "inclusion-proof",   "checkpoint",
+                                               "tlog-body", "timestamp",    "signature",         "artifact-digest",
+                                               "issuer",    "identity",     "repository"};
 
 // Caps on the documents read (each names itself in its error).
 inline constexpr std::size_t k_max_bundle_bytes = 1u << 20;        // 1 MiB
@@ -51,6 +51,16 @@ class TrustedRoot;  // parsed trusted_root.json; immutable, shareable across thr
 // the document in errors (a path, or "the built-in public-good root").
 // Throws Error(verification) at step `trusted-root`.
 std::shared_ptr<const TrustedRoot> parse_trusted_root(std::string_view json, const std::string& origin);
+
+// Reads and parses the trusted_root.json at `path` (a regular file of at
+// most k_max_trusted_root_bytes). Error(not_found) when it is missing;
+// otherwise as parse_trusted_root.
+std::shared_ptr<const TrustedRoot> load_trusted_root(const std::filesystem::path& path);
+
+// The bytes of the bundle file at `path` (a regular file of at most
+// k_max_bundle_bytes, else Error(verification) at step `bundle`).
+// Error(not_found) when it is missing.
+std::string read_bundle(const std::filesystem::path& path);
 
 // The newest validFor.start among the root's keys and CAs (Unix seconds),
 // for the staleness warning.
@@ -69,9 +79,9 @@ struct Policy {
 
 // What a successful verification established.
 struct Verified {
-    std::string identity;    // the SAN that matched
-    std::string issuer;      // the OIDC issuer in the certificate
-    std::string repository;  // extension .1.12, empty when absent
+    std::string identity;       // the SAN that matched
+    std::string issuer;         // the OIDC issuer in the certificate
+    std::string repository;     // extension .1.12, empty when absent
     std::int64_t log_time = 0;  // the tlog entry's integratedTime (Unix seconds)
     std::int64_t log_index = 0;
     std::string log_id;  // hex key id of the log that holds the entry

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz/ with clang (ASan + UBSan) in
 # build-fuzz/ and runs each for a fixed time, so the whole run has a fixed
-# budget: 8 targets x KERNHUB_FUZZ_SECONDS (default 20 s).
+# budget: 10 targets x KERNHUB_FUZZ_SECONDS (default 20 s).
 #   tests/fuzz/run_fuzz.sh                 every target
 #   tests/fuzz/run_fuzz.sh elf lock        only these
 # The checked-in corpus (tests/fuzz/corpus/<name>/) is read, never written:
@@ -16,7 +16,7 @@ seconds=${KERNHUB_FUZZ_SECONDS:-20}
 dir=${KERNHUB_FUZZ_BUILD:-build-fuzz}
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(registry listing hub_answer lock metadata fatbin elf archive)
+  targets=(registry listing hub_answer lock metadata fatbin elf archive bundle trusted_root)
 fi
 
 CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKERNHUB_FUZZ=ON \
@@ -41,7 +41,7 @@ for name in "${targets[@]}"; do
   echo "fuzz_$name: ${seconds} s" >&2
   # The JSON readers share a dictionary of their formats' keys.
   dict=()
-  case "$name" in registry | listing | hub_answer | lock | metadata) dict=(-dict=tests/fuzz/json.dict) ;; esac
+  case "$name" in registry | listing | hub_answer | lock | metadata | bundle | trusted_root) dict=(-dict=tests/fuzz/json.dict) ;; esac
   if ! "$dir/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$dir/findings/$name-" "${dict[@]}" \
       "$scratch/$name" "tests/fuzz/corpus/$name" >"$log" 2>&1; then

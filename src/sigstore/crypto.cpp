@@ -1,0 +1,234 @@
+// libcrypto for the sigstore module: the bound table and small helpers over
+// it (digests, keys, signatures, certificate times and extensions).
+#include <openssl/err.h>
+
+#include <ctime>
+
+#include "common/dynlib.hpp"
+#include "kernhub/error.hpp"
+#include "sigstore/detail.hpp"
+
+namespace kernhub::sigstore {
+
+namespace {
+
+// A symbol OpenSSL 3 renamed: the new name first, then the 1.1 one.
+template <class Fn>
+void resolve_renamed(const dynlib::Library& lib, const char* name3, const char* name11, Fn& slot) {
+    try {
+        dynlib::resolve(lib, name3, slot);
+    } catch (const Error&) {
+        dynlib::resolve(lib, name11, slot);
+    }
+}
+
+CryptoApi bind_crypto() {
+    const dynlib::Library lib =
+        dynlib::open_first({"libcrypto.so.3", "libcrypto.so.1.1"}, "to verify Sigstore signatures",
+                           "install OpenSSL's libcrypto (libssl3 on Debian, openssl-libs elsewhere)");
+    CryptoApi api;
+    dynlib::resolve(lib, "EVP_MD_CTX_new", api.md_ctx_new);
+    dynlib::resolve(lib, "EVP_MD_CTX_free", api.md_ctx_free);
+    dynlib::resolve(lib, "EVP_DigestVerifyInit", api.digest_verify_init);
+    dynlib::resolve(lib, "EVP_DigestVerify", api.digest_verify);
+    dynlib::resolve(lib, "EVP_Digest", api.digest);
+    dynlib::resolve(lib, "EVP_sha256", api.sha256);
+    dynlib::resolve(lib, "EVP_sha384", api.sha384);
+    dynlib::resolve(lib, "EVP_sha512", api.sha512);
+    dynlib::resolve(lib, "EVP_PKEY_CTX_new", api.pkey_ctx_new);
+    dynlib::resolve(lib, "EVP_PKEY_CTX_free", api.pkey_ctx_free);
+    dynlib::resolve(lib, "EVP_PKEY_verify_init", api.pkey_verify_init);
+    dynlib::resolve(lib, "EVP_PKEY_verify", api.pkey_verify);
+    dynlib::resolve(lib, "EVP_PKEY_free", api.pkey_free);
+    dynlib::resolve(lib, "EVP_PKEY_up_ref", api.pkey_up_ref);
+    dynlib::resolve(lib, "d2i_PUBKEY", api.d2i_pubkey);
+    dynlib::resolve(lib, "d2i_PublicKey", api.d2i_public_key);
+    resolve_renamed(lib, "EVP_PKEY_get_base_id", "EVP_PKEY_base_id", api.pkey_base_id);
+    dynlib::resolve(lib, "d2i_X509", api.d2i_x509);
+    dynlib::resolve(lib, "X509_free", api.x509_free);
+    dynlib::resolve(lib, "X509_dup", api.x509_dup);
+    dynlib::resolve(lib, "X509_get0_notBefore", api.get0_not_before);
+    dynlib::resolve(lib, "X509_get0_notAfter", api.get0_not_after);
+    dynlib::resolve(lib, "ASN1_TIME_to_tm", api.asn1_time_to_tm);
+    dynlib::resolve(lib, "X509_get0_pubkey", api.get0_pubkey);
+    dynlib::resolve(lib, "X509_get_X509_PUBKEY", api.get_x509_pubkey);
+    dynlib::resolve(lib, "i2d_X509_PUBKEY", api.i2d_x509_pubkey);
+    dynlib::resolve(lib, "X509_get_ext_count", api.get_ext_count);
+    dynlib::resolve(lib, "X509_get_ext", api.get_ext);
+    dynlib::resolve(lib, "X509_get_ext_by_NID", api.get_ext_by_nid);
+    dynlib::resolve(lib, "X509_delete_ext", api.delete_ext);
+    dynlib::resolve(lib, "X509_EXTENSION_free", api.extension_free);
+    dynlib::resolve(lib, "X509_EXTENSION_get_object", api.extension_object);
+    dynlib::resolve(lib, "X509_EXTENSION_get_data", api.extension_data);
+    dynlib::resolve(lib, "OBJ_obj2txt", api.obj2txt);
+    dynlib::resolve(lib, "ASN1_STRING_get0_data", api.string_data);
+    dynlib::resolve(lib, "ASN1_STRING_length", api.string_length);
+    dynlib::resolve(lib, "X509_get_ext_d2i", api.get_ext_d2i);
+    dynlib::resolve(lib, "GENERAL_NAMES_free", api.general_names_free);
+    dynlib::resolve(lib, "X509_get_extended_key_usage", api.extended_key_usage);
+    dynlib::resolve(lib, "i2d_re_X509_tbs", api.i2d_re_tbs);
+    dynlib::resolve(lib, "X509_STORE_new", api.store_new);
+    dynlib::resolve(lib, "X509_STORE_free", api.store_free);
+    dynlib::resolve(lib, "X509_STORE_add_cert", api.store_add_cert);
+    dynlib::resolve(lib, "X509_STORE_CTX_new", api.store_ctx_new);
+    dynlib::resolve(lib, "X509_STORE_CTX_free", api.store_ctx_free);
+    dynlib::resolve(lib, "X509_STORE_CTX_init", api.store_ctx_init);
+    dynlib::resolve(lib, "X509_STORE_CTX_set_time", api.store_ctx_set_time);
+    dynlib::resolve(lib, "X509_STORE_CTX_get_error", api.store_ctx_get_error);
+    dynlib::resolve(lib, "X509_STORE_CTX_get_error_depth", api.store_ctx_get_error_depth);
+    dynlib::resolve(lib, "X509_STORE_CTX_get0_chain", api.store_ctx_get0_chain);
+    dynlib::resolve(lib, "X509_verify_cert", api.verify_cert);
+    dynlib::resolve(lib, "X509_verify_cert_error_string", api.verify_cert_error_string);
+    dynlib::resolve(lib, "OPENSSL_sk_new_null", api.sk_new_null);
+    dynlib::resolve(lib, "OPENSSL_sk_push", api.sk_push);
+    dynlib::resolve(lib, "OPENSSL_sk_free", api.sk_free);
+    dynlib::resolve(lib, "OPENSSL_sk_num", api.sk_num);
+    dynlib::resolve(lib, "OPENSSL_sk_value", api.sk_value);
+    dynlib::resolve(lib, "ERR_clear_error", api.err_clear_error);
+    return api;
+}
+
+struct MdCtxFree {
+    void operator()(EVP_MD_CTX* ctx) const noexcept { crypto().md_ctx_free(ctx); }
+};
+struct PkeyCtxFree {
+    void operator()(EVP_PKEY_CTX* ctx) const noexcept { crypto().pkey_ctx_free(ctx); }
+};
+
+}  // namespace
+
+const CryptoApi& crypto() {
+    return dynlib::bound<CryptoApi, bind_crypto>();
+}
+
+// Only a bound libcrypto ever made these objects, so crypto() cannot throw here.
+void PkeyFree::operator()(EVP_PKEY* key) const noexcept {
+    if (key != nullptr) crypto().pkey_free(key);
+}
+
+void X509Free::operator()(X509* cert) const noexcept {
+    if (cert != nullptr) crypto().x509_free(cert);
+}
+
+void fail(const char* step, const std::string& what) {
+    throw Error(ErrorCode::verification, std::string("sigstore: ") + step + ": " + what);
+}
+
+Bytes sha256(const void* data, std::size_t size) {
+    Bytes out(EVP_MAX_MD_SIZE);
+    unsigned int length = 0;
+    if (crypto().digest(data, size, out.data(), &length, crypto().sha256(), nullptr) != 1) {
+        crypto().err_clear_error();
+        throw Error(ErrorCode::internal, "OpenSSL could not compute a SHA-256; check the OpenSSL installation");
+    }
+    out.resize(length);
+    return out;
+}
+
+Cert parse_cert(const Bytes& der) {
+    const unsigned char* p = der.data();
+    Cert cert(crypto().d2i_x509(nullptr, &p, static_cast<long>(der.size())));
+    if (!cert || p != der.data() + der.size()) {
+        crypto().err_clear_error();
+        return nullptr;
+    }
+    return cert;
+}
+
+Pkey parse_public_key(const Bytes& der) {
+    const unsigned char* p = der.data();
+    Pkey key(crypto().d2i_pubkey(nullptr, &p, static_cast<long>(der.size())));
+    if (!key || p != der.data() + der.size()) {
+        crypto().err_clear_error();
+        return nullptr;
+    }
+    return key;
+}
+
+Pkey parse_rsa_public_key(const Bytes& der) {
+    const unsigned char* p = der.data();
+    Pkey key(crypto().d2i_public_key(EVP_PKEY_RSA, nullptr, &p, static_cast<long>(der.size())));
+    if (!key || p != der.data() + der.size()) {
+        crypto().err_clear_error();
+        return nullptr;
+    }
+    return key;
+}
+
+bool is_ed25519(const EVP_PKEY* key) {
+    return crypto().pkey_base_id(key) == EVP_PKEY_ED25519;
+}
+
+bool is_ec(const EVP_PKEY* key) {
+    return crypto().pkey_base_id(key) == EVP_PKEY_EC;
+}
+
+bool verify_message(EVP_PKEY* key, const EVP_MD* hash, const Bytes& signature, const void* message, std::size_t size) {
+    std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(crypto().md_ctx_new());
+    bool ok = ctx && crypto().digest_verify_init(ctx.get(), nullptr, hash, nullptr, key) == 1 &&
+              crypto().digest_verify(ctx.get(), signature.data(), signature.size(),
+                                     static_cast<const unsigned char*>(message), size) == 1;
+    crypto().err_clear_error();
+    return ok;
+}
+
+bool verify_prehashed(EVP_PKEY* key, const Bytes& signature, const Bytes& digest) {
+    std::unique_ptr<EVP_PKEY_CTX, PkeyCtxFree> ctx(crypto().pkey_ctx_new(key, nullptr));
+    bool ok = ctx && crypto().pkey_verify_init(ctx.get()) == 1 &&
+              crypto().pkey_verify(ctx.get(), signature.data(), signature.size(), digest.data(), digest.size()) == 1;
+    crypto().err_clear_error();
+    return ok;
+}
+
+std::int64_t unix_time(int year, int month, int day, int hour, int minute, int second) {
+    // Days from the civil date (proleptic Gregorian), after H. Hinnant's algorithm.
+    const int y = year - (month <= 2 ? 1 : 0);
+    const int era = (y >= 0 ? y : y - 399) / 400;
+    const int yoe = y - era * 400;
+    const int doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+    const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    const std::int64_t days = std::int64_t{era} * 146097 + doe - 719468;
+    return days * 86400 + std::int64_t{hour} * 3600 + std::int64_t{minute} * 60 + second;
+}
+
+std::string format_time(std::int64_t unix_seconds) {
+    std::time_t t = static_cast<std::time_t>(unix_seconds);
+    std::tm tm{};
+    if (gmtime_r(&t, &tm) == nullptr) return std::to_string(unix_seconds);
+    char text[32];
+    if (std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) return std::to_string(unix_seconds);
+    return text;
+}
+
+static std::optional<std::int64_t> asn1_unix(const ASN1_TIME* time) {
+    std::tm tm{};
+    if (time == nullptr || crypto().asn1_time_to_tm(time, &tm) != 1) {
+        crypto().err_clear_error();
+        return std::nullopt;
+    }
+    return unix_time(tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+std::optional<std::int64_t> not_before(const X509* cert) {
+    return asn1_unix(crypto().get0_not_before(cert));
+}
+
+std::optional<std::int64_t> not_after(const X509* cert) {
+    return asn1_unix(crypto().get0_not_after(cert));
+}
+
+std::optional<Bytes> extension_value(const X509* cert, const char* oid) {
+    const int count = crypto().get_ext_count(cert);
+    for (int i = 0; i < count; ++i) {
+        X509_EXTENSION* ext = crypto().get_ext(cert, i);
+        char text[80];
+        int n = crypto().obj2txt(text, sizeof text, crypto().extension_object(ext), 1);
+        if (n <= 0 || static_cast<std::size_t>(n) >= sizeof text || std::string_view(text) != oid) continue;
+        const ASN1_OCTET_STRING* data = crypto().extension_data(ext);
+        const unsigned char* bytes = crypto().string_data(data);
+        return Bytes(bytes, bytes + crypto().string_length(data));
+    }
+    return std::nullopt;
+}
+
+}  // namespace kernhub::sigstore
