@@ -1,5 +1,5 @@
-#include <ctime>
 #include "common.hpp"
+#include <ctime>
 
 #include "interrupt.hpp"
 
@@ -123,12 +123,12 @@ static std::string utc_time(std::int64_t seconds) {
 }
 
 nlohmann::ordered_json signature_json(const SignatureInfo& signature) {
-    nlohmann::ordered_json out = {{"identity", signature.identity}, {"issuer", signature.issuer},
-                                  {"repository", signature.repository}};
-    out["log_time"] = signature.log_time > 0 ? nlohmann::ordered_json(utc_time(signature.log_time))
-                                             : nlohmann::ordered_json(nullptr);
-    out["log_index"] = signature.log_time > 0 ? nlohmann::ordered_json(signature.log_index)
-                                              : nlohmann::ordered_json(nullptr);
+    nlohmann::ordered_json out = {
+        {"identity", signature.identity}, {"issuer", signature.issuer}, {"repository", signature.repository}};
+    out["log_time"] =
+        signature.log_time > 0 ? nlohmann::ordered_json(utc_time(signature.log_time)) : nlohmann::ordered_json(nullptr);
+    out["log_index"] =
+        signature.log_time > 0 ? nlohmann::ordered_json(signature.log_index) : nlohmann::ordered_json(nullptr);
     return out;
 }
 

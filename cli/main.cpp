@@ -74,16 +74,11 @@ int run_cli(int argc, char** argv) {
     // all are built, so help and error messages list them all.
     using Adder = kernhub::cli::Command (*)(CLI::App&);
     const std::pair<const char*, Adder> top_level[] = {
-        {"fetch", kernhub::cli::add_fetch_command},
-        {"load", kernhub::cli::add_load_command},
-        {"list", kernhub::cli::add_list_command},
-        {"info", kernhub::cli::add_info_command},
-        {"inspect", kernhub::cli::add_inspect_command},
-        {"lock", kernhub::cli::add_lock_command},
-        {"prewarm", kernhub::cli::add_prewarm_command},
-        {"mirror", kernhub::cli::add_mirror_command},
-        {"verify", kernhub::cli::add_verify_command},
-        {"verify-blob", kernhub::cli::add_verify_blob_command},
+        {"fetch", kernhub::cli::add_fetch_command},     {"load", kernhub::cli::add_load_command},
+        {"list", kernhub::cli::add_list_command},       {"info", kernhub::cli::add_info_command},
+        {"inspect", kernhub::cli::add_inspect_command}, {"lock", kernhub::cli::add_lock_command},
+        {"prewarm", kernhub::cli::add_prewarm_command}, {"mirror", kernhub::cli::add_mirror_command},
+        {"verify", kernhub::cli::add_verify_command},   {"verify-blob", kernhub::cli::add_verify_blob_command},
     };
     const char* named = first_word(argc, argv);
     const bool known =

@@ -49,8 +49,9 @@ Command add_verify_command(CLI::App& app) {
                 std::cout << "verified " << printable(report.name) << " (" << printable(report.repo_id) << "@"
                           << short_commit(report.commit) << ") variant " << printable(report.variant) << ": "
                           << report.files_checked << " files"
-                          << (report.digest_checked ? " match the metadata.json digest and the hub's hashes"
-                                                    : " match the hub's hashes (the variant has no metadata.json digest)")
+                          << (report.digest_checked
+                                  ? " match the metadata.json digest and the hub's hashes"
+                                  : " match the hub's hashes (the variant has no metadata.json digest)")
                           << '\n';
                 if (report.signature) {
                     std::cout << "  " << describe_signature(*report.signature) << '\n';

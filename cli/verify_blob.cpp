@@ -54,8 +54,9 @@ Command add_verify_blob_command(CLI::App& app) {
         ->required();
     command->add_option("--certificate-github-workflow-repository", options->policy.repository,
                         "The expected source repository, ORG/REPO");
-    command->add_option("--trusted-root", options->trusted_root,
-                        "A Sigstore trusted_root.json (env KERNHUB_SIGSTORE_TRUSTED_ROOT; default: the public-good root built in)");
+    command->add_option(
+        "--trusted-root", options->trusted_root,
+        "A Sigstore trusted_root.json (env KERNHUB_SIGSTORE_TRUSTED_ROOT; default: the public-good root built in)");
     command->add_flag("--json", *json, "Print one JSON object on stdout");
     return {command, [options, json]() {
                 const SignatureReport report = verify_blob(*options);

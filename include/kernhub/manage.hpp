@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <string>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kernhub/signature.hpp"
@@ -204,9 +204,9 @@ struct VerifyReport {
     std::string repo_id;
     std::string commit;
     std::string variant;
-    std::string path;                  // the variant directory in the cache
-    std::uint64_t files_checked = 0;   // files hashed against the digest and the hub's hashes
-    bool digest_checked = false;       // the variant has a metadata.json digest and every file matched it
+    std::string path;                        // the variant directory in the cache
+    std::uint64_t files_checked = 0;         // files hashed against the digest and the hub's hashes
+    bool digest_checked = false;             // the variant has a metadata.json digest and every file matched it
     std::optional<SignatureInfo> signature;  // nullopt: no policy applied
 };
 

@@ -50,6 +50,11 @@ bool contains(const std::vector<std::string>& items, const std::string& item) {
 
 namespace {
 
+bool signer_accepted(const std::optional<lock::LockedSigner>& signer, const SignaturePolicy& policy) {
+    return signer && signer->issuer == policy.issuer &&
+           std::find(policy.identities.begin(), policy.identities.end(), signer->identity) != policy.identities.end();
+}
+
 struct Locker {
     Client::Impl& impl;
 
@@ -65,7 +70,8 @@ struct Locker {
         lock::LockedVariant locked;
         for (const auto& file : outcome.files) locked.files[file.path] = lock::LockedFile{file.size, file.sha256};
         locked.hash = hub::listing_variant_hash(fetcher.last_listing(), variant);
-        if (outcome.signature) locked.signer = lock::LockedSigner{outcome.signature->identity, outcome.signature->issuer};
+        if (outcome.signature)
+            locked.signer = lock::LockedSigner{outcome.signature->identity, outcome.signature->issuer};
         return locked;
     }
 
@@ -114,12 +120,16 @@ struct Locker {
                                                   "; lock for other machines with --target");
         }
         registry::KernelSpec at_commit = spec_at_commit(spec.name, spec.repo_id, spec.repo_type, out.commit, spec.file);
+        at_commit.signature = spec.signature;
         for (const auto& variant : wanted) {
             const lock::LockedVariant* kept = nullptr;
             if (keep_pin && previous->commit == out.commit) {
                 auto it = previous->variants.find(variant);
                 if (it != previous->variants.end()) kept = &it->second;
             }
+            // A kept pin without a signer this policy accepts is described
+            // (and its signature verified) again.
+            if (kept != nullptr && spec.signature && !signer_accepted(kept->signer, *spec.signature)) kept = nullptr;
             out.variants[variant] = kept != nullptr ? *kept : describe(at_commit, variant);
         }
         return out;

@@ -281,8 +281,8 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
     } else if (auto value = non_empty(env, "KERNHUB_SIGSTORE_TRUSTED_ROOT")) {
         settings.sigstore_trusted_root = *value;
     }
-    settings.require_signatures = options.require_signatures ? *options.require_signatures
-                                                             : strict_env_flag(env, "KERNHUB_REQUIRE_SIGNATURES");
+    settings.require_signatures =
+        options.require_signatures ? *options.require_signatures : strict_env_flag(env, "KERNHUB_REQUIRE_SIGNATURES");
     return settings;
 }
 

@@ -54,8 +54,8 @@ SignatureReport verify_blob(const BlobVerifyOptions& options) {
                     e.context());
     }
     SignatureReport report;
-    report.signature = SignatureInfo{verified.identity, verified.issuer, verified.repository, verified.log_time,
-                                     verified.log_index};
+    report.signature =
+        SignatureInfo{verified.identity, verified.issuer, verified.repository, verified.log_time, verified.log_index};
     report.log_id = verified.log_id;
     report.trusted_root = root.origin;
     return report;

@@ -231,7 +231,8 @@ void apply_setting(kernhub::Options& options, const char* key, const char* value
     } else {
         throw Refusal{k_usage, "unknown setting " + quoted(key) +
                                    "; the settings are endpoint, cache_dir, registry, project, offline, target, token, "
-                                   "verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, retries, max_wait_seconds, max_listing_entries, "
+                                   "verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, retries, "
+                                   "max_wait_seconds, max_listing_entries, "
                                    "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, "
                                    "archive_max_bytes, archive_max_entries, archive_max_path"};
     }

@@ -64,7 +64,7 @@ std::string repo_at(const RepoRef& repo, const std::string& revision) {
 // there is no usable record. A damaged or unreadable record only means
 // "fetch again", never a failure.
 std::optional<store::VariantRecord> read_record(const store::RepoCache& cache, const std::string& commit,
-                                               const std::string& variant) {
+                                                const std::string& variant) {
     try {
         return cache.read_variant(commit, variant);
     } catch (const Error&) {
@@ -357,8 +357,8 @@ SideDataMemo::Listing Fetcher::listing(const FetchRequest& request, const std::s
     return listing;
 }
 
-std::optional<store::VariantRecord> Fetcher::recorded_variant(const store::RepoCache& cache,
-                                                              const std::string& commit, const std::string& variant) {
+std::optional<store::VariantRecord> Fetcher::recorded_variant(const store::RepoCache& cache, const std::string& commit,
+                                                              const std::string& variant) {
     const std::string key = memo_key(cache, commit) + '\n' + variant;
     if (m_memo != nullptr) {
         if (auto kept = m_memo->record(key)) return kept;
@@ -497,7 +497,8 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
         // With a policy, the record vouches for the variant only when it
         // holds a signature verified under this policy and trusted root;
         // otherwise the signature is verified again before any file is used.
-        const bool signature_recorded = !request.signature || signature_satisfies(recorded->signature, *request.signature);
+        const bool signature_recorded =
+            !request.signature || signature_satisfies(recorded->signature, *request.signature);
         if (signature_recorded) {
             if (auto warm = outcome_from_record(cache, commit, variant, recorded->files, entries)) {
                 warm->signature = request.signature ? recorded->signature : std::nullopt;

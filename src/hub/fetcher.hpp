@@ -160,8 +160,7 @@ public:
     // Error(verification) naming the step, with nothing of the variant
     // placed.
     store::RecordedSignature verify_signature(const FetchRequest& request, const std::string& commit,
-                                              const std::string& variant,
-                                              const std::vector<const TreeEntry*>& entries);
+                                              const std::string& variant, const std::vector<const TreeEntry*>& entries);
     // The signature of the variant `choice` selected (its commit and the
     // listing choose() worked from): the record's when it vouches for the
     // variant under request.signature, else verify_signature().

@@ -142,7 +142,8 @@ store::RecordedSignature Fetcher::verify_signature(const FetchRequest& request, 
 
     // Only now may the two files become visible, like any verified blob.
     const bool locking = request.use_locks && store::flock_excludes(m_root);
-    for (const auto& [entry, bytes] : {std::make_pair(signed_entry, &metadata), std::make_pair(bundle_entry, &bundle)}) {
+    for (const auto& [entry, bytes] :
+         {std::make_pair(signed_entry, &metadata), std::make_pair(bundle_entry, &bundle)}) {
         std::optional<store::FileLock> lock;
         if (locking) lock.emplace(cache.lock_blob(entry->etag(), request.cancel));
         // Under the lock nobody else is placing a good copy; without it the
@@ -155,8 +156,8 @@ store::RecordedSignature Fetcher::verify_signature(const FetchRequest& request, 
         }
         cache.link_snapshot(commit, entry->path, entry->etag());
     }
-    return store::RecordedSignature{verified.identity, verified.issuer,    verified.repository,
-                                    verified.log_time, verified.log_index, check.root_sha256,
+    return store::RecordedSignature{verified.identity,          verified.issuer,    verified.repository,
+                                    verified.log_time,          verified.log_index, check.root_sha256,
                                     policy_digest(check.policy)};
 }
 

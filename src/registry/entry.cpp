@@ -17,8 +17,8 @@ namespace {
 // A function-local static: a failed allocation reaches the caller instead of
 // ending the process during static initialisation.
 const std::vector<std::string>& entry_fields() {
-    static const std::vector<std::string> fields = {"repo_id", "revision", "version", "symbol",
-                                                     "file",    "repo_type", "signature"};
+    static const std::vector<std::string> fields = {"repo_id", "revision",  "version",  "symbol",
+                                                    "file",    "repo_type", "signature"};
     return fields;
 }
 
@@ -171,8 +171,8 @@ std::optional<SignaturePolicy> parse_signature(const json& entry, const EntryCon
     static const std::vector<std::string> fields = {"issuer", "identities", "repository"};
     for (const auto& item : it->items()) {
         if (std::find(fields.begin(), fields.end(), item.key()) == fields.end())
-            context.fail_field("signature", "unknown field " + in_quotes(item.key()) + " " +
-                                                allowed_hint(item.key(), fields));
+            context.fail_field("signature",
+                               "unknown field " + in_quotes(item.key()) + " " + allowed_hint(item.key(), fields));
     }
     SignaturePolicy policy;
     if (!it->contains("issuer")) context.fail_field("signature", "missing \"issuer\"" + example);
@@ -185,7 +185,8 @@ std::optional<SignaturePolicy> parse_signature(const json& entry, const EntryCon
                            "has more than " + std::to_string(k_max_policy_identities) + " identities");
     for (const auto& identity : *identities)
         policy.identities.push_back(policy_text(identity, "signature.identities", context));
-    if (it->contains("repository")) policy.repository = policy_text(it->at("repository"), "signature.repository", context);
+    if (it->contains("repository"))
+        policy.repository = policy_text(it->at("repository"), "signature.repository", context);
     return policy;
 }
 

@@ -55,8 +55,8 @@ RootDocument read_root(const std::filesystem::path& path) {
 std::string staleness_warning(const RootDocument& root, std::int64_t now) {
     constexpr std::int64_t k_day = 86400;
     if (root.newest_key_start <= 0 || now - root.newest_key_start <= k_root_stale_after_days * k_day) return {};
-    return "the Sigstore trusted root (" + root.origin + ") has no key newer than " +
-           utc_date(root.newest_key_start) + ", more than " + std::to_string(k_root_stale_after_days) +
+    return "the Sigstore trusted root (" + root.origin + ") has no key newer than " + utc_date(root.newest_key_start) +
+           ", more than " + std::to_string(k_root_stale_after_days) +
            " days ago; signatures made with keys Sigstore has added since will not verify. Refresh it "
            "(README, \"Signatures\") and pass it with --trusted-root or KERNHUB_SIGSTORE_TRUSTED_ROOT";
 }

@@ -108,9 +108,9 @@ void RepoCache::write_variant_files(const std::string& commit, const std::string
         record["files"].push_back(std::move(item));
     }
     if (signature) {
-        record["signature"] = {{"identity", signature->identity},       {"issuer", signature->issuer},
-                               {"repository", signature->repository},   {"log_time", signature->log_time},
-                               {"log_index", signature->log_index},     {"root_sha256", signature->root_sha256},
+        record["signature"] = {{"identity", signature->identity},          {"issuer", signature->issuer},
+                               {"repository", signature->repository},      {"log_time", signature->log_time},
+                               {"log_index", signature->log_index},        {"root_sha256", signature->root_sha256},
                                {"policy_sha256", signature->policy_digest}};
     }
     write_variant_record(commit, variant, record.dump(2));

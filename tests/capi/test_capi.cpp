@@ -83,7 +83,8 @@ TEST_CASE("kh_hub_set refuses unknown keys, bad booleans, NULLs and oversized va
     CHECK(kh_hub_set(hub.get(), "colour", "blue") == 2);
     CHECK(last_error(hub) ==
           "usage error: unknown setting 'colour'; the settings are endpoint, cache_dir, registry, project, offline, "
-          "target, token, verify_on_load, allowed_orgs, retries, max_wait_seconds, max_listing_entries, "
+          "target, token, verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, retries, "
+          "max_wait_seconds, max_listing_entries, "
           "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, archive_max_bytes, "
           "archive_max_entries, archive_max_path");
 
@@ -411,6 +412,22 @@ TEST_CASE("allowed_orgs refuses other organisations with 4 and a bad name with 2
     CHECK(last_error(hub).find("Options::allowed_orgs") != std::string::npos);
     REQUIRE(kh_hub_set(hub.get(), "allowed_orgs", "") == 0);  // back to KERNHUB_ALLOWED_ORGS (unset)
     CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+}
+
+TEST_CASE("require_signatures and sigstore_trusted_root reach the fetch", "[capi]") {
+    DemoEnv env;
+    Hub hub = env.hub();
+    // The demo's registry entry has no signature policy.
+    REQUIRE(kh_hub_set(hub.get(), "require_signatures", "1") == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 4);
+    CHECK(last_error(hub).find("no \"signature\" policy") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(std::filesystem::path(env.cache) / "kernels--kernhub-demo--vector-add"));
+    CHECK(kh_hub_set(hub.get(), "require_signatures", "yes") == 2);
+    REQUIRE(kh_hub_set(hub.get(), "require_signatures", "0") == 0);
+    // A root that does not exist matters only to a kernel with a policy.
+    REQUIRE(kh_hub_set(hub.get(), "sigstore_trusted_root", "/nonexistent/trusted_root.json") == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    REQUIRE(kh_hub_set(hub.get(), "sigstore_trusted_root", "") == 0);
 }
 
 TEST_CASE("the limit settings reach the fetch, and a bad or out-of-range value is refused with 2", "[capi]") {

@@ -145,7 +145,11 @@ TEST_CASE("info --json shows the variants, the selected one and why the others a
     REQUIRE(r.exit_code == 0);
     json j = parse_stdout(r);
     CHECK(keys_of(j) == std::vector<std::string>{"commit", "host", "name", "repo_id", "requests", "revision",
-                                                 "selected", "symbol", "targets", "variants"});
+                                                 "selected", "signature", "signature_policy", "symbol", "targets",
+                                                 "variants"});
+    // The test registry's entry has no policy: nothing was verified.
+    CHECK(j["signature_policy"].is_null());
+    CHECK(j["signature"].is_null());
     CHECK(j["name"] == "vector-add");
     CHECK(j["repo_id"] == "kernhub-test/vector-add");
     CHECK(j["symbol"] == "kh_vector_add");

@@ -4,6 +4,7 @@
 // refusal leaves nothing of the variant visible. The variants are signed at
 // test time by a throwaway Sigstore instance (tests/support/sigstore_signer.py)
 // whose trusted_root.json the Client is given.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -102,11 +103,12 @@ struct SignedHub {
 
         json kernels = json::object();
         for (const char* name : {"signed", "unsigned", "stranger", "changed", "rewritten", "expired"}) {
-            kernels[name] = {{"repo_id", std::string("kernhub-sig/") + name},
-                             {"revision", "main"},
-                             {"symbol", "kh_vector_add"},
-                             {"signature",
-                              {{"issuer", k_issuer}, {"identities", {k_builder}}, {"repository", "kernhub-sig/kernels"}}}};
+            kernels[name] = {
+                {"repo_id", std::string("kernhub-sig/") + name},
+                {"revision", "main"},
+                {"symbol", "kh_vector_add"},
+                {"signature",
+                 {{"issuer", k_issuer}, {"identities", {k_builder}}, {"repository", "kernhub-sig/kernels"}}}};
         }
         kernels["plain"] = {{"repo_id", "kernhub-sig/signed"}, {"revision", "main"}, {"symbol", "kh_vector_add"}};
         std::ofstream(registry) << json{{"format", 1}, {"kernels", kernels}}.dump(2);
@@ -240,4 +242,26 @@ TEST_CASE("signatures can be required for every kernel", "[hub][signature][needs
     // A repo referenced directly takes the policy of the entries naming it.
     CHECK(Client(required).fetch("kernhub-sig/signed@main").signature);
     CHECK(Client(required).fetch("signed").signature);
+}
+
+TEST_CASE("lock records the signer of each locked variant", "[hub][signature][needs:sigstore-signer]") {
+    SignedHub hub;
+    // The project's kernhub.json names the signed kernel with its policy.
+    json project = json::parse(slurp(hub.registry));
+    for (const char* other : {"unsigned", "stranger", "changed", "rewritten", "expired"})
+        project["kernels"].erase(other);
+    std::ofstream(hub.dir.path() / "kernhub.json") << project.dump(2);
+    Options options = hub.options();
+    options.registries.clear();
+    LockReport report = Client(options).lock(LockOptions{});
+    const auto locked = std::find_if(report.kernels.begin(), report.kernels.end(),
+                                     [](const LockedKernel& k) { return k.name == "signed"; });
+    REQUIRE(locked != report.kernels.end());
+    REQUIRE(locked->signature);
+    CHECK(locked->signature->identity == k_builder);
+    const json lock = json::parse(report.content);
+    const json& variant = lock["kernels"]["signed"]["variants"][host_cpu_variant()];
+    CHECK(variant["signer"] == json({{"identity", k_builder}, {"issuer", k_issuer}}));
+    // The entry without a policy records no signer.
+    CHECK_FALSE(lock["kernels"]["plain"]["variants"][host_cpu_variant()].contains("signer"));
 }

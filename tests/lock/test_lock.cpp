@@ -22,7 +22,7 @@ lock::KernhubLock sample() {
     kernel.revision = "v1";
     kernel.commit = k_commit;
     kernel.symbol = "kh_vector_add";
-    kernel.variants["native-cpu-x86_64-linux"] = {k_hash, {{"libvector_add.so", {17128, k_sha}}}};
+    kernel.variants["native-cpu-x86_64-linux"] = {k_hash, {{"libvector_add.so", {17128, k_sha}}}, {}};
     out.kernels["vector-add"] = kernel;
     return out;
 }
@@ -167,4 +167,36 @@ TEST_CASE("the line diff shows removed and added lines with context, and nothing
     CHECK(diff.find("\n+e\n") != std::string::npos);
     CHECK(diff.find("\n a\n") != std::string::npos);
     CHECK(lock::line_diff("", "x\n", "/dev/null", "new").find("+x") != std::string::npos);
+}
+
+TEST_CASE("kernhub.lock carries a variant's signer and reads it back strictly", "[lock][signature]") {
+    lock::KernhubLock locked = sample();
+    auto& variant = locked.kernels.begin()->second.variants.begin()->second;
+    variant.signer = lock::LockedSigner{"https://github.com/o/r/.github/workflows/build.yaml@refs/heads/main",
+                                        "https://token.actions.githubusercontent.com"};
+    const std::string text = lock::write_kernhub_lock(locked);
+    CHECK(text.find("\"signer\": {") != std::string::npos);
+    const lock::AnyLock back = lock::parse_lock(text, "kernhub.lock");
+    const auto& read = back.kernhub.kernels.begin()->second.variants.begin()->second;
+    REQUIRE(read.signer);
+    CHECK(read.signer->identity == variant.signer->identity);
+    CHECK(read.signer->issuer == variant.signer->issuer);
+    CHECK(lock::write_kernhub_lock(back.kernhub) == text);
+
+    for (const char* bad : {R"("signer": "x")", R"("signer": {"identity": "i"})",
+                            R"("signer": {"identity": "i", "issuer": "u", "extra": 1})",
+                            R"("signer": {"identity": "", "issuer": "u"})"}) {
+        INFO(bad);
+        std::string broken = text;
+        const std::size_t at = broken.find("\"signer\": {");
+        const std::size_t end = broken.find('}', at) + 1;
+        broken.replace(at, end - at, bad);
+        try {
+            lock::parse_lock(broken, "kernhub.lock");
+            FAIL("accepted");
+        } catch (const kernhub::Error& e) {
+            CHECK(e.code() == kernhub::ErrorCode::usage);
+            CHECK_THAT(e.message(), Catch::Contains("signer"));
+        }
+    }
 }

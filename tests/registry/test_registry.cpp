@@ -151,8 +151,8 @@ TEST_CASE("malformed JSON names the file and the position", "[registry]") {
 
 TEST_CASE("a document nested deeper than k_max_registry_depth stops at that depth", "[registry]") {
     require_names(usage_error(std::string(1000000, '[') + std::string(1000000, ']')), {"k_max_registry_depth"});
-    const std::string deep_field = R"({"format": 1, "kernels": {"x": {"repo_id": )" + std::string(40, '[') +
-                                   std::string(40, ']') + "}}}";
+    const std::string deep_field =
+        R"({"format": 1, "kernels": {"x": {"repo_id": )" + std::string(40, '[') + std::string(40, ']') + "}}}";
     require_names(usage_error(deep_field), {"nested deeper than 32 levels"});
 }
 

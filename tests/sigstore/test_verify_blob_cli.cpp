@@ -135,8 +135,8 @@ TEST_CASE("verify-blob: flags and missing files", "[needs:sigstore-vectors]") {
     CHECK_THAT(out["trusted_root"].get<std::string>(), Catch::Contains("public-good root"));
     // The staging bundle is not signed by the public-good instance.
     check_error(sandbox.run({"verify-blob", (dir() / "bundle_v3.txt").string(), "--bundle",
-                             (dir() / "bundle_v3.txt.sigstore").string(), "--certificate-identity",
-                             k_staging_identity, "--certificate-oidc-issuer", k_staging_issuer},
+                             (dir() / "bundle_v3.txt.sigstore").string(), "--certificate-identity", k_staging_identity,
+                             "--certificate-oidc-issuer", k_staging_issuer},
                             k_no_root_env),
                 4, {"sigstore: certificate-chain"});
 
