@@ -15,6 +15,7 @@
 #include "kernhub/kernhub.hpp"
 #include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
+#include "support/process.hpp"
 #include "support/sigstore_instance.hpp"
 #include "support/slurp.hpp"
 
@@ -264,4 +265,69 @@ TEST_CASE("lock records the signer of each locked variant", "[hub][signature][ne
     CHECK(variant["signer"] == json({{"identity", k_builder}, {"issuer", k_issuer}}));
     // The entry without a policy records no signer.
     CHECK_FALSE(lock["kernels"]["plain"]["variants"][host_cpu_variant()].contains("signer"));
+}
+
+TEST_CASE("info shows the policy and the signer of the selected variant", "[hub][signature][needs:sigstore-signer]") {
+    SignedHub hub;
+    // Nothing cached: info verifies the signature itself.
+    InfoResult info = Client(hub.options()).info("signed");
+    REQUIRE(info.signature_policy);
+    CHECK(info.signature_policy->identities == std::vector<std::string>{k_builder});
+    REQUIRE(info.signature);
+    CHECK(info.signature->identity == k_builder);
+    CHECK(info.signature->log_time > 0);
+    CHECK(hub.server->count_requests("libvector_add.so") == 0);
+    // Refused variants are refused by info too.
+    CHECK(code_of([&] { Client(hub.options()).info("stranger"); }) == ErrorCode::verification);
+    InfoResult plain = Client(hub.options()).info("plain");
+    CHECK_FALSE(plain.signature_policy);
+    CHECK_FALSE(plain.signature);
+}
+
+TEST_CASE("verify checks a cached variant again, offline: digest and signature",
+          "[hub][signature][needs:sigstore-signer]") {
+    SignedHub hub;
+    FetchResult fetched = Client(hub.options()).fetch("signed");
+    VerifyReport report = Client(hub.options(true)).verify("signed");
+    CHECK(report.variant == fetched.variant);
+    CHECK(report.digest_checked);
+    CHECK(report.files_checked == 3);
+    REQUIRE(report.signature);
+    CHECK(report.signature->identity == k_builder);
+
+    // Without a policy only the digest is checked; with one given, it applies.
+    VerifyReport plain = Client(hub.options(true)).verify("plain");
+    CHECK(plain.digest_checked);
+    CHECK_FALSE(plain.signature);
+    std::string message;
+    CHECK(code_of(
+              [&] {
+                  Client(hub.options(true)).verify("plain", SignaturePolicy{k_issuer, {k_stranger}, {}});
+              },
+              &message) == ErrorCode::verification);
+    CHECK_THAT(message, Catch::Contains("sigstore: identity"));
+
+    // The CLI says the same, and exits 4 once a cached byte changed.
+    const std::vector<std::string> cli = {KERNHUB_CLI_PATH,
+                                          "verify",
+                                          "signed",
+                                          "--registry",
+                                          hub.registry.string(),
+                                          "--cache-dir",
+                                          hub.cache.string(),
+                                          "--trusted-root",
+                                          hub.sigstore.trusted_root_path().string()};
+    ProcessResult ok = run_process(cli, {{"KERNHUB_OFFLINE", "1"}});
+    INFO(ok.out << ok.err);
+    CHECK(ok.exit_code == 0);
+    CHECK_THAT(ok.out, Catch::Contains("signed by " + k_builder));
+    const fs::path so = fs::canonical(fs::path(fetched.path) / "libvector_add.so");
+    std::string bytes = slurp(so);
+    bytes[200] = static_cast<char>(~bytes[200]);
+    fs::permissions(so, fs::perms::owner_write, fs::perm_options::add);
+    std::ofstream(so, std::ios::binary | std::ios::trunc) << bytes;
+    ProcessResult bad = run_process(cli, {{"KERNHUB_OFFLINE", "1"}});
+    INFO(bad.out << bad.err);
+    CHECK(bad.exit_code == 4);
+    CHECK_THAT(bad.err, Catch::Contains("libvector_add.so"));
 }
