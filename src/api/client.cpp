@@ -118,7 +118,30 @@ registry::Registry load_registries(const Options& options, const store::EnvLooku
 
 // "name[@rev]" from the registry, or "org/repo[@rev]" directly.
 bool same_policy(const SignaturePolicy& a, const SignaturePolicy& b) {
-    return a.issuer == b.issuer && a.identities == b.identities && a.repository == b.repository;
+    std::vector<std::string> left = a.identities;
+    std::vector<std::string> right = b.identities;
+    std::sort(left.begin(), left.end());
+    std::sort(right.begin(), right.end());
+    return a.issuer == b.issuer && left == right && a.repository == b.repository;
+}
+
+std::optional<SignaturePolicy> registry_policy(const registry::Registry& registry, const std::string& repo_id,
+                                               const std::string& name) {
+    // The hub compares repo ids ignoring case, so "Org/Repo" must not
+    // escape a policy written for "org/repo".
+    const std::string wanted = ascii_lowercase(repo_id);
+    std::optional<SignaturePolicy> policy;
+    for (const auto& entry : registry.entries()) {
+        if (!entry.signature || (ascii_lowercase(entry.repo_id) != wanted && entry.name != name)) continue;
+        if (policy && !same_policy(*policy, *entry.signature)) {
+            throw Error(ErrorCode::verification,
+                        "registry entries for " + repo_id + " carry different \"signature\" policies (" + entry.name +
+                            " from " + entry.source +
+                            " is one); use the kernel by its registry name, or make the policies agree");
+        }
+        policy = entry.signature;
+    }
+    return policy;
 }
 
 registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::string& ref) {
@@ -157,18 +180,7 @@ registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::
         if (agreed([](const registry::KernelSpec& e) { return e.file; })) spec.file = naming.front().file;
         if (agreed([](const registry::KernelSpec& e) { return e.repo_type; }))
             spec.repo_type = naming.front().repo_type;
-        // A policy on any entry naming the repo holds for the repo however it
-        // is referenced; entries that disagree leave no policy to pick.
-        for (const auto& entry : naming) {
-            if (!entry.signature) continue;
-            if (spec.signature && !same_policy(*spec.signature, *entry.signature)) {
-                throw Error(ErrorCode::verification,
-                            "registry entries naming " + base + " carry different \"signature\" policies (" +
-                                entry.name + " from " + entry.source +
-                                " is one); use the kernel by its registry name, or make the policies agree");
-            }
-            spec.signature = entry.signature;
-        }
+        spec.signature = registry_policy(registry, base, {});
         return spec;
     }
     const registry::KernelSpec* found = registry.find(base);
@@ -181,6 +193,9 @@ registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::
         spec.revision = revision;
         spec.version.reset();
     }
+    // An entry without a policy of its own still gets the one other entries
+    // set for its repo: naming a pinned repo again must not unpin it.
+    if (!spec.signature) spec.signature = registry_policy(registry, spec.repo_id, {});
     return spec;
 }
 

@@ -30,6 +30,11 @@ registry::Registry load_registries(const Options& options, const store::EnvLooku
 // "name[@rev]" from the registry, or "org/repo[@rev]" directly.
 registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::string& ref);
 bool same_policy(const SignaturePolicy& a, const SignaturePolicy& b);
+// The policy of the registry entries naming `repo_id` (ASCII case ignored)
+// or called `name`; nullopt when none has one. Error(verification) when
+// they disagree.
+std::optional<SignaturePolicy> registry_policy(const registry::Registry& registry, const std::string& repo_id,
+                                               const std::string& name);
 
 // The public view of a recorded signature.
 SignatureInfo signature_info(const store::RecordedSignature& recorded);

@@ -218,13 +218,43 @@ struct LockJob {
     std::string commit;
     std::string file;
     std::optional<std::map<std::string, hub::VariantPins>> pins;
+    // The signers kernhub.lock recorded for the kernel's variants: a prewarm
+    // then requires one of them (README, "Signatures").
+    std::optional<SignaturePolicy> signers;
 };
 
-std::vector<LockJob> jobs_from(const lock::AnyLock& parsed) {
+// One policy from the signers a kernhub.lock records for a kernel's
+// variants: their issuer, any of their identities.
+std::optional<SignaturePolicy> locked_signers(const std::string& name, const lock::LockedKernel& kernel,
+                                              const std::string& source) {
+    std::optional<SignaturePolicy> policy;
+    for (const auto& [variant, locked] : kernel.variants) {
+        if (!locked.signer) continue;
+        if (!policy) policy = SignaturePolicy{locked.signer->issuer, {}, {}};
+        if (policy->issuer != locked.signer->issuer) {
+            throw Error(ErrorCode::usage,
+                        source + ": kernel '" + name + "' records signers with different issuers; lock it again");
+        }
+        if (std::find(policy->identities.begin(), policy->identities.end(), locked.signer->identity) ==
+            policy->identities.end()) {
+            policy->identities.push_back(locked.signer->identity);
+        }
+    }
+    return policy;
+}
+
+std::vector<LockJob> jobs_from(const lock::AnyLock& parsed, const std::string& source) {
     std::vector<LockJob> jobs;
     if (parsed.format == lock::Format::kernhub) {
         for (const auto& [name, kernel] : parsed.kernhub.kernels) {
-            LockJob job{name, kernel.repo_id, kernel.repo_type, kernel.revision, kernel.commit, kernel.file, {}};
+            LockJob job{name,
+                        kernel.repo_id,
+                        kernel.repo_type,
+                        kernel.revision,
+                        kernel.commit,
+                        kernel.file,
+                        {},
+                        locked_signers(name, kernel, source)};
             job.pins.emplace();
             for (const auto& [variant, locked] : kernel.variants) {
                 hub::VariantPins pins;
@@ -239,7 +269,7 @@ std::vector<LockJob> jobs_from(const lock::AnyLock& parsed) {
         return jobs;
     }
     for (const auto& entry : parsed.kernels) {
-        LockJob job{entry.repo_id, entry.repo_id, RepoType::kernel, entry.revision, entry.commit, {}, {}};
+        LockJob job{entry.repo_id, entry.repo_id, RepoType::kernel, entry.revision, entry.commit, {}, {}, {}};
         if (parsed.format == lock::Format::kernels_legacy) {
             job.pins.emplace();
             for (const auto& [variant, hash] : entry.variant_hashes)
@@ -254,6 +284,20 @@ std::vector<std::string> pinned_names(const LockJob& job) {
     std::vector<std::string> names;
     for (const auto& [name, pins] : *job.pins) names.push_back(name);
     return names;
+}
+
+// The lock recorded who signed the kernel: the signature verified now must
+// be by one of them.
+void check_locked_signer(const LockJob& job, const hub::FetchOutcome& outcome) {
+    if (!job.signers) return;
+    const auto& ids = job.signers->identities;
+    if (!outcome.signature || outcome.signature->issuer != job.signers->issuer ||
+        std::find(ids.begin(), ids.end(), outcome.signature->identity) == ids.end()) {
+        throw Error(ErrorCode::verification,
+                    "kernel '" + job.name + "' (" + job.repo_id + "@" + job.commit.substr(0, 12) +
+                        ") was not signed by the signer its lock records (" + join(ids) + ", " +
+                        job.signers->issuer + "); lock it again if the new signer is expected");
+    }
 }
 
 PrewarmedKernel prewarmed(const LockJob& job, const hub::FetchOutcome& outcome) {
@@ -291,8 +335,14 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
     report.lock_format = lock::describe(parsed.format);
     const std::uint64_t requests_before = m_impl->requests();
     const std::vector<std::string>& targets = m_impl->settings.targets;
-    for (const LockJob& job : jobs_from(parsed)) {
+    for (const LockJob& job : jobs_from(parsed, path.string())) {
         registry::KernelSpec spec = spec_at_commit(job.name, job.repo_id, job.repo_type, job.commit, job.file);
+        // The registry's policy for the repo (or for the lock's name) holds
+        // as for any fetch; the signer the lock recorded must then be the
+        // one that signed. Without a registry policy, the recorded signer
+        // is the policy.
+        const std::optional<SignaturePolicy> policy = api::registry_policy(m_impl->registry, job.repo_id, job.name);
+        spec.signature = policy ? policy : job.signers;
         hub::FetchRequest base = m_impl->request_for(spec);
         base.pins = job.pins;
         // Which variants to fetch: this host's choice among what the lock
@@ -328,6 +378,7 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
             if (!run.empty()) request.host.targets = run;
             hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
             hub::FetchOutcome outcome = fetcher.fetch(request);
+            check_locked_signer(job, outcome);
 
             PrewarmedKernel done = prewarmed(job, outcome);
             // Offline consumers (huggingface_hub, the kernels library,

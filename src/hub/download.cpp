@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <vector>
 
 #include "hub/fetcher.hpp"
 #include "hub/verify.hpp"
@@ -10,6 +12,8 @@
 #include "store/cache.hpp"
 
 namespace kernhub::hub {
+
+namespace fs = std::filesystem;
 
 static void check_cancel(const FetchRequest& request, const std::string& what) {
     if (request.cancel != nullptr && request.cancel->load()) {
@@ -155,16 +159,53 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
                                                 "(offline mode is on)");
         }
     }
-    // The signature comes before every other file (README, "Signatures");
-    // the two files it covers are then placed and verified.
+    // The signature comes before every other file (README, "Signatures").
+    // The digest that checks the other files is the one in the verified
+    // bytes, and it must exist: without it the signature covers nothing else.
     std::set<std::string> trusted_paths = trusted;
+    std::optional<MetadataDigest> metadata;
+    std::vector<std::string> linked_before;
     if (request.signature) {
-        outcome.signature = verify_signature(request, commit, variant, entries);
+        for (const TreeEntry* entry : entries) {
+            std::error_code ec;
+            if (fs::is_symlink(fs::symlink_status(cache.snapshot_path(commit, entry->path), ec))) {
+                linked_before.push_back(entry->path);
+            }
+        }
+        SignedMetadata verified = verify_signature(request, commit, variant, entries);
+        outcome.signature = std::move(verified.signature);
+        metadata = parse_metadata_digest(verified.metadata, variant);
+        if (!metadata) {
+            unlink_new(cache, commit, entries, linked_before);
+            throw Error(ErrorCode::verification,
+                        "the signed metadata.json of " + request.repo.repo_id + " variant " + variant +
+                            " has no \"digest\", so its signature covers no other file of the variant; refusing it "
+                            "(the registry entry's \"signature\" policy requires a signed digest)");
+        }
         trusted_paths.insert(prefix + "metadata.json");
         trusted_paths.insert(prefix + "metadata.json.sigstore");
     }
+    try {
+        download_files(request, commit, variant, entries, trusted_paths, metadata, outcome);
+    } catch (const Error&) {
+        // With a policy, a refused variant leaves nothing of itself visible:
+        // the links this fetch made go again (their blobs verified, and are
+        // left for cache prune).
+        if (request.signature) unlink_new(cache, commit, entries, linked_before);
+        throw;
+    }
+    outcome.files_downloaded = m_files_downloaded - downloads_before;
+    return outcome;
+}
+
+void Fetcher::download_files(const FetchRequest& request, const std::string& commit, const std::string& variant,
+                             const std::vector<const TreeEntry*>& entries, const std::set<std::string>& trusted_paths,
+                             std::optional<MetadataDigest> metadata, FetchOutcome& outcome) {
+    store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    const std::string prefix = "build/" + variant + "/";
+    const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
+    const bool signed_metadata = metadata.has_value();
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
-    std::optional<MetadataDigest> metadata;
     for (const TreeEntry* entry : entries) {
         std::string relpath = entry->path.substr(prefix.size());
         Expectation expect;
@@ -202,7 +243,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
             sha256 = ensure_file(request, commit, expect, is_trusted, outcome.bytes_downloaded);
         }
         outcome.files.push_back(FetchedFile{relpath, entry->size, sha256, {}});
-        if (relpath == "metadata.json") {
+        if (relpath == "metadata.json" && !signed_metadata) {
             // Its blob was verified by ensure_file just now.
             auto text = store::read_file(cache.blob_path(entry->etag()));
             metadata = parse_metadata_digest(text.value_or(""), variant);
@@ -222,8 +263,16 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
                                                      " lists " + path + ", which the repo does not have");
         }
     }
-    outcome.files_downloaded = m_files_downloaded - downloads_before;
-    return outcome;
+}
+
+void Fetcher::unlink_new(const store::RepoCache& cache, const std::string& commit,
+                         const std::vector<const TreeEntry*>& entries, const std::vector<std::string>& linked_before) {
+    for (const TreeEntry* entry : entries) {
+        if (std::find(linked_before.begin(), linked_before.end(), entry->path) != linked_before.end()) continue;
+        std::error_code ec;
+        const fs::path link = cache.snapshot_path(commit, entry->path);
+        if (fs::is_symlink(fs::symlink_status(link, ec))) fs::remove(link, ec);  // the link, never its target
+    }
 }
 
 }  // namespace kernhub::hub

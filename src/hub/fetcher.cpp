@@ -568,7 +568,7 @@ store::RecordedSignature Fetcher::signature_of(const FetchRequest& request, cons
     if (auto recorded = recorded_variant(cache, choice.commit, variant)) {
         if (signature_satisfies(recorded->signature, *request.signature)) return *recorded->signature;
     }
-    return verify_signature(request, choice.commit, variant, variant_entries(*m_last_listing, variant));
+    return verify_signature(request, choice.commit, variant, variant_entries(*m_last_listing, variant)).signature;
 }
 
 }  // namespace kernhub::hub

@@ -24,6 +24,7 @@
 namespace kernhub::hub {
 
 struct Expectation;
+struct MetadataDigest;
 
 // What a lock file pins for one variant (docs/ARCHITECTURE.md, "Locks and
 // prewarming").
@@ -57,6 +58,14 @@ struct SignatureCheck {
     sigstore::Policy policy;
     std::shared_ptr<const sigstore::TrustedRoot> root;
     std::string root_sha256;  // of the trusted_root.json document, kept in the record
+};
+
+// What verify_signature established: the signature, and the bytes of the
+// metadata.json it covers (the digest that checks the other files is read
+// from these, never again from disk).
+struct SignedMetadata {
+    store::RecordedSignature signature;
+    std::string metadata;
 };
 
 // A stable digest of a policy, kept in the variant record: a record made
@@ -159,8 +168,8 @@ public:
     // before any other file of the variant is downloaded or used; throws
     // Error(verification) naming the step, with nothing of the variant
     // placed.
-    store::RecordedSignature verify_signature(const FetchRequest& request, const std::string& commit,
-                                              const std::string& variant, const std::vector<const TreeEntry*>& entries);
+    SignedMetadata verify_signature(const FetchRequest& request, const std::string& commit, const std::string& variant,
+                                    const std::vector<const TreeEntry*>& entries);
     // The signature of the variant `choice` selected (its commit and the
     // listing choose() worked from): the record's when it vouches for the
     // variant under request.signature, else verify_signature().
@@ -191,6 +200,14 @@ private:
     // earlier run is continued.
     std::string download_blob(const FetchRequest& request, const std::string& commit, const Expectation& expect,
                               bool locked, std::uint64_t& bytes_downloaded);
+    // download_variant's loop: every file verified (against `metadata`'s
+    // digest when there is one) and linked.
+    void download_files(const FetchRequest& request, const std::string& commit, const std::string& variant,
+                        const std::vector<const TreeEntry*>& entries, const std::set<std::string>& trusted_paths,
+                        std::optional<MetadataDigest> metadata, FetchOutcome& outcome);
+    // Removes the snapshot links of `entries` that are not in linked_before.
+    static void unlink_new(const store::RepoCache& cache, const std::string& commit,
+                           const std::vector<const TreeEntry*>& entries, const std::vector<std::string>& linked_before);
     // Unpacks every archive among the variant's files (already verified
     // and linked) next to them: each unpacked file becomes blobs/<sha256>
     // with a snapshot link, and is added to outcome.files. Refuses

@@ -68,9 +68,8 @@ std::string policy_digest(const sigstore::Policy& policy) {
     return digest::sha256_hex(text);
 }
 
-store::RecordedSignature Fetcher::verify_signature(const FetchRequest& request, const std::string& commit,
-                                                   const std::string& variant,
-                                                   const std::vector<const TreeEntry*>& entries) {
+SignedMetadata Fetcher::verify_signature(const FetchRequest& request, const std::string& commit,
+                                         const std::string& variant, const std::vector<const TreeEntry*>& entries) {
     const SignatureCheck& check = *request.signature;
     const std::string prefix = "build/" + variant + "/";
     const std::string where = "variant " + variant + " of " + request.repo.repo_id + "@" + commit.substr(0, 12);
@@ -156,9 +155,10 @@ store::RecordedSignature Fetcher::verify_signature(const FetchRequest& request, 
         }
         cache.link_snapshot(commit, entry->path, entry->etag());
     }
-    return store::RecordedSignature{verified.identity,          verified.issuer,    verified.repository,
-                                    verified.log_time,          verified.log_index, check.root_sha256,
-                                    policy_digest(check.policy)};
+    return SignedMetadata{store::RecordedSignature{verified.identity, verified.issuer, verified.repository,
+                                                   verified.log_time, verified.log_index, check.root_sha256,
+                                                   policy_digest(check.policy)},
+                          metadata};
 }
 
 }  // namespace kernhub::hub
