@@ -237,7 +237,7 @@ TEST_CASE("a variant the policy does not accept is refused with nothing visible"
         {"stranger", "sigstore: identity"},
         {"rewritten", "sigstore: artifact-digest"},
         {"expired", "sigstore: certificate-validity"},
-        {"changed", "metadata.json digest"},
+        {"changed", "does not match the digest in its variant's metadata.json"},
         {"nodigest", "has no \"digest\""},
     };
     for (const auto& c : cases) {
