@@ -66,6 +66,8 @@ CryptoApi bind_crypto() {
     dynlib::resolve(lib, "X509_get_ext_d2i", api.get_ext_d2i);
     dynlib::resolve(lib, "GENERAL_NAMES_free", api.general_names_free);
     dynlib::resolve(lib, "X509_get_extended_key_usage", api.extended_key_usage);
+    dynlib::resolve(lib, "X509_get_key_usage", api.key_usage);
+    dynlib::resolve(lib, "X509_get_extension_flags", api.extension_flags);
     dynlib::resolve(lib, "i2d_re_X509_tbs", api.i2d_re_tbs);
     dynlib::resolve(lib, "X509_STORE_new", api.store_new);
     dynlib::resolve(lib, "X509_STORE_free", api.store_free);

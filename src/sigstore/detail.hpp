@@ -66,6 +66,8 @@ struct CryptoApi {
     decltype(&::X509_get_ext_d2i) get_ext_d2i = nullptr;
     decltype(&::GENERAL_NAMES_free) general_names_free = nullptr;
     decltype(&::X509_get_extended_key_usage) extended_key_usage = nullptr;
+    decltype(&::X509_get_key_usage) key_usage = nullptr;
+    decltype(&::X509_get_extension_flags) extension_flags = nullptr;
     decltype(&::i2d_re_X509_tbs) i2d_re_tbs = nullptr;
     decltype(&::X509_STORE_new) store_new = nullptr;
     decltype(&::X509_STORE_free) store_free = nullptr;

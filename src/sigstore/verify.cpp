@@ -62,6 +62,16 @@ std::shared_ptr<X509> verify_chain(X509* leaf, const TrustedRoot& root, std::int
              "the leaf certificate is not for code signing (no codeSigning extended key "
              "usage); it is not a Fulcio signing certificate");
     }
+    // A Fulcio leaf signs, and nothing else: a CA certificate, or one whose
+    // key usage leaves out digital signatures, is not one even when a
+    // trusted CA issued it.
+    const std::uint32_t key_usage = crypto().key_usage(leaf);
+    if ((crypto().extension_flags(leaf) & EXFLAG_CA) != 0 || key_usage == UINT32_MAX ||
+        (key_usage & KU_DIGITAL_SIGNATURE) == 0) {
+        fail("certificate-chain",
+             "the leaf certificate is a CA certificate or lacks the digitalSignature key usage; it is not a "
+             "Fulcio signing certificate");
+    }
     std::string reasons;
     bool any_valid = false;
     for (const Authority& ca : root.cas) {
@@ -436,10 +446,19 @@ std::optional<std::string> utf8_extension(const X509* leaf, const char* oid, con
     return std::string(value->begin(), value->end());
 }
 
+// The OIDC issuer: extension .1.8, or the legacy .1.1. A certificate with
+// both must say the same in each (the Python kernels library requires both
+// to match its issuer), or neither is believed.
 std::string issuer_of(const X509* leaf) {
-    if (auto v2 = utf8_extension(leaf, k_oid_issuer_v2, "issuer")) return *v2;
-    if (auto v1 = extension_value(leaf, k_oid_issuer_v1)) return std::string(v1->begin(), v1->end());
-    return {};
+    const std::optional<std::string> v2 = utf8_extension(leaf, k_oid_issuer_v2, "issuer");
+    std::optional<std::string> v1;
+    if (auto raw = extension_value(leaf, k_oid_issuer_v1)) v1 = std::string(raw->begin(), raw->end());
+    if (v1 && v2 && *v1 != *v2) {
+        fail("issuer", "the certificate's two OIDC issuer extensions disagree (\"" + *v2 + "\" in " +
+                           k_oid_issuer_v2 + ", \"" + *v1 + "\" in " + k_oid_issuer_v1 +
+                           "); it is not a Fulcio certificate");
+    }
+    return v2 ? *v2 : v1.value_or("");
 }
 
 std::vector<std::string> san_identities(X509* leaf) {
@@ -447,6 +466,14 @@ std::vector<std::string> san_identities(X509* leaf) {
     auto* names = static_cast<GENERAL_NAMES*>(crypto().get_ext_d2i(leaf, NID_subject_alt_name, nullptr, nullptr));
     if (names == nullptr) return out;
     const auto* stack = reinterpret_cast<const OPENSSL_STACK*>(names);
+    // Fulcio puts exactly one name in a certificate; with several, which
+    // one signed would be a guess.
+    if (crypto().sk_num(stack) != 1) {
+        const int count = crypto().sk_num(stack);
+        crypto().general_names_free(names);
+        fail("identity", "the certificate names " + std::to_string(count) +
+                             " subject alternative names; a Fulcio certificate names exactly one identity");
+    }
     for (int i = 0; i < crypto().sk_num(stack); ++i) {
         const auto* name = static_cast<const GENERAL_NAME*>(crypto().sk_value(stack, i));
         const ASN1_STRING* value = nullptr;

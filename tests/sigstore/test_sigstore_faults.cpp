@@ -90,6 +90,10 @@ TEST_CASE("each fault fails at the step it breaks", "[sigstore][needs:sigstore-s
         {"digest-mismatch", "sigstore: tlog-body:"},
         {"untrusted-ca", "sigstore: certificate-chain:"},
         {"dsse", "sigstore: bundle:"},
+        {"ca-leaf", "sigstore: certificate-chain:"},
+        {"no-digital-signature", "sigstore: certificate-chain:"},
+        {"two-sans", "sigstore: identity:"},
+        {"issuer-mismatch", "sigstore: issuer:"},
     };
     for (const auto& [fault, step] : cases) {
         INFO("fault " << fault);

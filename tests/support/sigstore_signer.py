@@ -63,6 +63,11 @@ spot, lives in the instance directory and protects nothing.
                     logged as a dsse 0.0.1 entry, instead of a message signature
     untrusted-tsa   an RFC 3161 timestamp (as --timestamp) from a TSA that the
                     trusted root does not list
+    ca-leaf         the leaf is a CA certificate (basicConstraints CA:true)
+    no-digital-signature  the leaf's key usage is keyCertSign, not digitalSignature
+    two-sans        the leaf names a second identity besides the real one
+    issuer-mismatch the legacy issuer extension (.1.1) names another issuer
+                    than .1.8
 
   Timestamps: `init --tsa` also makes a timestamp authority (P-256 root and a
   signer with the critical timeStamping EKU) listed in timestampAuthorities;
@@ -121,6 +126,10 @@ FAULTS = (
     "untrusted-ca",
     "dsse",
     "untrusted-tsa",
+    "ca-leaf",
+    "no-digital-signature",
+    "two-sans",
+    "issuer-mismatch",
 )
 
 OID_ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
@@ -520,11 +529,15 @@ class Instance:
 
     # --- Fulcio and the CT log ----------------------------------------------------
 
-    def _leaf_builder(self, public_key, issuer_cert, identity, issuer_url, repository, not_before, not_after):
+    def _leaf_builder(self, public_key, issuer_cert, identity, issuer_url, repository, not_before, not_after,
+                      faults=()):
         if "@" in identity and "://" not in identity:
             san = x509.RFC822Name(identity)
         else:
             san = x509.UniformResourceIdentifier(identity)
+        sans = [san, x509.UniformResourceIdentifier("https://example.com/another")] if "two-sans" in faults else [san]
+        signs = "no-digital-signature" not in faults
+        issuer_v1 = "https://issuer.example" if "issuer-mismatch" in faults else issuer_url
         issuer_ski = issuer_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
         builder = (
             x509.CertificateBuilder()
@@ -536,12 +549,12 @@ class Instance:
             .not_valid_after(not_after)
             .add_extension(
                 x509.KeyUsage(
-                    digital_signature=True,
+                    digital_signature=signs,
                     content_commitment=False,
                     key_encipherment=False,
                     data_encipherment=False,
                     key_agreement=False,
-                    key_cert_sign=False,
+                    key_cert_sign=not signs,
                     crl_sign=False,
                     encipher_only=False,
                     decipher_only=False,
@@ -551,10 +564,12 @@ class Instance:
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False)
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(issuer_ski), critical=False)
-            .add_extension(x509.SubjectAlternativeName([san]), critical=True)
-            .add_extension(x509.UnrecognizedExtension(OID_ISSUER_V1, issuer_url.encode()), critical=False)
+            .add_extension(x509.SubjectAlternativeName(sans), critical=True)
+            .add_extension(x509.UnrecognizedExtension(OID_ISSUER_V1, issuer_v1.encode()), critical=False)
             .add_extension(x509.UnrecognizedExtension(OID_ISSUER_V2, der_utf8(issuer_url)), critical=False)
         )
+        if "ca-leaf" in faults:
+            builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         if "://" in identity:
             builder = builder.add_extension(
                 x509.UnrecognizedExtension(OID_BUILD_SIGNER_URI, der_utf8(identity)), critical=False
@@ -593,7 +608,8 @@ class Instance:
         """A Fulcio-like leaf: precertificate TBS -> SCT -> final certificate
         whose TBS, minus the SCT extension, is the precertificate's."""
         ca_key, ca_cert = ca if ca else (self.ca_key, self.ca_cert)
-        builder = self._leaf_builder(public_key, ca_cert, identity, issuer_url, repository, not_before, not_after)
+        builder = self._leaf_builder(public_key, ca_cert, identity, issuer_url, repository, not_before, not_after,
+                                     faults)
         if "no-sct" in faults:
             return builder.sign(ca_key, hashes.SHA384())
         precert = builder.sign(ca_key, hashes.SHA384())
