@@ -53,8 +53,18 @@ Command add_info_command(CLI::App& app) {
                 if (info.selected.empty()) std::cout << "no variant fits; pick one with --target\n";
                 if (!info.signature_policy) {
                     std::cout << "signature: no policy (the registry entry has no \"signature\")\n";
-                } else if (info.signature) {
-                    std::cout << "signature: " << describe_signature(*info.signature) << '\n';
+                } else {
+                    std::string identities;
+                    for (const auto& id : info.signature_policy->identities) {
+                        identities += (identities.empty() ? "" : ", ") + printable(id);
+                    }
+                    std::cout << "signature policy: issuer " << printable(info.signature_policy->issuer)
+                              << ", identities " << identities;
+                    if (!info.signature_policy->repository.empty()) {
+                        std::cout << ", repository " << printable(info.signature_policy->repository);
+                    }
+                    std::cout << '\n';
+                    if (info.signature) std::cout << "signature: " << describe_signature(*info.signature) << '\n';
                 }
                 return 0;
             }};

@@ -60,6 +60,8 @@ Command add_verify_blob_command(CLI::App& app) {
     command->add_flag("--json", *json, "Print one JSON object on stdout");
     return {command, [options, json]() {
                 const SignatureReport report = verify_blob(*options);
+                if (!report.root_warning.empty())
+                    std::cerr << "kernhub: warning: " << printable(report.root_warning) << '\n';
                 if (*json) {
                     print_json(report_json(*options, report));
                     return 0;

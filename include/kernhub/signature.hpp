@@ -46,6 +46,9 @@ struct SignatureReport {
     SignatureInfo signature;
     std::string log_id;        // hex key id of the transparency log
     std::string trusted_root;  // which root verified it (a path, or the built-in root's description)
+    // Set when the root's newest key is older than kernhub trusts a root to
+    // be current (README, "Signatures"): what to refresh, and how.
+    std::string root_warning;
 };
 
 // Verifies `options.bundle` over `options.file`, offline. Throws Error:

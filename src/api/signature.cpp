@@ -41,19 +41,25 @@ SignatureInfo signature_info(const store::RecordedSignature& recorded) {
 }  // namespace api
 
 const sigstore::RootDocument& Client::Impl::trusted_root() {
-    std::lock_guard<std::mutex> guard(root_mutex);
-    if (!root) {
-        root = settings.sigstore_trusted_root.empty() ? sigstore::built_in_root()
-                                                      : sigstore::read_root(settings.sigstore_trusted_root);
-        const std::string warning = sigstore::staleness_warning(*root, now_seconds());
-        if (!warning.empty() && options.events != nullptr) {
-            Event event;
-            event.kind = Event::Kind::info;
-            event.text = "warning: " + warning;
-            options.events->on_event(event);
+    std::string warning;
+    const sigstore::RootDocument* document = nullptr;
+    {
+        std::lock_guard<std::mutex> guard(root_mutex);
+        if (!root) {
+            root = settings.sigstore_trusted_root.empty() ? sigstore::built_in_root()
+                                                          : sigstore::read_root(settings.sigstore_trusted_root);
+            warning = sigstore::staleness_warning(*root, now_seconds());
         }
+        document = &*root;
     }
-    return *root;
+    // Outside the lock: a sink may call back into this Client.
+    if (!warning.empty() && options.events != nullptr) {
+        Event event;
+        event.kind = Event::Kind::info;
+        event.text = "warning: " + warning;
+        options.events->on_event(event);
+    }
+    return *document;
 }
 
 std::optional<hub::SignatureCheck> Client::Impl::signature_check(const registry::KernelSpec& spec) {

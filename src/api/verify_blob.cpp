@@ -1,6 +1,7 @@
 // kernhub::verify_blob (kernhub/signature.hpp): the artifact is hashed while
 // streaming, so its size does not matter; the bundle and root are capped
 // documents (sigstore.hpp).
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -25,6 +26,9 @@ digest::Bytes sha256_of(const std::string& file) {
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) {
         throw Error(ErrorCode::not_found, "artifact " + file + " does not exist; check the path");
+    }
+    if (!std::filesystem::is_regular_file(file, ec)) {
+        throw Error(ErrorCode::not_found, "artifact " + file + " is not a regular file; name the signed file");
     }
     digest::Hasher hasher(digest::Algorithm::sha256);
     digest::read_chunks(
@@ -58,6 +62,9 @@ SignatureReport verify_blob(const BlobVerifyOptions& options) {
         SignatureInfo{verified.identity, verified.issuer, verified.repository, verified.log_time, verified.log_index};
     report.log_id = verified.log_id;
     report.trusted_root = root.origin;
+    report.root_warning = sigstore::staleness_warning(
+        root,
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     return report;
 }
 

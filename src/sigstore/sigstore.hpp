@@ -62,8 +62,9 @@ std::shared_ptr<const TrustedRoot> load_trusted_root(const std::filesystem::path
 // Error(not_found) when it is missing.
 std::string read_bundle(const std::filesystem::path& path);
 
-// The newest validFor.start among the root's keys and CAs (Unix seconds),
-// for the staleness warning.
+// The newest validFor.start among the root's log keys and CAs (Unix
+// seconds; timestamp authorities, unused by kernhub, left out), for the
+// staleness warning.
 std::int64_t newest_key_start(const TrustedRoot& root);
 
 // Who may have signed: an OIDC issuer (certificate extension

@@ -194,9 +194,9 @@ std::int64_t newest_key_start(const TrustedRoot& root) {
     for (const auto* logs : {&root.tlogs, &root.ctlogs}) {
         for (const auto& log : *logs) newest = std::max(newest, log.valid.start);
     }
-    for (const auto* authorities : {&root.cas, &root.tsas}) {
-        for (const auto& ca : *authorities) newest = std::max(newest, ca.valid.start);
-    }
+    // Timestamp authorities are left out: kernhub never uses their keys, so
+    // a fresh one must not hide stale CAs and logs.
+    for (const auto& ca : root.cas) newest = std::max(newest, ca.valid.start);
     return newest;
 }
 

@@ -370,3 +370,32 @@ TEST_CASE("verify checks a cached variant again, offline: digest and signature",
     CHECK(bad.exit_code == 4);
     CHECK_THAT(bad.err, Catch::Contains("libvector_add.so"));
 }
+
+TEST_CASE("the CLI takes the trusted root and the requirement from the environment",
+          "[hub][signature][needs:sigstore-signer]") {
+    SignedHub hub;
+    const std::vector<std::string> fetch = {KERNHUB_CLI_PATH,      "fetch",       "signed",           "--registry",
+                                            hub.registry.string(), "--cache-dir", hub.cache.string(), "--endpoint",
+                                            hub.server->endpoint()};
+    // The built-in public-good root does not know the test instance.
+    ProcessResult foreign = run_process(fetch, {{"KERNHUB_SIGSTORE_TRUSTED_ROOT", std::nullopt}});
+    INFO(foreign.out << foreign.err);
+    CHECK(foreign.exit_code == 4);
+    CHECK_THAT(foreign.err, Catch::Contains("sigstore: certificate-chain"));
+    hub.require_nothing_visible("signed");
+
+    ProcessResult ok =
+        run_process(fetch, {{"KERNHUB_SIGSTORE_TRUSTED_ROOT", hub.sigstore.trusted_root_path().string()}});
+    INFO(ok.out << ok.err);
+    CHECK(ok.exit_code == 0);
+    CHECK_THAT(ok.err, Catch::Contains("signed by " + k_builder));
+
+    std::vector<std::string> plain = fetch;
+    plain[2] = "plain";
+    ProcessResult required = run_process(plain, {{"KERNHUB_REQUIRE_SIGNATURES", "1"}});
+    INFO(required.out << required.err);
+    CHECK(required.exit_code == 4);
+    CHECK_THAT(required.err, Catch::Contains("KERNHUB_REQUIRE_SIGNATURES"));
+    CHECK(run_process(plain, {{"KERNHUB_REQUIRE_SIGNATURES", "maybe"}}).exit_code == 2);
+    CHECK(run_process(plain, {{"KERNHUB_REQUIRE_SIGNATURES", "0"}}).exit_code == 0);
+}

@@ -11,6 +11,7 @@
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "sigstore/sigstore.hpp"
+#include "support/process.hpp"
 #include "support/sigstore_instance.hpp"
 #include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
@@ -101,4 +102,32 @@ TEST_CASE("each fault fails at the step it breaks", "[sigstore][needs:sigstore-s
     }
     // A v0.1 bundle may lack the proof: the SET alone vouches for the entry.
     CHECK(instance.verify(instance.sign({"no-proof"}, "0.1")).identity == k_identity);
+}
+
+TEST_CASE("a root whose newest key is older than k_root_stale_after_days gets a warning",
+          "[sigstore][needs:sigstore-signer]") {
+    const ss::RootDocument& built_in = ss::built_in_root();
+    REQUIRE(built_in.newest_key_start > 0);
+    constexpr std::int64_t k_day = 86400;
+    CHECK(ss::staleness_warning(built_in, built_in.newest_key_start + 10 * k_day).empty());
+    const std::string warning =
+        ss::staleness_warning(built_in, built_in.newest_key_start + (ss::k_root_stale_after_days + 1) * k_day);
+    CHECK_THAT(warning, Catch::Contains("public-good root"));
+    CHECK_THAT(warning, Catch::Contains(std::to_string(ss::k_root_stale_after_days) + " days"));
+
+    // verify-blob says so on stderr and still verifies.
+    kt::TempDir tmp;
+    kt::SigstoreInitOptions old;
+    old.backdate_days = static_cast<double>(ss::k_root_stale_after_days + 30);
+    const kt::SigstoreInstance instance(tmp.path() / "old", old);
+    const auto artifact = tmp.path() / "file.txt";
+    std::ofstream(artifact) << "signed long ago\n";
+    instance.sign(artifact, tmp.path() / "file.sigstore", k_identity, k_issuer, k_repository);
+    const kt::ProcessResult r = kt::run_process({KERNHUB_CLI_PATH, "verify-blob", artifact.string(), "--bundle",
+                                                 (tmp.path() / "file.sigstore").string(), "--certificate-identity",
+                                                 k_identity, "--certificate-oidc-issuer", k_issuer, "--trusted-root",
+                                                 instance.trusted_root_path().string()});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, Catch::Contains("kernhub: warning: the Sigstore trusted root"));
 }
