@@ -118,7 +118,7 @@ static std::string utc_time(std::int64_t seconds) {
     std::tm parts{};
     gmtime_r(&time, &parts);
     char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+    if (std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts) == 0) return std::to_string(seconds);
     return text;
 }
 

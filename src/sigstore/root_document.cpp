@@ -32,7 +32,7 @@ std::string utc_date(std::int64_t seconds) {
     std::tm parts{};
     gmtime_r(&time, &parts);
     char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%d", &parts);
+    if (std::strftime(text, sizeof text, "%Y-%m-%d", &parts) == 0) return std::to_string(seconds);
     return text;
 }
 
