@@ -454,9 +454,8 @@ std::string issuer_of(const X509* leaf) {
     std::optional<std::string> v1;
     if (auto raw = extension_value(leaf, k_oid_issuer_v1)) v1 = std::string(raw->begin(), raw->end());
     if (v1 && v2 && *v1 != *v2) {
-        fail("issuer", "the certificate's two OIDC issuer extensions disagree (\"" + *v2 + "\" in " +
-                           k_oid_issuer_v2 + ", \"" + *v1 + "\" in " + k_oid_issuer_v1 +
-                           "); it is not a Fulcio certificate");
+        fail("issuer", "the certificate's two OIDC issuer extensions disagree (\"" + *v2 + "\" in " + k_oid_issuer_v2 +
+                           ", \"" + *v1 + "\" in " + k_oid_issuer_v1 + "); it is not a Fulcio certificate");
     }
     return v2 ? *v2 : v1.value_or("");
 }
