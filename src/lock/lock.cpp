@@ -1,4 +1,5 @@
 #include "lock/lock.hpp"
+#include "common/lines.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -380,21 +381,6 @@ std::string variant_hash(std::vector<std::pair<std::string, digest::Bytes>> file
     return "sha256-" + digest::to_hex(hasher.finish());
 }
 
-namespace {
-
-std::vector<std::string> split_lines(const std::string& text) {
-    std::vector<std::string> lines;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        lines.push_back(text.substr(start, end - start));
-        start = end + 1;
-    }
-    return lines;
-}
-
-}  // namespace
 
 std::string line_diff(const std::string& before, const std::string& after, const std::string& before_label,
                       const std::string& after_label) {

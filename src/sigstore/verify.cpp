@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "common/lines.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "sigstore/bundle.hpp"
@@ -331,18 +332,6 @@ void verify_inclusion(const TlogEntry& entry) {
                                     " does not hash to the proof's root hash " + hex(proof.root_hash) +
                                     "; the entry or the proof was altered");
     }
-}
-
-std::vector<std::string> split_lines(const std::string& text) {
-    std::vector<std::string> lines;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        lines.push_back(text.substr(start, end - start));
-        start = end + 1;
-    }
-    return lines;
 }
 
 // A signed note: body lines, a blank line, "— <name> <base64(key hint || signature)>" lines.
