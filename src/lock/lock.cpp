@@ -381,7 +381,6 @@ std::string variant_hash(std::vector<std::pair<std::string, digest::Bytes>> file
     return "sha256-" + digest::to_hex(hasher.finish());
 }
 
-
 std::string line_diff(const std::string& before, const std::string& after, const std::string& before_label,
                       const std::string& after_label) {
     if (before == after) return {};
