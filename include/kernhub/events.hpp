@@ -24,10 +24,13 @@ struct Event {
     std::uint64_t total = 0;
 };
 
-// Called from the thread that runs the library call. Implementations must
-// not throw. A Client shared by several threads calls its sink from each of
-// them, possibly at the same time: such a sink must be thread-safe (events
-// of one call arrive in order on that call's thread).
+// Called from the thread that runs the library call, or from worker
+// threads of that call (a fetch downloads several files at once, see
+// Options::max_connections). Implementations must not throw. A Client never
+// calls its sink from two threads at the same time: the events of all its
+// calls are delivered one after another, so a sink need not be thread-safe
+// unless it is shared by several Clients. Events about one file arrive in
+// order; events of different files interleave.
 class KERNHUB_API EventSink {
 public:
     virtual ~EventSink();

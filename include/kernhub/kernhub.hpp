@@ -96,6 +96,10 @@ struct Options {
     // That window, in seconds, 1 to 3600. nullopt: KERNHUB_MIN_RATE_WINDOW,
     // else 30.
     std::optional<int> min_rate_window_seconds;
+    // How many files of a variant are transferred at once, each with a
+    // connection of its own, 1 to 64. nullopt: KERNHUB_MAX_CONNECTIONS,
+    // else 8.
+    std::optional<int> max_connections;
     // Archive variants: caps on unpacking one archive of a variant (README, "Archive variants").
     // File bytes unpacked, at least 1. nullopt: KERNHUB_ARCHIVE_MAX_BYTES,
     // else max(512 MiB, 20 x the archive's size).
@@ -210,7 +214,9 @@ public:
     InfoResult info(const std::string& ref);
     // The stacked registry, sorted by name.
     std::vector<RegistryEntry> list() const;
-    // load() for each name, all before returning. Throws on the first failure.
+    // load() for each name, all before returning, up to four kernels at
+    // once (fewer when Options::max_connections is lower). After a failure
+    // no further kernel starts; throws the first failure in `refs` order.
     std::vector<LoadResult> prewarm(const std::vector<std::string>& refs);
 
     // kernhub.lock for the kernels of the project's kernhub.json

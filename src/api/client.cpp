@@ -12,6 +12,7 @@
 #include "elf/elf_inspect.hpp"
 #include "fatbin/fatbin.hpp"
 #include "hub/fetcher.hpp"
+#include "hub/parallel.hpp"
 #include "kernhub/kernhub.hpp"
 #include "loader/loader.hpp"
 #include "registry/registry.hpp"
@@ -341,9 +342,11 @@ std::vector<RegistryEntry> Client::list() const {
 }
 
 std::vector<LoadResult> Client::prewarm(const std::vector<std::string>& refs) {
-    std::vector<LoadResult> results;
-    results.reserve(refs.size());
-    for (const auto& ref : refs) results.push_back(load(ref));
+    // Side by side (load is thread-safe); after a failure no further kernel
+    // starts, and the first failure in the order given is thrown.
+    std::vector<LoadResult> results(refs.size());
+    hub::run_parallel(refs.size(), api::parallel_kernels(m_impl->settings),
+                      [&](std::size_t i) { results[i] = load(refs[i]); });
     return results;
 }
 

@@ -41,13 +41,31 @@ SignatureInfo signature_info(const store::RecordedSignature& recorded);
 
 }  // namespace api
 
+// Delivers the events of one Client one at a time, whichever thread sends
+// them: a fetch reports from worker threads of its own (one per file in
+// flight), and a sink written for one thread must still see one event after
+// another. Recursive, so a sink may call the Client back from on_event.
+class __attribute__((visibility("hidden"))) SerialSink final : public EventSink {
+public:
+    explicit SerialSink(EventSink* inner) : m_inner(inner) {}
+    void on_event(const Event& event) noexcept override {
+        std::lock_guard<std::recursive_mutex> lock(m_mutex);
+        m_inner->on_event(event);
+    }
+
+private:
+    EventSink* m_inner;
+    std::recursive_mutex m_mutex;
+};
+
 // Shared by every thread that calls the Client (docs/ARCHITECTURE.md,
 // "Threads"): options, settings and the registry are fixed after
 // construction; the lazily made host facts and hub client are made once
 // under host_once / hub_mutex and never change afterwards.
 // Hidden: Client is exported, and a nested class would inherit that.
 struct __attribute__((visibility("hidden"))) Client::Impl {
-    Options options;
+    Options options;  // options.events is the SerialSink around the caller's sink
+    std::unique_ptr<SerialSink> serial_events;
     store::EnvLookup env = store::process_env();
     api::Settings settings;
     registry::Registry registry;
@@ -62,6 +80,10 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     std::optional<sigstore::RootDocument> root;
 
     explicit Impl(Options opts) : options(std::move(opts)) {
+        if (options.events != nullptr) {
+            serial_events = std::make_unique<SerialSink>(options.events);
+            options.events = serial_events.get();
+        }
         settings = api::resolve_settings(options, env);
         registry = api::load_registries(options, env);
     }
@@ -101,6 +123,9 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
             config.policy.api_timeout = std::chrono::seconds(settings.api_timeout_seconds);
             config.policy.min_rate = static_cast<std::uint64_t>(settings.min_rate);
             config.policy.min_rate_window = std::chrono::seconds(settings.min_rate_window_seconds);
+            // Files in flight and kernels fetched side by side (prewarm,
+            // lock, mirror) share this bound per origin.
+            config.policy.max_host_connections = settings.max_connections;
             hub::HubLimits limits;
             limits.max_listing_entries = static_cast<std::size_t>(settings.max_listing_entries);
             limits.max_listing_bytes = static_cast<std::size_t>(settings.max_listing_bytes);
@@ -157,6 +182,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         request.archive_limits.max_entries = static_cast<std::uint64_t>(settings.archive_max_entries);
         request.archive_limits.max_path_bytes = static_cast<std::size_t>(settings.archive_max_path);
         request.signature = std::move(signature);
+        request.max_connections = settings.max_connections;
         return request;
     }
 };

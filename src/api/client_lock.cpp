@@ -7,6 +7,7 @@
 
 #include "api/client_impl.hpp"
 #include "common/join.hpp"
+#include "hub/parallel.hpp"
 #include "lock/lock.hpp"
 #include "store/cache.hpp"
 
@@ -174,7 +175,12 @@ LockReport Client::lock(const LockOptions& options) {
     const std::uint64_t requests_before = m_impl->requests();
     Locker locker{*m_impl};
     lock::KernhubLock next;
-    for (const auto& spec : specs) {
+    // The kernels are locked side by side; the report keeps the manifest's order.
+    std::vector<lock::LockedKernel> results(specs.size());
+    std::vector<std::vector<std::string>> missing(specs.size());
+    std::vector<char> kept(specs.size(), 0);
+    hub::run_parallel(specs.size(), api::parallel_kernels(m_impl->settings), [&](std::size_t i) {
+        const registry::KernelSpec& spec = specs[i];
         auto found = previous.kernels.find(spec.name);
         const lock::LockedKernel* prior = found == previous.kernels.end() ? nullptr : &found->second;
         // As with cargo and uv, a pin stays until asked to move or until the
@@ -182,9 +188,14 @@ LockReport Client::lock(const LockOptions& options) {
         const bool keep_pin = prior != nullptr && !options.update_all && !contains(options.update, spec.name) &&
                               prior->repo_id == spec.repo_id && prior->repo_type == spec.repo_type &&
                               prior->revision == spec.effective_revision();
-        std::vector<std::string> missing;
-        lock::LockedKernel locked = locker.lock_kernel(spec, prior, keep_pin, missing);
-        LockedKernel summary{spec.name, locked.repo_id, locked.revision, locked.commit, {}, keep_pin, missing, {}};
+        kept[i] = keep_pin ? 1 : 0;
+        results[i] = locker.lock_kernel(spec, prior, keep_pin, missing[i]);
+    });
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+        const registry::KernelSpec& spec = specs[i];
+        lock::LockedKernel& locked = results[i];
+        LockedKernel summary{spec.name, locked.repo_id, locked.revision, locked.commit,
+                             {},        kept[i] != 0,   missing[i],      {}};
         for (const auto& [variant, data] : locked.variants) {
             summary.variants.push_back(variant);
             if (data.signer && !summary.signature) {
@@ -295,8 +306,8 @@ void check_locked_signer(const LockJob& job, const hub::FetchOutcome& outcome) {
         std::find(ids.begin(), ids.end(), outcome.signature->identity) == ids.end()) {
         throw Error(ErrorCode::verification,
                     "kernel '" + job.name + "' (" + job.repo_id + "@" + job.commit.substr(0, 12) +
-                        ") was not signed by the signer its lock records (" + join(ids) + ", " +
-                        job.signers->issuer + "); lock it again if the new signer is expected");
+                        ") was not signed by the signer its lock records (" + join(ids) + ", " + job.signers->issuer +
+                        "); lock it again if the new signer is expected");
     }
 }
 
@@ -335,7 +346,15 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
     report.lock_format = lock::describe(parsed.format);
     const std::uint64_t requests_before = m_impl->requests();
     const std::vector<std::string>& targets = m_impl->settings.targets;
-    for (const LockJob& job : jobs_from(parsed, path.string())) {
+    // Every kernel's fetches are planned first (which variants, the
+    // requests), then run side by side; the report keeps the lock's order.
+    struct Task {
+        const LockJob* job;
+        hub::FetchRequest request;
+    };
+    std::vector<Task> tasks;
+    const std::vector<LockJob> jobs = jobs_from(parsed, path.string());
+    for (const LockJob& job : jobs) {
         registry::KernelSpec spec = spec_at_commit(job.name, job.repo_id, job.repo_type, job.commit, job.file);
         // The registry's policy for the repo (or for the lock's name) holds
         // as for any fetch; the signer the lock recorded must then be the
@@ -376,23 +395,29 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
         for (const auto& run : runs) {
             hub::FetchRequest request = base;
             if (!run.empty()) request.host.targets = run;
-            hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
-            hub::FetchOutcome outcome = fetcher.fetch(request);
-            check_locked_signer(job, outcome);
-
-            PrewarmedKernel done = prewarmed(job, outcome);
-            // Offline consumers (huggingface_hub, the kernels library,
-            // kernhub itself) resolve the branch or version through refs/.
-            if (!job.revision.empty() && job.revision != job.commit) {
-                store::RepoCache cache(m_impl->settings.cache_root, job.repo_type, job.repo_id);
-                if (cache.read_ref(job.revision) != job.commit) {
-                    cache.write_ref(job.revision, job.commit);
-                    done.refs.push_back(job.revision);
-                }
-            }
-            report.bytes_downloaded += done.bytes_downloaded;
-            report.kernels.push_back(std::move(done));
+            tasks.push_back(Task{&job, std::move(request)});
         }
+    }
+    std::vector<PrewarmedKernel> done(tasks.size());
+    hub::run_parallel(tasks.size(), api::parallel_kernels(m_impl->settings), [&](std::size_t i) {
+        hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
+        hub::FetchOutcome outcome = fetcher.fetch(tasks[i].request);
+        check_locked_signer(*tasks[i].job, outcome);
+        done[i] = prewarmed(*tasks[i].job, outcome);
+    });
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+        const LockJob& job = *tasks[i].job;
+        // Offline consumers (huggingface_hub, the kernels library,
+        // kernhub itself) resolve the branch or version through refs/.
+        if (!job.revision.empty() && job.revision != job.commit) {
+            store::RepoCache cache(m_impl->settings.cache_root, job.repo_type, job.repo_id);
+            if (cache.read_ref(job.revision) != job.commit) {
+                cache.write_ref(job.revision, job.commit);
+                done[i].refs.push_back(job.revision);
+            }
+        }
+        report.bytes_downloaded += done[i].bytes_downloaded;
+        report.kernels.push_back(std::move(done[i]));
     }
     report.requests = m_impl->requests() - requests_before;
     return report;

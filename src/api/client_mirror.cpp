@@ -6,6 +6,7 @@
 
 #include "api/client_impl.hpp"
 #include "common/join.hpp"
+#include "hub/parallel.hpp"
 #include "mirror/mirror.hpp"
 
 namespace kernhub {
@@ -37,6 +38,9 @@ struct MirrorRun {
     bool use_locks;
     const std::atomic<bool>* cancel;
     hub::Fetcher& fetcher;
+    // For the fetchers of variants fetched side by side.
+    hub::HubClient* client;
+    EventSink* events;
     mirror::HubTree& tree;
     MirrorReport& report;
 };
@@ -70,6 +74,8 @@ MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOp
                       !api::env_flag(m_impl->env, "KERNHUB_NO_FLOCK"),
                       m_impl->options.cancel,
                       fetcher,
+                      m_impl->hub_client(),
+                      m_impl->options.events,
                       tree,
                       report};
         for (const auto& spec : specs) report.kernels.push_back(mirror_kernel(spec, run));
@@ -96,6 +102,7 @@ MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
     request.offline = settings.offline;
     request.use_locks = run.use_locks;
     request.cancel = run.cancel;
+    request.max_connections = settings.max_connections;
     // The registry's "file" picks a variant to load; a mirror serves them all.
     const hub::VariantChoice choice = fetcher.choose(request);
     const std::string where =
@@ -114,11 +121,17 @@ MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
     request.revision = choice.commit;
     store::RepoCache cache(settings.cache_root, spec.repo_type, spec.repo_id);
     std::vector<mirror::MirrorFile> files;
-    for (const auto& variant : kernel.variants) {
-        request.host.targets = {variant};
-        hub::FetchOutcome outcome = fetcher.fetch(request);
-        report.bytes_downloaded += outcome.bytes_downloaded;
-        const std::string prefix = "build/" + variant + "/";
+    // The variants are fetched side by side, each by a fetcher of its own.
+    std::vector<std::uint64_t> downloaded(kernel.variants.size(), 0);
+    hub::run_parallel(kernel.variants.size(), api::parallel_kernels(settings), [&](std::size_t i) {
+        hub::FetchRequest one = request;
+        one.host.targets = {kernel.variants[i]};
+        hub::Fetcher variant_fetcher(settings.cache_root, run.client, run.events);
+        downloaded[i] = variant_fetcher.fetch(one).bytes_downloaded;
+    });
+    for (std::size_t i = 0; i < kernel.variants.size(); ++i) {
+        report.bytes_downloaded += downloaded[i];
+        const std::string prefix = "build/" + kernel.variants[i] + "/";
         for (const auto& entry : fetcher.last_listing()) {
             if (!entry.is_file || entry.path.rfind(prefix, 0) != 0) continue;
             files.push_back(mirror::MirrorFile{entry, cache.blob_path(entry.etag())});

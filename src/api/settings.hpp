@@ -33,6 +33,7 @@ struct Settings {
     int api_timeout_seconds = 60;
     int min_rate = 1024;
     int min_rate_window_seconds = 30;
+    int max_connections = 8;
     std::vector<std::string> targets;
     // Organisations whose repos may be used; nullopt allows every one.
     std::optional<std::vector<std::string>> allowed_orgs;
@@ -45,6 +46,12 @@ struct Settings {
     std::string sigstore_trusted_root;
     bool require_signatures = false;
 };
+
+// How many kernels prewarm, lock and mirror fetch side by side: up to 4,
+// never more than the connections allowed (each kernel's files share them).
+inline int parallel_kernels(const Settings& settings) {
+    return settings.max_connections < 4 ? settings.max_connections : 4;
+}
 
 // Throws Error(usage) naming the variable (or Options field) and its range
 // for a numeric value that is not a plain decimal number inside the range:

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -110,6 +111,11 @@ struct Policy {
     // When non-null and set, transfers abort, waits end and the call throws
     // Error(interrupted); a download target keeps the bytes it holds.
     const std::atomic<bool>* cancel = nullptr;
+    // The most exchanges the session runs at once with one origin (scheme,
+    // host and port); a request beyond waits for one to end (the wait
+    // counts toward an API call's deadline). 0: no bound. The hub and the
+    // CDN it redirects to are separate origins.
+    int max_host_connections = 0;
 };
 
 // Bounds of one in-memory GET beyond the Policy's (see Session::get).
@@ -184,11 +190,20 @@ private:
     // TLS close would go out on the parent's stream), so its first lease
     // drops the inherited ones unclosed. Guarded by m_idle_mutex.
     pid_t m_idle_pid;
+    // Exchanges in flight per origin, for Policy::max_host_connections.
+    struct HostSlot;
+    std::mutex m_slots_mutex;
+    std::condition_variable m_slot_freed;
+    std::map<std::string, int> m_busy;  // guarded by m_slots_mutex
 };
 
 // Requests sent by the calling thread through any Session so far. A Client
 // call runs on its caller's thread, so the difference before and after the
 // call is that call's requests, whatever other threads send meanwhile.
 std::uint64_t requests_on_this_thread() noexcept;
+// Adds `count` to the calling thread's tally: a call that sends requests
+// from worker threads of its own credits them to its caller's thread when
+// they are done, so the count around the call stays whole.
+void credit_requests_to_this_thread(std::uint64_t count) noexcept;
 
 }  // namespace kernhub::http

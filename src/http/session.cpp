@@ -225,8 +225,9 @@ struct Session::Handle {
 
 // Idle handles kept for reuse (their connections stay open); a handle
 // returned while this many are idle is closed. Only threads that overlap
-// in a request make more than one.
-constexpr std::size_t k_max_idle_handles = 4;
+// in a request make more than one: a fetch's workers (at most
+// KERNHUB_MAX_CONNECTIONS, 64) each keep theirs for the next file.
+constexpr std::size_t k_max_idle_handles = 64;
 
 // A handle for one exchange: an idle one of the session's, or a new one.
 struct Session::HandleLease {
@@ -420,6 +421,44 @@ Session::~Session() {
     }
 }
 
+static Error deadline_error(const std::string& url, milliseconds timeout, const std::string& context);
+
+// One of the Policy::max_host_connections exchanges with an origin, held
+// for one exchange. Waiting polls the cancel flag and the API deadline.
+struct Session::HostSlot {
+    Session& session;
+    std::string origin;  // empty: no bound, nothing held
+
+    HostSlot(Session& owner, const std::string& url, const Attempt& attempt);
+    ~HostSlot() {
+        if (origin.empty()) return;
+        {
+            std::lock_guard<std::mutex> guard(session.m_slots_mutex);
+            if (--session.m_busy[origin] <= 0) session.m_busy.erase(origin);
+        }
+        session.m_slot_freed.notify_all();
+    }
+    HostSlot(const HostSlot&) = delete;
+    HostSlot& operator=(const HostSlot&) = delete;
+};
+
+Session::HostSlot::HostSlot(Session& owner, const std::string& url, const Attempt& attempt) : session(owner) {
+    const int limit = session.m_policy.max_host_connections;
+    const std::optional<Url> parsed = limit > 0 ? parse_url(url) : std::nullopt;
+    if (!parsed) return;
+    const std::string key = parsed->scheme + "://" + parsed->host + ":" + std::to_string(parsed->port);
+    std::unique_lock<std::mutex> lock(session.m_slots_mutex);
+    while (session.m_busy[key] >= limit) {
+        if (cancelled(session.m_policy.cancel)) throw_interrupted(url);
+        if (attempt.deadline && std::chrono::steady_clock::now() >= *attempt.deadline) {
+            throw deadline_error(url, session.m_policy.api_timeout, "waiting for a free connection");
+        }
+        session.m_slot_freed.wait_for(lock, milliseconds(50));
+    }
+    ++session.m_busy[key];
+    origin = key;
+}
+
 Response Session::perform_once(const std::string& url, BodyTarget* target, Attempt& attempt) {
     if (cancelled(m_policy.cancel)) throw_interrupted(url);
     // The deadline's remainder bounds this exchange (run checks it before).
@@ -433,6 +472,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     // never share one. Before `headers` and `reset`: the handle is reset
     // before it goes back.
     const CurlApi& api = curl_api();
+    HostSlot slot(*this, url, attempt);
     HandleLease handle(*this);
     CURL* curl = handle->curl;
     attempt.response = Response{};
@@ -568,7 +608,7 @@ static std::string raise_hint(milliseconds asked) {
 
 // The API call's deadline passed (Policy::api_timeout, or the deadline its
 // caller shares between requests).
-static Error deadline_error(const std::string& url, milliseconds timeout, const std::string& context) {
+Error deadline_error(const std::string& url, milliseconds timeout, const std::string& context) {
     return Error(ErrorCode::network,
                  "the hub did not answer " + redact(url) + " within the API deadline of " + whole_seconds(timeout) +
                      " (KERNHUB_API_TIMEOUT, retries included); check the endpoint and your network, or raise "
@@ -664,6 +704,10 @@ Response Session::run(const std::string& url, BodyTarget* target, const GetLimit
 
 std::uint64_t requests_on_this_thread() noexcept {
     return t_requests;
+}
+
+void credit_requests_to_this_thread(std::uint64_t count) noexcept {
+    t_requests += count;
 }
 
 Response Session::get(const std::string& url, const GetLimits& limits) {

@@ -6,7 +6,9 @@
 #include <set>
 #include <vector>
 
+#include "common/crash_point.hpp"
 #include "hub/fetcher.hpp"
+#include "hub/parallel.hpp"
 #include "hub/verify.hpp"
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
@@ -26,8 +28,22 @@ static std::string not_cached(const FetchRequest& request, const std::string& wh
            " once while online (offline mode is on)";
 }
 
+void PendingSyncs::add(const fs::path& dir) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_dirs.insert(dir);
+}
+
+void PendingSyncs::flush() {
+    std::set<fs::path> dirs;
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        dirs.swap(m_dirs);
+    }
+    for (const fs::path& dir : dirs) store::sync_directory(dir);
+}
+
 std::string Fetcher::ensure_file(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                                 bool trusted, std::uint64_t& bytes_downloaded) {
+                                 bool trusted, std::uint64_t& bytes_downloaded, PendingSyncs& syncs) {
     const TreeEntry& entry = *expect.entry;
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const std::string& etag = entry.etag();
@@ -65,14 +81,16 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
     }
     if (sha256.empty()) {
         if (request.offline) throw Error(ErrorCode::offline, not_cached(request, expect.label, m_root.string()));
-        sha256 = download_blob(request, commit, expect, locking, bytes_downloaded);
+        sha256 = download_blob(request, commit, expect, locking, bytes_downloaded, syncs);
     }
-    cache.link_snapshot(commit, entry.path, etag);
+    cache.link_snapshot(commit, entry.path, etag, false);
+    syncs.add(cache.snapshot_path(commit, entry.path).parent_path());
+    crash_point("linked");
     return sha256;
 }
 
 std::string Fetcher::download_blob(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                                   bool locked, std::uint64_t& bytes_downloaded) {
+                                   bool locked, std::uint64_t& bytes_downloaded, PendingSyncs& syncs) {
     const TreeEntry& entry = *expect.entry;
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const std::string& etag = entry.etag();
@@ -122,7 +140,12 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
             }
             throw;
         }
-        blob.commit();
+        crash_point("verified");
+        // The data is synced here, on this file's worker; the blobs/ entry
+        // is synced once for the variant (PendingSyncs).
+        blob.commit(false);
+        syncs.add(cache.blob_path(etag).parent_path());
+        crash_point("committed");
         bytes_downloaded += target.size() - target.resumed_bytes();
         ++m_files_downloaded;
         emit(Event::Kind::download_done, {}, entry.path, entry.size, entry.size);
@@ -198,6 +221,20 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
     return outcome;
 }
 
+namespace {
+
+// One file of a variant to make present, and what came of it.
+struct FileJob {
+    const TreeEntry* entry = nullptr;
+    std::string relpath;
+    Expectation expect;
+    bool trusted = false;
+    std::string sha256;
+    std::uint64_t bytes_downloaded = 0;
+};
+
+}  // namespace
+
 void Fetcher::download_files(const FetchRequest& request, const std::string& commit, const std::string& variant,
                              const std::vector<const TreeEntry*>& entries, const std::set<std::string>& trusted_paths,
                              std::optional<MetadataDigest> metadata, FetchOutcome& outcome) {
@@ -206,48 +243,77 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
     const bool signed_metadata = metadata.has_value();
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
-    for (const TreeEntry* entry : entries) {
-        std::string relpath = entry->path.substr(prefix.size());
-        Expectation expect;
-        expect.entry = entry;
-        expect.label = label_base + entry->path;
-        expect.cancel = request.cancel;
-        if (metadata && !excluded_from_digest(relpath)) {
-            auto it = metadata->files.find(relpath);
-            if (it == metadata->files.end()) {
-                throw Error(ErrorCode::verification, expect.label +
-                                                         " is not covered by the variant's metadata.json digest; "
-                                                         "refusing an unlisted file");
-            }
-            expect.metadata_algorithm = metadata->algorithm;
-            expect.metadata_digest = it->second;
-        }
+    PendingSyncs syncs;
+
+    // What each file must match. The metadata digest is filled in once
+    // metadata.json, which comes first, has been read.
+    std::vector<FileJob> jobs(entries.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        FileJob& job = jobs[i];
+        job.entry = entries[i];
+        job.relpath = entries[i]->path.substr(prefix.size());
+        job.expect.entry = entries[i];
+        job.expect.label = label_base + entries[i]->path;
+        job.expect.cancel = request.cancel;
+        job.trusted = trusted_paths.count(entries[i]->path) != 0;
         if (pins != nullptr && pins->files) {
-            auto pin = pins->files->find(relpath);
-            if (pin != pins->files->end()) expect.pinned_sha256 = pin->second.sha256;
+            auto pin = pins->files->find(job.relpath);
+            if (pin != pins->files->end()) job.expect.pinned_sha256 = pin->second.sha256;
         }
-        std::string sha256;
-        if (request.skip_lfs_downloads && entry->is_lfs()) {
+    }
+    auto expect_digest = [&](FileJob& job) {
+        if (!metadata || excluded_from_digest(job.relpath)) return;
+        auto it = metadata->files.find(job.relpath);
+        if (it == metadata->files.end()) {
+            throw Error(ErrorCode::verification, job.expect.label +
+                                                     " is not covered by the variant's metadata.json digest; "
+                                                     "refusing an unlisted file");
+        }
+        job.expect.metadata_algorithm = metadata->algorithm;
+        job.expect.metadata_digest = it->second;
+    };
+    auto make_present = [&](FileJob& job) {
+        if (request.skip_lfs_downloads && job.entry->is_lfs()) {
             // Described, not fetched: the listed SHA-256 is the file's name,
             // and it must agree with the metadata digest and the pin.
-            sha256 = entry->lfs_sha256;
-            if (expect.metadata_digest && expect.metadata_algorithm == digest::Algorithm::sha256 &&
-                digest::from_hex(sha256) != expect.metadata_digest) {
+            job.sha256 = job.entry->lfs_sha256;
+            if (job.expect.metadata_digest && job.expect.metadata_algorithm == digest::Algorithm::sha256 &&
+                digest::from_hex(job.sha256) != job.expect.metadata_digest) {
                 throw DeclaredDigestMismatch(ErrorCode::verification,
-                                             expect.label + " is listed with sha256 " + sha256 +
+                                             job.expect.label + " is listed with sha256 " + job.sha256 +
                                                  ", which its variant's metadata.json digest does not match");
             }
-            check_pin(expect, sha256);
-        } else {
-            bool is_trusted = trusted_paths.count(entry->path) != 0;
-            sha256 = ensure_file(request, commit, expect, is_trusted, outcome.bytes_downloaded);
+            check_pin(job.expect, job.sha256);
+            return;
         }
-        outcome.files.push_back(FetchedFile{relpath, entry->size, sha256, {}});
-        if (relpath == "metadata.json" && !signed_metadata) {
-            // Its blob was verified by ensure_file just now.
-            auto text = store::read_file(cache.blob_path(entry->etag()));
-            metadata = parse_metadata_digest(text.value_or(""), variant);
-        }
+        job.sha256 = ensure_file(request, commit, job.expect, job.trusted, job.bytes_downloaded, syncs);
+    };
+
+    std::size_t first_parallel = 0;
+    if (!jobs.empty() && jobs[0].relpath == "metadata.json" && !signed_metadata) {
+        // Its digest checks every file after it, so it is fetched alone first.
+        make_present(jobs[0]);
+        auto text = store::read_file(cache.blob_path(jobs[0].entry->etag()));  // verified just now
+        metadata = parse_metadata_digest(text.value_or(""), variant);
+        first_parallel = 1;
+    }
+    std::vector<FileJob> rest(std::make_move_iterator(jobs.begin() + static_cast<std::ptrdiff_t>(first_parallel)),
+                              std::make_move_iterator(jobs.end()));
+    jobs.resize(first_parallel);
+    // Every file is checked for coverage before any transfer starts.
+    for (FileJob& job : rest) expect_digest(job);
+    run_parallel(rest.size(), request.max_connections, [&](std::size_t i) { make_present(rest[i]); });
+    jobs.insert(jobs.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
+    // One durability point for the variant: every blob's data was synced by
+    // its commit; the names made in blobs/ and in the snapshot's folders
+    // are synced here, once per folder, before anything that counts on them
+    // (the variant record) is written.
+    syncs.flush();
+    crash_point("synced");
+
+    for (const FileJob& job : jobs) {
+        outcome.bytes_downloaded += job.bytes_downloaded;
+        outcome.files.push_back(FetchedFile{job.relpath, job.entry->size, job.sha256, {}});
     }
     outcome.metadata_digest_checked = metadata.has_value();
     if (metadata) {

@@ -1,11 +1,11 @@
 #include "hub/fetcher.hpp"
 
-#include <unordered_map>
-
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
+#include "common/crash_point.hpp"
 #include "common/text.hpp"
 #include "hub/verify.hpp"
 #include "kernhub/error.hpp"
@@ -127,7 +127,8 @@ bool signature_satisfies(const std::optional<store::RecordedSignature>& recorded
 // fetch does no write.
 static void update_ref(const store::RepoCache& cache, const FetchRequest& request, const std::string& commit) {
     if (request.offline || is_commit_sha(request.revision)) return;
-    if (cache.read_ref(request.revision) != commit) cache.write_ref(request.revision, commit);
+    // Not flushed: a ref lost to a power loss is resolved again.
+    if (cache.read_ref(request.revision) != commit) cache.write_ref(request.revision, commit, false);
 }
 
 void Fetcher::write_side_data(const std::string& what, const std::function<void()>& write) {
@@ -553,6 +554,7 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     if (complete && !request.skip_lfs_downloads) {
         write_side_data("variant " + variant + " of " + repo_at(request.repo, commit),
                         [&] { cache.write_variant_files(commit, variant, outcome.files, outcome.signature); });
+        crash_point("recorded");
     }
     update_ref(cache, request, commit);
     return outcome;

@@ -93,6 +93,25 @@ struct FetchRequest {
     // `kernhub verify`: ignore the variant record, hash every cached file
     // again and verify the signature again.
     bool reverify = false;
+    // How many of the variant's files are transferred at once (each on a
+    // worker thread with connections of its own); 1: one after another on
+    // the calling thread. See Options::max_connections.
+    int max_connections = 1;
+};
+
+// Folders whose fsync a batch of blob commits and snapshot links left to
+// the end of the batch (docs/ARCHITECTURE.md, "Durability"): each is synced
+// once, however many names were made in it. Thread-safe.
+class PendingSyncs {
+public:
+    void add(const std::filesystem::path& dir);
+    // fsyncs every folder added, then forgets them. Error(internal) naming
+    // the first that fails.
+    void flush();
+
+private:
+    std::mutex m_mutex;
+    std::set<std::filesystem::path> m_dirs;
 };
 
 // Where a commit's listing came from; it decides what a fetch may conclude.
@@ -193,13 +212,15 @@ private:
     // unless `trusted`; one that does not match is downloaded again (online)
     // or refused with Error(verification) (offline). Holds the blob's lock
     // from the first look until the link is made.
+    // `syncs`: the folders of the blob and the link are added there instead
+    // of being synced now.
     std::string ensure_file(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                            bool trusted, std::uint64_t& bytes_downloaded);
+                            bool trusted, std::uint64_t& bytes_downloaded, PendingSyncs& syncs);
     // Downloads blobs/<etag>. `locked`: the caller holds the blob's lock on
     // a filesystem where it excludes, so the largest partial left by an
     // earlier run is continued.
     std::string download_blob(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                              bool locked, std::uint64_t& bytes_downloaded);
+                              bool locked, std::uint64_t& bytes_downloaded, PendingSyncs& syncs);
     // download_variant's loop: every file verified (against `metadata`'s
     // digest when there is one) and linked.
     void download_files(const FetchRequest& request, const std::string& commit, const std::string& variant,
@@ -226,7 +247,8 @@ private:
     SideDataMemo* m_memo = nullptr;
     SideDataMemo::Listing m_last_listing = std::make_shared<const std::vector<TreeEntry>>();
     ListingSource m_listing_source = ListingSource::hub;
-    std::uint64_t m_files_downloaded = 0;
+    // Worker threads of one fetch count here.
+    std::atomic<std::uint64_t> m_files_downloaded{0};
 };
 
 // Paths a variant's metadata.json digest does not cover, as the Python

@@ -1,7 +1,14 @@
 #include "hub/verify.hpp"
 
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <system_error>
+#include <thread>
+#include <vector>
 
+#include "common/crash_point.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
 
@@ -110,6 +117,24 @@ std::string StreamChecker::finish(std::uint64_t size) {
     return sha256_hex;
 }
 
+// The hashing thread of a large download: it follows the writer through the
+// partial file. `written` is what the writer has put there, `hashed` how far
+// the thread has read; both only grow until a restart.
+struct VerifyingTarget::Trailer {
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::uint64_t written = 0;  // guarded by mutex
+    bool closing = false;       // guarded by mutex: stop once everything written is hashed
+    bool abandon = false;       // guarded by mutex: stop now
+    int error = 0;              // set by the thread before it ends
+    std::thread thread;
+};
+
+// Bytes read back per step, and how much is hashed before its writeback is
+// started.
+static constexpr std::size_t k_trail_chunk = 1u << 20;
+static constexpr std::uint64_t k_writeback_step = 16u << 20;
+
 VerifyingTarget::VerifyingTarget(store::IncompleteBlob& blob, const Expectation& expect, EventSink* events)
     : m_blob(blob),
       m_expect(expect),
@@ -118,6 +143,67 @@ VerifyingTarget::VerifyingTarget(store::IncompleteBlob& blob, const Expectation&
       m_display_path(printable(expect.entry->path)) {
     if (m_blob.size() > m_expect.entry->size) m_blob.restart();  // not a prefix of this file
     if (m_blob.size() > 0) read_back();
+    start_trailer();
+}
+
+VerifyingTarget::~VerifyingTarget() {
+    (void)stop_trailer(true);
+}
+
+void VerifyingTarget::start_trailer() {
+    if (m_expect.entry->size < k_overlap_bytes || m_blob.size() >= m_expect.entry->size) return;
+    m_trailer = std::make_unique<Trailer>();
+    Trailer& trailer = *m_trailer;
+    trailer.written = m_blob.size();
+    const std::uint64_t start = m_blob.size();
+    trailer.thread = std::thread([this, &trailer, start] {
+        std::vector<char> buffer(k_trail_chunk);
+        std::uint64_t hashed = start;
+        std::uint64_t flushed = start;
+        for (;;) {
+            std::uint64_t available = 0;
+            {
+                std::unique_lock<std::mutex> lock(trailer.mutex);
+                trailer.wake.wait(lock, [&] { return trailer.abandon || trailer.written > hashed || trailer.closing; });
+                if (trailer.abandon || trailer.written == hashed) return;
+                available = trailer.written - hashed;
+            }
+            const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(available, buffer.size()));
+            if (int err = m_blob.read_at(hashed, buffer.data(), n); err != 0) {
+                trailer.error = err;
+                return;
+            }
+            m_checker.update(buffer.data(), n);
+            hashed += n;
+            if (hashed - flushed >= k_writeback_step) {
+                m_blob.start_writeback(flushed, hashed - flushed);
+                flushed = hashed;
+            }
+        }
+    });
+}
+
+int VerifyingTarget::stop_trailer(bool abandon) noexcept {
+    if (!m_trailer) return 0;
+    {
+        std::lock_guard<std::mutex> lock(m_trailer->mutex);
+        m_trailer->closing = true;
+        if (abandon) m_trailer->abandon = true;
+    }
+    m_trailer->wake.notify_one();
+    if (m_trailer->thread.joinable()) m_trailer->thread.join();
+    const int err = m_trailer->error;
+    m_trailer.reset();
+    return err;
+}
+
+std::string VerifyingTarget::finish() {
+    if (int err = stop_trailer(false); err != 0) {
+        throw Error(ErrorCode::internal, "cannot read back " + m_blob.temp_path().string() + " to check it: " +
+                                             std::error_code(err, std::generic_category()).message() +
+                                             "; check the disk");
+    }
+    return m_checker.finish(m_blob.size());
 }
 
 void VerifyingTarget::read_back() {
@@ -147,8 +233,19 @@ void VerifyingTarget::write(const char* data, std::size_t size) {
         throw Error(ErrorCode::verification, m_expect.label + ": the hub sent more than the " +
                                                  std::to_string(m_expect.entry->size) + " bytes it listed");
     }
+    const std::uint64_t half = m_expect.entry->size / 2;
+    const bool crossing_half = m_blob.size() < half && m_blob.size() + size >= half;
     m_blob.write(data, size);
-    m_checker.update(data, size);
+    if (crossing_half) crash_point("half-written");
+    if (m_trailer) {
+        {
+            std::lock_guard<std::mutex> lock(m_trailer->mutex);
+            m_trailer->written = m_blob.size();
+        }
+        m_trailer->wake.notify_one();
+    } else {
+        m_checker.update(data, size);
+    }
     if (m_events != nullptr) {
         Event event;
         event.kind = Event::Kind::download_bytes;
@@ -160,9 +257,11 @@ void VerifyingTarget::write(const char* data, std::size_t size) {
 }
 
 void VerifyingTarget::restart() {
+    (void)stop_trailer(true);
     m_blob.restart();
     m_checker.reset();
     m_resumed = 0;
+    start_trailer();
 }
 
 std::string verify_cached_blob(const std::filesystem::path& blob, const Expectation& expect, bool trusted) {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -78,9 +79,21 @@ private:
 // that already holds bytes (a partial adopted from an earlier run) is read
 // back first to rebuild the hash state, so the download continues where it
 // stopped and every byte is still hashed exactly once.
+//
+// A file of k_overlap_bytes or more is hashed on a second thread that reads
+// back what the transfer has written (from the page cache) while the next
+// bytes arrive, so a large file costs about the longer of its transfer and
+// its hashing rather than their sum. That thread also starts the disk's
+// writeback of the ranges it has hashed, so the fsync at commit has little
+// left to wait for. Smaller files are hashed as they arrive.
 class VerifyingTarget final : public http::BodyTarget {
 public:
+    static constexpr std::uint64_t k_overlap_bytes = 4u << 20;
+
     VerifyingTarget(store::IncompleteBlob& blob, const Expectation& expect, EventSink* events);
+    ~VerifyingTarget() override;
+    VerifyingTarget(const VerifyingTarget&) = delete;
+    VerifyingTarget& operator=(const VerifyingTarget&) = delete;
 
     std::uint64_t size() const override { return m_blob.size(); }
     void write(const char* data, std::size_t size) override;
@@ -90,10 +103,18 @@ public:
     std::string validator() const override { return "\"" + m_expect.entry->etag() + "\""; }
     // Bytes that came from the adopted partial rather than this transfer.
     std::uint64_t resumed_bytes() const noexcept { return m_resumed; }
-    std::string finish() { return m_checker.finish(m_blob.size()); }
+    // Waits for the hashing thread to catch up, then checks everything
+    // (StreamChecker::finish). Error(internal) when the bytes written could
+    // not be read back.
+    std::string finish();
 
 private:
+    struct Trailer;
     void read_back();
+    void start_trailer();
+    // Stops the hashing thread: after hashing everything written, or at once
+    // (`abandon`). Returns the errno that stopped its reads, or 0.
+    int stop_trailer(bool abandon) noexcept;
 
     store::IncompleteBlob& m_blob;
     const Expectation& m_expect;
@@ -101,6 +122,8 @@ private:
     StreamChecker m_checker;
     std::string m_display_path;  // for progress events
     std::uint64_t m_resumed = 0;
+    // While it runs, only the trailer's thread touches m_checker.
+    std::unique_ptr<Trailer> m_trailer;
 };
 
 // Verifies a blob already in the cache and returns its SHA-256 hex.

@@ -22,17 +22,18 @@ namespace {
                                          "; check permissions and free space");
 }
 
-// Writes, syncs and closes `fd`; returns 0 or the first errno. Always closes.
-int finish_temp(int fd, const std::string& content) {
+// Writes, syncs (when durable) and closes `fd`; returns 0 or the first
+// errno. Always closes.
+int finish_temp(int fd, const std::string& content, bool durable) {
     int err = detail::write_all(fd, content.data(), content.size());
-    if (err == 0 && ::fsync(fd) != 0) err = errno;
+    if (err == 0 && durable && ::fsync(fd) != 0) err = errno;
     if (::close(fd) != 0 && err == 0) err = errno;
     return err;
 }
 
 }  // namespace
 
-void write_file_atomic(const fs::path& path, const std::string& content, const fs::path& temp_dir) {
+void write_file_atomic(const fs::path& path, const std::string& content, const fs::path& temp_dir, bool durable) {
     fs::path dir = path.parent_path();
     if (dir.empty()) dir = ".";
     if (int err = detail::make_directories(dir); err != 0) throw_write_error(path, err);
@@ -46,12 +47,19 @@ void write_file_atomic(const fs::path& path, const std::string& content, const f
     int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) throw_write_error(path, errno);
 
-    int err = finish_temp(fd, content);
+    int err = finish_temp(fd, content, durable);
     if (err == 0 && ::rename(temp.c_str(), path.c_str()) != 0) err = errno;
-    if (err == 0) err = detail::fsync_directory(dir);
+    if (err == 0 && durable) err = detail::fsync_directory(dir);
     if (err != 0) {
         ::unlink(temp.c_str());
         throw_write_error(path, err);
+    }
+}
+
+void sync_directory(const fs::path& dir) {
+    if (int err = detail::fsync_directory(dir); err != 0) {
+        throw Error(ErrorCode::internal,
+                    "cannot flush " + dir.string() + " to disk: " + detail::errno_text(err) + "; check the disk");
     }
 }
 
@@ -60,7 +68,8 @@ void write_file_atomic(const fs::path& path, const std::string& content, const f
 IncompleteBlob::IncompleteBlob(fs::path temp_path, fs::path final_path)
     : m_temp(std::move(temp_path)), m_final(std::move(final_path)) {
     // O_EXCL: each process owns its own temp; never append to another's.
-    m_fd = ::open(m_temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    // Read-write: the download's hasher reads the bytes back (read_at).
+    m_fd = ::open(m_temp.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0644);
     if (m_fd < 0) throw_write_error(m_temp, errno);
 }
 
@@ -75,7 +84,7 @@ IncompleteBlob IncompleteBlob::reopen(fs::path temp_path, fs::path final_path) {
     };
     // O_NONBLOCK: a FIFO swapped in under the name must not block us while
     // we hold the blob's lock; O_NOFOLLOW: nor may a symlink lead elsewhere.
-    blob.m_fd = ::open(blob.m_temp.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    blob.m_fd = ::open(blob.m_temp.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (blob.m_fd < 0) refuse(errno);
     struct stat st {};
     if (::fstat(blob.m_fd, &st) != 0) refuse(errno);
@@ -131,7 +140,35 @@ void IncompleteBlob::restart() {
     m_size = 0;
 }
 
-void IncompleteBlob::commit() {
+void IncompleteBlob::start_writeback(std::uint64_t offset, std::uint64_t length) const noexcept {
+#ifdef SYNC_FILE_RANGE_WRITE
+    if (m_fd >= 0) {
+        (void)::sync_file_range(m_fd, static_cast<off64_t>(offset), static_cast<off64_t>(length),
+                                SYNC_FILE_RANGE_WRITE);
+    }
+#else
+    (void)offset;
+    (void)length;
+#endif
+}
+
+int IncompleteBlob::read_at(std::uint64_t offset, void* data, std::size_t size) const noexcept {
+    auto* out = static_cast<char*>(data);
+    while (size > 0) {
+        const ssize_t n = ::pread(m_fd, out, size, static_cast<off_t>(offset));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (n == 0) return EIO;  // the file is shorter than what was written
+        out += n;
+        offset += static_cast<std::uint64_t>(n);
+        size -= static_cast<std::size_t>(n);
+    }
+    return 0;
+}
+
+void IncompleteBlob::commit(bool sync_directory) {
     if (m_fd < 0) {
         throw Error(ErrorCode::internal, "commit of " + m_temp.string() + " twice");
     }
@@ -157,6 +194,7 @@ void IncompleteBlob::commit() {
                                                  " was replaced by another file while it was written; nothing was "
                                                  "kept, fetch again and check who else writes to the cache");
     }
+    if (!sync_directory) return;
     if (int dir_err = detail::fsync_directory(m_final.parent_path()); dir_err != 0) {
         throw_write_error(m_final.parent_path(), dir_err);
     }

@@ -236,11 +236,11 @@ std::optional<std::string> RepoCache::read_ref(const std::string& revision) cons
     return content;
 }
 
-void RepoCache::write_ref(const std::string& revision, const std::string& commit) const {
+void RepoCache::write_ref(const std::string& revision, const std::string& commit, bool durable) const {
     check_revision(revision);
     check_commit(commit);
     // No trailing newline: byte-identical to what huggingface_hub writes.
-    write_file_atomic(m_folder / "refs" / revision, commit, staging_dir());
+    write_file_atomic(m_folder / "refs" / revision, commit, staging_dir(), durable);
 }
 
 bool RepoCache::has_blob(const std::string& etag) const {
@@ -447,7 +447,8 @@ std::optional<std::string> RepoCache::linked_blob(const std::string& commit, con
     return etag;
 }
 
-void RepoCache::link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag) const {
+void RepoCache::link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag,
+                              bool sync_directory) const {
     fs::path link = snapshot_path(commit, relpath);
     // A linked folder on the way is put back as a real one (the link is
     // removed, never what it points to): the snapshot is then rebuilt from
@@ -482,7 +483,7 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& relp
         err = errno;
         ::unlink(temp.c_str());
     }
-    if (err == 0) err = detail::fsync_directory(dir);
+    if (err == 0 && sync_directory) err = detail::fsync_directory(dir);
     if (err != 0) {
         throw Error(ErrorCode::internal, "cannot link " + link.string() + ": " + detail::errno_text(err) +
                                              "; check permissions and free space");
@@ -561,7 +562,7 @@ bool RepoCache::has_tree(const std::string& commit) const {
 
 void RepoCache::write_tree(const std::string& commit, const std::string& json) const {
     check_commit(commit);
-    write_file_atomic(m_folder / ".kernhub" / "trees" / (commit + ".json"), json);
+    write_file_atomic(m_folder / ".kernhub" / "trees" / (commit + ".json"), json, {}, false);
 }
 
 std::optional<std::string> RepoCache::read_variant_record(const std::string& commit, const std::string& variant) const {
@@ -575,7 +576,7 @@ void RepoCache::write_variant_record(const std::string& commit, const std::strin
                                      const std::string& json) const {
     check_commit(commit);
     check_variant(variant);
-    write_file_atomic(m_folder / ".kernhub" / "variants" / commit / (variant + ".json"), json);
+    write_file_atomic(m_folder / ".kernhub" / "variants" / commit / (variant + ".json"), json, {}, false);
 }
 
 }  // namespace kernhub::store

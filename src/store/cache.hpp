@@ -57,11 +57,20 @@ std::optional<RepoFolder> parse_repo_folder(const std::string& name);
 
 // Writes `content` to `path` atomically: temp file in the same directory,
 // fsync, rename, fsync of the directory. Creates parent directories.
+// durable=false skips both fsyncs, for side data that can be rebuilt from
+// the hub (refs, listings, variant records): readers still see the old
+// content or the whole new one, but a power loss may drop the write or
+// leave an empty file, which every reader treats as absent.
 // Throws Error(internal) naming the path on failure.
 // `temp_dir` (same filesystem) holds the temp file instead of the target's
 // directory, for directories whose readers must never see a stray temp
 // (refs/ and snapshots/, which huggingface_hub scans).
-void write_file_atomic(const fs::path& path, const std::string& content, const fs::path& temp_dir = {});
+void write_file_atomic(const fs::path& path, const std::string& content, const fs::path& temp_dir = {},
+                       bool durable = true);
+// fsync of a directory, so that the names made in it survive a power loss
+// (a filesystem that cannot sync directories counts as done). Throws
+// Error(internal) naming the directory.
+void sync_directory(const fs::path& dir);
 
 // Whole file as a string; nullopt when it does not exist. Error(internal)
 // when it exists but cannot be read.
@@ -142,7 +151,18 @@ public:
     // Drops everything written so far (a restarted download).
     void restart();
     // fsync, chmod 0444, rename to the final path, fsync the directory.
-    void commit();
+    // sync_directory=false leaves the directory's fsync to the caller, who
+    // makes one for a whole batch of blobs (sync_directory()) before anything
+    // that depends on the names surviving a power loss is written.
+    void commit(bool sync_directory = true);
+    // Starts writing the bytes written so far back to disk without waiting
+    // (Linux sync_file_range), so that commit()'s fsync has little left to
+    // do. Safe to call from another thread than write(): only the
+    // descriptor is used. Best effort.
+    void start_writeback(std::uint64_t offset, std::uint64_t length) const noexcept;
+    // Reads `size` bytes at `offset` back from the partial file (another
+    // thread may be appending). Returns 0 or an errno; EIO for a short read.
+    int read_at(std::uint64_t offset, void* data, std::size_t size) const noexcept;
     // Removes the partial file: its bytes are known to be wrong.
     void discard() noexcept;
     const fs::path& temp_path() const noexcept { return m_temp; }
@@ -214,7 +234,8 @@ public:
     // nested folders as huggingface_hub does; empty, "." or ".." parts and a
     // leading '/' throw Error(usage).
     std::optional<std::string> read_ref(const std::string& revision) const;
-    void write_ref(const std::string& revision, const std::string& commit) const;
+    // durable=false: see write_file_atomic (a ref is resolved again when lost).
+    void write_ref(const std::string& revision, const std::string& commit, bool durable = true) const;
 
     bool has_blob(const std::string& etag) const;
     // Lock for one blob: <root>/.locks/<folder>/<etag>.lock, the file
@@ -245,7 +266,10 @@ public:
     // atomically (temp symlink + rename). The blob must exist. A link that
     // already points there is left alone, so a read-only cache needs no write.
     // A folder on the way that is a symlink is removed and made a real folder.
-    void link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag) const;
+    // sync_directory=false leaves the fsync of the link's folder to the
+    // caller (see IncompleteBlob::commit).
+    void link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag,
+                       bool sync_directory = true) const;
     // True when the snapshot entry exists and resolves to an existing file.
     bool snapshot_complete(const std::string& commit, const std::string& relpath) const;
     // True when snapshots/<commit>/<relpath> is exactly the relative link
@@ -283,6 +307,8 @@ public:
     // names are [A-Za-z0-9._+-] not starting with '.', else Error(usage).
     // The listings are read up to `max_bytes` (the listing cap in force).
     std::optional<std::string> read_tree(const std::string& commit, std::size_t max_bytes = k_max_listing_bytes) const;
+    // Side data is written without fsync (write_file_atomic, durable=false):
+    // it is rebuilt from the hub when a power loss drops it.
     void write_tree(const std::string& commit, const std::string& json) const;
     // Removes kernhub's copy of the listing (absent is fine).
     void remove_tree(const std::string& commit) const;

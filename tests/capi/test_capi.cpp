@@ -85,8 +85,8 @@ TEST_CASE("kh_hub_set refuses unknown keys, bad booleans, NULLs and oversized va
           "usage error: unknown setting 'colour'; the settings are endpoint, cache_dir, registry, project, offline, "
           "target, token, verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, retries, "
           "max_wait_seconds, max_listing_entries, "
-          "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, archive_max_bytes, "
-          "archive_max_entries, archive_max_path");
+          "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, max_connections, "
+          "archive_max_bytes, archive_max_entries, archive_max_path");
 
     for (const char* bad : {"yes", "TRUE", "2", " 1"}) {
         CHECK(kh_hub_set(hub.get(), "offline", bad) == 2);

@@ -1,0 +1,177 @@
+// A fetch killed at any step leaves a cache that is usable and never shows
+// unverified bytes (docs/ARCHITECTURE.md, "Durability"). The CLI is killed
+// with SIGKILL through the test-only hook KERNHUB_TEST_CRASH_AT=NAME:N at
+// every named step, each time it is reached, with several files in flight;
+// then the cache is inspected as another tool would find it, and a second
+// fetch must complete it.
+#include <openssl/evp.h>
+#include <signal.h>
+
+#include <random>
+
+#include "cli_support.hpp"
+#include "support/hub_builder.hpp"
+#include "support/hub_server.hpp"
+
+using namespace kernhub::test;
+using namespace kernhub::test::cli;
+
+namespace {
+
+const std::string k_repo = "kernhub-test/crash";
+const std::string k_folder = "kernels--kernhub-test--crash";
+
+std::string random_bytes(std::size_t size, unsigned seed) {
+    std::string bytes(size, '\0');
+    std::mt19937 random(seed);
+    for (auto& c : bytes) c = static_cast<char>(random());
+    return bytes;
+}
+
+// A variant of six files: two large LFS files (hashed on a second thread
+// while they arrive), one small LFS file and plain files, one in a folder.
+struct CrashHub {
+    TempDir dir;
+    std::unique_ptr<HubServer> server;
+
+    CrashHub() {
+        const std::string variant = "build/" + host_cpu_variant() + "/";
+        const fs::path sources = dir.path() / "src";
+        fs::create_directories(sources);
+        nlohmann::json files = nlohmann::json::object();
+        auto add = [&](const std::string& rel, const std::string& bytes, bool lfs) {
+            const fs::path source = sources / std::to_string(files.size());
+            write_text(source, bytes);
+            files[variant + rel] = {{"path", source.string()}, {"lfs", lfs}};
+        };
+        add("weights-a.bin", random_bytes(6u << 20, 1), true);
+        add("weights-b.bin", random_bytes(5u << 20, 2), true);
+        add("libsmall.so", random_bytes(70000, 3), true);
+        add("config.json", "{\"layers\": 4}\n", false);
+        add("sub/helper.py", "def helper():\n    return 1\n", false);
+        nlohmann::json spec = {
+            {"repos",
+             {{{"repo_id", k_repo},
+               {"type", "kernel"},
+               {"commits", {{{"message", "crash"}, {"branches", {"main"}}, {"metadata", true}, {"files", files}}}}}}}};
+        make_hub(spec, dir.path() / "hub");
+        server = std::make_unique<HubServer>(dir.path() / "hub");
+    }
+};
+
+// Lowercase hex of a digest of `bytes`, via OpenSSL.
+std::string hex_digest(const std::string& bytes, const EVP_MD* md) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    REQUIRE(EVP_Digest(bytes.data(), bytes.size(), digest, &length, md, nullptr) == 1);
+    std::string hex;
+    char buffer[3];
+    for (unsigned int i = 0; i < length; ++i) {
+        std::snprintf(buffer, sizeof buffer, "%02x", digest[i]);
+        hex += buffer;
+    }
+    return hex;
+}
+
+// Whether a blob's content is what its name says: the SHA-256 of an LFS
+// file, or the git blob SHA-1 of a plain one.
+bool blob_matches_name(const fs::path& blob) {
+    const std::string name = blob.filename().string();
+    const std::string bytes = read_text(blob);
+    if (name.size() == 64) return hex_digest(bytes, EVP_sha256()) == name;
+    if (name.size() == 40) {
+        return hex_digest("blob " + std::to_string(bytes.size()) + std::string(1, '\0') + bytes, EVP_sha1()) == name;
+    }
+    return false;
+}
+
+// What another reader of the cache may see after the crash: every blob is
+// verified content under its name, every snapshot entry is a link that
+// either dangles or leads to such a blob, and a variant record (written
+// last) only lists files that are linked and verified. Returns how many
+// blobs there were.
+std::size_t check_cache_consistent(const fs::path& cache, const std::string& context) {
+    INFO(context);
+    const fs::path folder = cache / k_folder;
+    std::size_t blobs = 0;
+    std::error_code ec;
+    if (fs::exists(folder / "blobs", ec)) {
+        for (const auto& item : fs::directory_iterator(folder / "blobs")) {
+            const std::string name = item.path().filename().string();
+            if (name.size() > 11 && name.compare(name.size() - 11, 11, ".incomplete") == 0) continue;
+            INFO("blob " << name);
+            CHECK(item.is_regular_file());
+            CHECK(blob_matches_name(item.path()));
+            ++blobs;
+        }
+    }
+    if (fs::exists(folder / "snapshots", ec)) {
+        for (fs::recursive_directory_iterator it(folder / "snapshots"), end; it != end; ++it) {
+            INFO("snapshot entry " << it->path());
+            if (it->is_symlink()) {
+                const fs::path target = fs::weakly_canonical(it->path().parent_path() / fs::read_symlink(it->path()));
+                CHECK(target.parent_path().filename() == "blobs");
+                if (fs::exists(target)) CHECK(blob_matches_name(target));
+            } else {
+                CHECK(it->is_directory());  // never a plain file: that would be unverified bytes
+            }
+        }
+    }
+    const fs::path records = folder / ".kernhub" / "variants";
+    if (fs::exists(records, ec)) {
+        for (fs::recursive_directory_iterator it(records), end; it != end; ++it) {
+            if (!it->is_regular_file()) continue;
+            const json record = json::parse(read_text(it->path()), nullptr, false);
+            if (record.is_discarded()) continue;  // an empty record (power loss) counts as absent
+            const fs::path variant_dir = folder / "snapshots" / record["commit"].get<std::string>() / "build" /
+                                         record["variant"].get<std::string>();
+            for (const auto& file : record["files"]) {
+                const fs::path link = variant_dir / file["path"].get<std::string>();
+                INFO("recorded " << link);
+                REQUIRE(fs::exists(link));
+                CHECK(sha256_of(link) == file["sha256"].get<std::string>());
+            }
+        }
+    }
+    return blobs;
+}
+
+}  // namespace
+
+TEST_CASE("a fetch killed at any step leaves a usable cache that shows only verified bytes",
+          "[cli][durability][crash]") {
+    CrashHub hub;
+    const std::vector<std::string> points = {"half-written", "verified", "committed", "linked", "synced", "recorded"};
+    int kills = 0;
+    for (const std::string& point : points) {
+        for (int hit = 1; hit <= 8; ++hit) {
+            Sandbox box;
+            const std::string plan = point + ":" + std::to_string(hit);
+            ProcessResult crashed = box.kh("fetch", k_repo, hub.server->endpoint(), {"--quiet"},
+                                           {{"KERNHUB_TEST_CRASH_AT", plan}, {"KERNHUB_MAX_CONNECTIONS", "3"}});
+            if (crashed.exit_code == 0) {
+                // The step is reached fewer than `hit` times in one fetch.
+                INFO(plan);
+                CHECK(hit > 1);
+                break;
+            }
+            INFO(plan << ": " << describe(crashed));
+            REQUIRE(crashed.exit_code == 128 + SIGKILL);
+            ++kills;
+            check_cache_consistent(box.cache, "after a kill at " + plan);
+
+            // The next run completes the variant from what is there.
+            ProcessResult again = box.kh("fetch", k_repo, hub.server->endpoint(), {"--json"});
+            REQUIRE(again.exit_code == 0);
+            const std::size_t blobs = check_cache_consistent(box.cache, "after the fetch that followed " + plan);
+            CHECK(blobs == 6);  // five files and metadata.json
+            ProcessResult offline = box.kh("fetch", k_repo, hub.server->endpoint(), {"--offline", "--quiet"});
+            CHECK(offline.exit_code == 0);
+            ProcessResult verify = box.kh("verify", k_repo, hub.server->endpoint(), {"--quiet"});
+            CHECK(verify.exit_code == 0);
+        }
+    }
+    // Every point was reached: each killed at least once, the per-file ones
+    // once per file.
+    CHECK(kills >= 6 + 2 + 3 * 5);
+}
