@@ -45,14 +45,6 @@ bool has_only_plain_parts(const std::string& path) {
     }
 }
 
-void check_revision(const std::string& revision) {
-    if (!has_only_plain_parts(revision)) {
-        throw Error(ErrorCode::usage, "invalid revision " + quoted(revision) +
-                                          ": it must be a branch, tag or commit without "
-                                          "empty, '.' or '..' parts");
-    }
-}
-
 void check_variant(const std::string& variant) {
     if (!is_variant_name(variant)) {
         throw Error(ErrorCode::usage,
@@ -82,6 +74,14 @@ const char k_cachedir_tag[] =
     "#\thttps://bford.info/cachedir/\n";
 
 }  // namespace
+
+void check_revision(const std::string& revision) {
+    if (!has_only_plain_parts(revision)) {
+        throw Error(ErrorCode::usage, "invalid revision " + quoted(revision) +
+                                          ": it must be a branch, tag or commit without "
+                                          "empty, '.' or '..' parts");
+    }
+}
 
 bool is_etag(const std::string& name) {
     return (name.size() == 40 || name.size() == 64) && is_lower_hex(name);
@@ -424,7 +424,7 @@ bool RepoCache::snapshot_folders_real(const std::string& commit, const std::stri
 void RepoCache::unlink_linked_folders() const {
     for (const fs::path& dir :
          {m_folder / "blobs", m_folder / "refs", m_folder / ".kernhub", m_folder / ".kernhub" / "tmp",
-          m_folder / ".kernhub" / "trees", m_folder / ".kernhub" / "variants"}) {
+          m_folder / ".kernhub" / "trees", m_folder / ".kernhub" / "variants", m_folder / ".kernhub" / "refs"}) {
         struct stat st {};
         if (::lstat(dir.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
         if (::unlink(dir.c_str()) != 0 && errno != ENOENT) {
