@@ -157,6 +157,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         request.archive_limits.max_entries = static_cast<std::uint64_t>(settings.archive_max_entries);
         request.archive_limits.max_path_bytes = static_cast<std::size_t>(settings.archive_max_path);
         request.signature = std::move(signature);
+        request.ref_ttl_seconds = settings.ref_ttl_seconds;
         return request;
     }
 };

@@ -89,6 +89,9 @@ struct Locker {
 
         hub::FetchRequest request = impl.request_for(spec);
         if (keep_pin) request.revision = previous->commit;
+        // A lock pins what the hub serves now, not what this cache was told
+        // up to KERNHUB_REF_TTL seconds ago.
+        request.ref_ttl_seconds = 0;
         hub::Fetcher fetcher(impl.settings.cache_root, impl.hub_client(), impl.options.events);
         hub::VariantChoice choice = fetcher.choose(request);
         out.commit = choice.commit;
@@ -295,8 +298,8 @@ void check_locked_signer(const LockJob& job, const hub::FetchOutcome& outcome) {
         std::find(ids.begin(), ids.end(), outcome.signature->identity) == ids.end()) {
         throw Error(ErrorCode::verification,
                     "kernel '" + job.name + "' (" + job.repo_id + "@" + job.commit.substr(0, 12) +
-                        ") was not signed by the signer its lock records (" + join(ids) + ", " +
-                        job.signers->issuer + "); lock it again if the new signer is expected");
+                        ") was not signed by the signer its lock records (" + join(ids) + ", " + job.signers->issuer +
+                        "); lock it again if the new signer is expected");
     }
 }
 

@@ -268,6 +268,8 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
     settings.min_rate = resolve_int(options.min_rate, "min_rate", env, "KERNHUB_MIN_RATE", {0, 100000000, 1024});
     settings.min_rate_window_seconds = resolve_int(options.min_rate_window_seconds, "min_rate_window_seconds", env,
                                                    "KERNHUB_MIN_RATE_WINDOW", {1, 3600, 30});
+    settings.ref_ttl_seconds =
+        resolve_int(options.ref_ttl_seconds, "ref_ttl_seconds", env, "KERNHUB_REF_TTL", {0, 31'536'000, 0});
     settings.targets = options.targets;
     settings.allowed_orgs = resolve_allowed_orgs(options, env);
     settings.archive_max_bytes =
