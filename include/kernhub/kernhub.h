@@ -127,6 +127,7 @@ KH_API void kh_hub_free(kh_hub* hub);
  *   min_rate                 KERNHUB_MIN_RATE, bytes/s, 0 (off) to 100000000 (1024)
  *   min_rate_window_seconds  KERNHUB_MIN_RATE_WINDOW, 1 to 3600 (30)
  *   max_connections          KERNHUB_MAX_CONNECTIONS, 1 to 64 (8)
+ *   ref_ttl                  KERNHUB_REF_TTL, seconds, 0 to 31536000 (0)
  *   archive_max_bytes        KERNHUB_ARCHIVE_MAX_BYTES, at least 1
  *                            (max(512 MiB, 20 x the archive's size))
  *   archive_max_entries      KERNHUB_ARCHIVE_MAX_ENTRIES, 1 to 10000000 (100000)

@@ -100,6 +100,11 @@ struct Options {
     // connection of its own, 1 to 64. nullopt: KERNHUB_MAX_CONNECTIONS,
     // else 8.
     std::optional<int> max_connections;
+    // Seconds, 0 to 31536000, during which a branch or tag this cache
+    // resolved on the hub (by any process) is taken from the cache's refs/
+    // without asking the hub again; 0 asks on every fetch. nullopt:
+    // KERNHUB_REF_TTL, else 0.
+    std::optional<int> ref_ttl_seconds;
     // Archive variants: caps on unpacking one archive of a variant (README, "Archive variants").
     // File bytes unpacked, at least 1. nullopt: KERNHUB_ARCHIVE_MAX_BYTES,
     // else max(512 MiB, 20 x the archive's size).

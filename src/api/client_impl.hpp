@@ -183,6 +183,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         request.archive_limits.max_path_bytes = static_cast<std::size_t>(settings.archive_max_path);
         request.signature = std::move(signature);
         request.max_connections = settings.max_connections;
+        request.ref_ttl_seconds = settings.ref_ttl_seconds;
         return request;
     }
 };

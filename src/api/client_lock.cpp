@@ -90,6 +90,9 @@ struct Locker {
 
         hub::FetchRequest request = impl.request_for(spec);
         if (keep_pin) request.revision = previous->commit;
+        // A lock pins what the hub serves now, not what this cache was told
+        // up to KERNHUB_REF_TTL seconds ago.
+        request.ref_ttl_seconds = 0;
         hub::Fetcher fetcher(impl.settings.cache_root, impl.hub_client(), impl.options.events);
         hub::VariantChoice choice = fetcher.choose(request);
         out.commit = choice.commit;

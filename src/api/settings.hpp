@@ -34,6 +34,8 @@ struct Settings {
     int min_rate = 1024;
     int min_rate_window_seconds = 30;
     int max_connections = 8;
+    // How long a branch resolution in the cache is used without the hub.
+    int ref_ttl_seconds = 0;
     std::vector<std::string> targets;
     // Organisations whose repos may be used; nullopt allows every one.
     std::optional<std::vector<std::string>> allowed_orgs;

@@ -224,6 +224,8 @@ void apply_setting(kernhub::Options& options, const char* key, const char* value
         options.min_rate_window_seconds = parse_int(key, value);
     } else if (k == "max_connections") {
         options.max_connections = parse_int(key, value);
+    } else if (k == "ref_ttl") {
+        options.ref_ttl_seconds = parse_int(key, value);
     } else if (k == "archive_max_bytes") {
         options.archive_max_bytes = parse_count(key, value, 999'999'999'999'999'999ull);  // 18 digits
     } else if (k == "archive_max_entries") {
@@ -231,12 +233,14 @@ void apply_setting(kernhub::Options& options, const char* key, const char* value
     } else if (k == "archive_max_path") {
         options.archive_max_path = parse_int(key, value);
     } else {
-        throw Refusal{k_usage, "unknown setting " + quoted(key) +
-                                   "; the settings are endpoint, cache_dir, registry, project, offline, target, token, "
-                                   "verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, retries, "
-                                   "max_wait_seconds, max_listing_entries, "
-                                   "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, "
-                                   "max_connections, archive_max_bytes, archive_max_entries, archive_max_path"};
+        throw Refusal{k_usage,
+                      "unknown setting " + quoted(key) +
+                          "; the settings are endpoint, cache_dir, registry, project, offline, target, token, "
+                          "verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, retries, "
+                          "max_wait_seconds, max_listing_entries, "
+                          "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, max_connections, "
+                          "ref_ttl, "
+                          "archive_max_bytes, archive_max_entries, archive_max_path"};
     }
 }
 

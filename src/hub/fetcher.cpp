@@ -1,6 +1,7 @@
 #include "hub/fetcher.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -124,20 +125,32 @@ bool signature_satisfies(const std::optional<store::RecordedSignature>& recorded
 }  // namespace
 
 // refs/<revision> follows the hub; rewritten only when it moved, so a warm
-// fetch does no write.
-static void update_ref(const store::RepoCache& cache, const FetchRequest& request, const std::string& commit) {
+// fetch with no TTL does no write. With a TTL, every answer from the hub
+// also records when it was asked for, after the ref (the record counts only
+// while the ref holds its commit). A fetch that took the commit from a
+// fresh record writes nothing: the record keeps the time of the question.
+void Fetcher::update_ref(const store::RepoCache& cache, const FetchRequest& request, const std::string& commit) {
     if (request.offline || is_commit_sha(request.revision)) return;
     // Not flushed: a ref lost to a power loss is resolved again.
-    if (cache.read_ref(request.revision) != commit) cache.write_ref(request.revision, commit, false);
+    if (cache.read_ref(request.revision) != commit) {
+        cache.write_ref(request.revision, commit, store::Durability::rename_only);
+    }
+    if (request.ref_ttl_seconds > 0 && m_resolved_at) {
+        write_side_data(
+            "when " + repo_at(request.repo, request.revision) + " was resolved",
+            [&] {
+                cache.write_ref_resolution(request.revision, store::RefResolution{commit, *m_resolved_at});
+            },
+            "the next run asks the hub for the commit again");
+    }
 }
 
-void Fetcher::write_side_data(const std::string& what, const std::function<void()>& write) {
+void Fetcher::write_side_data(const std::string& what, const std::function<void()>& write, const std::string& cost) {
     try {
         write();
     } catch (const Error& e) {
         if (e.code() != ErrorCode::internal) throw;
-        emit(Event::Kind::info,
-             "could not record " + what + " in the cache (" + e.message() + "); the next run verifies the files again");
+        emit(Event::Kind::info, "could not record " + what + " in the cache (" + e.message() + "); " + cost);
     }
 }
 
@@ -164,9 +177,45 @@ void Fetcher::emit(Event::Kind kind, const std::string& text, const std::string&
     m_events->on_event(event);
 }
 
+namespace {
+
+std::int64_t unix_seconds_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
+// Both times are whole seconds, rounded down: an age below the TTL in whole
+// seconds is an age below the TTL, so a record is never used late. A time
+// ahead of this clock (skew between hosts sharing the cache, or a file
+// written to be trusted for ever) is not used at all.
+std::optional<std::string> Fetcher::recently_resolved(const FetchRequest& request) const {
+    store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    std::optional<std::string> ref = cache.read_ref(request.revision);
+    if (!ref) return std::nullopt;
+    std::optional<store::RefResolution> resolution = cache.read_ref_resolution(request.revision);
+    // Another tool (huggingface_hub, a second kernhub) may have moved the
+    // ref since: the time then says nothing about what the ref holds.
+    if (!resolution || resolution->commit != *ref) return std::nullopt;
+    const std::int64_t now = unix_seconds_now();
+    if (resolution->resolved_at > now || now - resolution->resolved_at >= request.ref_ttl_seconds) return std::nullopt;
+    return ref;
+}
+
 std::string Fetcher::resolve_commit(const FetchRequest& request) {
+    m_resolved_at.reset();
     if (is_commit_sha(request.revision)) return request.revision;
-    if (!request.offline) return m_client->resolve_revision(request.repo, request.revision);
+    if (!request.offline) {
+        if (request.ref_ttl_seconds > 0) {
+            if (std::optional<std::string> commit = recently_resolved(request)) return *commit;
+        }
+        // Taken before the question: the answer is at least this fresh.
+        const std::int64_t asked_at = unix_seconds_now();
+        std::string commit = m_client->resolve_revision(request.repo, request.revision);
+        m_resolved_at = asked_at;
+        return commit;
+    }
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     if (auto commit = cache.read_ref(request.revision); commit && is_commit_sha(*commit)) return *commit;
     throw Error(ErrorCode::offline, repo_at(request.repo, request.revision) + " is not in the cache at " +

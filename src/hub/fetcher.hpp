@@ -97,6 +97,10 @@ struct FetchRequest {
     // worker thread with connections of its own); 1: one after another on
     // the calling thread. See Options::max_connections.
     int max_connections = 1;
+    // KERNHUB_REF_TTL: a branch or tag that this cache resolved on the hub
+    // less than this many seconds ago (by any process) is taken from
+    // refs/ without asking the hub; 0 asks every time, and records nothing.
+    int ref_ttl_seconds = 0;
 };
 
 // Folders whose fsync a batch of blob commits and snapshot links left to
@@ -200,6 +204,12 @@ public:
 
 private:
     std::string resolve_commit(const FetchRequest& request);
+    // refs/<revision> when its recorded resolution is younger than
+    // request.ref_ttl_seconds; nullopt otherwise (see resolve_commit).
+    std::optional<std::string> recently_resolved(const FetchRequest& request) const;
+    // refs/<revision> follows the hub after a fetch; with a TTL, the time of
+    // this fetch's resolution on the hub is recorded next to it.
+    void update_ref(const store::RepoCache& cache, const FetchRequest& request, const std::string& commit);
     SideDataMemo::Listing listing(const FetchRequest& request, const std::string& commit);
     std::optional<store::VariantRecord> recorded_variant(const store::RepoCache& cache, const std::string& commit,
                                                          const std::string& variant);
@@ -236,8 +246,10 @@ private:
     void unpack_archives(const FetchRequest& request, const std::vector<const TreeEntry*>& entries,
                          FetchOutcome& outcome);
     // Side data under .kernhub/ is a cache of what the hub said: a failure
-    // to write it (a read-only cache) is reported, not fatal.
-    void write_side_data(const std::string& what, const std::function<void()>& write);
+    // to write it (a read-only cache) is reported, with what it costs, not
+    // fatal.
+    void write_side_data(const std::string& what, const std::function<void()>& write,
+                         const std::string& cost = "the next run verifies the files again");
     void emit(Event::Kind kind, const std::string& text, const std::string& path = {}, std::uint64_t done = 0,
               std::uint64_t total = 0);
 
@@ -249,6 +261,9 @@ private:
     ListingSource m_listing_source = ListingSource::hub;
     // Worker threads of one fetch count here.
     std::atomic<std::uint64_t> m_files_downloaded{0};
+    // When the last resolve_commit() asked the hub (Unix seconds, taken
+    // before the request); nullopt when it did not.
+    std::optional<std::int64_t> m_resolved_at;
 };
 
 // Paths a variant's metadata.json digest does not cover, as the Python

@@ -22,18 +22,19 @@ namespace {
                                          "; check permissions and free space");
 }
 
-// Writes, syncs (when durable) and closes `fd`; returns 0 or the first
-// errno. Always closes.
-int finish_temp(int fd, const std::string& content, bool durable) {
+// Writes, syncs (unless told not to) and closes `fd`; returns 0 or the
+// first errno. Always closes.
+int finish_temp(int fd, const std::string& content, Durability durability) {
     int err = detail::write_all(fd, content.data(), content.size());
-    if (err == 0 && durable && ::fsync(fd) != 0) err = errno;
+    if (err == 0 && durability == Durability::fsync && ::fsync(fd) != 0) err = errno;
     if (::close(fd) != 0 && err == 0) err = errno;
     return err;
 }
 
 }  // namespace
 
-void write_file_atomic(const fs::path& path, const std::string& content, const fs::path& temp_dir, bool durable) {
+void write_file_atomic(const fs::path& path, const std::string& content, const fs::path& temp_dir,
+                       Durability durability) {
     fs::path dir = path.parent_path();
     if (dir.empty()) dir = ".";
     if (int err = detail::make_directories(dir); err != 0) throw_write_error(path, err);
@@ -47,9 +48,9 @@ void write_file_atomic(const fs::path& path, const std::string& content, const f
     int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) throw_write_error(path, errno);
 
-    int err = finish_temp(fd, content, durable);
+    int err = finish_temp(fd, content, durability);
     if (err == 0 && ::rename(temp.c_str(), path.c_str()) != 0) err = errno;
-    if (err == 0 && durable) err = detail::fsync_directory(dir);
+    if (err == 0 && durability == Durability::fsync) err = detail::fsync_directory(dir);
     if (err != 0) {
         ::unlink(temp.c_str());
         throw_write_error(path, err);

@@ -45,14 +45,6 @@ bool has_only_plain_parts(const std::string& path) {
     }
 }
 
-void check_revision(const std::string& revision) {
-    if (!has_only_plain_parts(revision)) {
-        throw Error(ErrorCode::usage, "invalid revision " + quoted(revision) +
-                                          ": it must be a branch, tag or commit without "
-                                          "empty, '.' or '..' parts");
-    }
-}
-
 void check_variant(const std::string& variant) {
     if (!is_variant_name(variant)) {
         throw Error(ErrorCode::usage,
@@ -82,6 +74,14 @@ const char k_cachedir_tag[] =
     "#\thttps://bford.info/cachedir/\n";
 
 }  // namespace
+
+void check_revision(const std::string& revision) {
+    if (!has_only_plain_parts(revision)) {
+        throw Error(ErrorCode::usage, "invalid revision " + quoted(revision) +
+                                          ": it must be a branch, tag or commit without "
+                                          "empty, '.' or '..' parts");
+    }
+}
 
 bool is_etag(const std::string& name) {
     return (name.size() == 40 || name.size() == 64) && is_lower_hex(name);
@@ -236,11 +236,11 @@ std::optional<std::string> RepoCache::read_ref(const std::string& revision) cons
     return content;
 }
 
-void RepoCache::write_ref(const std::string& revision, const std::string& commit, bool durable) const {
+void RepoCache::write_ref(const std::string& revision, const std::string& commit, Durability durability) const {
     check_revision(revision);
     check_commit(commit);
     // No trailing newline: byte-identical to what huggingface_hub writes.
-    write_file_atomic(m_folder / "refs" / revision, commit, staging_dir(), durable);
+    write_file_atomic(m_folder / "refs" / revision, commit, staging_dir(), durability);
 }
 
 bool RepoCache::has_blob(const std::string& etag) const {
@@ -424,7 +424,7 @@ bool RepoCache::snapshot_folders_real(const std::string& commit, const std::stri
 void RepoCache::unlink_linked_folders() const {
     for (const fs::path& dir :
          {m_folder / "blobs", m_folder / "refs", m_folder / ".kernhub", m_folder / ".kernhub" / "tmp",
-          m_folder / ".kernhub" / "trees", m_folder / ".kernhub" / "variants"}) {
+          m_folder / ".kernhub" / "trees", m_folder / ".kernhub" / "variants", m_folder / ".kernhub" / "refs"}) {
         struct stat st {};
         if (::lstat(dir.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
         if (::unlink(dir.c_str()) != 0 && errno != ENOENT) {
@@ -562,7 +562,7 @@ bool RepoCache::has_tree(const std::string& commit) const {
 
 void RepoCache::write_tree(const std::string& commit, const std::string& json) const {
     check_commit(commit);
-    write_file_atomic(m_folder / ".kernhub" / "trees" / (commit + ".json"), json, {}, false);
+    write_file_atomic(m_folder / ".kernhub" / "trees" / (commit + ".json"), json, {}, Durability::rename_only);
 }
 
 std::optional<std::string> RepoCache::read_variant_record(const std::string& commit, const std::string& variant) const {
@@ -576,7 +576,7 @@ void RepoCache::write_variant_record(const std::string& commit, const std::strin
                                      const std::string& json) const {
     check_commit(commit);
     check_variant(variant);
-    write_file_atomic(m_folder / ".kernhub" / "variants" / commit / (variant + ".json"), json, {}, false);
+    write_file_atomic(m_folder / ".kernhub" / "variants" / commit / (variant + ".json"), json, {}, Durability::rename_only);
 }
 
 }  // namespace kernhub::store

@@ -12,6 +12,8 @@
 //       refs/<revision>                    the commit id, written atomically
 //       .kernhub/trees/<commit>.json       kernhub's copy of the hub listing
 //       .kernhub/variants/<commit>/<variant>.json  record of a complete variant
+//       .kernhub/refs/<encoded revision>.json  when refs/<revision> was last resolved on
+//                                          the hub (KERNHUB_REF_TTL)
 //       .kernhub/tmp/                      temp files for refs/ and snapshots/
 #pragma once
 
@@ -57,16 +59,19 @@ std::optional<RepoFolder> parse_repo_folder(const std::string& name);
 
 // Writes `content` to `path` atomically: temp file in the same directory,
 // fsync, rename, fsync of the directory. Creates parent directories.
-// durable=false skips both fsyncs, for side data that can be rebuilt from
-// the hub (refs, listings, variant records): readers still see the old
-// content or the whole new one, but a power loss may drop the write or
-// leave an empty file, which every reader treats as absent.
 // Throws Error(internal) naming the path on failure.
 // `temp_dir` (same filesystem) holds the temp file instead of the target's
 // directory, for directories whose readers must never see a stray temp
 // (refs/ and snapshots/, which huggingface_hub scans).
+// Durability::rename_only skips both fsyncs: the rename is still atomic for
+// readers, but after a crash the file may be lost, empty or short. Only for
+// side data whose loss or damage costs nothing but work redone (it must be
+// parsed strictly and dropped when malformed): refs, listings, variant
+// records, which are rebuilt from the hub (docs/ARCHITECTURE.md,
+// "Durability").
+enum class Durability { fsync, rename_only };
 void write_file_atomic(const fs::path& path, const std::string& content, const fs::path& temp_dir = {},
-                       bool durable = true);
+                       Durability durability = Durability::fsync);
 // fsync of a directory, so that the names made in it survive a power loss
 // (a filesystem that cannot sync directories counts as done). Throws
 // Error(internal) naming the directory.
@@ -182,6 +187,8 @@ private:
 inline constexpr std::size_t k_max_listing_bytes = 64u << 20;
 inline constexpr std::size_t k_max_record_bytes = 16u << 20;
 inline constexpr std::size_t k_max_ref_bytes = 4u << 10;
+// A ref resolution file (.kernhub/refs/): a commit id and a number.
+inline constexpr std::size_t k_max_ref_resolution_bytes = 1u << 10;
 
 // Partials of one blob untouched for this long belong to no live download,
 // even on a filesystem without working locks: they are removed.
@@ -217,6 +224,20 @@ struct VariantRecord {
     std::optional<RecordedSignature> signature;
 };
 
+// When this cache last asked the hub what a revision is
+// (.kernhub/refs/<encoded revision>.json): the commit the hub answered and
+// the time the question was sent, in Unix seconds (README, KERNHUB_REF_TTL).
+struct RefResolution {
+    std::string commit;
+    std::int64_t resolved_at = 0;
+};
+
+// The file name a revision's resolution is kept under: every byte outside
+// [A-Za-z0-9._-] as %XX (so '/' and '%' too), then ".json"; one path part,
+// never "." or "..". nullopt when that name would be longer than a file name
+// may be (such a revision is simply resolved every time).
+std::optional<std::string> ref_resolution_name(const std::string& revision);
+
 class RepoCache {
 public:
     RepoCache(fs::path root, RepoType type, const std::string& repo_id);
@@ -234,8 +255,20 @@ public:
     // nested folders as huggingface_hub does; empty, "." or ".." parts and a
     // leading '/' throw Error(usage).
     std::optional<std::string> read_ref(const std::string& revision) const;
-    // durable=false: see write_file_atomic (a ref is resolved again when lost).
-    void write_ref(const std::string& revision, const std::string& commit, bool durable = true) const;
+    // Durability::rename_only: see write_file_atomic (a ref lost to a power
+    // loss is resolved again).
+    void write_ref(const std::string& revision, const std::string& commit,
+                   Durability durability = Durability::fsync) const;
+    // .kernhub/refs/<ref_resolution_name(revision)>. Reading gives nullopt
+    // when the file is absent or is not exactly what kernhub writes (a link,
+    // over k_max_ref_resolution_bytes, malformed JSON, a field missing or of
+    // the wrong kind, not a commit id): a bad file only costs a request.
+    // Error(usage) for an invalid revision, as read_ref. Writing replaces
+    // the file atomically through staging_dir() but without fsync
+    // (Durability::rename_only); nothing is written for a revision without
+    // a resolution name.
+    std::optional<RefResolution> read_ref_resolution(const std::string& revision) const;
+    void write_ref_resolution(const std::string& revision, const RefResolution& resolution) const;
 
     bool has_blob(const std::string& etag) const;
     // Lock for one blob: <root>/.locks/<folder>/<etag>.lock, the file
@@ -282,7 +315,7 @@ public:
     // above its last part and blobs/ are real folders, not symlinks.
     bool snapshot_folders_real(const std::string& commit, const std::string& relpath) const;
     // Removes a link (or anything but a folder) at blobs/, refs/, .kernhub/
-    // or .kernhub/{tmp,trees,variants}: the link goes, never what it points
+    // or .kernhub/{tmp,trees,variants,refs}: the link goes, never what it points
     // to, and the folder is made again when next written. A fetch calls it
     // first, so nothing is read or written through such a link (offline,
     // blobs that were only reachable through it count as missing).
@@ -307,7 +340,7 @@ public:
     // names are [A-Za-z0-9._+-] not starting with '.', else Error(usage).
     // The listings are read up to `max_bytes` (the listing cap in force).
     std::optional<std::string> read_tree(const std::string& commit, std::size_t max_bytes = k_max_listing_bytes) const;
-    // Side data is written without fsync (write_file_atomic, durable=false):
+    // Side data is written without fsync (Durability::rename_only):
     // it is rebuilt from the hub when a power loss drops it.
     void write_tree(const std::string& commit, const std::string& json) const;
     // Removes kernhub's copy of the listing (absent is fine).
@@ -371,6 +404,9 @@ std::string path_name_problem(const std::string& relpath);
 // entered. A missing entry is fine. Error(internal) when it cannot.
 void remove_beneath(const fs::path& base, const fs::path& relative);
 void check_commit(const std::string& commit);
+// A revision as refs/ holds it: no empty, "." or ".." part, no NUL;
+// Error(usage) otherwise.
+void check_revision(const std::string& revision);
 // The same rules as tests, for names read back from a cache: an etag, and a
 // variant name (the rule RepoCache applies before a variant becomes a file
 // name).

@@ -173,6 +173,27 @@ TEST_CASE("max wait: option, then KERNHUB_MAX_WAIT, then 60 seconds", "[api]") {
     CHECK(api::resolve_settings(o, env_of({{"KERNHUB_MAX_WAIT", "600"}})).max_wait_seconds == 5);
 }
 
+TEST_CASE("ref TTL: option, then KERNHUB_REF_TTL, then 0 (ask the hub every time)", "[api]") {
+    Options o = with_cache();
+    CHECK(api::resolve_settings(o, env_of({})).ref_ttl_seconds == 0);
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_REF_TTL", "0"}})).ref_ttl_seconds == 0);
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_REF_TTL", "300"}})).ref_ttl_seconds == 300);
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_REF_TTL", "31536000"}})).ref_ttl_seconds == 31536000);
+    for (const char* bad : {"31536001", "-1", "", "5m", " 5"}) {
+        INFO(bad);
+        const Error e = error_from("accepted", [&] {
+            api::resolve_settings(with_cache(), env_of({{"KERNHUB_REF_TTL", bad}}));
+        });
+        CHECK(e.code() == ErrorCode::usage);
+        CHECK(e.message().find("KERNHUB_REF_TTL") != std::string::npos);
+        CHECK(e.message().find("from 0 to 31536000") != std::string::npos);
+    }
+    o.ref_ttl_seconds = 7;
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_REF_TTL", "junk"}})).ref_ttl_seconds == 7);
+    o.ref_ttl_seconds = 31536001;
+    CHECK_THROWS_WITH(api::resolve_settings(o, env_of({})), Catch::Contains("Options::ref_ttl_seconds"));
+}
+
 TEST_CASE("numeric variables that are not a plain number in range are usage errors", "[api]") {
     struct Case {
         const char* variable;

@@ -85,7 +85,7 @@ TEST_CASE("kh_hub_set refuses unknown keys, bad booleans, NULLs and oversized va
           "usage error: unknown setting 'colour'; the settings are endpoint, cache_dir, registry, project, offline, "
           "target, token, verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, retries, "
           "max_wait_seconds, max_listing_entries, "
-          "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, max_connections, "
+          "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, max_connections, ref_ttl, "
           "archive_max_bytes, archive_max_entries, archive_max_path");
 
     for (const char* bad : {"yes", "TRUE", "2", " 1"}) {
@@ -463,4 +463,32 @@ TEST_CASE("the limit settings reach the fetch, and a bad or out-of-range value i
     REQUIRE(kh_hub_set(h.get(), "min_rate", "0") == 0);
     CHECK(kh_prewarm(h.get(), "vector-add") == 0);
     CHECK(adds_correctly(kh_symbol(h.get(), "vector-add")));
+}
+
+TEST_CASE("the ref_ttl setting lets a later handle use the branch the cache resolved", "[capi]") {
+    DemoEnv env;
+    KernelHub server;
+    auto prewarm_with = [&](const char* ttl) {
+        Hub h = env.test_hub(server);
+        REQUIRE(kh_hub_set(h.get(), "ref_ttl", ttl) == 0);
+        const int rc = kh_prewarm(h.get(), "vector-add");
+        INFO(last_error(h));
+        CHECK(rc == 0);
+        CHECK(adds_correctly(kh_symbol(h.get(), "vector-add")));
+    };
+    prewarm_with("300");
+    server.server().reset();
+    prewarm_with("300");
+    CHECK(server.server().count_requests("/revision/") == 0);
+    // "0" (and "", with KERNHUB_REF_TTL unset) asks the hub again.
+    prewarm_with("0");
+    CHECK(server.server().count_requests("/revision/main") == 1);
+    prewarm_with("");
+    CHECK(server.server().count_requests("/revision/main") == 2);
+
+    Hub h = env.test_hub(server);
+    CHECK(kh_hub_set(h.get(), "ref_ttl", "5m") == 2);
+    REQUIRE(kh_hub_set(h.get(), "ref_ttl", "31536001") == 0);
+    CHECK(kh_prewarm(h.get(), "vector-add") == 2);
+    CHECK(last_error(h).find("ref_ttl") != std::string::npos);
 }

@@ -40,7 +40,7 @@ struct Sandbox {
         for (const char* name :
              {"KERNHUB_ENDPOINT", "HF_ENDPOINT", "HF_TOKEN", "KERNHUB_OFFLINE", "HF_HUB_OFFLINE", "KERNHUB_REGISTRY",
               "KERNHUB_CACHE", "KERNELS_CACHE", "HF_HUB_CACHE", "KERNHUB_VERIFY_ON_LOAD",
-              "HF_HUB_DISABLE_PROGRESS_BARS", "NO_COLOR", "KERNHUB_MAX_WAIT", "KERNHUB_NO_FLOCK"}) {
+              "HF_HUB_DISABLE_PROGRESS_BARS", "NO_COLOR", "KERNHUB_MAX_WAIT", "KERNHUB_NO_FLOCK", "KERNHUB_REF_TTL"}) {
             changes[name] = std::nullopt;
         }
         changes["HF_HOME"] = home.string();
