@@ -206,6 +206,14 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
     const bool signed_metadata = metadata.has_value();
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
+    // The plan lets a renderer show the variant's total before any file.
+    std::uint64_t plan_files = 0, plan_bytes = 0;
+    for (const TreeEntry* entry : entries) {
+        if (cache.has_blob(entry->etag()) || (request.skip_lfs_downloads && entry->is_lfs())) continue;
+        ++plan_files;
+        plan_bytes += entry->size;
+    }
+    if (plan_files > 0 && !request.offline) emit(Event::Kind::download_plan, variant, {}, plan_files, plan_bytes);
     for (const TreeEntry* entry : entries) {
         std::string relpath = entry->path.substr(prefix.size());
         Expectation expect;
