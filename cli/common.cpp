@@ -1,13 +1,16 @@
 #include "common.hpp"
-#include <ctime>
 
-#include "interrupt.hpp"
-
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <iostream>
+
+#include "interrupt.hpp"
 
 namespace kernhub::cli {
 
@@ -38,36 +41,255 @@ static bool env_set(const char* name) {
 ProgressPrinter::ProgressPrinter(bool quiet)
     : m_quiet(quiet), m_bars(!quiet && isatty(STDERR_FILENO) == 1 && !env_set("HF_HUB_DISABLE_PROGRESS_BARS")) {}
 
+ProgressPrinter::~ProgressPrinter() {
+    if (!m_bars) return;
+    try {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_in_flight.clear();
+        redraw({});
+    } catch (...) {
+        // Erasing is a courtesy; the command is ending either way.
+    }
+}
+
 void ProgressPrinter::on_event(const Event& event) noexcept {
     if (m_quiet) return;
     // Progress goes to stderr as a courtesy: when that write fails there is
-    // nowhere left to report it, so the results of fprintf are dropped.
-    switch (event.kind) {
-        case Event::Kind::download_start:
-            m_last_drawn = 0;
-            if (!m_bars)
+    // nowhere left to report it, so the results of fprintf are dropped, and
+    // an allocation failure drops the line rather than the program.
+    try {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        if (m_bars) {
+            on_bar_event(event);
+            return;
+        }
+        switch (event.kind) {
+            case Event::Kind::download_start:
                 (void)std::fprintf(stderr, "downloading %s (%s)\n", printable(event.path).c_str(),
                                    human_size(event.total).c_str());
-            break;
-        case Event::Kind::download_bytes: {
-            // Redraw at most every 256 KiB so a fast loopback does not flood the TTY.
-            if (!m_bars || (event.done - m_last_drawn < (256u << 10) && event.done != event.total)) break;
-            m_last_drawn = event.done;
-            unsigned percent = event.total ? static_cast<unsigned>(event.done * 100 / event.total) : 100u;
-            (void)std::fprintf(stderr, "\r\033[K%s %s/%s %3u%%", printable(event.path).c_str(),
-                               human_size(event.done).c_str(), human_size(event.total).c_str(), percent);
-            break;
+                break;
+            case Event::Kind::retry:
+            case Event::Kind::info:
+                (void)std::fprintf(stderr, "%s\n", printable(event.text).c_str());
+                break;
+            case Event::Kind::download_plan:
+            case Event::Kind::download_bytes:
+            case Event::Kind::download_done:
+                break;
         }
+    } catch (...) {
+        // Dropped, as said above.
+    }
+}
+
+// A batch is what the total line sums up: the files of the plans announced
+// while it lasts, plus any file started beyond them (or all files started,
+// on a path that announces no plan).
+void ProgressPrinter::start_batch() {
+    m_seen.clear();
+    m_total_files = m_total_bytes = m_planned_files = 0;
+    m_finished_files = m_finished_bytes = m_received = 0;
+    m_batch_start = Clock::now();
+}
+
+void ProgressPrinter::on_bar_event(const Event& event) {
+    // At most ten redraws a second while bytes arrive, so that a fast
+    // loopback does not flood the terminal; starts, ends and messages
+    // always redraw.
+    constexpr auto k_redraw_interval = std::chrono::milliseconds(100);
+    const std::string path = printable(event.path);
+    auto file = std::find_if(m_in_flight.begin(), m_in_flight.end(),
+                             [&](const InFlight& candidate) { return candidate.path == path; });
+    switch (event.kind) {
+        case Event::Kind::download_plan:
+            // Variants are downloaded one after another: a plan that finds
+            // nothing in flight begins a new batch.
+            if (m_in_flight.empty()) start_batch();
+            m_total_files += event.done;
+            m_planned_files += event.done;
+            m_total_bytes += event.total;
+            break;
+        case Event::Kind::download_start:
+            if (m_in_flight.empty() && m_finished_files >= m_total_files) start_batch();
+            // A download started again from the start (its partial did not
+            // verify) is the same file, not one more.
+            if (m_seen.insert(path).second && m_seen.size() > m_planned_files) {
+                ++m_total_files;
+                m_total_bytes += event.total;
+            }
+            if (file == m_in_flight.end()) {
+                m_in_flight.push_back({path, event.done, event.total});
+            } else {
+                file->done = event.done;
+                file->total = event.total;
+            }
+            redraw({});
+            break;
+        case Event::Kind::download_bytes:
+            if (file == m_in_flight.end()) break;
+            if (event.done > file->done) m_received += event.done - file->done;
+            file->done = event.done;
+            file->total = event.total;
+            if (Clock::now() - m_last_draw >= k_redraw_interval) redraw({});
+            break;
         case Event::Kind::download_done:
-            if (m_bars)
-                (void)std::fprintf(stderr, "\r\033[K%s %s done\n", printable(event.path).c_str(),
-                                   human_size(event.total).c_str());
+            if (file != m_in_flight.end()) {
+                if (event.total > file->done) m_received += event.total - file->done;
+                m_in_flight.erase(file);
+            }
+            ++m_finished_files;
+            m_finished_bytes += event.total;
+            redraw({path + " " + human_size(event.total) + " done"});
             break;
         case Event::Kind::retry:
         case Event::Kind::info:
-            (void)std::fprintf(stderr, "%s\n", printable(event.text).c_str());
+            redraw({printable(event.text)});
             break;
     }
+}
+
+namespace {
+
+// Columns a printable() text takes at most: a multi-byte UTF-8 character
+// may be a wide one (CJK), so it counts two. Overcounting only cuts a line
+// shorter; undercounting would wrap it and break the cursor-up accounting.
+std::size_t columns(std::string_view text) {
+    std::size_t count = 0;
+    for (char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x80) {
+            ++count;
+        } else if (byte >= 0xc0) {
+            count += 2;  // a lead byte; continuation bytes (0x80..0xbf) add nothing
+        }
+    }
+    return count;
+}
+
+bool continuation(char c) {
+    return (static_cast<unsigned char>(c) & 0xc0u) == 0x80u;
+}
+
+// The end of `text` in at most `width` columns, "..." in front when cut:
+// the end of a path names the file.
+std::string keep_tail(const std::string& text, std::size_t width) {
+    if (columns(text) <= width) return text;
+    if (width < 4) return std::string(width, '.');
+    std::size_t start = text.size();
+    std::size_t used = 3;
+    while (start > 0) {
+        std::size_t lead = start - 1;
+        while (lead > 0 && continuation(text[lead])) --lead;
+        const std::size_t need = columns(std::string_view(text).substr(lead, start - lead));
+        if (used + need > width) break;
+        used += need;
+        start = lead;
+    }
+    return "..." + text.substr(start);
+}
+
+// The start of `text` in at most `width` columns.
+std::string keep_head(const std::string& text, std::size_t width) {
+    std::size_t end = 0;
+    std::size_t used = 0;
+    while (end < text.size()) {
+        std::size_t next = end + 1;
+        while (next < text.size() && continuation(text[next])) ++next;
+        const std::size_t need = columns(std::string_view(text).substr(end, next - end));
+        if (used + need > width) break;
+        used += need;
+        end = next;
+    }
+    return text.substr(0, end);
+}
+
+unsigned percent(std::uint64_t done, std::uint64_t total) {
+    if (total == 0 || done >= total) return 100;
+    return static_cast<unsigned>(static_cast<double>(done) * 100.0 / static_cast<double>(total));
+}
+
+// "m:ss", or "h:mm:ss" from an hour; "--:--" when unknown or over 99 hours.
+std::string eta_text(double seconds) {
+    if (!(seconds >= 0.0) || seconds >= 99.0 * 3600.0) return "--:--";
+    const auto whole = static_cast<unsigned long>(seconds + 0.5);
+    char buffer[32];
+    if (whole >= 3600) {
+        (void)std::snprintf(buffer, sizeof buffer, "%lu:%02lu:%02lu", whole / 3600, whole / 60 % 60, whole % 60);
+    } else {
+        (void)std::snprintf(buffer, sizeof buffer, "%lu:%02lu", whole / 60, whole % 60);
+    }
+    return buffer;
+}
+
+// The terminal's columns and rows (80 x 24 when stderr does not say).
+std::pair<std::size_t, std::size_t> terminal_size() {
+    winsize size{};
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &size) != 0 || size.ws_col == 0) return {80, 24};
+    return {static_cast<std::size_t>(size.ws_col), size.ws_row == 0 ? 24 : static_cast<std::size_t>(size.ws_row)};
+}
+
+}  // namespace
+
+std::vector<std::string> ProgressPrinter::block_lines(std::size_t width, std::size_t height) const {
+    std::vector<std::string> lines;
+    if (m_in_flight.empty()) return lines;  // the end of a batch leaves nothing behind
+    // One column spare: a line filling the last column leaves some
+    // terminals waiting to wrap, which the next \r or \n resolves
+    // differently from one terminal to another.
+    const std::size_t budget = width > 1 ? width - 1 : 0;
+    // The block must fit on the screen, or cursor-up stops at its top edge:
+    // at most ten file lines, fewer on a short terminal.
+    const std::size_t file_lines = std::max<std::size_t>(1, std::min<std::size_t>(10, height > 3 ? height - 3 : 1));
+    std::uint64_t done = m_finished_bytes;
+    for (const auto& file : m_in_flight) done += file.done;
+    for (std::size_t i = 0; i < m_in_flight.size(); ++i) {
+        if (i + 1 == file_lines && m_in_flight.size() > file_lines) {
+            lines.push_back(keep_head("... and " + std::to_string(m_in_flight.size() - i) + " more", budget));
+            break;
+        }
+        const InFlight& file = m_in_flight[i];
+        char suffix[96];
+        (void)std::snprintf(suffix, sizeof suffix, " %s/%s %3u%%", human_size(file.done).c_str(),
+                            human_size(file.total).c_str(), percent(file.done, file.total));
+        const std::size_t name_width = budget > std::strlen(suffix) ? budget - std::strlen(suffix) : 0;
+        lines.push_back(keep_head(keep_tail(file.path, name_width) + suffix, budget));
+    }
+    const double elapsed = std::chrono::duration<double>(Clock::now() - m_batch_start).count();
+    const double rate = elapsed > 0.0 ? static_cast<double>(m_received) / elapsed : 0.0;
+    const std::uint64_t total = std::max(m_total_bytes, done);
+    const double eta = rate > 0.0 ? static_cast<double>(total - done) / rate : -1.0;
+    char line[256];
+    (void)std::snprintf(line, sizeof line, "total %llu/%llu files %s/%s %3u%% %s/s ETA %s",
+                        static_cast<unsigned long long>(m_finished_files),
+                        static_cast<unsigned long long>(std::max(m_total_files, m_finished_files)),
+                        human_size(done).c_str(), human_size(total).c_str(), percent(done, total),
+                        human_size(static_cast<std::uint64_t>(rate)).c_str(), eta_text(eta).c_str());
+    lines.push_back(keep_head(line, budget));
+    return lines;
+}
+
+void ProgressPrinter::redraw(const std::vector<std::string>& above) {
+    const auto [width, height] = terminal_size();
+    const std::vector<std::string> lines = block_lines(width, height);
+    if (m_drawn == 0 && above.empty() && lines.empty()) return;
+    // Only \r, erase-line (ESC [ K) and cursor-up (ESC [ n A): the cursor
+    // goes back to the block's first line, the permanent lines take its
+    // place, the new block follows, and what is left of the old one is
+    // erased. The cursor ends at the start of the line below the block.
+    std::string out;
+    if (m_drawn > 0) out += "\r\033[" + std::to_string(m_drawn) + "A";
+    for (const auto& line : above) out += "\r\033[K" + line + "\n";  // may wrap: it scrolls away whole
+    for (const auto& line : lines) out += "\r\033[K" + line + "\n";
+    const std::size_t written = above.size() + lines.size();
+    if (written < m_drawn) {
+        for (std::size_t i = written; i < m_drawn; ++i) out += "\r\033[K\n";
+        out += "\033[" + std::to_string(m_drawn - written) + "A";
+    }
+    m_drawn = lines.size();
+    m_last_draw = Clock::now();
+    // One write, so that no other output lands inside the sequence.
+    (void)std::fwrite(out.data(), 1, out.size(), stderr);
+    (void)std::fflush(stderr);
 }
 
 Options make_options(const CommonFlags& flags, EventSink* events) {

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,17 +29,50 @@ struct CommonFlags {
 void add_registry_flags(CLI::App& command, CommonFlags& flags);
 void add_fetch_flags(CLI::App& command, CommonFlags& flags);
 
-// Stderr rendering of library events: a redrawn bar on a TTY, plain lines
-// otherwise, nothing with --quiet or HF_HUB_DISABLE_PROGRESS_BARS (bars only).
+// Stderr rendering of library events, which may arrive from several
+// threads at once. On a TTY (unless HF_HUB_DISABLE_PROGRESS_BARS): a block
+// redrawn in place, one line per file in flight and a total line, with
+// finished files scrolling up above it as permanent lines. Otherwise one
+// plain line per download; nothing with --quiet.
 class ProgressPrinter final : public EventSink {
 public:
     explicit ProgressPrinter(bool quiet);
+    // Clears the block, so that an error printed after an interrupted
+    // download is not drawn under stale progress lines.
+    ~ProgressPrinter() override;
+    ProgressPrinter(const ProgressPrinter&) = delete;
+    ProgressPrinter& operator=(const ProgressPrinter&) = delete;
     void on_event(const Event& event) noexcept override;
 
 private:
-    bool m_quiet;
-    bool m_bars;
-    std::uint64_t m_last_drawn = 0;
+    using Clock = std::chrono::steady_clock;
+    struct InFlight {
+        std::string path;  // printable already
+        std::uint64_t done = 0;
+        std::uint64_t total = 0;
+    };
+
+    void on_bar_event(const Event& event);
+    void start_batch();
+    // Rewrites the block in place, first printing `above` (finished files,
+    // messages) as permanent lines where the block was.
+    void redraw(const std::vector<std::string>& above);
+    std::vector<std::string> block_lines(std::size_t width, std::size_t height) const;
+
+    const bool m_quiet;
+    const bool m_bars;
+    std::mutex m_mutex;
+    std::vector<InFlight> m_in_flight;  // in start order: the block's line order
+    std::set<std::string> m_seen;       // paths started in this batch
+    std::uint64_t m_total_files = 0;    // of the batch: the plans, plus files started beyond them
+    std::uint64_t m_total_bytes = 0;
+    std::uint64_t m_planned_files = 0;
+    std::uint64_t m_finished_files = 0;
+    std::uint64_t m_finished_bytes = 0;
+    std::uint64_t m_received = 0;  // bytes that arrived in this batch (not resumed ones): the rate
+    Clock::time_point m_batch_start{};
+    Clock::time_point m_last_draw{};
+    std::size_t m_drawn = 0;  // lines of the block on screen; the cursor is at the start of the line below
 };
 
 Options make_options(const CommonFlags& flags, EventSink* events);

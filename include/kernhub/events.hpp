@@ -16,6 +16,11 @@ struct Event {
         download_bytes,  // path, done, total; emitted as bytes arrive
         download_done,   // path, total
         retry,           // text says what is retried and why
+        // Once per variant, before its first download: text = the variant,
+        // done = how many files will be downloaded, total = their bytes (the
+        // sizes the hub listing gives). Files found damaged in the cache may
+        // still be downloaded beyond it.
+        download_plan,
     };
     Kind kind = Kind::info;
     std::string text;

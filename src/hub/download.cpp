@@ -245,6 +245,14 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
     PendingSyncs syncs;
 
+    // The plan lets a renderer show the variant's total before any file.
+    std::uint64_t plan_files = 0, plan_bytes = 0;
+    for (const TreeEntry* entry : entries) {
+        if (cache.has_blob(entry->etag()) || (request.skip_lfs_downloads && entry->is_lfs())) continue;
+        ++plan_files;
+        plan_bytes += entry->size;
+    }
+    if (plan_files > 0 && !request.offline) emit(Event::Kind::download_plan, variant, {}, plan_files, plan_bytes);
     // What each file must match. The metadata digest is filled in once
     // metadata.json, which comes first, has been read.
     std::vector<FileJob> jobs(entries.size());
