@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -211,7 +212,7 @@ unsigned percent(std::uint64_t done, std::uint64_t total) {
 // "m:ss", or "h:mm:ss" from an hour; "--:--" when unknown or over 99 hours.
 std::string eta_text(double seconds) {
     if (!(seconds >= 0.0) || seconds >= 99.0 * 3600.0) return "--:--";
-    const auto whole = static_cast<unsigned long>(seconds + 0.5);
+    const auto whole = static_cast<unsigned long>(std::lround(seconds));
     char buffer[32];
     if (whole >= 3600) {
         (void)std::snprintf(buffer, sizeof buffer, "%lu:%02lu:%02lu", whole / 3600, whole / 60 % 60, whole % 60);
