@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Builds the benchmarks (Release) in build-bench and prints each binary's
-# ratio table (bench/ratios.py). Environment:
+# ratio table (bench/ratios.py), then the cold-fetch comparison against
+# curl + OpenSSL over nginx and against hf download (bench/cold_fetch.py).
+# Environment:
 #   KERNHUB_BENCH_BUILD_DIR  build directory (default: <repo>/build-bench)
 #   KERNHUB_BENCH_MIN_TIME   --benchmark_min_time in seconds (default 0.2)
 #   KERNHUB_BENCH_JOBS       build parallelism (default 2)
+#   KERNHUB_BENCH_HF_PYTHON  a Python with huggingface_hub (default: build/venv)
 # Arguments after the options go to every benchmark binary, e.g.
 #   bench/run.sh --benchmark_filter=Kernhub
 set -euo pipefail
@@ -18,7 +21,7 @@ configure=(cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKERNHUB_BUI
 # A fresh directory gets Ninja; an existing one keeps its generator.
 [[ -f "$build/CMakeCache.txt" ]] || configure+=(-G Ninja)
 "${configure[@]}" >/dev/null
-cmake --build "$build" --target kernhub_bench -j "${KERNHUB_BENCH_JOBS:-2}" >/dev/null
+cmake --build "$build" --target kernhub_bench kernhub_cli -j "${KERNHUB_BENCH_JOBS:-2}" >/dev/null
 
 for name in bench_dispatch bench_load bench_startup bench_fetch; do
   binary="$build/bench/$name"
@@ -28,3 +31,12 @@ for name in bench_dispatch bench_load bench_startup bench_fetch; do
   fi
   "$python" "$here/ratios.py" "$binary" --min-time "$min_time" --save "$build/bench/$name.json" -- "$@"
 done
+
+# Cold fetch over a real nginx against curl (+ OpenSSL), and of the demo
+# variant against huggingface_hub's `hf download` (a test-only peer: the
+# venv tests/run.sh makes has it; KERNHUB_BENCH_HF_PYTHON names another).
+hf_python="${KERNHUB_BENCH_HF_PYTHON:-$root/build/venv/bin/python}"
+cold=(--kernhub "$build/kernhub" --demo-hub "$build/demo-hub")
+[[ -x "$hf_python" ]] && cold+=(--python "$hf_python")
+echo "== cold_fetch"
+"$python" "$here/cold_fetch.py" "${cold[@]}" --json "$build/bench/cold_fetch.json"

@@ -7,9 +7,12 @@ blobs on another, so clients must drop Authorization on the redirect. Tests
 steer it through control endpoints on the hub host, which are never counted
 and never faulted:
 
-  GET  /_stats   {"requests": [{"host","method","path","status","auth","range","sent"}]}
+  GET  /_stats   {"requests": [{"host","method","path","status","auth","range","sent"}],
+                  "connections": {"hub": N, "cdn": N}, "peak_in_flight": {"hub": N, "cdn": N}}
                  "path" is the request target as sent (percent-encoded, with query);
-                 "sent" counts the body bytes written so far (final once the reply ended)
+                 "sent" counts the body bytes written so far (final once the reply ended);
+                 "connections" counts TCP connections accepted, "peak_in_flight" the most
+                 requests (control ones aside) one host was answering at the same time
   POST /_reset   forget requests and fault rules
   POST /_faults  {"faults": [RULE, ...]} appends rules; the first rule whose
                  "match" is a substring of the request target applies:
@@ -197,10 +200,24 @@ class Control:
 
     def __init__(self):
         self.lock, self.requests, self.faults = threading.Lock(), [], []
+        self.connections, self.in_flight, self.peak = {}, {}, {}
 
     def record(self, entry):
         with self.lock:
             self.requests.append(entry)
+
+    def connected(self, host):
+        with self.lock:
+            self.connections[host] = self.connections.get(host, 0) + 1
+
+    def enter(self, host):
+        with self.lock:
+            self.in_flight[host] = self.in_flight.get(host, 0) + 1
+            self.peak[host] = max(self.peak.get(host, 0), self.in_flight[host])
+
+    def leave(self, host):
+        with self.lock:
+            self.in_flight[host] -= 1
 
     def add_faults(self, rules):
         for rule in rules:
@@ -227,6 +244,8 @@ class Control:
         with self.lock:
             self.requests.clear()
             self.faults.clear()
+            self.connections.clear()
+            self.peak = dict(self.in_flight)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -235,6 +254,10 @@ class Handler(BaseHTTPRequestHandler):
     # Headers and body go out as separate writes; with Nagle on, a keep-alive
     # client's delayed ACK stalls every reply by ~40 ms.
     disable_nagle_algorithm = True
+
+    def setup(self):
+        super().setup()
+        self.server.control.connected(self.server.role)
 
     def do_GET(self):
         self.handle_request("GET")
@@ -290,7 +313,11 @@ class Handler(BaseHTTPRequestHandler):
             "sent": 0,
         }
         control.record(entry)
-        self.send_reply(reply, method, limit, flip_at, rate, entry)
+        control.enter(self.server.role)
+        try:
+            self.send_reply(reply, method, limit, flip_at, rate, entry)
+        finally:
+            control.leave(self.server.role)
 
     def send_reply(self, reply, method, limit=None, flip_at=None, rate=None, entry=None):
         """Send headers with the true length; a limit cuts the body and the connection."""
@@ -332,7 +359,8 @@ class Handler(BaseHTTPRequestHandler):
         control = self.server.control
         if path == "/_stats" and method in ("GET", "HEAD"):
             with control.lock:
-                data = dump_json({"requests": control.requests})
+                data = dump_json({"requests": control.requests, "connections": control.connections,
+                                  "peak_in_flight": control.peak})
             return Reply(200, [("Content-Type", "application/json")], data)
         if path == "/_reset" and method == "POST":
             control.reset()
