@@ -20,12 +20,15 @@ test venv made by tests/run.sh does).
 
 Runs alternate between kernhub and its baseline; each side's median wall
 time over --runs runs is reported (one warm-up run of each side first), with
-the ratios, the requests nginx saw per run and kernhub's peak RSS (from
-wait4). The caches and output folders are emptied between runs, outside the
+the ratios, the requests nginx saw per run and kernhub's peak RSS, taken
+in one more, untimed run under GNU time (`/usr/bin/time -f %M`: wait4 from
+this script would count the Python parent's pages, which a forked child
+holds until it execs). The caches and output folders are emptied between runs, outside the
 timing. No goal is asserted here: the output is a report.
 
-  bench/cold_fetch.py --kernhub build-bench/cli/kernhub [--runs 5] [--cases a,b,c,d]
-                      [--python build/venv/bin/python] [--work DIR] [--json OUT]
+  bench/cold_fetch.py --kernhub build-bench/kernhub [--runs 5] [--cases a,b,c,d]
+                      [--python build/venv/bin/python] [--demo-hub build-bench/demo-hub]
+                      [--work DIR] [--json OUT] [--big-mib 384]
 
 Python 3 standard library only; needs nginx, curl and openssl on the PATH
 or in the usual places.
@@ -167,19 +170,32 @@ class Nginx:
             self.proc.kill()
 
 
+def peak_rss_mib(argv, env, before=None):
+    """Peak RSS of one run of argv, from GNU time; None without it."""
+    gnu_time = "/usr/bin/time"
+    if not os.access(gnu_time, os.X_OK):
+        return None
+    if before:
+        before()
+    with tempfile.NamedTemporaryFile("r") as out:
+        subprocess.run([gnu_time, "-f", "%M", "-o", out.name, *argv], env=env, check=True,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return int(out.read().split()[-1]) / 1024
+
+
 def timed(argv, env=None):
-    """(wall seconds, peak RSS KiB, returncode) of one process."""
+    """(wall seconds, returncode) of one process."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, status, _ = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     err = proc.stderr.read().decode(errors="replace")
     proc.stderr.close()
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"cold_fetch.py: {' '.join(argv[:3])} ... failed ({code}): {err.strip()[-2000:]}")
-    return wall, usage.ru_maxrss
+    return wall
 
 
 def empty(path: Path):
@@ -220,6 +236,7 @@ def run_nginx_case(args, case, nginx, work, curl, openssl):
     before = len(nginx.log_lines())
     timed(argv, kernhub_env(cache))
     lines = nginx.log_lines()
+    k_rss = peak_rss_mib(argv, kernhub_env(cache), lambda: empty(cache))
     urls = requested_urls(lines[before:], nginx.endpoint)
     curl_argv = [curl, "-sS", "--fail", "--noproxy", "*"]
     outputs = []
@@ -231,17 +248,13 @@ def run_nginx_case(args, case, nginx, work, curl, openssl):
     empty(out)
     timed(curl_argv)
     timed(openssl_argv)
-    k_times, k_rss, c_times, o_times, c_rss = [], [], [], [], []
+    k_times, c_times, o_times = [], [], []
     for _ in range(args.runs):
         empty(cache)
-        wall, rss = timed(argv, kernhub_env(cache))
-        k_times.append(wall)
-        k_rss.append(rss)
+        k_times.append(timed(argv, kernhub_env(cache)))
         empty(out)
-        wall, rss = timed(curl_argv)
-        c_times.append(wall)
-        c_rss.append(rss)
-        o_times.append(timed(openssl_argv)[0])
+        c_times.append(timed(curl_argv))
+        o_times.append(timed(openssl_argv))
     sizes = sum(size for _, size in case_files(case, args.big_mib))
     k = statistics.median(k_times)
     c = statistics.median(c_times)
@@ -250,7 +263,7 @@ def run_nginx_case(args, case, nginx, work, curl, openssl):
         "case": case, "name": CASE_NAMES[case], "bytes": sizes, "requests": len(urls),
         "kernhub_s": k, "curl_s": c, "curl_openssl_s": co,
         "ratio_curl_openssl": k / co, "ratio_curl": k / c,
-        "kernhub_peak_rss_mib": max(k_rss) / 1024, "curl_peak_rss_mib": max(c_rss) / 1024,
+        "kernhub_peak_rss_mib": k_rss, "curl_peak_rss_mib": peak_rss_mib(curl_argv, None, lambda: empty(out)),
         "kernhub_mib_s": sizes / MIB / k, "curl_mib_s": sizes / MIB / c,
     }
 
@@ -278,24 +291,28 @@ def run_hf_case(args, work):
         h_env = kernhub_env(cache)
         h_env.update({"HF_ENDPOINT": endpoint, "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "0",
                       "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_TOKEN": "", "NO_PROXY": "*"})
-        k_times, h_times, k_rss = [], [], []
+        k_times, h_times = [], []
         for warm_up in (True,) + (False,) * args.runs:
             empty(cache)
-            wall, rss = timed(k_argv, kernhub_env(cache))
+            wall = timed(k_argv, kernhub_env(cache))
             if not warm_up:
                 k_times.append(wall)
-                k_rss.append(rss)
             empty(cache)
-            wall, _ = timed(h_argv, h_env)
+            wall = timed(h_argv, h_env)
             if not warm_up:
                 h_times.append(wall)
+        k_rss = peak_rss_mib(k_argv, kernhub_env(cache), lambda: empty(cache))
         k = statistics.median(k_times)
         h = statistics.median(h_times)
         return {"case": "d", "name": f"demo variant of {repo}", "kernhub_s": k, "hf_download_s": h,
-                "speedup_vs_hf": h / k, "kernhub_peak_rss_mib": max(k_rss) / 1024}
+                "speedup_vs_hf": h / k, "kernhub_peak_rss_mib": k_rss}
     finally:
         server.stdin.close()
         server.wait(timeout=10)
+
+
+def rss_text(mib):
+    return "n/a (no /usr/bin/time)" if mib is None else f"{mib:.1f} MiB"
 
 
 def main():
@@ -335,14 +352,14 @@ def main():
         elif r["case"] == "d":
             print(f"({r['case']}) {r['name']}: kernhub {r['kernhub_s'] * 1000:.0f} ms, hf download "
                   f"{r['hf_download_s'] * 1000:.0f} ms: kernhub {r['speedup_vs_hf']:.1f}x faster "
-                  f"(goal >= 5x); kernhub peak RSS {r['kernhub_peak_rss_mib']:.1f} MiB")
+                  f"(goal >= 5x); kernhub peak RSS {rss_text(r['kernhub_peak_rss_mib'])}")
         else:
             print(f"({r['case']}) {r['name']}, {r['bytes'] / MIB:.0f} MiB, {r['requests']} requests: "
                   f"kernhub {r['kernhub_s'] * 1000:.0f} ms ({r['kernhub_mib_s']:.0f} MiB/s), "
                   f"curl {r['curl_s'] * 1000:.0f} ms, curl + openssl {r['curl_openssl_s'] * 1000:.0f} ms")
             print(f"    kernhub / (curl + openssl) = {r['ratio_curl_openssl']:.2f} (goal <= 0.8); "
-                  f"kernhub / curl = {r['ratio_curl']:.2f}; kernhub peak RSS {r['kernhub_peak_rss_mib']:.1f} MiB "
-                  f"(goal < 32)")
+                  f"kernhub / curl = {r['ratio_curl']:.2f}; peak RSS kernhub "
+                  f"{rss_text(r['kernhub_peak_rss_mib'])} (goal < 32), curl {rss_text(r['curl_peak_rss_mib'])}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 

@@ -99,12 +99,14 @@ void ProgressPrinter::on_bar_event(const Event& event) {
     // always redraw.
     constexpr auto k_redraw_interval = std::chrono::milliseconds(100);
     const std::string path = printable(event.path);
+    const std::string key = event.repo + '\n' + path;
     auto file = std::find_if(m_in_flight.begin(), m_in_flight.end(),
-                             [&](const InFlight& candidate) { return candidate.path == path; });
+                             [&](const InFlight& candidate) { return candidate.key == key; });
     switch (event.kind) {
         case Event::Kind::download_plan:
-            // Variants are downloaded one after another: a plan that finds
-            // nothing in flight begins a new batch.
+            // A plan that finds nothing in flight begins a new batch; one
+            // that comes while files are in flight (kernels prewarmed side
+            // by side) adds to the current one.
             if (m_in_flight.empty()) start_batch();
             m_total_files += event.done;
             m_planned_files += event.done;
@@ -114,12 +116,12 @@ void ProgressPrinter::on_bar_event(const Event& event) {
             if (m_in_flight.empty() && m_finished_files >= m_total_files) start_batch();
             // A download started again from the start (its partial did not
             // verify) is the same file, not one more.
-            if (m_seen.insert(path).second && m_seen.size() > m_planned_files) {
+            if (m_seen.insert(key).second && m_seen.size() > m_planned_files) {
                 ++m_total_files;
                 m_total_bytes += event.total;
             }
             if (file == m_in_flight.end()) {
-                m_in_flight.push_back({path, event.done, event.total});
+                m_in_flight.push_back({key, path, event.done, event.total});
             } else {
                 file->done = event.done;
                 file->total = event.total;
@@ -278,7 +280,17 @@ void ProgressPrinter::redraw(const std::vector<std::string>& above) {
     // place, the new block follows, and what is left of the old one is
     // erased. The cursor ends at the start of the line below the block.
     std::string out;
-    if (m_drawn > 0) out += "\r\033[" + std::to_string(m_drawn) + "A";
+    if (m_drawn > 0) {
+        const std::string up = "\033[" + std::to_string(m_drawn) + "A";
+        out += "\r" + up;
+        if (!above.empty()) {
+            // A permanent line wider than the terminal wraps onto the rows
+            // below it, where erase-line would clear only its first row: the
+            // old block's rows are cleared first, so none of it shows through.
+            for (std::size_t i = 0; i < m_drawn; ++i) out += "\r\033[K\n";
+            out += up;
+        }
+    }
     for (const auto& line : above) out += "\r\033[K" + line + "\n";  // may wrap: it scrolls away whole
     for (const auto& line : lines) out += "\r\033[K" + line + "\n";
     const std::size_t written = above.size() + lines.size();

@@ -47,6 +47,7 @@ public:
 private:
     using Clock = std::chrono::steady_clock;
     struct InFlight {
+        std::string key;   // repo and path: kernels fetched side by side share paths
         std::string path;  // printable already
         std::uint64_t done = 0;
         std::uint64_t total = 0;

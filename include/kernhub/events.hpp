@@ -25,17 +25,22 @@ struct Event {
     Kind kind = Kind::info;
     std::string text;
     std::string path;
+    // Download events: the repo the file belongs to ("org/name"); two
+    // kernels fetched side by side may both have build/<variant>/metadata.json.
+    std::string repo;
     std::uint64_t done = 0;
     std::uint64_t total = 0;
 };
 
 // Called from the thread that runs the library call, or from worker
 // threads of that call (a fetch downloads several files at once, see
-// Options::max_connections). Implementations must not throw. A Client never
-// calls its sink from two threads at the same time: the events of all its
-// calls are delivered one after another, so a sink need not be thread-safe
-// unless it is shared by several Clients. Events about one file arrive in
-// order; events of different files interleave.
+// Options::max_connections). Implementations must not throw, must return
+// quickly (byte events are sent from inside the transfers, and every thread
+// of the Client waits while one event is delivered) and must not call the
+// Client. A Client never calls its sink from two threads at the same time:
+// the events of all its calls are delivered one after another, so a sink
+// need not be thread-safe unless it is shared by several Clients. Events
+// about one file arrive in order; events of different files interleave.
 class KERNHUB_API EventSink {
 public:
     virtual ~EventSink();

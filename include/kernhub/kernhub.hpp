@@ -57,8 +57,8 @@ struct Options {
     // KERNHUB_MAX_WAIT, else 60.
     std::optional<int> max_wait_seconds;
     // Receives progress and status events; may be null. Called on the
-    // thread that runs the call: with a Client shared by threads, from
-    // several threads at once.
+    // thread that runs the call or on that call's worker threads, never
+    // from two threads at once (see EventSink).
     EventSink* events = nullptr;
     // When non-null, setting *cancel to true (from another thread or a
     // signal handler) stops a running call soon after: transfers abort,
@@ -97,8 +97,11 @@ struct Options {
     // else 30.
     std::optional<int> min_rate_window_seconds;
     // How many files of a variant are transferred at once, each with a
-    // connection of its own, 1 to 64. nullopt: KERNHUB_MAX_CONNECTIONS,
-    // else 8.
+    // connection of its own, 1 to 64; also the most downloads this Client
+    // runs at once with one host, over all its calls (prewarm, lock and
+    // mirror fetch up to min(4, this) kernels or variants side by side).
+    // API requests (revision, listing) do not wait for that bound.
+    // nullopt: KERNHUB_MAX_CONNECTIONS, else 8.
     std::optional<int> max_connections;
     // Seconds, 0 to 31536000, during which a branch or tag this cache
     // resolved on the hub (by any process) is taken from the cache's refs/
@@ -196,9 +199,11 @@ struct RegistryEntry {
 // several, and may share a cache directory: calls coordinate through the
 // cache's file locks as separate processes do, so a file is downloaded
 // once while the other callers wait for it. Concurrent requests of one
-// Client use separate connections, so no call waits for another thread's
-// download of a different file. Options::events is called from each
-// calling thread, so a sink shared by threads must be thread-safe. Moving
+// Client use separate connections; its downloads share the per-host bound
+// of Options::max_connections, so a call may wait for another thread's
+// downloads from the same host (API requests never wait). Options::events
+// is called one event at a time, from the calling threads and the workers
+// of their fetches (see EventSink). Moving
 // or destroying a Client while another thread uses it is not allowed.
 class KERNHUB_API Client {
 public:

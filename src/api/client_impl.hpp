@@ -44,18 +44,19 @@ SignatureInfo signature_info(const store::RecordedSignature& recorded);
 // Delivers the events of one Client one at a time, whichever thread sends
 // them: a fetch reports from worker threads of its own (one per file in
 // flight), and a sink written for one thread must still see one event after
-// another. Recursive, so a sink may call the Client back from on_event.
+// another. A sink must not call the Client back (EventSink says so): its
+// call would wait for this lock, or for workers waiting on it.
 class __attribute__((visibility("hidden"))) SerialSink final : public EventSink {
 public:
     explicit SerialSink(EventSink* inner) : m_inner(inner) {}
     void on_event(const Event& event) noexcept override {
-        std::lock_guard<std::recursive_mutex> lock(m_mutex);
+        std::lock_guard<std::mutex> lock(m_mutex);
         m_inner->on_event(event);
     }
 
 private:
     EventSink* m_inner;
-    std::recursive_mutex m_mutex;
+    std::mutex m_mutex;
 };
 
 // Shared by every thread that calls the Client (docs/ARCHITECTURE.md,

@@ -3,6 +3,7 @@
 // fill a cache with exactly what a lock pins.
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
 #include <set>
 
 #include "api/client_impl.hpp"
@@ -402,25 +403,29 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
         }
     }
     std::vector<PrewarmedKernel> done(tasks.size());
+    std::mutex refs_mutex;  // two targets of one kernel write the same ref
     hub::run_parallel(tasks.size(), api::parallel_kernels(m_impl->settings), [&](std::size_t i) {
+        const LockJob& job = *tasks[i].job;
         hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
         hub::FetchOutcome outcome = fetcher.fetch(tasks[i].request);
-        check_locked_signer(*tasks[i].job, outcome);
-        done[i] = prewarmed(*tasks[i].job, outcome);
-    });
-    for (std::size_t i = 0; i < tasks.size(); ++i) {
-        const LockJob& job = *tasks[i].job;
-        // Offline consumers (huggingface_hub, the kernels library,
-        // kernhub itself) resolve the branch or version through refs/.
+        check_locked_signer(job, outcome);
+        done[i] = prewarmed(job, outcome);
+        // Offline consumers (huggingface_hub, the kernels library, kernhub
+        // itself) resolve the branch or version through refs/: written as
+        // soon as the kernel is in, whatever happens to the others. Flushed,
+        // unlike a fetch's refs: a prewarmed cache is for offline use.
         if (!job.revision.empty() && job.revision != job.commit) {
             store::RepoCache cache(m_impl->settings.cache_root, job.repo_type, job.repo_id);
+            std::lock_guard<std::mutex> lock(refs_mutex);
             if (cache.read_ref(job.revision) != job.commit) {
                 cache.write_ref(job.revision, job.commit);
                 done[i].refs.push_back(job.revision);
             }
         }
-        report.bytes_downloaded += done[i].bytes_downloaded;
-        report.kernels.push_back(std::move(done[i]));
+    });
+    for (PrewarmedKernel& kernel : done) {
+        report.bytes_downloaded += kernel.bytes_downloaded;
+        report.kernels.push_back(std::move(kernel));
     }
     report.requests = m_impl->requests() - requests_before;
     return report;

@@ -1,11 +1,10 @@
 #include "common/crash_point.hpp"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 

@@ -4,8 +4,8 @@
 //
 // KERNHUB_TEST_CRASH_AT=NAME[:N] makes the Nth time (default the first) any
 // thread reaches crash_point("NAME") send SIGKILL to the process. Unset,
-// which is every use but the tests, a crash point costs one relaxed atomic
-// load.
+// which is every use but the tests, a crash point costs a std::call_once
+// check and an empty-string test.
 #pragma once
 
 namespace kernhub {

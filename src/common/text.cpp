@@ -58,22 +58,29 @@ void append_hex_escape(std::string& out, unsigned value, const char* prefix, int
     for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += k_hex[(value >> shift) & 0xfu];
 }
 
-// The code point of a well-formed three-byte UTF-8 sequence.
-unsigned decode3(std::string_view sequence) {
+// The code point of a well-formed UTF-8 sequence of two to four bytes.
+unsigned decode(std::string_view sequence) {
     const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(sequence[i]) & 0x3fu; };
-    return ((static_cast<unsigned char>(sequence[0]) & 0x0fu) << 12) | (byte(1) << 6) | byte(2);
+    const auto lead = static_cast<unsigned char>(sequence[0]);
+    if (sequence.size() == 2) return ((lead & 0x1fu) << 6) | byte(1);
+    if (sequence.size() == 3) return ((lead & 0x0fu) << 12) | (byte(1) << 6) | byte(2);
+    return ((lead & 0x07u) << 18) | (byte(1) << 12) | (byte(2) << 6) | byte(3);
 }
 
 // Invisible characters that change what a reader sees: line and paragraph
-// separators and the bidirectional overrides and isolates
-// (U+2028..U+202E, U+2066..U+2069) break a line or reorder it; the
-// zero-width spaces, joiners and direction marks (U+200B..U+200F), the
-// word joiner and invisible operators (U+2060..U+2064) and the byte order
-// mark (U+FEFF) make two different names look the same.
-bool is_invisible_format(std::string_view sequence) {
-    const unsigned code = decode3(sequence);
-    return (code >= 0x200b && code <= 0x200f) || (code >= 0x2028 && code <= 0x202e) ||
-           (code >= 0x2060 && code <= 0x2064) || (code >= 0x2066 && code <= 0x2069) || code == 0xfeff;
+// separators and the bidirectional overrides, isolates and marks
+// (U+2028..U+202E, U+2066..U+2069, U+061C) break a line or reorder it; the
+// soft hyphen, the Mongolian vowel separator, the zero-width spaces,
+// joiners and direction marks (U+00AD, U+180E, U+200B..U+200F), the word
+// joiner and invisible operators (U+2060..U+2064), the deprecated format
+// controls (U+206A..U+206F), the byte order mark (U+FEFF), the
+// interlinear annotation controls (U+FFF9..U+FFFB) and the tag characters
+// (U+E0000..U+E007F) make two different names look the same.
+bool is_invisible_format(unsigned code) {
+    return code == 0xad || code == 0x61c || code == 0x180e || (code >= 0x200b && code <= 0x200f) ||
+           (code >= 0x2028 && code <= 0x202e) || (code >= 0x2060 && code <= 0x2064) ||
+           (code >= 0x2066 && code <= 0x206f) || code == 0xfeff || (code >= 0xfff9 && code <= 0xfffb) ||
+           (code >= 0xe0000 && code <= 0xe007f);
 }
 
 // The escape printable() shows for the byte at text[i] when it is not to be
@@ -99,9 +106,13 @@ std::pair<std::string, std::size_t> escape_at(std::string_view text, std::size_t
         append_hex_escape(escape, second, "\\u00", 2);  // U+0080..U+009F: the C1 controls
         return {escape, 2};
     }
-    if (length == 3 && is_invisible_format(text.substr(i, 3))) {
-        append_hex_escape(escape, decode3(text.substr(i, 3)), "\\u", 4);
-        return {escape, 3};
+    if (const unsigned code = decode(text.substr(i, length)); is_invisible_format(code)) {
+        if (code > 0xffff) {
+            append_hex_escape(escape, code, "\\U", 8);
+        } else {
+            append_hex_escape(escape, code, "\\u", 4);
+        }
+        return {escape, length};
     }
     return {"", length};
 }

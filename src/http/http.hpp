@@ -111,10 +111,10 @@ struct Policy {
     // When non-null and set, transfers abort, waits end and the call throws
     // Error(interrupted); a download target keeps the bytes it holds.
     const std::atomic<bool>* cancel = nullptr;
-    // The most exchanges the session runs at once with one origin (scheme,
-    // host and port); a request beyond waits for one to end (the wait
-    // counts toward an API call's deadline). 0: no bound. The hub and the
-    // CDN it redirects to are separate origins.
+    // The most downloads the session runs at once from one origin (scheme,
+    // host and port); one beyond waits for one to end. API requests (get)
+    // are not bounded. 0: no bound. The hub and the CDN it redirects to are
+    // separate origins.
     int max_host_connections = 0;
 };
 
@@ -190,11 +190,14 @@ private:
     // TLS close would go out on the parent's stream), so its first lease
     // drops the inherited ones unclosed. Guarded by m_idle_mutex.
     pid_t m_idle_pid;
-    // Exchanges in flight per origin, for Policy::max_host_connections.
+    // Downloads in flight per origin, for Policy::max_host_connections, and
+    // the process they belong to (a forked child starts with none). Guarded
+    // by m_slots_mutex.
     struct HostSlot;
     std::mutex m_slots_mutex;
     std::condition_variable m_slot_freed;
-    std::map<std::string, int> m_busy;  // guarded by m_slots_mutex
+    std::map<std::string, int> m_busy;
+    pid_t m_slots_pid;
 };
 
 // Requests sent by the calling thread through any Session so far. A Client

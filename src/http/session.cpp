@@ -410,7 +410,11 @@ static int on_progress(void* user, curl_off_t, curl_off_t received, curl_off_t, 
 }
 
 Session::Session(Policy policy, std::string token, std::string token_origin)
-    : m_policy(policy), m_token(std::move(token)), m_token_origin(std::move(token_origin)), m_idle_pid(::getpid()) {
+    : m_policy(policy),
+      m_token(std::move(token)),
+      m_token_origin(std::move(token_origin)),
+      m_idle_pid(::getpid()),
+      m_slots_pid(::getpid()) {
     // Room for every idle handle up front: ~HandleLease's push_back then
     // never allocates, so it cannot throw from a destructor.
     m_idle.reserve(k_max_idle_handles);
@@ -423,15 +427,15 @@ Session::~Session() {
     }
 }
 
-static Error deadline_error(const std::string& url, milliseconds timeout, const std::string& context);
-
-// One of the Policy::max_host_connections exchanges with an origin, held
-// for one exchange. Waiting polls the cancel flag and the API deadline.
+// One of the Policy::max_host_connections downloads from an origin, held
+// for one exchange. API requests take none: they are small, and must not
+// wait behind downloads (they have a deadline). Waiting polls the cancel
+// flag.
 struct Session::HostSlot {
     Session& session;
     std::string origin;  // empty: no bound, nothing held
 
-    HostSlot(Session& owner, const std::string& url, const Attempt& attempt);
+    HostSlot(Session& owner, const std::string& url, bool download);
     ~HostSlot() {
         if (origin.empty()) return;
         {
@@ -444,17 +448,20 @@ struct Session::HostSlot {
     HostSlot& operator=(const HostSlot&) = delete;
 };
 
-Session::HostSlot::HostSlot(Session& owner, const std::string& url, const Attempt& attempt) : session(owner) {
+Session::HostSlot::HostSlot(Session& owner, const std::string& url, bool download) : session(owner) {
     const int limit = session.m_policy.max_host_connections;
-    const std::optional<Url> parsed = limit > 0 ? parse_url(url) : std::nullopt;
+    const std::optional<Url> parsed = limit > 0 && download ? parse_url(url) : std::nullopt;
     if (!parsed) return;
     const std::string key = parsed->scheme + "://" + parsed->host + ":" + std::to_string(parsed->port);
     std::unique_lock<std::mutex> lock(session.m_slots_mutex);
+    // A child made by fork() has none of its parent's transfers: the slots
+    // they held are free here.
+    if (const pid_t self = ::getpid(); self != session.m_slots_pid) {
+        session.m_busy.clear();
+        session.m_slots_pid = self;
+    }
     while (session.m_busy[key] >= limit) {
         if (cancelled(session.m_policy.cancel)) throw_interrupted(url);
-        if (attempt.deadline && std::chrono::steady_clock::now() >= *attempt.deadline) {
-            throw deadline_error(url, session.m_policy.api_timeout, "waiting for a free connection");
-        }
         session.m_slot_freed.wait_for(lock, milliseconds(50));
     }
     ++session.m_busy[key];
@@ -463,6 +470,7 @@ Session::HostSlot::HostSlot(Session& owner, const std::string& url, const Attemp
 
 Response Session::perform_once(const std::string& url, BodyTarget* target, Attempt& attempt) {
     if (cancelled(m_policy.cancel)) throw_interrupted(url);
+    HostSlot slot(*this, url, target != nullptr);
     // The deadline's remainder bounds this exchange (run checks it before).
     long timeout_ms = 0;
     if (attempt.deadline) {
@@ -474,7 +482,6 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     // never share one. Before `headers` and `reset`: the handle is reset
     // before it goes back.
     const CurlApi& api = curl_api();
-    HostSlot slot(*this, url, attempt);
     HandleLease handle(*this);
     CURL* curl = handle->curl;
     attempt.response = Response{};
@@ -615,7 +622,7 @@ static std::string raise_hint(milliseconds asked) {
 
 // The API call's deadline passed (Policy::api_timeout, or the deadline its
 // caller shares between requests).
-Error deadline_error(const std::string& url, milliseconds timeout, const std::string& context) {
+static Error deadline_error(const std::string& url, milliseconds timeout, const std::string& context) {
     return Error(ErrorCode::network,
                  "the hub did not answer " + redact(url) + " within the API deadline of " + whole_seconds(timeout) +
                      " (KERNHUB_API_TIMEOUT, retries included); check the endpoint and your network, or raise "

@@ -48,6 +48,10 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const std::string& etag = entry.etag();
     check_cancel(request, expect.label);
+    // Whoever committed the blob may have left its name unflushed (it flushes
+    // at the end of its own variant): this variant's record must not count
+    // on it, so blobs/ is flushed here too, once.
+    syncs.add(cache.blob_path(etag).parent_path());
     // The blob's lock is held from the has_blob check until the link is
     // made, so that cache prune, which removes a blob only while holding its
     // lock and after finding no link to it, cannot remove a blob this fetch
@@ -81,7 +85,7 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
     }
     if (sha256.empty()) {
         if (request.offline) throw Error(ErrorCode::offline, not_cached(request, expect.label, m_root.string()));
-        sha256 = download_blob(request, commit, expect, locking, bytes_downloaded, syncs);
+        sha256 = download_blob(request, commit, expect, locking, bytes_downloaded);
     }
     cache.link_snapshot(commit, entry.path, etag, false);
     syncs.add(cache.snapshot_path(commit, entry.path).parent_path());
@@ -90,7 +94,7 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
 }
 
 std::string Fetcher::download_blob(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                                   bool locked, std::uint64_t& bytes_downloaded, PendingSyncs& syncs) {
+                                   bool locked, std::uint64_t& bytes_downloaded) {
     const TreeEntry& entry = *expect.entry;
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const std::string& etag = entry.etag();
@@ -114,11 +118,12 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
             emit(Event::Kind::info, "resuming " + entry.path + " at byte " + std::to_string(resumed) + " of " +
                                         std::to_string(entry.size));
         }
-        emit(Event::Kind::download_start, {}, entry.path, resumed, entry.size);
+        emit(Event::Kind::download_start, {}, entry.path, resumed, entry.size, request.repo.repo_id);
         if (resumed < entry.size) {
             try {
                 m_client->download(request.repo, commit, entry.path, target);
             } catch (const Error& e) {
+                target.abandon();  // its thread reads the partial
                 // Too many bytes means the partial is wrong; any other
                 // failure (network, interrupted) keeps it for the next run.
                 if (e.code() == ErrorCode::verification) blob.discard();
@@ -144,11 +149,10 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
         // The data is synced here, on this file's worker; the blobs/ entry
         // is synced once for the variant (PendingSyncs).
         blob.commit(false);
-        syncs.add(cache.blob_path(etag).parent_path());
         crash_point("committed");
         bytes_downloaded += target.size() - target.resumed_bytes();
         ++m_files_downloaded;
-        emit(Event::Kind::download_done, {}, entry.path, entry.size, entry.size);
+        emit(Event::Kind::download_done, {}, entry.path, entry.size, entry.size, request.repo.repo_id);
         return sha256;
     }
 }
@@ -246,13 +250,17 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     PendingSyncs syncs;
 
     // The plan lets a renderer show the variant's total before any file.
-    std::uint64_t plan_files = 0, plan_bytes = 0;
+    // Two files with the same content are one download.
+    std::set<std::string> planned;
+    std::uint64_t plan_bytes = 0;
     for (const TreeEntry* entry : entries) {
         if (cache.has_blob(entry->etag()) || (request.skip_lfs_downloads && entry->is_lfs())) continue;
-        ++plan_files;
-        plan_bytes += entry->size;
+        if (planned.insert(entry->etag()).second) plan_bytes += entry->size;
     }
-    if (plan_files > 0 && !request.offline) emit(Event::Kind::download_plan, variant, {}, plan_files, plan_bytes);
+    if (!planned.empty() && !request.offline) {
+        emit(Event::Kind::download_plan, variant, {}, planned.size(), plan_bytes, request.repo.repo_id);
+    }
+    std::atomic<bool> stop{false};  // set by run_parallel when a file fails
     // What each file must match. The metadata digest is filled in once
     // metadata.json, which comes first, has been read.
     std::vector<FileJob> jobs(entries.size());
@@ -263,6 +271,8 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
         job.expect.entry = entries[i];
         job.expect.label = label_base + entries[i]->path;
         job.expect.cancel = request.cancel;
+        job.expect.stop = &stop;
+        job.expect.repo = request.repo.repo_id;
         job.trusted = trusted_paths.count(entries[i]->path) != 0;
         if (pins != nullptr && pins->files) {
             auto pin = pins->files->find(job.relpath);
@@ -310,7 +320,8 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     jobs.resize(first_parallel);
     // Every file is checked for coverage before any transfer starts.
     for (FileJob& job : rest) expect_digest(job);
-    run_parallel(rest.size(), request.max_connections, [&](std::size_t i) { make_present(rest[i]); });
+    run_parallel(
+        rest.size(), request.max_connections, [&](std::size_t i) { make_present(rest[i]); }, &stop);
     jobs.insert(jobs.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
     // One durability point for the variant: every blob's data was synced by
     // its commit; the names made in blobs/ and in the snapshot's folders

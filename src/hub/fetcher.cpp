@@ -166,12 +166,13 @@ Fetcher::Fetcher(std::filesystem::path cache_root, HubClient* client, EventSink*
     : m_root(std::move(cache_root)), m_client(client), m_events(events) {}
 
 void Fetcher::emit(Event::Kind kind, const std::string& text, const std::string& path, std::uint64_t done,
-                   std::uint64_t total) {
+                   std::uint64_t total, const std::string& repo) {
     if (m_events == nullptr) return;
     Event event;
     event.kind = kind;
     event.text = printable(text);
     event.path = printable(path);
+    event.repo = printable(repo);
     event.done = done;
     event.total = total;
     m_events->on_event(event);

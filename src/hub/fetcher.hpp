@@ -230,7 +230,7 @@ private:
     // a filesystem where it excludes, so the largest partial left by an
     // earlier run is continued.
     std::string download_blob(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                              bool locked, std::uint64_t& bytes_downloaded, PendingSyncs& syncs);
+                              bool locked, std::uint64_t& bytes_downloaded);
     // download_variant's loop: every file verified (against `metadata`'s
     // digest when there is one) and linked.
     void download_files(const FetchRequest& request, const std::string& commit, const std::string& variant,
@@ -251,7 +251,7 @@ private:
     void write_side_data(const std::string& what, const std::function<void()>& write,
                          const std::string& cost = "the next run verifies the files again");
     void emit(Event::Kind kind, const std::string& text, const std::string& path = {}, std::uint64_t done = 0,
-              std::uint64_t total = 0);
+              std::uint64_t total = 0, const std::string& repo = {});
 
     std::filesystem::path m_root;
     HubClient* m_client;

@@ -1,12 +1,14 @@
 // Running independent pieces of one call on worker threads: the files of a
-// variant, the kernels of a prewarm, lock or mirror (docs/ARCHITECTURE.md,
-// "Threads").
+// variant, the kernels of a prewarm or lock, the variants of a mirrored
+// kernel (docs/ARCHITECTURE.md, "Threads").
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <exception>
+#include <limits>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -15,43 +17,51 @@
 namespace kernhub::hub {
 
 // Calls work(i) for every i below `count`, on up to `workers` threads (on
-// the calling thread alone when that is 1 or count is 1). After a failure
-// no further piece starts; those in flight finish. The requests the workers
-// sent are credited to the calling thread (http::requests_on_this_thread
-// stays whole around the call). Rethrows the exception of the lowest i that
-// failed.
+// the calling thread alone when that is 1 or count is 1, or when no thread
+// can be started). After a failure no further piece starts and `*stop`
+// (when given) is set, so that pieces in flight can give up early; then the
+// exception of the piece that failed first is rethrown. The requests the
+// workers sent are credited to the calling thread
+// (http::requests_on_this_thread stays whole around the call).
 template <typename Work>
-void run_parallel(std::size_t count, int workers, const Work& work) {
-    const std::size_t threads = std::min<std::size_t>(static_cast<std::size_t>(std::max(workers, 1)), count);
-    if (threads <= 1) {
-        for (std::size_t i = 0; i < count; ++i) work(i);
-        return;
-    }
+void run_parallel(std::size_t count, int workers, const Work& work, std::atomic<bool>* stop = nullptr) {
+    const std::size_t wanted = std::min<std::size_t>(static_cast<std::size_t>(std::max(workers, 1)), count);
+    constexpr std::size_t k_none = std::numeric_limits<std::size_t>::max();
     std::vector<std::exception_ptr> errors(count);
     std::atomic<std::size_t> next{0};
-    std::atomic<bool> failed{false};
+    std::atomic<std::size_t> first_failure{k_none};
     std::atomic<std::uint64_t> requests{0};
-    std::vector<std::thread> pool;
-    pool.reserve(threads);
-    for (std::size_t t = 0; t < threads; ++t) {
-        pool.emplace_back([&] {
-            const std::uint64_t before = http::requests_on_this_thread();
-            for (std::size_t i = next++; i < count && !failed.load(); i = next++) {
-                try {
-                    work(i);
-                } catch (...) {
-                    errors[i] = std::current_exception();
-                    failed = true;
-                }
+    auto drain = [&] {
+        for (std::size_t i = next++; i < count && first_failure.load() == k_none; i = next++) {
+            try {
+                work(i);
+            } catch (...) {
+                errors[i] = std::current_exception();
+                std::size_t none = k_none;
+                first_failure.compare_exchange_strong(none, i);
+                if (stop != nullptr) stop->store(true);
             }
-            requests += http::requests_on_this_thread() - before;
-        });
+        }
+    };
+    std::vector<std::thread> pool;
+    if (wanted > 1) {
+        pool.reserve(wanted);
+        for (std::size_t t = 0; t < wanted; ++t) {
+            try {
+                pool.emplace_back([&] {
+                    const std::uint64_t before = http::requests_on_this_thread();
+                    drain();
+                    requests += http::requests_on_this_thread() - before;
+                });
+            } catch (const std::system_error&) {
+                break;  // no more threads (a process or container limit): go on with those started
+            }
+        }
     }
+    if (pool.empty()) drain();
     for (std::thread& thread : pool) thread.join();
     http::credit_requests_to_this_thread(requests.load());
-    for (const std::exception_ptr& error : errors) {
-        if (error) std::rethrow_exception(error);
-    }
+    if (const std::size_t failed = first_failure.load(); failed != k_none) std::rethrow_exception(errors[failed]);
 }
 
 }  // namespace kernhub::hub

@@ -1,6 +1,7 @@
 #include "hub/verify.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -126,13 +127,14 @@ struct VerifyingTarget::Trailer {
     std::uint64_t written = 0;  // guarded by mutex
     bool closing = false;       // guarded by mutex: stop once everything written is hashed
     bool abandon = false;       // guarded by mutex: stop now
-    int error = 0;              // set by the thread before it ends
+    std::atomic<int> error{0};  // the errno that stopped the thread's reads
     std::thread thread;
 };
 
-// Bytes read back per step, and how much is hashed before its writeback is
-// started.
-static constexpr std::size_t k_trail_chunk = 1u << 20;
+// Bytes read back per step (one buffer per large file in flight: with
+// KERNHUB_MAX_CONNECTIONS of them the buffers stay a few MiB), and how much
+// is hashed before its writeback is started.
+static constexpr std::size_t k_trail_chunk = 256u << 10;
 static constexpr std::uint64_t k_writeback_step = 16u << 20;
 
 VerifyingTarget::VerifyingTarget(store::IncompleteBlob& blob, const Expectation& expect, EventSink* events)
@@ -156,31 +158,42 @@ void VerifyingTarget::start_trailer() {
     Trailer& trailer = *m_trailer;
     trailer.written = m_blob.size();
     const std::uint64_t start = m_blob.size();
-    trailer.thread = std::thread([this, &trailer, start] {
-        std::vector<char> buffer(k_trail_chunk);
-        std::uint64_t hashed = start;
-        std::uint64_t flushed = start;
-        for (;;) {
-            std::uint64_t available = 0;
-            {
-                std::unique_lock<std::mutex> lock(trailer.mutex);
-                trailer.wake.wait(lock, [&] { return trailer.abandon || trailer.written > hashed || trailer.closing; });
-                if (trailer.abandon || trailer.written == hashed) return;
-                available = trailer.written - hashed;
-            }
-            const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(available, buffer.size()));
-            if (int err = m_blob.read_at(hashed, buffer.data(), n); err != 0) {
-                trailer.error = err;
+    try {
+        trailer.thread = std::thread([this, &trailer, start] {
+            std::vector<char> buffer;
+            try {
+                buffer.resize(k_trail_chunk);
+            } catch (const std::bad_alloc&) {
+                trailer.error = ENOMEM;
                 return;
             }
-            m_checker.update(buffer.data(), n);
-            hashed += n;
-            if (hashed - flushed >= k_writeback_step) {
-                m_blob.start_writeback(flushed, hashed - flushed);
-                flushed = hashed;
+            std::uint64_t hashed = start;
+            std::uint64_t flushed = start;
+            for (;;) {
+                std::uint64_t available = 0;
+                {
+                    std::unique_lock<std::mutex> lock(trailer.mutex);
+                    trailer.wake.wait(lock,
+                                      [&] { return trailer.abandon || trailer.written > hashed || trailer.closing; });
+                    if (trailer.abandon || trailer.written == hashed) return;
+                    available = trailer.written - hashed;
+                }
+                const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(available, buffer.size()));
+                if (int err = m_blob.read_at(hashed, buffer.data(), n); err != 0) {
+                    trailer.error = err;
+                    return;
+                }
+                m_checker.update(buffer.data(), n);
+                hashed += n;
+                if (hashed - flushed >= k_writeback_step) {
+                    m_blob.start_writeback(flushed, hashed - flushed);
+                    flushed = hashed;
+                }
             }
-        }
-    });
+        });
+    } catch (const std::system_error&) {
+        m_trailer.reset();  // no thread to be had: hash as the bytes arrive
+    }
 }
 
 int VerifyingTarget::stop_trailer(bool abandon) noexcept {
@@ -192,7 +205,7 @@ int VerifyingTarget::stop_trailer(bool abandon) noexcept {
     }
     m_trailer->wake.notify_one();
     if (m_trailer->thread.joinable()) m_trailer->thread.join();
-    const int err = m_trailer->error;
+    const int err = m_trailer->error.load();
     m_trailer.reset();
     return err;
 }
@@ -229,6 +242,16 @@ void VerifyingTarget::read_back() {
 }
 
 void VerifyingTarget::write(const char* data, std::size_t size) {
+    if (m_expect.stop != nullptr && m_expect.stop->load()) {
+        throw Error(ErrorCode::interrupted,
+                    m_expect.label + ": stopped because another file of the fetch failed; run again to continue");
+    }
+    if (m_trailer && m_trailer->error.load() != 0) {
+        throw Error(ErrorCode::internal,
+                    "cannot read back " + m_blob.temp_path().string() +
+                        " to check it: " + std::error_code(m_trailer->error.load(), std::generic_category()).message() +
+                        "; check the disk");
+    }
     if (m_blob.size() + size > m_expect.entry->size) {
         throw Error(ErrorCode::verification, m_expect.label + ": the hub sent more than the " +
                                                  std::to_string(m_expect.entry->size) + " bytes it listed");
@@ -250,6 +273,7 @@ void VerifyingTarget::write(const char* data, std::size_t size) {
         Event event;
         event.kind = Event::Kind::download_bytes;
         event.path = m_display_path;
+        event.repo = m_expect.repo;
         event.done = m_blob.size();
         event.total = m_expect.entry->size;
         m_events->on_event(event);

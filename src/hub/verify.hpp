@@ -49,6 +49,11 @@ struct Expectation {
     std::optional<std::string> pinned_sha256;
     // Polled while a file on disk is hashed (see Options::cancel).
     const std::atomic<bool>* cancel = nullptr;
+    // Set when another file of the same fetch failed: a download in flight
+    // then stops (Error(interrupted), its partial kept for the next run).
+    const std::atomic<bool>* stop = nullptr;
+    // The repo the file belongs to, for events.
+    std::string repo;
 };
 
 // DeclaredDigestMismatch unless the lock's pin (when there is one) is
@@ -107,6 +112,9 @@ public:
     // (StreamChecker::finish). Error(internal) when the bytes written could
     // not be read back.
     std::string finish();
+    // Stops the hashing thread at once, before the partial is discarded or
+    // closed under it.
+    void abandon() noexcept { (void)stop_trailer(true); }
 
 private:
     struct Trailer;

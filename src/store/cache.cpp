@@ -576,7 +576,8 @@ void RepoCache::write_variant_record(const std::string& commit, const std::strin
                                      const std::string& json) const {
     check_commit(commit);
     check_variant(variant);
-    write_file_atomic(m_folder / ".kernhub" / "variants" / commit / (variant + ".json"), json, {}, Durability::rename_only);
+    write_file_atomic(m_folder / ".kernhub" / "variants" / commit / (variant + ".json"), json, {},
+                      Durability::rename_only);
 }
 
 }  // namespace kernhub::store

@@ -194,6 +194,30 @@ TEST_CASE("ref TTL: option, then KERNHUB_REF_TTL, then 0 (ask the hub every time
     CHECK_THROWS_WITH(api::resolve_settings(o, env_of({})), Catch::Contains("Options::ref_ttl_seconds"));
 }
 
+TEST_CASE("max connections: option, then KERNHUB_MAX_CONNECTIONS, then 8", "[api]") {
+    Options o = with_cache();
+    CHECK(api::resolve_settings(o, env_of({})).max_connections == 8);
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_MAX_CONNECTIONS", "1"}})).max_connections == 1);
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_MAX_CONNECTIONS", "64"}})).max_connections == 64);
+    for (const char* bad : {"0", "65", "-1", "", "8x", " 8"}) {
+        INFO(bad);
+        const Error e = error_from("accepted", [&] {
+            api::resolve_settings(with_cache(), env_of({{"KERNHUB_MAX_CONNECTIONS", bad}}));
+        });
+        CHECK(e.code() == ErrorCode::usage);
+        CHECK(e.message().find("KERNHUB_MAX_CONNECTIONS") != std::string::npos);
+        CHECK(e.message().find("from 1 to 64") != std::string::npos);
+    }
+    o.max_connections = 3;
+    CHECK(api::resolve_settings(o, env_of({{"KERNHUB_MAX_CONNECTIONS", "junk"}})).max_connections == 3);
+    // Kernels side by side: never more than the connections, at most four.
+    CHECK(api::parallel_kernels(api::resolve_settings(o, env_of({}))) == 3);
+    o.max_connections = 16;
+    CHECK(api::parallel_kernels(api::resolve_settings(o, env_of({}))) == 4);
+    o.max_connections = 0;
+    CHECK_THROWS_WITH(api::resolve_settings(o, env_of({})), Catch::Contains("Options::max_connections"));
+}
+
 TEST_CASE("numeric variables that are not a plain number in range are usage errors", "[api]") {
     struct Case {
         const char* variable;

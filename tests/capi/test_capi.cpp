@@ -492,3 +492,21 @@ TEST_CASE("the ref_ttl setting lets a later handle use the branch the cache reso
     CHECK(kh_prewarm(h.get(), "vector-add") == 2);
     CHECK(last_error(h).find("ref_ttl") != std::string::npos);
 }
+
+TEST_CASE("the max_connections setting bounds the downloads in flight and is range-checked", "[capi]") {
+    DemoEnv env;
+    KernelHub server;
+    Hub h = env.test_hub(server);
+    CHECK(kh_hub_set(h.get(), "max_connections", "many") == 2);
+    REQUIRE(kh_hub_set(h.get(), "max_connections", "1") == 0);
+    const int rc = kh_prewarm(h.get(), "vector-add");
+    INFO(last_error(h));
+    REQUIRE(rc == 0);
+    CHECK(adds_correctly(kh_symbol(h.get(), "vector-add")));
+    CHECK(server.server().stats()["peak_in_flight"]["cdn"].get<int>() == 1);
+
+    Hub bad = env.test_hub(server);
+    REQUIRE(kh_hub_set(bad.get(), "max_connections", "65") == 0);
+    CHECK(kh_prewarm(bad.get(), "vector-add") == 2);
+    CHECK(last_error(bad).find("max_connections") != std::string::npos);
+}

@@ -29,6 +29,23 @@ TEST_CASE("printable escapes what a terminal would obey and keeps everything els
                              "os.so") == "lib\\u202eos.so");
     CHECK(kernhub::printable("a\xe2\x80\xa8"
                              "b") == "a\\u2028b");
+    // The Arabic letter mark, soft hyphen, Mongolian vowel separator,
+    // deprecated format controls, annotation controls and tag characters
+    // are invisible too (two, three and four bytes).
+    CHECK(kernhub::printable("a\xd8\x9c"
+                             "b") == "a\\u061cb");
+    CHECK(kernhub::printable("a\xc2\xad"
+                             "b") == "a\\u00adb");
+    CHECK(kernhub::printable("a\xe1\xa0\x8e"
+                             "b") == "a\\u180eb");
+    CHECK(kernhub::printable("a\xe2\x81\xaf"
+                             "b") == "a\\u206fb");
+    CHECK(kernhub::printable("a\xef\xbf\xb9"
+                             "b") == "a\\ufff9b");
+    CHECK(kernhub::printable("a\xf3\xa0\x80\x81"
+                             "b") == "a\\U000e0001b");
+    // Visible letters of those lengths stay as they are.
+    CHECK(kernhub::printable("\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80") == "\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80");
     // Zero-width and direction marks, word joiner, byte order mark: two
     // names that look alike must not print alike.
     CHECK(kernhub::printable("a\xe2\x80\x8b"

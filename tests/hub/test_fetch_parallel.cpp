@@ -199,3 +199,42 @@ TEST_CASE("max_connections outside 1..64 is a usage error naming it", "[hub][par
         CHECK(message.find("max_connections") != std::string::npos);
     }
 }
+
+TEST_CASE("kernels prewarmed side by side share the per-host bound and keep their order", "[hub][parallel]") {
+    KernelHub hub;
+    Env env;
+    Options options = env.options(hub.server().endpoint());
+    options.max_connections = 2;
+    hub.server().add_faults(
+        {{{"match", "/lfs/"}, {"action", "throttle"}, {"bytes_per_second", 256 << 10}, {"count", -1}}});
+    const std::vector<std::string> names = {"model-kernel", "vector-add", "vector-add-v2", "vector-add-v1"};
+    std::vector<LoadResult> results = Client(options).prewarm(names);
+    const nlohmann::json stats = hub.server().stats();
+    REQUIRE(results.size() == names.size());
+    CHECK(results[0].fetch.repo_id == "kernhub-test/model-kernel");
+    CHECK(results[1].fetch.repo_id == "kernhub-test/vector-add");
+    CHECK(results[2].fetch.repo_id == "kernhub-test/vector-add");
+    CHECK(results[2].symbol == "kh_saxpy");
+    CHECK(results[3].fetch.repo_id == "kernhub-test/vector-add");
+    CHECK(results[3].symbol == "kh_vector_add");
+    for (const auto& result : results) CHECK(result.address != nullptr);
+    // Two kernels at a time, each with up to two files in flight: the CDN
+    // still saw at most two downloads at once.
+    CHECK(stats["peak_in_flight"]["cdn"].get<int>() <= 2);
+    CHECK(stats["peak_in_flight"]["cdn"].get<int>() >= 1);
+}
+
+TEST_CASE("a failure in one kernel of a prewarm is the error, whatever its siblings do", "[hub][parallel]") {
+    KernelHub hub;
+    Env env;
+    Options options = env.options(hub.server().endpoint(), std::nullopt, 0);
+    std::string message;
+    const ErrorCode code = code_of(
+        [&] {
+            Client(options).prewarm({"vector-add", "no-such-kernel-anywhere", "two-objects"});
+        },
+        &message);
+    INFO(message);
+    CHECK(code == ErrorCode::not_found);
+    CHECK(message.find("no-such-kernel-anywhere") != std::string::npos);
+}
