@@ -58,7 +58,10 @@ void write_file_atomic(const fs::path& path, const std::string& content, const f
 }
 
 void sync_directory(const fs::path& dir) {
-    if (int err = detail::fsync_directory(dir); err != 0) {
+    const int err = detail::fsync_directory(dir);
+    // A folder on a read-only filesystem, or one this user may not open,
+    // holds no name this process made: whoever made them flushes them.
+    if (err != 0 && err != EROFS && err != EACCES && err != EPERM) {
         throw Error(ErrorCode::internal,
                     "cannot flush " + dir.string() + " to disk: " + detail::errno_text(err) + "; check the disk");
     }

@@ -73,8 +73,9 @@ enum class Durability { fsync, rename_only };
 void write_file_atomic(const fs::path& path, const std::string& content, const fs::path& temp_dir = {},
                        Durability durability = Durability::fsync);
 // fsync of a directory, so that the names made in it survive a power loss
-// (a filesystem that cannot sync directories counts as done). Throws
-// Error(internal) naming the directory.
+// (a filesystem that cannot sync directories counts as done, and so does a
+// read-only or unreadable folder: a warm fetch of a read-only cache made no
+// name there). Throws Error(internal) naming the directory.
 void sync_directory(const fs::path& dir);
 
 // Whole file as a string; nullopt when it does not exist. Error(internal)
