@@ -114,12 +114,11 @@ inline void write_text(const fs::path& path, const std::string& text) {
     std::ofstream(path, std::ios::binary) << text;
 }
 
-// Lowercase hex SHA-256 of a file's bytes (links followed), via OpenSSL.
-inline std::string sha256_of(const fs::path& path) {
-    std::string bytes = read_text(path);
+// Lowercase hex digest of `bytes` with `md` (EVP_sha256(), EVP_sha1()), via OpenSSL.
+inline std::string hex_digest(const std::string& bytes, const EVP_MD* md) {
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int length = 0;
-    REQUIRE(EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) == 1);
+    REQUIRE(EVP_Digest(bytes.data(), bytes.size(), digest, &length, md, nullptr) == 1);
     std::string hex;
     char buffer[3];
     for (unsigned int i = 0; i < length; ++i) {
@@ -127,6 +126,11 @@ inline std::string sha256_of(const fs::path& path) {
         hex += buffer;
     }
     return hex;
+}
+
+// Lowercase hex SHA-256 of a file's bytes (links followed).
+inline std::string sha256_of(const fs::path& path) {
+    return hex_digest(read_text(path), EVP_sha256());
 }
 
 // Does any regular file or link under dir have a name containing `part`?

@@ -59,20 +59,6 @@ struct CrashHub {
     }
 };
 
-// Lowercase hex of a digest of `bytes`, via OpenSSL.
-std::string hex_digest(const std::string& bytes, const EVP_MD* md) {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    REQUIRE(EVP_Digest(bytes.data(), bytes.size(), digest, &length, md, nullptr) == 1);
-    std::string hex;
-    char buffer[3];
-    for (unsigned int i = 0; i < length; ++i) {
-        std::snprintf(buffer, sizeof buffer, "%02x", digest[i]);
-        hex += buffer;
-    }
-    return hex;
-}
-
 // Whether a blob's content is what its name says: the SHA-256 of an LFS
 // file, or the git blob SHA-1 of a plain one.
 bool blob_matches_name(const fs::path& blob) {
