@@ -281,3 +281,30 @@ TEST_CASE("Options::ref_ttl_seconds wins over KERNHUB_REF_TTL and is range-check
     }
     CHECK(code_of([&] { Client(with_ttl(env, hub.server().endpoint(), 31'536'000)); }) == ErrorCode::ok);
 }
+
+TEST_CASE("ref TTL: lock asks the hub for the branch whatever the TTL", "[hub]") {
+    KernelHub hub;
+    Env env;
+    // The project names one kernel on a branch; a fetch records a fresh time.
+    json project = {{"format", 1},
+                    {"kernels",
+                     {{"vector-add",
+                       {{"repo_id", "kernhub-test/vector-add"},
+                        {"revision", "main"},
+                        {"symbol", "kh_vector_add"},
+                        {"file", "libvector_add.so"}}}}}};
+    std::ofstream(env.dir.path() / "kernhub.json") << project.dump(2);
+    Options options = with_ttl(env, hub.server().endpoint(), 300);
+    options.registries.clear();
+    const FetchResult fetched = Client(options).fetch("vector-add");
+    REQUIRE(read_json(side_file(env)).is_object());
+
+    // Within the TTL a fetch asks nothing, but a lock pins what the hub
+    // serves now: it asks.
+    hub.server().reset();
+    CHECK(Client(options).fetch("vector-add").requests == 0);
+    LockReport report = Client(options).lock(LockOptions{});
+    CHECK(hub.server().count_requests("/revision/main") == 1);
+    REQUIRE(report.kernels.size() == 1);
+    CHECK(report.kernels[0].commit == fetched.commit);
+}
