@@ -127,6 +127,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
             // Files in flight and kernels fetched side by side (prewarm,
             // lock, mirror) share this bound per origin.
             config.policy.max_host_connections = settings.max_connections;
+            config.policy.ca_file = settings.ca_file;
             hub::HubLimits limits;
             limits.max_listing_entries = static_cast<std::size_t>(settings.max_listing_entries);
             limits.max_listing_bytes = static_cast<std::size_t>(settings.max_listing_bytes);

@@ -270,6 +270,7 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
                                                    "KERNHUB_MIN_RATE_WINDOW", {1, 3600, 30});
     settings.max_connections =
         resolve_int(options.max_connections, "max_connections", env, "KERNHUB_MAX_CONNECTIONS", {1, 64, 8});
+    if (auto value = non_empty(env, "SSL_CERT_FILE")) settings.ca_file = *value;
     settings.ref_ttl_seconds =
         resolve_int(options.ref_ttl_seconds, "ref_ttl_seconds", env, "KERNHUB_REF_TTL", {0, 31'536'000, 0});
     settings.targets = options.targets;

@@ -34,6 +34,9 @@ struct Settings {
     int min_rate = 1024;
     int min_rate_window_seconds = 30;
     int max_connections = 8;
+    // Certificate authorities for HTTPS hubs (SSL_CERT_FILE); empty: the
+    // system's.
+    std::string ca_file;
     // How long a branch resolution in the cache is used without the hub.
     int ref_ttl_seconds = 0;
     std::vector<std::string> targets;

@@ -1,11 +1,20 @@
 #include "http/curl_api.hpp"
 
+#include <dlfcn.h>
+
 #include "common/dynlib.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::http {
 
 namespace {
+
+// A symbol the binding can do without: null when the library lacks it.
+template <class Fn>
+bool resolve_optional(const dynlib::Library& lib, const char* symbol, Fn& slot) {
+    slot = reinterpret_cast<Fn>(::dlsym(lib.handle, symbol));
+    return slot != nullptr;
+}
 
 CurlApi bind_curl() {
     const dynlib::Library lib =
@@ -24,6 +33,16 @@ CurlApi bind_curl() {
     dynlib::resolve(lib, "curl_slist_append", api.slist_append);
     dynlib::resolve(lib, "curl_slist_free_all", api.slist_free_all);
     dynlib::resolve(lib, "curl_getdate", api.getdate);
+    const bool multi = resolve_optional(lib, "curl_multi_init", api.multi_init) &&
+                       resolve_optional(lib, "curl_multi_cleanup", api.multi_cleanup) &&
+                       resolve_optional(lib, "curl_multi_setopt", api.multi_setopt) &&
+                       resolve_optional(lib, "curl_multi_add_handle", api.multi_add_handle) &&
+                       resolve_optional(lib, "curl_multi_remove_handle", api.multi_remove_handle) &&
+                       resolve_optional(lib, "curl_multi_perform", api.multi_perform) &&
+                       resolve_optional(lib, "curl_multi_poll", api.multi_poll) &&
+                       resolve_optional(lib, "curl_multi_wakeup", api.multi_wakeup) &&
+                       resolve_optional(lib, "curl_multi_info_read", api.multi_info_read);
+    if (!multi) api.multi_info_read = nullptr;  // has_multi() is false: every transfer runs on its caller
     // Under the binding's once-initialisation: curl_global_init is not
     // thread-safe on older libcurl and must run once before any handle.
     if (const CURLcode code = api.global_init(CURL_GLOBAL_DEFAULT); code != CURLE_OK) {

@@ -20,6 +20,18 @@ struct CurlApi {
     decltype(&::curl_slist_append) slist_append = nullptr;
     decltype(&::curl_slist_free_all) slist_free_all = nullptr;
     decltype(&::curl_getdate) getdate = nullptr;
+    // The multi interface (libcurl 7.68 or newer); all null on an older
+    // library, which then runs each transfer with curl_easy_perform.
+    decltype(&::curl_multi_init) multi_init = nullptr;
+    decltype(&::curl_multi_cleanup) multi_cleanup = nullptr;
+    decltype(&::curl_multi_setopt) multi_setopt = nullptr;
+    decltype(&::curl_multi_add_handle) multi_add_handle = nullptr;
+    decltype(&::curl_multi_remove_handle) multi_remove_handle = nullptr;
+    decltype(&::curl_multi_perform) multi_perform = nullptr;
+    decltype(&::curl_multi_poll) multi_poll = nullptr;
+    decltype(&::curl_multi_wakeup) multi_wakeup = nullptr;
+    decltype(&::curl_multi_info_read) multi_info_read = nullptr;
+    bool has_multi() const noexcept { return multi_info_read != nullptr; }
 };
 
 // Opens libcurl.so.4 (else libcurl.so), resolves the table and runs

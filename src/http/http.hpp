@@ -116,6 +116,9 @@ struct Policy {
     // are not bounded. 0: no bound. The hub and the CDN it redirects to are
     // separate origins.
     int max_host_connections = 0;
+    // A PEM file of certificate authorities to trust instead of the
+    // system's (SSL_CERT_FILE); empty: libcurl's default.
+    std::string ca_file;
 };
 
 // Bounds of one in-memory GET beyond the Policy's (see Session::get).
@@ -134,8 +137,15 @@ struct GetLimits {
 // Called before each retry with a one-line description.
 using RetryObserver = std::function<void(const std::string&)>;
 
-// A Session may be shared between threads: concurrent requests each use a
-// libcurl handle of their own (connections are reused per handle).
+// A Session may be shared between threads. Every transfer runs on one
+// libcurl multi handle, driven by a thread of the session's (started on the
+// first request): concurrent requests share its pool of connections, and
+// transfers to an HTTP/2 origin are multiplexed on one connection. The
+// calling thread waits for its transfer; header and progress callbacks run
+// on the session's thread, while a download's body is handed through a
+// bounded pipe to the calling thread, which runs BodyTarget::write. Where
+// that thread cannot be had (or libcurl lacks the multi interface), each
+// transfer runs on its caller with a handle of its own.
 class Session {
 public:
     Session(Policy policy, std::string token, std::string token_origin);
@@ -198,6 +208,16 @@ private:
     std::condition_variable m_slot_freed;
     std::map<std::string, int> m_busy;
     pid_t m_slots_pid;
+    // The multi handle and its thread, made on the first transfer. Null
+    // when no thread could be started (transfers then run on their
+    // callers). A forked child leaves its parent's untouched and makes its
+    // own. Guarded by m_engine_mutex.
+    struct Engine;
+    Engine* engine();
+    std::mutex m_engine_mutex;
+    std::unique_ptr<Engine> m_engine;
+    pid_t m_engine_pid;
+    bool m_engine_tried = false;
 };
 
 // Requests sent by the calling thread through any Session so far. A Client

@@ -7,6 +7,7 @@
 #include <exception>
 #include <random>
 #include <string_view>
+#include <system_error>
 #include <thread>
 
 #include "common/text.hpp"
@@ -195,6 +196,87 @@ struct ResetOnExit {
     ~ResetOnExit() { curl_api().easy_reset(curl); }
 };
 
+// A download's bytes on their way from the session's thread, which receives
+// every transfer's, to the thread that asked for the download, which writes
+// and hashes them: a ring of k_pipe_bytes. When the ring is full the
+// session's thread waits for room, so a download in flight holds at most
+// this much, and the receiving stays on one thread while the writing and
+// hashing of several downloads run side by side.
+constexpr std::size_t k_pipe_bytes = 1u << 20;
+
+class BodyPipe {
+public:
+    // The session's thread. False once the target has failed: the transfer
+    // is to be aborted.
+    bool push(const char* data, std::size_t size) {
+        std::unique_lock<std::mutex> lock(m_mutex);
+        if (!m_ring) m_ring = std::make_unique<char[]>(k_pipe_bytes);
+        while (size > 0) {
+            m_changed.wait(lock, [this] { return m_failed.load() || m_used < k_pipe_bytes; });
+            if (m_failed.load()) return false;
+            const std::size_t tail = (m_head + m_used) % k_pipe_bytes;
+            const std::size_t piece = std::min({size, k_pipe_bytes - m_used, k_pipe_bytes - tail});
+            std::copy(data, data + piece, m_ring.get() + tail);
+            m_used += piece;
+            data += piece;
+            size -= piece;
+            m_changed.notify_all();
+        }
+        return true;
+    }
+    // The session's thread: the transfer ended, no more bytes come.
+    void close() {
+        std::lock_guard<std::mutex> guard(m_mutex);
+        m_closed = true;
+        m_changed.notify_all();  // under the lock: the pipe may end as soon as it is released
+    }
+    // The calling thread: writes what arrives into `target` until the pipe
+    // is closed. The first exception of the target is kept (failure()); the
+    // bytes after it are dropped.
+    void drain(BodyTarget& target) {
+        std::unique_lock<std::mutex> lock(m_mutex);
+        for (;;) {
+            m_changed.wait(lock, [this] { return m_used > 0 || m_closed; });
+            if (m_used == 0) return;
+            const std::size_t piece = std::min(m_used, k_pipe_bytes - m_head);
+            if (!m_failed.load()) {
+                // The session's thread only fills the free part of the ring.
+                const char* bytes = m_ring.get() + m_head;
+                lock.unlock();
+                std::exception_ptr error;
+                try {
+                    target.write(bytes, piece);
+                } catch (...) {
+                    error = std::current_exception();
+                }
+                lock.lock();
+                if (error) {
+                    m_error = error;
+                    m_failed.store(true);
+                }
+            }
+            m_head = (m_head + piece) % k_pipe_bytes;
+            m_used -= piece;
+            m_changed.notify_all();
+        }
+    }
+    bool failed() const noexcept { return m_failed.load(); }
+    std::exception_ptr failure() const {
+        std::lock_guard<std::mutex> guard(m_mutex);
+        return m_error;
+    }
+
+private:
+    mutable std::mutex m_mutex;
+    std::condition_variable m_changed;  // bytes, room, the end or a failure
+    std::unique_ptr<char[]> m_ring;     // made at the first byte
+    std::size_t m_head = 0;             // guarded by m_mutex: where the oldest byte is
+    std::size_t m_used = 0;             // guarded by m_mutex
+    bool m_closed = false;              // guarded by m_mutex
+    std::atomic<bool> m_failed{false};  // read without the lock by the progress callback
+    std::exception_ptr m_error;         // guarded by m_mutex
+};
+
 }  // namespace
 
 std::optional<milliseconds> requested_wait(const Response& response) {
@@ -230,6 +312,146 @@ struct Session::Handle {
 constexpr std::size_t k_max_idle_handles = 64;
 
 constexpr long k_download_buffer = 256L << 10;
+
+// How long the session's thread waits for network activity before it runs
+// every transfer's progress callback again (cancel flag, minimum rate):
+// libcurl may ask for a shorter wait, never a longer one.
+constexpr int k_engine_tick_ms = 100;
+constexpr int k_engine_idle_ms = 1000;
+
+// The session's transfers, on one libcurl multi handle driven by one
+// thread. A caller hands over an easy handle with every option set and
+// waits; the thread adds it to the multi handle, runs its callbacks while
+// it transfers beside the others, takes it out when it ends and wakes the
+// caller with the result. Connections stay in the multi handle's pool for
+// whichever transfer goes to their origin next; HTTP/2 streams to one
+// origin share a connection.
+struct Session::Engine {
+    struct Transfer {
+        CURL* curl = nullptr;
+        BodyPipe* pipe = nullptr;  // closed when the transfer ends
+        CURLcode code = CURLE_OK;
+        bool done = false;  // guarded by Engine::mutex
+    };
+
+    CURLM* multi = nullptr;
+    std::mutex mutex;
+    std::condition_variable finished;
+    std::vector<Transfer*> submitted;  // guarded by mutex
+    bool stopping = false;             // guarded by mutex
+    std::thread thread;
+
+    Engine() {
+        const CurlApi& api = curl_api();
+        multi = api.multi_init();
+        if (multi == nullptr) throw Error(ErrorCode::internal, "libcurl could not create a multi handle");
+        api.multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+        api.multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(k_max_idle_handles));
+        try {
+            thread = std::thread([this] { drive(); });
+        } catch (...) {
+            api.multi_cleanup(multi);
+            throw;
+        }
+    }
+    ~Engine() {
+        {
+            std::lock_guard<std::mutex> guard(mutex);
+            stopping = true;
+        }
+        curl_api().multi_wakeup(multi);
+        thread.join();
+        curl_api().multi_cleanup(multi);  // closes the pooled connections
+    }
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Runs one transfer to its end, as curl_easy_perform would; with a
+    // pipe, the calling thread writes the body into `target` meanwhile.
+    CURLcode perform(CURL* curl, BodyPipe* pipe, BodyTarget* target) {
+        Transfer transfer;
+        transfer.curl = curl;
+        transfer.pipe = pipe;
+        {
+            std::lock_guard<std::mutex> guard(mutex);
+            submitted.push_back(&transfer);
+        }
+        curl_api().multi_wakeup(multi);
+        if (pipe != nullptr) pipe->drain(*target);
+        std::unique_lock<std::mutex> lock(mutex);
+        finished.wait(lock, [&transfer] { return transfer.done; });
+        return transfer.code;
+    }
+
+    void finish(Transfer* transfer, CURLcode code) {
+        if (transfer->pipe != nullptr) transfer->pipe->close();
+        {
+            std::lock_guard<std::mutex> guard(mutex);
+            transfer->code = code;
+            transfer->done = true;  // the caller may return, and its Transfer end, from here on
+        }
+        finished.notify_all();
+    }
+
+    // The thread: nothing here allocates or throws (the callbacks catch
+    // their own exceptions), so every caller is always woken.
+    void drive() noexcept {
+        const CurlApi& api = curl_api();
+        std::vector<Transfer*> batch;
+        int active = 0;
+        for (;;) {
+            {
+                std::lock_guard<std::mutex> guard(mutex);
+                if (stopping && active == 0 && submitted.empty()) return;
+                batch.swap(submitted);
+            }
+            for (Transfer* transfer : batch) {
+                api.easy_setopt(transfer->curl, CURLOPT_PRIVATE, static_cast<void*>(transfer));
+                if (api.multi_add_handle(multi, transfer->curl) == CURLM_OK) {
+                    ++active;
+                } else {
+                    finish(transfer, CURLE_FAILED_INIT);
+                }
+            }
+            batch.clear();
+            int running = 0;
+            api.multi_perform(multi, &running);
+            int queued = 0;
+            while (CURLMsg* message = api.multi_info_read(multi, &queued)) {
+                if (message->msg != CURLMSG_DONE) continue;
+                CURL* curl = message->easy_handle;
+                const CURLcode code = message->data.result;  // read before the message goes away
+                void* owner = nullptr;
+                api.easy_getinfo(curl, CURLINFO_PRIVATE, &owner);
+                api.multi_remove_handle(multi, curl);
+                --active;
+                finish(static_cast<Transfer*>(owner), code);
+            }
+            api.multi_poll(multi, nullptr, 0, active > 0 ? k_engine_tick_ms : k_engine_idle_ms, nullptr);
+        }
+    }
+};
+
+Session::Engine* Session::engine() {
+    std::lock_guard<std::mutex> guard(m_engine_mutex);
+    if (const pid_t self = ::getpid(); self != m_engine_pid) {
+        // A child made by fork(): the thread is not here and the pooled
+        // connections are the parent's. Leave them untouched; start anew.
+        static_cast<void>(m_engine.release());
+        m_engine_tried = false;
+        m_engine_pid = self;
+    }
+    if (!m_engine && !m_engine_tried && curl_api().has_multi()) {
+        m_engine_tried = true;
+        try {
+            m_engine = std::make_unique<Engine>();
+        } catch (const std::system_error&) {
+            // No thread to be had (a pids limit): transfers run on their callers.
+        } catch (const Error&) {
+        }
+    }
+    return m_engine.get();
+}
 
 // A handle for one exchange: an idle one of the session's, or a new one.
 struct Session::HandleLease {
@@ -290,6 +512,10 @@ struct Session::Attempt {
     CURLcode code = CURLE_OK;
     std::string curl_message;
     std::string validator;  // ETag of the last 2xx body, for If-Range
+    // Where a download's body goes when the session's thread receives it:
+    // the calling thread drains it into the target. Null: the callbacks
+    // write into the target themselves.
+    BodyPipe* pipe = nullptr;
 };
 
 // Why a 206 cannot be appended to the target, or "" when it continues the
@@ -357,7 +583,11 @@ static std::size_t on_body(char* data, std::size_t size, std::size_t count, void
                 attempt->target->restart();  // Range was ignored: the body starts at byte 0
             }
             attempt->first_body_byte = false;
-            attempt->target->write(data, bytes);
+            if (attempt->pipe == nullptr) {
+                attempt->target->write(data, bytes);
+            } else if (!attempt->pipe->push(data, bytes)) {
+                return 0;  // the target failed: its exception is the pipe's
+            }
             return bytes;
         }
         if (attempt->target != nullptr) {
@@ -394,6 +624,7 @@ static std::size_t on_body(char* data, std::size_t size, std::size_t count, void
 static int on_progress(void* user, curl_off_t, curl_off_t received, curl_off_t, curl_off_t) {
     auto* attempt = static_cast<Session::Attempt*>(user);
     if (cancelled(attempt->cancel)) return 1;
+    if (attempt->pipe != nullptr && attempt->pipe->failed()) return 1;
     if (attempt->min_rate == 0) return 0;
     const auto now = std::chrono::steady_clock::now();
     const auto elapsed = std::chrono::duration_cast<milliseconds>(now - attempt->window_start);
@@ -414,13 +645,17 @@ Session::Session(Policy policy, std::string token, std::string token_origin)
       m_token(std::move(token)),
       m_token_origin(std::move(token_origin)),
       m_idle_pid(::getpid()),
-      m_slots_pid(::getpid()) {
+      m_slots_pid(::getpid()),
+      m_engine_pid(::getpid()) {
     // Room for every idle handle up front: ~HandleLease's push_back then
     // never allocates, so it cannot throw from a destructor.
     m_idle.reserve(k_max_idle_handles);
 }
 
 Session::~Session() {
+    // In a forked child the engine's thread and connections are the parent's.
+    if (m_engine_pid != ::getpid()) static_cast<void>(m_engine.release());
+    m_engine.reset();
     // In a forked child the idle connections are the parent's: leave them.
     if (m_idle_pid != ::getpid()) {
         for (auto& inherited : m_idle) static_cast<void>(inherited.release());
@@ -542,7 +777,21 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     // connection kept.
     if (target != nullptr) api.easy_setopt(curl, CURLOPT_BUFFERSIZE, k_download_buffer);
 
-    attempt.code = api.easy_perform(curl);
+    // A download waits for a connection that may multiplex rather than
+    // opening one more to the same origin.
+    if (target != nullptr) api.easy_setopt(curl, CURLOPT_PIPEWAIT, 1L);
+    if (!m_policy.ca_file.empty()) api.easy_setopt(curl, CURLOPT_CAINFO, m_policy.ca_file.c_str());
+
+    Engine* shared = engine();
+    if (shared != nullptr) {
+        BodyPipe pipe;
+        attempt.pipe = target != nullptr ? &pipe : nullptr;
+        attempt.code = shared->perform(curl, attempt.pipe, target);
+        attempt.pipe = nullptr;
+        if (std::exception_ptr failure = pipe.failure()) attempt.target_error = failure;
+    } else {
+        attempt.code = api.easy_perform(curl);
+    }
     m_requests.fetch_add(1, std::memory_order_relaxed);
     ++t_requests;
     if (attempt.target_error) std::rethrow_exception(attempt.target_error);

@@ -12,10 +12,17 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "kernhub/kernhub.hpp"
+#include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
+#include "support/kernel_hub.hpp"
 #include "support/process.hpp"
 #include "support/requirements.hpp"
 #include "support/temp_dir.hpp"
@@ -49,24 +56,50 @@ int free_port() {
     return ntohs(addr.sin_port);
 }
 
+// A certificate for 127.0.0.1 made with the openssl command line, and its key.
+struct TlsFiles {
+    fs::path cert;
+    fs::path key;
+};
+
+TlsFiles make_certificate(const fs::path& dir) {
+    TlsFiles files{dir / "cert.pem", dir / "key.pem"};
+    ProcessResult r = run_process({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                                   "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                                   files.key.string(), "-out", files.cert.string()});
+    if (r.exit_code != 0) throw std::runtime_error("openssl req failed: " + r.err);
+    return files;
+}
+
 // nginx in the foreground with a config of our own, stopped on destruction.
+// With TLS files it serves HTTPS with HTTP/2 offered through ALPN, and logs
+// each request's connection number and protocol.
 class Nginx {
 public:
-    Nginx(const fs::path& binary, const fs::path& root) : m_port(free_port()) {
+    Nginx(const fs::path& binary, const fs::path& root, std::optional<TlsFiles> tls = std::nullopt)
+        : m_port(free_port()), m_tls(tls.has_value()) {
         fs::path conf = m_dir.path() / "nginx.conf";
-        std::ofstream(conf) << "daemon off;\nworker_processes 1;\n"
-                            << (geteuid() == 0 ? "user root;\n" : "") << "pid " << (m_dir.path() / "nginx.pid").string()
-                            << ";\nerror_log " << (m_dir.path() / "error.log").string() << ";\n"
-                            << "events { worker_connections 64; }\n"
-                            << "http {\n  access_log " << access_log().string() << ";\n"
-                            << "  client_body_temp_path " << m_dir.path().string() << ";\n"
-                            << "  server {\n    listen 127.0.0.1:" << m_port << ";\n    root " << root.string()
-                            << ";\n    default_type application/octet-stream;\n  }\n}\n";
+        std::ofstream out(conf);
+        out << "daemon off;\nworker_processes 1;\n"
+            << (geteuid() == 0 ? "user root;\n" : "") << "pid " << (m_dir.path() / "nginx.pid").string()
+            << ";\nerror_log " << (m_dir.path() / "error.log").string() << ";\n"
+            << "events { worker_connections 64; }\n"
+            << "http {\n  log_format wire '$connection $server_protocol $status $request_uri $msec $request_time';\n"
+            << "  access_log " << access_log().string() << (m_tls ? " wire" : "") << ";\n"
+            << "  client_body_temp_path " << m_dir.path().string() << ";\n"
+            << "  server {\n    listen 127.0.0.1:" << m_port << (m_tls ? " ssl http2" : "") << ";\n";
+        if (tls) {
+            // Each response at 2 MiB/s: transfers that overlap show in the log.
+            out << "    ssl_certificate " << tls->cert.string() << ";\n    ssl_certificate_key " << tls->key.string()
+                << ";\n    limit_rate 2m;\n";
+        }
+        out << "    root " << root.string() << ";\n    default_type application/octet-stream;\n  }\n}\n";
+        out.close();
         UniqueFd null_fd(open("/dev/null", O_RDWR | O_CLOEXEC));
         m_pid = spawn_process({binary.string(), "-c", conf.string(), "-p", m_dir.path().string()}, {}, "",
                               null_fd.get(), null_fd.get(), null_fd.get());
         for (int i = 0; i < 100; ++i) {
-            if (http_request("GET", endpoint() + "/_hub.json").status == 200) return;
+            if (m_tls ? accepts_connections() : http_request("GET", endpoint() + "/_hub.json").status == 200) return;
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         throw std::runtime_error("nginx did not start on port " + std::to_string(m_port));
@@ -75,17 +108,48 @@ public:
         kill(m_pid, SIGQUIT);
         wait_process(m_pid);
     }
-    std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(m_port); }
+    std::string endpoint() const {
+        return (m_tls ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(m_port);
+    }
     fs::path access_log() const { return m_dir.path() / "access.log"; }
     std::size_t lines_in_access_log() const {
         std::ifstream in(access_log());
         return static_cast<std::size_t>(std::count(std::istreambuf_iterator<char>(in), {}, '\n'));
     }
 
+    std::vector<std::string> access_lines() const {
+        std::ifstream in(access_log());
+        std::vector<std::string> lines;
+        for (std::string line; std::getline(in, line);) lines.push_back(line);
+        return lines;
+    }
+
 private:
+    bool accepts_connections() const {
+        UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons(static_cast<std::uint16_t>(m_port));
+        return connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    }
+
     TempDir m_dir;
     int m_port;
+    bool m_tls;
     pid_t m_pid = -1;
+};
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const std::string& value) : m_name(name) { ::setenv(name, value.c_str(), 1); }
+    ~ScopedEnv() { ::unsetenv(m_name); }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    const char* m_name;
 };
 
 }  // namespace
@@ -119,4 +183,77 @@ TEST_CASE("the demo hub served by stock nginx fetches and loads over HTTP", "[hu
         std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
     CHECK(server.lines_in_access_log() == before + 1);
+}
+
+TEST_CASE("over HTTPS with HTTP/2, a variant's files are multiplexed on one connection", "[hub][nginx][needs:nginx]") {
+    TempDir dir;
+    // A variant of twelve 512 KiB files, all fetched in parallel.
+    nlohmann::json files = nlohmann::json::object();
+    const std::string variant = "build/" + host_cpu_variant() + "/";
+    files[variant + "libkern.so"] = {{"path", vector_add_so().string()}, {"lfs", true}};
+    for (int i = 0; i < 12; ++i) {
+        files[variant + "data" + std::to_string(i) + ".bin"] = {
+            {"text", std::string(512u << 10, static_cast<char>('a' + i))}, {"lfs", true}};
+    }
+    nlohmann::json spec = {
+        {"repos",
+         {{{"repo_id", "kernhub-test/h2"},
+           {"type", "kernel"},
+           {"commits", {{{"message", "one"}, {"branches", {"main"}}, {"metadata", true}, {"files", files}}}}}}}};
+    const fs::path root = dir.path() / "hub";
+    make_hub(spec, root);
+    Nginx server(find_nginx(), root, make_certificate(dir.path()));
+    ScopedEnv trust("SSL_CERT_FILE", (dir.path() / "cert.pem").string());
+
+    Options options;
+    options.endpoint = server.endpoint();
+    options.cache_dir = (dir.path() / "cache").string();
+    options.project_dir = dir.path().string();
+    options.offline = false;
+    options.token = "";
+    options.max_connections = 6;
+    FetchResult fetched = Client(options).fetch("kernhub-test/h2");
+    REQUIRE(fetched.files.size() == 14);  // metadata.json, libkern.so and the twelve data files
+    for (const auto& f : fetched.files) {
+        if (f.path.rfind("data", 0) != 0) continue;  // data<i>.bin holds 'a' + i
+        const char fill = static_cast<char>('a' + std::stoi(f.path.substr(4)));
+        std::ifstream in(fs::path(fetched.path) / f.path, std::ios::binary);
+        std::string body((std::istreambuf_iterator<char>(in)), {});
+        CHECK(body == std::string(512u << 10, fill));
+    }
+
+    // nginx logs after each response: wait for every request to be there.
+    std::vector<std::string> lines;
+    for (int i = 0; i < 40; ++i) {
+        lines = server.access_lines();
+        if (lines.size() >= fetched.requests) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    INFO(nlohmann::json(lines).dump(1));
+    REQUIRE(lines.size() == fetched.requests);
+    std::set<std::string> connections;
+    std::vector<std::pair<double, int>> edges;  // (time, +1 at a download's start, -1 at its end)
+    for (const std::string& line : lines) {
+        std::istringstream fields(line);
+        std::string connection, protocol, status, uri;
+        double end = 0, took = 0;
+        fields >> connection >> protocol >> status >> uri >> end >> took;
+        CHECK(protocol == "HTTP/2.0");
+        CHECK(status == "200");
+        connections.insert(connection);
+        if (uri.find("/resolve/") == std::string::npos) continue;
+        edges.emplace_back(end - took, 1);
+        edges.emplace_back(end, -1);
+    }
+    CHECK(edges.size() == 2 * 14);
+    // Revision, listing and fourteen files: one connection carried them all,
+    std::sort(edges.begin(), edges.end());  // an end sorts before a start at the same instant
+    int in_flight = 0;
+    int peak = 0;
+    for (const auto& edge : edges) peak = std::max(peak, in_flight += edge.second);
+    CHECK(connections.size() == 1);
+    // as streams in flight side by side (at 2 MiB/s a 512 KiB file takes
+    // 0.25 s), never more than max_connections.
+    CHECK(peak >= 3);
+    CHECK(peak <= 6);
 }
