@@ -9,6 +9,7 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "common/text.hpp"
 #include "http/curl_api.hpp"
@@ -641,7 +642,7 @@ static int on_progress(void* user, curl_off_t, curl_off_t received, curl_off_t, 
 }
 
 Session::Session(Policy policy, std::string token, std::string token_origin)
-    : m_policy(policy),
+    : m_policy(std::move(policy)),
       m_token(std::move(token)),
       m_token_origin(std::move(token_origin)),
       m_idle_pid(::getpid()),
