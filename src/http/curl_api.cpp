@@ -41,8 +41,13 @@ CurlApi bind_curl() {
                        resolve_optional(lib, "curl_multi_perform", api.multi_perform) &&
                        resolve_optional(lib, "curl_multi_poll", api.multi_poll) &&
                        resolve_optional(lib, "curl_multi_wakeup", api.multi_wakeup) &&
-                       resolve_optional(lib, "curl_multi_info_read", api.multi_info_read);
-    if (!multi) api.multi_info_read = nullptr;  // has_multi() is false: every transfer runs on its caller
+                       resolve_optional(lib, "curl_multi_info_read", api.multi_info_read) &&
+                       resolve_optional(lib, "curl_easy_pause", api.easy_pause);
+    decltype(&::curl_version_info) version_info = nullptr;
+    const bool async_resolver = resolve_optional(lib, "curl_version_info", version_info) &&
+                                (version_info(CURLVERSION_NOW)->features & CURL_VERSION_ASYNCHDNS) != 0;
+    // Otherwise has_multi() is false: every transfer runs on its caller.
+    if (!multi || !async_resolver) api.multi_info_read = nullptr;
     // Under the binding's once-initialisation: curl_global_init is not
     // thread-safe on older libcurl and must run once before any handle.
     if (const CURLcode code = api.global_init(CURL_GLOBAL_DEFAULT); code != CURLE_OK) {

@@ -31,6 +31,9 @@ struct CurlApi {
     decltype(&::curl_multi_poll) multi_poll = nullptr;
     decltype(&::curl_multi_wakeup) multi_wakeup = nullptr;
     decltype(&::curl_multi_info_read) multi_info_read = nullptr;
+    decltype(&::curl_easy_pause) easy_pause = nullptr;
+    // True when the multi interface is there and names are resolved
+    // without blocking the thread that drives it (an asynchronous resolver).
     bool has_multi() const noexcept { return multi_info_read != nullptr; }
 };
 

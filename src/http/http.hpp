@@ -119,6 +119,10 @@ struct Policy {
     // A PEM file of certificate authorities to trust instead of the
     // system's (SSL_CERT_FILE); empty: libcurl's default.
     std::string ca_file;
+    // False: every transfer runs on its calling thread with
+    // curl_easy_perform, as when the session cannot start its thread (tests
+    // use it to cover that path).
+    bool use_engine = true;
 };
 
 // Bounds of one in-memory GET beyond the Policy's (see Session::get).
@@ -188,9 +192,9 @@ private:
     RetryObserver m_on_retry;
     // A libcurl easy handle serves one transfer at a time. Each exchange
     // (perform_once) leases an idle handle, or makes one, and returns it
-    // when done, so threads sharing a session never share a handle and never
-    // wait for each other's transfers. Handles are made on first need, not
-    // by the constructor. See docs/ARCHITECTURE.md, "Threads".
+    // when done, so threads sharing a session never share a handle. Handles
+    // are made on first need, not by the constructor. See
+    // docs/ARCHITECTURE.md, "Threads".
     struct Handle;
     struct HandleLease;
     std::mutex m_idle_mutex;

@@ -5,11 +5,15 @@
 #include <cstdlib>
 #include <ctime>
 #include <exception>
+#include <filesystem>
+#include <functional>
+#include <optional>
 #include <random>
 #include <string_view>
 #include <system_error>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "common/text.hpp"
 #include "http/curl_api.hpp"
@@ -199,33 +203,61 @@ struct ResetOnExit {
 
 // A download's bytes on their way from the session's thread, which receives
 // every transfer's, to the thread that asked for the download, which writes
-// and hashes them: a ring of k_pipe_bytes. When the ring is full the
-// session's thread waits for room, so a download in flight holds at most
-// this much, and the receiving stays on one thread while the writing and
-// hashing of several downloads run side by side.
-constexpr std::size_t k_pipe_bytes = 1u << 20;
+// and hashes them: a ring of k_pipe_bytes. When the ring has no room for a
+// piece, the transfer is paused (CURL_WRITEFUNC_PAUSE: libcurl keeps the
+// piece, and over HTTP/2 stops that stream only) until the caller has made
+// room, so a slow disk or event sink on one file holds up neither the other
+// transfers nor API requests, and a download in flight holds at most the
+// ring in memory.
+constexpr std::size_t k_pipe_bytes = 512u << 10;
+// Room the caller makes before it asks for a paused transfer to go on: a
+// few of libcurl's pieces (CURL_MAX_WRITE_SIZE, 16 KiB).
+constexpr std::size_t k_resume_room = 128u << 10;
 
 class BodyPipe {
 public:
-    // The session's thread. False once the target has failed: the transfer
-    // is to be aborted.
-    bool push(const char* data, std::size_t size) {
+    enum class Push { taken, full, failed };
+
+    // Called with the pipe's lock held when the caller has made room in a
+    // paused pipe, so that the transfer goes on; it must not block.
+    explicit BodyPipe(std::function<void()> resume) : m_resume(std::move(resume)) {}
+
+    // The session's thread: takes the whole piece, or none of it.
+    Push push(const char* data, std::size_t size) {
         std::unique_lock<std::mutex> lock(m_mutex);
-        if (!m_ring) m_ring = std::make_unique<char[]>(k_pipe_bytes);
-        while (size > 0) {
-            m_changed.wait(lock, [this] { return m_failed.load() || m_used < k_pipe_bytes; });
-            if (m_failed.load()) return false;
-            const std::size_t tail = (m_head + m_used) % k_pipe_bytes;
-            const std::size_t piece = std::min({size, k_pipe_bytes - m_used, k_pipe_bytes - tail});
-            std::copy(data, data + piece, m_ring.get() + tail);
-            m_used += piece;
-            data += piece;
-            size -= piece;
-            m_changed.notify_all();
+        if (m_failed.load()) return Push::failed;
+        // Not zero-filled: a small file touches only the pages it fills.
+        if (!m_ring) m_ring.reset(new char[k_pipe_bytes]);
+        if (size > k_pipe_bytes) {
+            // Larger than the ring (libcurl promises pieces of at most
+            // 16 KiB): wait for room, piece by piece, rather than pause for
+            // ever.
+            while (size > 0) {
+                m_changed.wait(lock, [this] { return m_failed.load() || m_used < k_pipe_bytes; });
+                if (m_failed.load()) return Push::failed;
+                const std::size_t piece = std::min(size, k_pipe_bytes - m_used);
+                copy_in(data, piece);
+                data += piece;
+                size -= piece;
+            }
+            return Push::taken;
         }
-        return true;
+        if (k_pipe_bytes - m_used < size) {
+            m_paused.store(true);
+            return Push::full;
+        }
+        copy_in(data, size);
+        return Push::taken;
     }
-    // The session's thread: the transfer ended, no more bytes come.
+    // The session's thread, on a first byte that starts the body over (the
+    // server ignored Range): the caller restarts the target before it
+    // writes. The ring is empty then: nothing of this answer was pushed.
+    void restart_target() {
+        std::lock_guard<std::mutex> guard(m_mutex);
+        m_restart = true;
+    }
+    // The session's thread: the transfer ended, no more bytes come and no
+    // resume is asked for from here on.
     void close() {
         std::lock_guard<std::mutex> guard(m_mutex);
         m_closed = true;
@@ -243,9 +275,11 @@ public:
             if (!m_failed.load()) {
                 // The session's thread only fills the free part of the ring.
                 const char* bytes = m_ring.get() + m_head;
+                const bool restart = std::exchange(m_restart, false);
                 lock.unlock();
                 std::exception_ptr error;
                 try {
+                    if (restart) target.restart();
                     target.write(bytes, piece);
                 } catch (...) {
                     error = std::current_exception();
@@ -258,22 +292,43 @@ public:
             }
             m_head = (m_head + piece) % k_pipe_bytes;
             m_used -= piece;
-            m_changed.notify_all();
+            m_changed.notify_all();  // room for an oversized piece
+            // A paused transfer goes on once there is room again, or when
+            // the target failed (its next callback then aborts it).
+            if (m_paused.load() && !m_closed && (m_failed.load() || k_pipe_bytes - m_used >= k_resume_room)) {
+                m_paused.store(false);
+                m_resume();
+            }
         }
     }
     bool failed() const noexcept { return m_failed.load(); }
+    bool paused() const noexcept { return m_paused.load(); }
     std::exception_ptr failure() const {
         std::lock_guard<std::mutex> guard(m_mutex);
         return m_error;
     }
 
 private:
+    // With the lock held and room for `size`.
+    void copy_in(const char* data, std::size_t size) {
+        const bool was_empty = m_used == 0;
+        const std::size_t tail = (m_head + m_used) % k_pipe_bytes;
+        const std::size_t first = std::min(size, k_pipe_bytes - tail);
+        std::copy(data, data + first, m_ring.get() + tail);
+        std::copy(data + first, data + size, m_ring.get());
+        m_used += size;
+        if (was_empty) m_changed.notify_all();  // the caller waits only on an empty ring
+    }
+
+    std::function<void()> m_resume;
     mutable std::mutex m_mutex;
     std::condition_variable m_changed;  // bytes, room, the end or a failure
     std::unique_ptr<char[]> m_ring;     // made at the first byte
     std::size_t m_head = 0;             // guarded by m_mutex: where the oldest byte is
     std::size_t m_used = 0;             // guarded by m_mutex
     bool m_closed = false;              // guarded by m_mutex
+    bool m_restart = false;             // guarded by m_mutex
+    std::atomic<bool> m_paused{false};  // set by push, cleared by drain; read by the progress callback
     std::atomic<bool> m_failed{false};  // read without the lock by the progress callback
     std::exception_ptr m_error;         // guarded by m_mutex
 };
@@ -306,48 +361,69 @@ struct Session::Handle {
     Handle& operator=(const Handle&) = delete;
 };
 
-// Idle handles kept for reuse (their connections stay open); a handle
-// returned while this many are idle is closed. Only threads that overlap
-// in a request make more than one: a fetch's workers (at most
-// KERNHUB_MAX_CONNECTIONS, 64) each keep theirs for the next file.
+// Idle easy handles kept for reuse (a lease then allocates nothing); a
+// handle returned while this many are idle is closed. Only threads that
+// overlap in a request make more than one: a fetch's workers (at most
+// KERNHUB_MAX_CONNECTIONS, 64) each take one per file.
 constexpr std::size_t k_max_idle_handles = 64;
+
+// Connections the multi handle keeps open for reuse, over every origin.
+constexpr long k_max_pooled_connections = 64;
+// Connections to one origin beyond Policy::max_host_connections: API
+// requests take no download slot, and must not queue behind downloads.
+constexpr long k_api_connections = 4;
 
 constexpr long k_download_buffer = 256L << 10;
 
 // How long the session's thread waits for network activity before it runs
 // every transfer's progress callback again (cancel flag, minimum rate):
-// libcurl may ask for a shorter wait, never a longer one.
+// libcurl may ask for a shorter wait, never a longer one. Idle, it sleeps
+// until a caller wakes it.
 constexpr int k_engine_tick_ms = 100;
-constexpr int k_engine_idle_ms = 1000;
+constexpr int k_engine_idle_ms = 10000;
+// A pause after the multi handle reports an error, so that a broken poll
+// cannot spin.
+constexpr milliseconds k_engine_error_pause{10};
 
 // The session's transfers, on one libcurl multi handle driven by one
 // thread. A caller hands over an easy handle with every option set and
-// waits; the thread adds it to the multi handle, runs its callbacks while
-// it transfers beside the others, takes it out when it ends and wakes the
-// caller with the result. Connections stay in the multi handle's pool for
-// whichever transfer goes to their origin next; HTTP/2 streams to one
-// origin share a connection.
+// waits (draining a download's body pipe meanwhile); the thread adds it to
+// the multi handle, runs its callbacks while it transfers beside the
+// others, takes it out when it ends and wakes the caller with the result.
+// Connections stay in the multi handle's pool for whichever transfer goes
+// to their origin next; HTTP/2 streams to one origin share a connection.
+//
+// Locks: a pipe's lock may be held while the engine's is taken (a caller
+// asking for a paused transfer to go on), never the other way round; the
+// engine thread holds neither while libcurl runs callbacks.
 struct Session::Engine {
     struct Transfer {
         CURL* curl = nullptr;
         BodyPipe* pipe = nullptr;  // closed when the transfer ends
         CURLcode code = CURLE_OK;
-        bool done = false;  // guarded by Engine::mutex
+        bool done = false;                    // guarded by Engine::mutex
+        bool resume_queued = false;           // guarded by Engine::mutex
+        Transfer* next_resume = nullptr;      // guarded by Engine::mutex
+        std::condition_variable done_signal;  // waited on with Engine::mutex
     };
 
     CURLM* multi = nullptr;
     std::mutex mutex;
-    std::condition_variable finished;
     std::vector<Transfer*> submitted;  // guarded by mutex
+    Transfer* resumes = nullptr;       // guarded by mutex: paused transfers with room again
     bool stopping = false;             // guarded by mutex
     std::thread thread;
 
-    Engine() {
+    explicit Engine(const Policy& policy) {
         const CurlApi& api = curl_api();
         multi = api.multi_init();
         if (multi == nullptr) throw Error(ErrorCode::internal, "libcurl could not create a multi handle");
         api.multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-        api.multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(k_max_idle_handles));
+        api.multi_setopt(multi, CURLMOPT_MAXCONNECTS, k_max_pooled_connections);
+        if (policy.max_host_connections > 0) {
+            api.multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+                             static_cast<long>(policy.max_host_connections) + k_api_connections);
+        }
         try {
             thread = std::thread([this] { drive(); });
         } catch (...) {
@@ -367,31 +443,64 @@ struct Session::Engine {
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
-    // Runs one transfer to its end, as curl_easy_perform would; with a
-    // pipe, the calling thread writes the body into `target` meanwhile.
-    CURLcode perform(CURL* curl, BodyPipe* pipe, BodyTarget* target) {
+    // Runs one transfer to its end, as curl_easy_perform would. For a
+    // download (`target` set), `*pipe_slot` points at the body pipe while
+    // the transfer runs, and the calling thread drains it into `target`;
+    // the target's exception comes back in `failure`.
+    CURLcode perform(CURL* curl, BodyTarget* target, BodyPipe** pipe_slot, std::exception_ptr& failure) {
         Transfer transfer;
         transfer.curl = curl;
-        transfer.pipe = pipe;
+        std::optional<BodyPipe> pipe;
+        if (target != nullptr) {
+            pipe.emplace([this, &transfer] { resume(transfer); });
+            transfer.pipe = &*pipe;
+        }
+        *pipe_slot = transfer.pipe;
         {
             std::lock_guard<std::mutex> guard(mutex);
             submitted.push_back(&transfer);
         }
         curl_api().multi_wakeup(multi);
-        if (pipe != nullptr) pipe->drain(*target);
-        std::unique_lock<std::mutex> lock(mutex);
-        finished.wait(lock, [&transfer] { return transfer.done; });
+        if (pipe) pipe->drain(*target);
+        {
+            std::unique_lock<std::mutex> lock(mutex);
+            transfer.done_signal.wait(lock, [&transfer] { return transfer.done; });
+        }
+        *pipe_slot = nullptr;
+        if (pipe) failure = pipe->failure();
         return transfer.code;
     }
 
-    void finish(Transfer* transfer, CURLcode code) {
-        if (transfer->pipe != nullptr) transfer->pipe->close();
+    // A caller made room in the paused pipe of `transfer` (its lock held:
+    // the transfer has not ended). Allocates nothing.
+    void resume(Transfer& transfer) noexcept {
         {
             std::lock_guard<std::mutex> guard(mutex);
-            transfer->code = code;
-            transfer->done = true;  // the caller may return, and its Transfer end, from here on
+            if (!transfer.resume_queued) {
+                transfer.resume_queued = true;
+                transfer.next_resume = resumes;
+                resumes = &transfer;
+            }
         }
-        finished.notify_all();
+        curl_api().multi_wakeup(multi);
+    }
+
+    void finish(Transfer* transfer, CURLcode code) {
+        if (transfer->pipe != nullptr) transfer->pipe->close();  // no resume is asked for after this
+        std::lock_guard<std::mutex> guard(mutex);
+        if (transfer->resume_queued) {
+            for (Transfer** link = &resumes; *link != nullptr; link = &(*link)->next_resume) {
+                if (*link == transfer) {
+                    *link = transfer->next_resume;
+                    break;
+                }
+            }
+        }
+        transfer->code = code;
+        transfer->done = true;
+        // Under the lock: the caller may return, and its Transfer end, as
+        // soon as it is released.
+        transfer->done_signal.notify_one();
     }
 
     // The thread: nothing here allocates or throws (the callbacks catch
@@ -415,8 +524,21 @@ struct Session::Engine {
                 }
             }
             batch.clear();
+            // Only this thread ends transfers, so one taken off the list
+            // lives until it is resumed.
+            for (;;) {
+                Transfer* transfer = nullptr;
+                {
+                    std::lock_guard<std::mutex> guard(mutex);
+                    transfer = resumes;
+                    if (transfer == nullptr) break;
+                    resumes = transfer->next_resume;
+                    transfer->resume_queued = false;
+                }
+                api.easy_pause(transfer->curl, CURLPAUSE_CONT);
+            }
             int running = 0;
-            api.multi_perform(multi, &running);
+            const CURLMcode performed = api.multi_perform(multi, &running);
             int queued = 0;
             while (CURLMsg* message = api.multi_info_read(multi, &queued)) {
                 if (message->msg != CURLMSG_DONE) continue;
@@ -428,7 +550,9 @@ struct Session::Engine {
                 --active;
                 finish(static_cast<Transfer*>(owner), code);
             }
-            api.multi_poll(multi, nullptr, 0, active > 0 ? k_engine_tick_ms : k_engine_idle_ms, nullptr);
+            const CURLMcode polled =
+                api.multi_poll(multi, nullptr, 0, active > 0 ? k_engine_tick_ms : k_engine_idle_ms, nullptr);
+            if (performed != CURLM_OK || polled != CURLM_OK) std::this_thread::sleep_for(k_engine_error_pause);
         }
     }
 };
@@ -442,10 +566,10 @@ Session::Engine* Session::engine() {
         m_engine_tried = false;
         m_engine_pid = self;
     }
-    if (!m_engine && !m_engine_tried && curl_api().has_multi()) {
+    if (!m_engine && !m_engine_tried && m_policy.use_engine && curl_api().has_multi()) {
         m_engine_tried = true;
         try {
-            m_engine = std::make_unique<Engine>();
+            m_engine = std::make_unique<Engine>(m_policy);
         } catch (const std::system_error&) {
             // No thread to be had (a pids limit): transfers run on their callers.
         } catch (const Error&) {
@@ -581,15 +705,27 @@ static std::size_t on_body(char* data, std::size_t size, std::size_t count, void
                 if (!attempt->range_problem.empty()) return 0;  // aborts before a byte lands in the target
             }
             if (attempt->first_body_byte && status == 200 && attempt->target->size() > 0) {
-                attempt->target->restart();  // Range was ignored: the body starts at byte 0
+                // Range was ignored: the body starts at byte 0.
+                if (attempt->pipe == nullptr) {
+                    attempt->target->restart();
+                } else {
+                    attempt->pipe->restart_target();
+                }
             }
             attempt->first_body_byte = false;
             if (attempt->pipe == nullptr) {
                 attempt->target->write(data, bytes);
-            } else if (!attempt->pipe->push(data, bytes)) {
-                return 0;  // the target failed: its exception is the pipe's
+                return bytes;
             }
-            return bytes;
+            switch (attempt->pipe->push(data, bytes)) {
+                case BodyPipe::Push::taken:
+                    return bytes;
+                case BodyPipe::Push::full:
+                    return CURL_WRITEFUNC_PAUSE;  // offered again once the caller made room
+                case BodyPipe::Push::failed:
+                    break;
+            }
+            return 0;  // the target failed: its exception is the pipe's
         }
         if (attempt->target != nullptr) {
             // Error and redirect bodies only feed messages: keep the start.
@@ -628,6 +764,13 @@ static int on_progress(void* user, curl_off_t, curl_off_t received, curl_off_t, 
     if (attempt->pipe != nullptr && attempt->pipe->failed()) return 1;
     if (attempt->min_rate == 0) return 0;
     const auto now = std::chrono::steady_clock::now();
+    if (attempt->pipe != nullptr && attempt->pipe->paused()) {
+        // Waiting for our own disk is not the server being slow: the
+        // window starts again when the transfer goes on.
+        attempt->window_start = now;
+        attempt->window_bytes = received;
+        return 0;
+    }
     const auto elapsed = std::chrono::duration_cast<milliseconds>(now - attempt->window_start);
     if (elapsed < attempt->rate_window) return 0;
     const auto bytes = static_cast<std::uint64_t>(std::max<curl_off_t>(0, received - attempt->window_bytes));
@@ -639,6 +782,21 @@ static int on_progress(void* user, curl_off_t, curl_off_t received, curl_off_t, 
     attempt->window_start = now;
     attempt->window_bytes = received;
     return 0;
+}
+
+// The authorities file must be a regular file of sane size: libcurl would
+// read a FIFO or /dev/zero for ever, and a typo should be named as such.
+static void check_ca_file(const std::string& path) {
+    constexpr std::uintmax_t k_max_ca_file = 8u << 20;  // system bundles are a few hundred KiB
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    const bool regular = !ec && std::filesystem::is_regular_file(status);
+    const std::uintmax_t size = regular ? std::filesystem::file_size(path, ec) : 0;
+    if (!regular || ec || size > k_max_ca_file) {
+        throw Error(ErrorCode::usage, "SSL_CERT_FILE names '" + printable(path) +
+                                          "', which is not a readable file of at most 8 MiB; name a PEM file of "
+                                          "certificate authorities, or unset it to use the system's");
+    }
 }
 
 Session::Session(Policy policy, std::string token, std::string token_origin)
@@ -766,30 +924,35 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     api.easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);
     if (timeout_ms > 0) api.easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-    if (m_policy.cancel != nullptr || attempt.min_rate > 0) {
+    // With the engine, a download also needs it to end soon after its
+    // target failed, even when no byte comes.
+    if (m_policy.cancel != nullptr || attempt.min_rate > 0 || target != nullptr) {
         api.easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
         api.easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
         api.easy_setopt(curl, CURLOPT_XFERINFODATA, &attempt);
     }
     if (target == nullptr) api.easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
-    // A download takes the body in pieces of up to 256 KiB instead of
-    // libcurl's 16 KiB: a sixteenth of the write calls and hand-overs to the
-    // hashing thread. A handle keeps its buffer, so this costs 256 KiB per
-    // connection kept.
+    // A download reads the socket 256 KiB at a time instead of 16 KiB (the
+    // body callback still gets pieces of at most 16 KiB): fewer system calls
+    // per byte. A handle keeps its buffer, so this costs 256 KiB per idle
+    // handle kept.
     if (target != nullptr) api.easy_setopt(curl, CURLOPT_BUFFERSIZE, k_download_buffer);
 
     // A download waits for a connection that may multiplex rather than
     // opening one more to the same origin.
     if (target != nullptr) api.easy_setopt(curl, CURLOPT_PIPEWAIT, 1L);
-    if (!m_policy.ca_file.empty()) api.easy_setopt(curl, CURLOPT_CAINFO, m_policy.ca_file.c_str());
+    if (const auto parsed = parse_url(url); !m_policy.ca_file.empty() && parsed && parsed->scheme == "https") {
+        // Checked where it is used: a plain-HTTP hub does not care.
+        check_ca_file(m_policy.ca_file);
+        // Instead of the system's authorities, not beside them: no CA folder.
+        api.easy_setopt(curl, CURLOPT_CAINFO, m_policy.ca_file.c_str());
+        api.easy_setopt(curl, CURLOPT_CAPATH, static_cast<const char*>(nullptr));
+    }
 
-    Engine* shared = engine();
-    if (shared != nullptr) {
-        BodyPipe pipe;
-        attempt.pipe = target != nullptr ? &pipe : nullptr;
-        attempt.code = shared->perform(curl, attempt.pipe, target);
-        attempt.pipe = nullptr;
-        if (std::exception_ptr failure = pipe.failure()) attempt.target_error = failure;
+    if (Engine* shared = engine(); shared != nullptr) {
+        std::exception_ptr failure;
+        attempt.code = shared->perform(curl, target, &attempt.pipe, failure);
+        if (failure) attempt.target_error = failure;
     } else {
         attempt.code = api.easy_perform(curl);
     }
@@ -806,6 +969,13 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     response.url = url;
     api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
     attempt.curl_message = handle->error_buffer[0] != '\0' ? handle->error_buffer : api.easy_strerror(attempt.code);
+    if (attempt.code == CURLE_SSL_CACERT_BADFILE && !m_policy.ca_file.empty()) {
+        throw Error(ErrorCode::usage,
+                    "SSL_CERT_FILE names '" + printable(m_policy.ca_file) +
+                        "', which holds no certificate authorities libcurl can use; name a PEM file of them, or unset "
+                        "it to use the system's",
+                    attempt.curl_message);
+    }
     if (attempt.too_slow) {
         attempt.curl_message = "less than " + std::to_string(attempt.min_rate) + " bytes/s over " +
                                whole_seconds(attempt.rate_window) + " (KERNHUB_MIN_RATE)";

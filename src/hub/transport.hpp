@@ -10,9 +10,9 @@
 
 namespace kernhub::hub {
 
-// Safe to share between threads (an HTTP transport gives concurrent
-// requests separate libcurl handles, see http::Session). Per-call request
-// counts come from http::requests_on_this_thread.
+// Safe to share between threads (an HTTP transport runs concurrent
+// requests side by side on its session's multi handle, see http::Session).
+// Per-call request counts come from http::requests_on_this_thread.
 class Transport {
 public:
     virtual ~Transport() = default;

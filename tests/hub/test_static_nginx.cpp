@@ -1,15 +1,19 @@
 // A static hub tree served by a real, unmodified nginx: the bundled demo hub
 // must work over plain HTTP from any static web server (README.md, "Hubs"),
 // as a fleet's shared mirror or HTTP cache needs.
+#include <curl/curl.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -42,6 +46,31 @@ fs::path find_nginx() {
 
 KERNHUB_TEST_REQUIREMENT("needs:nginx", []() -> std::string {
     return find_nginx().empty() ? "nginx is not installed (.ci/install-deps installs it)" : "";
+});
+
+// HTTPS with HTTP/2 needs nginx's ssl and http_v2 modules, the openssl
+// command (for the certificate) and a libcurl built with HTTP/2.
+KERNHUB_TEST_REQUIREMENT("needs:https-h2", []() -> std::string {
+    const fs::path nginx = find_nginx();
+    if (nginx.empty()) return "nginx is not installed (.ci/install-deps installs it)";
+    const ProcessResult modules = run_process({nginx.string(), "-V"});
+    if (modules.err.find("http_v2_module") == std::string::npos ||
+        modules.err.find("http_ssl_module") == std::string::npos) {
+        return "this nginx lacks the http_ssl or http_v2 module";
+    }
+    try {
+        if (run_process({"openssl", "version"}).exit_code != 0) return "the openssl command does not run";
+    } catch (const std::exception&) {
+        return "the openssl command is not installed (.ci/install-deps installs it)";
+    }
+    void* curl = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    auto* version = curl != nullptr
+                        ? reinterpret_cast<decltype(&::curl_version_info)>(::dlsym(curl, "curl_version_info"))
+                        : nullptr;
+    if (version == nullptr || (version(CURLVERSION_NOW)->features & CURL_VERSION_HTTP2) == 0) {
+        return "libcurl.so.4 has no HTTP/2 support";
+    }
+    return "";
 });
 
 int free_port() {
@@ -89,9 +118,9 @@ public:
             << "  client_body_temp_path " << m_dir.path().string() << ";\n"
             << "  server {\n    listen 127.0.0.1:" << m_port << (m_tls ? " ssl http2" : "") << ";\n";
         if (tls) {
-            // Each response at 2 MiB/s: transfers that overlap show in the log.
+            // Each response at 8 MiB/s: transfers that overlap show in the log.
             out << "    ssl_certificate " << tls->cert.string() << ";\n    ssl_certificate_key " << tls->key.string()
-                << ";\n    limit_rate 2m;\n";
+                << ";\n    limit_rate 8m;\n";
         }
         out << "    root " << root.string() << ";\n    default_type application/octet-stream;\n  }\n}\n";
         out.close();
@@ -143,13 +172,42 @@ private:
 // Sets an environment variable for one scope.
 class ScopedEnv {
 public:
-    ScopedEnv(const char* name, const std::string& value) : m_name(name) { ::setenv(name, value.c_str(), 1); }
-    ~ScopedEnv() { ::unsetenv(m_name); }
+    ScopedEnv(const char* name, const std::string& value) : m_name(name) {
+        if (const char* old = std::getenv(name)) m_old = old;
+        ::setenv(name, value.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        if (m_old) {
+            ::setenv(m_name, m_old->c_str(), 1);
+        } else {
+            ::unsetenv(m_name);
+        }
+    }
     ScopedEnv(const ScopedEnv&) = delete;
     ScopedEnv& operator=(const ScopedEnv&) = delete;
 
 private:
     const char* m_name;
+    std::optional<std::string> m_old;
+};
+
+// Holds up the first download event of one file for a while: that file's
+// thread stops draining its body pipe, so its HTTP/2 stream is paused and
+// resumed while the others flow.
+class StallOnce final : public EventSink {
+public:
+    explicit StallOnce(std::string path) : m_path(std::move(path)) {}
+    void on_event(const Event& event) noexcept override {
+        const bool ours = event.path.size() >= m_path.size() &&
+                          event.path.compare(event.path.size() - m_path.size(), m_path.size(), m_path) == 0;
+        if (event.kind != Event::Kind::download_bytes || !ours || m_stalled.exchange(true)) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    bool stalled() const { return m_stalled.load(); }
+
+private:
+    std::string m_path;
+    std::atomic<bool> m_stalled{false};
 };
 
 }  // namespace
@@ -185,15 +243,16 @@ TEST_CASE("the demo hub served by stock nginx fetches and loads over HTTP", "[hu
     CHECK(server.lines_in_access_log() == before + 1);
 }
 
-TEST_CASE("over HTTPS with HTTP/2, a variant's files are multiplexed on one connection", "[hub][nginx][needs:nginx]") {
+TEST_CASE("over HTTPS with HTTP/2, a variant's files are multiplexed on one connection",
+          "[hub][nginx][needs:https-h2]") {
     TempDir dir;
-    // A variant of twelve 512 KiB files, all fetched in parallel.
+    // A variant of twelve 1 MiB files, all fetched in parallel.
     nlohmann::json files = nlohmann::json::object();
     const std::string variant = "build/" + host_cpu_variant() + "/";
     files[variant + "libkern.so"] = {{"path", vector_add_so().string()}, {"lfs", true}};
     for (int i = 0; i < 12; ++i) {
         files[variant + "data" + std::to_string(i) + ".bin"] = {
-            {"text", std::string(512u << 10, static_cast<char>('a' + i))}, {"lfs", true}};
+            {"text", std::string(1u << 20, static_cast<char>('a' + i))}, {"lfs", true}};
     }
     nlohmann::json spec = {
         {"repos",
@@ -212,14 +271,17 @@ TEST_CASE("over HTTPS with HTTP/2, a variant's files are multiplexed on one conn
     options.offline = false;
     options.token = "";
     options.max_connections = 6;
+    StallOnce stall("/data3.bin");
+    options.events = &stall;
     FetchResult fetched = Client(options).fetch("kernhub-test/h2");
+    CHECK(stall.stalled());
     REQUIRE(fetched.files.size() == 14);  // metadata.json, libkern.so and the twelve data files
     for (const auto& f : fetched.files) {
         if (f.path.rfind("data", 0) != 0) continue;  // data<i>.bin holds 'a' + i
         const char fill = static_cast<char>('a' + std::stoi(f.path.substr(4)));
         std::ifstream in(fs::path(fetched.path) / f.path, std::ios::binary);
         std::string body((std::istreambuf_iterator<char>(in)), {});
-        CHECK(body == std::string(512u << 10, fill));
+        CHECK(body == std::string(1u << 20, fill));
     }
 
     // nginx logs after each response: wait for every request to be there.
@@ -252,8 +314,8 @@ TEST_CASE("over HTTPS with HTTP/2, a variant's files are multiplexed on one conn
     int peak = 0;
     for (const auto& edge : edges) peak = std::max(peak, in_flight += edge.second);
     CHECK(connections.size() == 1);
-    // as streams in flight side by side (at 2 MiB/s a 512 KiB file takes
-    // 0.25 s), never more than max_connections.
+    // as streams in flight side by side (at 8 MiB/s a 1 MiB file takes
+    // 0.125 s), never more than max_connections.
     CHECK(peak >= 3);
     CHECK(peak <= 6);
 }

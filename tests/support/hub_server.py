@@ -493,6 +493,10 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 overflows when a client opens 64
+    # connections at once (KERNHUB_MAX_CONNECTIONS=64): SYNs get dropped and
+    # retried a second later, and timings would measure that.
+    request_queue_size = 128
 
     def __init__(self, host, role, hub, control, options):
         super().__init__((host, 0), Handler)

@@ -1,0 +1,193 @@
+// http::Session's transfer engine (one libcurl multi handle on a thread of
+// the session's) against the loopback test hub: a download whose target is
+// slow holds up no other transfer, paused bytes arrive whole and in order,
+// the path without the engine still works, and a forked child can use its
+// parent's session.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "http/http.hpp"
+#include "http/session_support.hpp"
+#include "support/hub_builder.hpp"
+#include "support/hub_server.hpp"
+#include "support/kernel_hub.hpp"
+#include "support/string_target.hpp"
+#include "support/temp_dir.hpp"
+
+using kernhub::http::Policy;
+using kernhub::http::Session;
+using kernhub::test::fast_policy;
+using kernhub::test::HubServer;
+using kernhub::test::StringTarget;
+using kernhub::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string k_repo = "kernhub-test/engine";
+
+// A hub with a 4 MiB LFS file (eight times the body pipe of a download) and
+// a small one, both behind the hub's redirect to its CDN.
+struct EngineHub {
+    TempDir dir;
+    std::string big;
+    std::string small = "a small file\n";
+    std::unique_ptr<HubServer> server;
+
+    EngineHub() {
+        big.resize(4u << 20);
+        std::mt19937 random(7);
+        for (auto& c : big) c = static_cast<char>(random());
+        const fs::path source = dir.path() / "big.src";
+        std::ofstream(source, std::ios::binary) << big;
+        const std::string variant = "build/" + kernhub::test::host_cpu_variant() + "/";
+        nlohmann::json files = {{variant + "big.bin", {{"path", source.string()}, {"lfs", true}}},
+                                {variant + "small.bin", {{"text", small}, {"lfs", true}}}};
+        nlohmann::json spec = {
+            {"repos",
+             {{{"repo_id", k_repo},
+               {"type", "kernel"},
+               {"commits", {{{"message", "one"}, {"branches", {"main"}}, {"metadata", true}, {"files", files}}}}}}}};
+        kernhub::test::make_hub(spec, dir.path() / "hub");
+        server = std::make_unique<HubServer>(dir.path() / "hub");
+    }
+
+    std::string file_url(const std::string& name) const {
+        return server->endpoint() + "/kernels/" + k_repo + "/resolve/main/build/" + kernhub::test::host_cpu_variant() +
+               "/" + name;
+    }
+    std::string revision_url() const { return server->endpoint() + "/api/kernels/" + k_repo + "/revision/main"; }
+};
+
+// A target whose first write waits until the test opens the gate (at most
+// 20 s, so that a regression fails instead of hanging).
+class GatedTarget : public StringTarget {
+public:
+    void write(const char* bytes, std::size_t count) override {
+        std::unique_lock<std::mutex> lock(m_mutex);
+        m_writing = true;
+        m_changed.notify_all();
+        if (!m_changed.wait_for(lock, std::chrono::seconds(20), [this] { return m_open; })) timed_out = true;
+        lock.unlock();
+        StringTarget::write(bytes, count);
+    }
+    void wait_for_first_write() {
+        std::unique_lock<std::mutex> lock(m_mutex);
+        m_changed.wait_for(lock, std::chrono::seconds(20), [this] { return m_writing; });
+    }
+    void open() {
+        std::lock_guard<std::mutex> guard(m_mutex);
+        m_open = true;
+        m_changed.notify_all();
+    }
+    bool timed_out = false;
+
+private:
+    std::mutex m_mutex;
+    std::condition_variable m_changed;
+    bool m_writing = false;
+    bool m_open = false;
+};
+
+}  // namespace
+
+TEST_CASE("a download whose target stalls holds up neither other downloads nor API requests", "[http]") {
+    EngineHub hub;
+    Session session(fast_policy(0), "", hub.server->endpoint());
+    GatedTarget stalled;
+    std::thread slow([&] {
+        const auto response = session.download(hub.file_url("big.bin"), stalled);
+        CHECK(response.status == 200);
+    });
+    stalled.wait_for_first_write();
+    // The stalled download's pipe fills and its transfer pauses; the other
+    // requests of the session go on meanwhile, or the gate times out.
+    CHECK(session.get(hub.revision_url()).status == 200);
+    StringTarget quick;
+    CHECK(session.download(hub.file_url("small.bin"), quick).status == 200);
+    CHECK(quick.data == hub.small);
+    stalled.open();
+    slow.join();
+    CHECK_FALSE(stalled.timed_out);
+    // Every byte arrived once and in order across the pauses.
+    CHECK(stalled.data.size() == hub.big.size());
+    CHECK(stalled.data == hub.big);
+    CHECK(stalled.restarts == 0);
+}
+
+TEST_CASE("a download target that fails while its pipe is full ends the transfer", "[http]") {
+    EngineHub hub;
+    Session session(fast_policy(0), "", hub.server->endpoint());
+    class FailingTarget : public StringTarget {
+    public:
+        void write(const char* bytes, std::size_t count) override {
+            if (data.size() + count > (1u << 20)) throw std::runtime_error("disk full, as the test says");
+            StringTarget::write(bytes, count);
+        }
+    } failing;
+    CHECK_THROWS_WITH(session.download(hub.file_url("big.bin"), failing), "disk full, as the test says");
+    CHECK(failing.data == hub.big.substr(0, failing.data.size()));
+    StringTarget next;  // the session stays usable
+    CHECK(session.download(hub.file_url("big.bin"), next).status == 200);
+    CHECK(next.data == hub.big);
+}
+
+TEST_CASE("without its thread, a Session runs each transfer on its caller", "[http]") {
+    EngineHub hub;
+    Policy policy = fast_policy(0);
+    policy.use_engine = false;
+    Session session(policy, "", hub.server->endpoint());
+    CHECK(session.get(hub.revision_url()).status == 200);
+    StringTarget whole;
+    CHECK(session.download(hub.file_url("big.bin"), whole).status == 200);  // through the 302
+    CHECK(whole.data == hub.big);
+    CHECK(session.requests() == 3);
+    class FailingTarget : public StringTarget {
+    public:
+        void write(const char*, std::size_t) override { throw std::runtime_error("refused"); }
+    } failing;
+    CHECK_THROWS_WITH(session.download(hub.file_url("small.bin"), failing), "refused");
+}
+
+TEST_CASE("a forked child uses its parent's Session, and the parent goes on", "[http]") {
+    EngineHub hub;
+    Session session(fast_policy(0), "", hub.server->endpoint());
+    StringTarget before;
+    REQUIRE(session.download(hub.file_url("small.bin"), before).status == 200);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        // The parent's engine thread is not here: the session starts its own.
+        int status = 1;
+        try {
+            StringTarget again;
+            const bool got = session.get(hub.revision_url()).status == 200 &&
+                             session.download(hub.file_url("big.bin"), again).status == 200 && again.data == hub.big;
+            status = got ? 0 : 2;
+        } catch (...) {
+            status = 3;
+        }
+        ::_exit(status);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    StringTarget after;
+    CHECK(session.download(hub.file_url("small.bin"), after).status == 200);
+    CHECK(after.data == hub.small);
+}
