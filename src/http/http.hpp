@@ -79,6 +79,10 @@ public:
     // any response of this session supplied one (a partial file adopted from
     // an earlier run). Empty: none.
     virtual std::string validator() const { return {}; }
+    // Set once the body is no longer wanted (another file of the same fetch
+    // failed): a wait before a retry ends at once, with Error(interrupted).
+    // Null: never.
+    virtual const std::atomic<bool>* stop_flag() const { return nullptr; }
 };
 
 // True for a 416 to a target that already holds every byte it expects: the

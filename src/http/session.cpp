@@ -75,16 +75,22 @@ bool cancelled(const std::atomic<bool>* cancel) {
     throw Error(ErrorCode::interrupted, "interrupted while fetching " + redact(url) + "; fetch again to continue");
 }
 
-// Sleeps for `delay`, in short slices when a cancel flag is set up so that
-// setting it ends the wait soon.
-void wait_for(milliseconds delay, const std::atomic<bool>* cancel, const std::string& url) {
-    if (cancel == nullptr) {
+// Sleeps for `delay`, in short slices when a flag is set up so that setting
+// it ends the wait soon: the cancel flag, or the download's stop flag (the
+// fetch it belongs to failed elsewhere, so retrying is pointless).
+void wait_for(milliseconds delay, const std::atomic<bool>* cancel, const std::atomic<bool>* stop,
+              const std::string& url) {
+    if (cancel == nullptr && stop == nullptr) {
         std::this_thread::sleep_for(delay);
         return;
     }
     const auto until = std::chrono::steady_clock::now() + delay;
     for (;;) {
         if (cancelled(cancel)) throw_interrupted(url);
+        if (cancelled(stop)) {
+            throw Error(ErrorCode::interrupted,
+                        "stopped retrying " + redact(url) + " because another file of the fetch failed");
+        }
         const auto now = std::chrono::steady_clock::now();
         if (now >= until) return;
         std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(k_cancel_slice, until - now));
@@ -210,9 +216,11 @@ struct ResetOnExit {
 // transfers nor API requests, and a download in flight holds at most the
 // ring in memory.
 constexpr std::size_t k_pipe_bytes = 512u << 10;
-// Room the caller makes before it asks for a paused transfer to go on: a
-// few of libcurl's pieces (CURL_MAX_WRITE_SIZE, 16 KiB).
-constexpr std::size_t k_resume_room = 128u << 10;
+// Room the caller makes before it asks for a paused transfer to go on:
+// most of the ring, so that a consumer slower than the network pauses and
+// resumes a transfer every few hundred KiB rather than every piece (a
+// resume costs libcurl a copy of what it held back).
+constexpr std::size_t k_resume_room = 384u << 10;
 
 class BodyPipe {
 public:
@@ -224,24 +232,21 @@ public:
 
     // The session's thread: takes the whole piece, or none of it.
     Push push(const char* data, std::size_t size) {
-        std::unique_lock<std::mutex> lock(m_mutex);
+        std::lock_guard<std::mutex> guard(m_mutex);
         if (m_failed.load()) return Push::failed;
+        if (size > k_pipe_bytes) {
+            // libcurl hands the body over in pieces of at most
+            // CURL_MAX_WRITE_SIZE (16 KiB); a larger one could never fit,
+            // and the session's thread never waits for a caller.
+            m_error = std::make_exception_ptr(Error(ErrorCode::internal, "libcurl handed over " + std::to_string(size) +
+                                                                             " body bytes at once, more than the " +
+                                                                             std::to_string(k_pipe_bytes) +
+                                                                             "-byte body pipe holds"));
+            m_failed.store(true);
+            return Push::failed;
+        }
         // Not zero-filled: a small file touches only the pages it fills.
         if (!m_ring) m_ring.reset(new char[k_pipe_bytes]);
-        if (size > k_pipe_bytes) {
-            // Larger than the ring (libcurl promises pieces of at most
-            // 16 KiB): wait for room, piece by piece, rather than pause for
-            // ever.
-            while (size > 0) {
-                m_changed.wait(lock, [this] { return m_failed.load() || m_used < k_pipe_bytes; });
-                if (m_failed.load()) return Push::failed;
-                const std::size_t piece = std::min(size, k_pipe_bytes - m_used);
-                copy_in(data, piece);
-                data += piece;
-                size -= piece;
-            }
-            return Push::taken;
-        }
         if (k_pipe_bytes - m_used < size) {
             m_paused.store(true);
             return Push::full;
@@ -292,7 +297,6 @@ public:
             }
             m_head = (m_head + piece) % k_pipe_bytes;
             m_used -= piece;
-            m_changed.notify_all();  // room for an oversized piece
             // A paused transfer goes on once there is room again, or when
             // the target failed (its next callback then aborts it).
             if (m_paused.load() && !m_closed && (m_failed.load() || k_pipe_bytes - m_used >= k_resume_room)) {
@@ -369,9 +373,6 @@ constexpr std::size_t k_max_idle_handles = 64;
 
 // Connections the multi handle keeps open for reuse, over every origin.
 constexpr long k_max_pooled_connections = 64;
-// Connections to one origin beyond Policy::max_host_connections: API
-// requests take no download slot, and must not queue behind downloads.
-constexpr long k_api_connections = 4;
 
 constexpr long k_download_buffer = 256L << 10;
 
@@ -414,16 +415,16 @@ struct Session::Engine {
     bool stopping = false;             // guarded by mutex
     std::thread thread;
 
-    explicit Engine(const Policy& policy) {
+    Engine() {
         const CurlApi& api = curl_api();
         multi = api.multi_init();
         if (multi == nullptr) throw Error(ErrorCode::internal, "libcurl could not create a multi handle");
         api.multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
         api.multi_setopt(multi, CURLMOPT_MAXCONNECTS, k_max_pooled_connections);
-        if (policy.max_host_connections > 0) {
-            api.multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS,
-                             static_cast<long>(policy.max_host_connections) + k_api_connections);
-        }
+        // No CURLMOPT_MAX_HOST_CONNECTIONS: a transfer libcurl queues for a
+        // connection gets no timeout and no progress callback (no deadline,
+        // no cancel). Downloads are bounded before they get here
+        // (HostSlot); API requests are few and never wait.
         try {
             thread = std::thread([this] { drive(); });
         } catch (...) {
@@ -569,7 +570,7 @@ Session::Engine* Session::engine() {
     if (!m_engine && !m_engine_tried && m_policy.use_engine && curl_api().has_multi()) {
         m_engine_tried = true;
         try {
-            m_engine = std::make_unique<Engine>(m_policy);
+            m_engine = std::make_unique<Engine>();
         } catch (const std::system_error&) {
             // No thread to be had (a pids limit): transfers run on their callers.
         } catch (const Error&) {
@@ -755,8 +756,10 @@ static std::size_t on_body(char* data, std::size_t size, std::size_t count, void
 
 // Aborts the transfer (CURLE_ABORTED_BY_CALLBACK) once the cancel flag is
 // set, or when a download received less than min_rate × window in a whole
-// window (too_slow); libcurl calls it often while data flows and about once
-// a second while the connection stalls. Fixed windows, not a sliding one:
+// window (too_slow), or when a piped download's target failed. libcurl
+// calls it often while data flows; while a connection stalls, at every
+// engine tick (k_engine_tick_ms), or about once a second on the path
+// without the engine. Fixed windows, not a sliding one:
 // a trickle is caught at the end of the first window, at no cost per byte.
 static int on_progress(void* user, curl_off_t, curl_off_t received, curl_off_t, curl_off_t) {
     auto* attempt = static_cast<Session::Attempt*>(user);
@@ -792,7 +795,8 @@ static void check_ca_file(const std::string& path) {
     const auto status = std::filesystem::status(path, ec);
     const bool regular = !ec && std::filesystem::is_regular_file(status);
     const std::uintmax_t size = regular ? std::filesystem::file_size(path, ec) : 0;
-    if (!regular || ec || size > k_max_ca_file) {
+    const bool readable = regular && ::access(path.c_str(), R_OK) == 0;
+    if (!readable || ec || size > k_max_ca_file) {
         throw Error(ErrorCode::usage, "SSL_CERT_FILE names '" + printable(path) +
                                           "', which is not a readable file of at most 8 MiB; name a PEM file of "
                                           "certificate authorities, or unset it to use the system's");
@@ -1131,7 +1135,7 @@ Response Session::run(const std::string& url, BodyTarget* target, const GetLimit
             std::string why = transport_failed ? attempt.curl_message : "HTTP " + std::to_string(response.status);
             m_on_retry("retrying " + redact(url) + " in " + std::to_string(delay.count()) + " ms (" + why + ")");
         }
-        wait_for(delay, m_policy.cancel, url);
+        wait_for(delay, m_policy.cancel, target != nullptr ? target->stop_flag() : nullptr, url);
         ++tries;
     }
 }

@@ -106,6 +106,7 @@ public:
     std::optional<std::uint64_t> expected_size() const override { return m_expect.entry->size; }
     // The hub's ETag of the file is its blob id; it validates a resumed range.
     std::string validator() const override { return "\"" + m_expect.entry->etag() + "\""; }
+    const std::atomic<bool>* stop_flag() const override { return m_expect.stop; }
     // Bytes that came from the adopted partial rather than this transfer.
     std::uint64_t resumed_bytes() const noexcept { return m_resumed; }
     // Waits for the hashing thread to catch up, then checks everything

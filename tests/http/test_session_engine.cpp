@@ -132,10 +132,15 @@ TEST_CASE("a download whose target stalls holds up neither other downloads nor A
 TEST_CASE("a download target that fails while its pipe is full ends the transfer", "[http]") {
     EngineHub hub;
     Session session(fast_policy(0), "", hub.server->endpoint());
+    // Slow before it fails, so that the pipe is full and the transfer
+    // paused when the failure comes: the transfer must be resumed to end.
     class FailingTarget : public StringTarget {
     public:
         void write(const char* bytes, std::size_t count) override {
-            if (data.size() + count > (1u << 20)) throw std::runtime_error("disk full, as the test says");
+            if (data.size() + count > (1u << 20)) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                throw std::runtime_error("disk full, as the test says");
+            }
             StringTarget::write(bytes, count);
         }
     } failing;
@@ -172,6 +177,7 @@ TEST_CASE("a forked child uses its parent's Session, and the parent goes on", "[
     REQUIRE(child >= 0);
     if (child == 0) {
         // The parent's engine thread is not here: the session starts its own.
+        ::alarm(60);  // a child that hangs dies rather than hold up the test
         int status = 1;
         try {
             StringTarget again;

@@ -189,6 +189,33 @@ TEST_CASE("a large file is hashed while it arrives, and a corrupt byte in it is 
     CHECK(large);
 }
 
+TEST_CASE("a file waiting to retry gives up as soon as another file of the fetch fails", "[hub][parallel]") {
+    ManyHub hub(1, 10000, 128u << 10);
+    Env env;
+    Options options = env.options(hub.server->endpoint(), std::nullopt, 3);
+    options.max_connections = 4;
+    options.max_wait_seconds = 60;
+    // part-0.bin is refused with a 30 s Retry-After, again and again.
+    // weights.bin arrives in half a second, shorter than listed.
+    hub.server->add_faults(
+        {{{"match", "part-0.bin"}, {"action", "status"}, {"status", 503}, {"retry_after", 30}, {"count", -1}},
+         {{"match", "/tree/"}, {"action", "twin_tree"}, {"suffix", "weights.bin"}, {"size", 200000}, {"count", -1}},
+         {{"match", hub.large_sha256}, {"action", "throttle"}, {"bytes_per_second", 262144}, {"count", -1}}});
+    std::string message;
+    const ErrorCode code = code_of([&] { Client(options).fetch(k_repo); }, &message);
+    INFO(message);
+    CHECK(code == ErrorCode::verification);
+    CHECK(message.find("weights.bin") != std::string::npos);
+    // The failure ended part-0.bin's wait: it was asked for once, not again
+    // after 30 s.
+    std::size_t asked = 0;
+    const nlohmann::json stats = hub.server->stats();
+    for (const auto& r : stats["requests"]) {
+        asked += r["path"].get<std::string>().find("part-0.bin") != std::string::npos ? 1 : 0;
+    }
+    CHECK(asked == 1);
+}
+
 TEST_CASE("max_connections outside 1..64 is a usage error naming it", "[hub][parallel]") {
     Env env;
     for (int bad : {0, 65, -1}) {

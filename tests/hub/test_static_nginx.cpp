@@ -12,10 +12,12 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -23,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+#include "http/http.hpp"
+#include "kernhub/error.hpp"
 #include "kernhub/kernhub.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
@@ -191,23 +195,80 @@ private:
     std::optional<std::string> m_old;
 };
 
-// Holds up the first download event of one file for a while: that file's
-// thread stops draining its body pipe, so its HTTP/2 stream is paused and
-// resumed while the others flow.
-class StallOnce final : public EventSink {
-public:
-    explicit StallOnce(std::string path) : m_path(std::move(path)) {}
-    void on_event(const Event& event) noexcept override {
-        const bool ours = event.path.size() >= m_path.size() &&
-                          event.path.compare(event.path.size() - m_path.size(), m_path.size(), m_path) == 0;
-        if (event.kind != Event::Kind::download_bytes || !ours || m_stalled.exchange(true)) return;
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+// A hub of one variant with twelve 1 MiB files (data<i>.bin holds 'a' + i)
+// served by nginx over HTTPS with HTTP/2, each response at 8 MiB/s.
+struct H2Hub {
+    TempDir dir;
+    std::optional<Nginx> server;
+    fs::path cert;
+    std::string commit;
+
+    H2Hub() {
+        nlohmann::json files = nlohmann::json::object();
+        const std::string variant = "build/" + host_cpu_variant() + "/";
+        files[variant + "libkern.so"] = {{"path", vector_add_so().string()}, {"lfs", true}};
+        for (int i = 0; i < 12; ++i) {
+            files[variant + "data" + std::to_string(i) + ".bin"] = {{"text", data(i)}, {"lfs", true}};
+        }
+        nlohmann::json spec = {
+            {"repos",
+             {{{"repo_id", "kernhub-test/h2"},
+               {"type", "kernel"},
+               {"commits", {{{"message", "one"}, {"branches", {"main"}}, {"metadata", true}, {"files", files}}}}}}}};
+        const fs::path root = dir.path() / "hub";
+        make_hub(spec, root);
+        // A static tree serves files under their commit only.
+        std::ifstream revision(root / "api/kernels/kernhub-test/h2/revision/main");
+        commit = nlohmann::json::parse(revision)["sha"].get<std::string>();
+        const TlsFiles tls = make_certificate(dir.path());
+        cert = tls.cert;
+        server.emplace(find_nginx(), root, tls);
     }
-    bool stalled() const { return m_stalled.load(); }
+    static std::string data(int i) { return std::string(1u << 20, static_cast<char>('a' + i)); }
+    std::string file_url(int i) const {
+        return server->endpoint() + "/kernels/kernhub-test/h2/resolve/" + commit + "/build/" + host_cpu_variant() +
+               "/data" + std::to_string(i) + ".bin";
+    }
+};
+
+// A target whose first write waits until the test opens the gate (at most
+// 20 s, so that a regression fails instead of hanging).
+class GatedTarget : public http::BodyTarget {
+public:
+    std::uint64_t size() const override { return data.size(); }
+    void restart() override { data.clear(); }
+    void write(const char* bytes, std::size_t count) override {
+        std::unique_lock<std::mutex> lock(m_mutex);
+        m_writing = true;
+        m_changed.notify_all();
+        if (!m_changed.wait_for(lock, std::chrono::seconds(20), [this] { return m_open; })) timed_out = true;
+        data.append(bytes, count);
+    }
+    void wait_for_first_write() {
+        std::unique_lock<std::mutex> lock(m_mutex);
+        m_changed.wait_for(lock, std::chrono::seconds(20), [this] { return m_writing; });
+    }
+    void open() {
+        std::lock_guard<std::mutex> guard(m_mutex);
+        m_open = true;
+        m_changed.notify_all();
+    }
+    std::string data;
+    bool timed_out = false;
 
 private:
-    std::string m_path;
-    std::atomic<bool> m_stalled{false};
+    std::mutex m_mutex;
+    std::condition_variable m_changed;
+    bool m_writing = false;
+    bool m_open = false;
+};
+
+class StringTarget : public http::BodyTarget {
+public:
+    std::uint64_t size() const override { return data.size(); }
+    void restart() override { data.clear(); }
+    void write(const char* bytes, std::size_t count) override { data.append(bytes, count); }
+    std::string data;
 };
 
 }  // namespace
@@ -245,24 +306,10 @@ TEST_CASE("the demo hub served by stock nginx fetches and loads over HTTP", "[hu
 
 TEST_CASE("over HTTPS with HTTP/2, a variant's files are multiplexed on one connection",
           "[hub][nginx][needs:https-h2]") {
+    H2Hub hub;
     TempDir dir;
-    // A variant of twelve 1 MiB files, all fetched in parallel.
-    nlohmann::json files = nlohmann::json::object();
-    const std::string variant = "build/" + host_cpu_variant() + "/";
-    files[variant + "libkern.so"] = {{"path", vector_add_so().string()}, {"lfs", true}};
-    for (int i = 0; i < 12; ++i) {
-        files[variant + "data" + std::to_string(i) + ".bin"] = {
-            {"text", std::string(1u << 20, static_cast<char>('a' + i))}, {"lfs", true}};
-    }
-    nlohmann::json spec = {
-        {"repos",
-         {{{"repo_id", "kernhub-test/h2"},
-           {"type", "kernel"},
-           {"commits", {{{"message", "one"}, {"branches", {"main"}}, {"metadata", true}, {"files", files}}}}}}}};
-    const fs::path root = dir.path() / "hub";
-    make_hub(spec, root);
-    Nginx server(find_nginx(), root, make_certificate(dir.path()));
-    ScopedEnv trust("SSL_CERT_FILE", (dir.path() / "cert.pem").string());
+    Nginx& server = *hub.server;
+    ScopedEnv trust("SSL_CERT_FILE", hub.cert.string());
 
     Options options;
     options.endpoint = server.endpoint();
@@ -271,17 +318,13 @@ TEST_CASE("over HTTPS with HTTP/2, a variant's files are multiplexed on one conn
     options.offline = false;
     options.token = "";
     options.max_connections = 6;
-    StallOnce stall("/data3.bin");
-    options.events = &stall;
     FetchResult fetched = Client(options).fetch("kernhub-test/h2");
-    CHECK(stall.stalled());
     REQUIRE(fetched.files.size() == 14);  // metadata.json, libkern.so and the twelve data files
     for (const auto& f : fetched.files) {
         if (f.path.rfind("data", 0) != 0) continue;  // data<i>.bin holds 'a' + i
-        const char fill = static_cast<char>('a' + std::stoi(f.path.substr(4)));
         std::ifstream in(fs::path(fetched.path) / f.path, std::ios::binary);
         std::string body((std::istreambuf_iterator<char>(in)), {});
-        CHECK(body == std::string(1u << 20, fill));
+        CHECK(body == H2Hub::data(std::stoi(f.path.substr(4))));
     }
 
     // nginx logs after each response: wait for every request to be there.
@@ -318,4 +361,64 @@ TEST_CASE("over HTTPS with HTTP/2, a variant's files are multiplexed on one conn
     // 0.125 s), never more than max_connections.
     CHECK(peak >= 3);
     CHECK(peak <= 6);
+}
+
+TEST_CASE("over HTTP/2 a stream whose target stalls is paused while the others flow, and loses no byte",
+          "[hub][nginx][needs:https-h2]") {
+    H2Hub hub;
+    http::Policy policy;
+    policy.ca_file = hub.cert.string();
+    http::Session session(policy, "", hub.server->endpoint());
+    StringTarget first;  // opens the connection the others join
+    REQUIRE(session.download(hub.file_url(0), first).status == 200);
+    GatedTarget stalled;
+    std::thread slow([&] { CHECK(session.download(hub.file_url(1), stalled).status == 200); });
+    stalled.wait_for_first_write();
+    // While data1's caller is stuck, its stream pauses once its pipe is
+    // full; two more files come whole over the same connection meanwhile.
+    StringTarget second;
+    StringTarget third;
+    CHECK(session.download(hub.file_url(2), second).status == 200);
+    CHECK(session.download(hub.file_url(3), third).status == 200);
+    stalled.open();
+    slow.join();
+    CHECK_FALSE(stalled.timed_out);
+    CHECK(first.data == H2Hub::data(0));
+    CHECK(stalled.data == H2Hub::data(1));
+    CHECK(second.data == H2Hub::data(2));
+    CHECK(third.data == H2Hub::data(3));
+    std::set<std::string> connections;
+    for (const std::string& line : hub.server->access_lines()) connections.insert(line.substr(0, line.find(' ')));
+    CHECK(connections.size() == 1);  // the readiness probe sends no request, so it is not logged
+}
+
+TEST_CASE("SSL_CERT_FILE that cannot be used is a usage error naming it", "[hub][nginx][needs:https-h2]") {
+    H2Hub hub;
+    TempDir dir;
+    const fs::path garbage = dir.path() / "garbage.pem";
+    std::ofstream(garbage) << "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n";
+    const fs::path big = dir.path() / "big.pem";
+    std::ofstream(big) << std::string((8u << 20) + 1, '\n');
+    for (const fs::path& bad : {dir.path(), dir.path() / "missing.pem", garbage, big}) {
+        INFO(bad.string());
+        http::Policy policy;
+        policy.ca_file = bad.string();
+        policy.retries = 0;
+        http::Session session(policy, "", hub.server->endpoint());
+        StringTarget target;
+        try {
+            session.download(hub.file_url(0), target);
+            FAIL("the download should have been refused");
+        } catch (const Error& e) {
+            CHECK(e.code() == ErrorCode::usage);
+            CHECK(std::string(e.what()).find("SSL_CERT_FILE") != std::string::npos);
+        }
+        CHECK(target.data.empty());
+    }
+    // A plain-HTTP hub does not care.
+    Nginx plain(find_nginx(), KERNHUB_DEMO_HUB);
+    http::Policy policy;
+    policy.ca_file = (dir.path() / "missing.pem").string();
+    http::Session session(policy, "", plain.endpoint());
+    CHECK(session.get(plain.endpoint() + "/_hub.json").status == 200);
 }
