@@ -212,9 +212,11 @@ struct ResetOnExit {
 // and hashes them: a ring of k_pipe_bytes. When the ring has no room for a
 // piece, the transfer is paused (CURL_WRITEFUNC_PAUSE: libcurl keeps the
 // piece, and over HTTP/2 stops that stream only) until the caller has made
-// room, so a slow disk or event sink on one file holds up neither the other
-// transfers nor API requests, and a download in flight holds at most the
-// ring in memory.
+// room, so a slow disk on one file holds up neither the other transfers nor
+// API requests. Over HTTP/1.1 a paused download holds the ring and
+// libcurl's buffers; over HTTP/2, libcurl before 8.1 goes on buffering a
+// paused stream up to its flow-control window (docs/ARCHITECTURE.md,
+// "Threads").
 constexpr std::size_t k_pipe_bytes = 512u << 10;
 // Room the caller makes before it asks for a paused transfer to go on:
 // most of the ring, so that a consumer slower than the network pauses and
