@@ -22,6 +22,7 @@
 
 #include "http/http.hpp"
 #include "http/session_support.hpp"
+#include "support/gated_target.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
 #include "support/kernel_hub.hpp"
@@ -31,6 +32,7 @@
 using kernhub::http::Policy;
 using kernhub::http::Session;
 using kernhub::test::fast_policy;
+using kernhub::test::GatedTarget;
 using kernhub::test::HubServer;
 using kernhub::test::StringTarget;
 using kernhub::test::TempDir;
@@ -71,36 +73,6 @@ struct EngineHub {
                "/" + name;
     }
     std::string revision_url() const { return server->endpoint() + "/api/kernels/" + k_repo + "/revision/main"; }
-};
-
-// A target whose first write waits until the test opens the gate (at most
-// 20 s, so that a regression fails instead of hanging).
-class GatedTarget : public StringTarget {
-public:
-    void write(const char* bytes, std::size_t count) override {
-        std::unique_lock<std::mutex> lock(m_mutex);
-        m_writing = true;
-        m_changed.notify_all();
-        if (!m_changed.wait_for(lock, std::chrono::seconds(20), [this] { return m_open; })) timed_out = true;
-        lock.unlock();
-        StringTarget::write(bytes, count);
-    }
-    void wait_for_first_write() {
-        std::unique_lock<std::mutex> lock(m_mutex);
-        m_changed.wait_for(lock, std::chrono::seconds(20), [this] { return m_writing; });
-    }
-    void open() {
-        std::lock_guard<std::mutex> guard(m_mutex);
-        m_open = true;
-        m_changed.notify_all();
-    }
-    bool timed_out = false;
-
-private:
-    std::mutex m_mutex;
-    std::condition_variable m_changed;
-    bool m_writing = false;
-    bool m_open = false;
 };
 
 }  // namespace

@@ -28,11 +28,13 @@
 #include "http/http.hpp"
 #include "kernhub/error.hpp"
 #include "kernhub/kernhub.hpp"
+#include "support/gated_target.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/process.hpp"
 #include "support/requirements.hpp"
+#include "support/string_target.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace kernhub;
@@ -231,57 +233,23 @@ struct H2Hub {
     }
 };
 
-// A target whose first write waits until the test opens the gate (at most
-// 20 s, so that a regression fails instead of hanging).
-class GatedTarget : public http::BodyTarget {
-public:
-    std::uint64_t size() const override { return data.size(); }
-    void restart() override { data.clear(); }
-    void write(const char* bytes, std::size_t count) override {
-        std::unique_lock<std::mutex> lock(m_mutex);
-        m_writing = true;
-        m_changed.notify_all();
-        if (!m_changed.wait_for(lock, std::chrono::seconds(20), [this] { return m_open; })) timed_out = true;
-        data.append(bytes, count);
-    }
-    void wait_for_first_write() {
-        std::unique_lock<std::mutex> lock(m_mutex);
-        m_changed.wait_for(lock, std::chrono::seconds(20), [this] { return m_writing; });
-    }
-    void open() {
-        std::lock_guard<std::mutex> guard(m_mutex);
-        m_open = true;
-        m_changed.notify_all();
-    }
-    std::string data;
-    bool timed_out = false;
-
-private:
-    std::mutex m_mutex;
-    std::condition_variable m_changed;
-    bool m_writing = false;
-    bool m_open = false;
-};
-
-class StringTarget : public http::BodyTarget {
-public:
-    std::uint64_t size() const override { return data.size(); }
-    void restart() override { data.clear(); }
-    void write(const char* bytes, std::size_t count) override { data.append(bytes, count); }
-    std::string data;
-};
+// Options for a fetch from `endpoint` into a cache under `dir`.
+Options options_for(const std::string& endpoint, const TempDir& dir) {
+    Options options;
+    options.endpoint = endpoint;
+    options.cache_dir = (dir.path() / "cache").string();
+    options.project_dir = dir.path().string();
+    options.offline = false;
+    options.token = "";
+    return options;
+}
 
 }  // namespace
 
 TEST_CASE("the demo hub served by stock nginx fetches and loads over HTTP", "[hub][nginx][needs:nginx]") {
     Nginx server(find_nginx(), KERNHUB_DEMO_HUB);
     TempDir dir;
-    Options options;
-    options.endpoint = server.endpoint();
-    options.cache_dir = (dir.path() / "cache").string();
-    options.project_dir = dir.path().string();
-    options.offline = false;
-    options.token = "";
+    Options options = options_for(server.endpoint(), dir);
 
     Client client(options);
     LoadResult cold = client.load("vector-add");
@@ -311,12 +279,7 @@ TEST_CASE("over HTTPS with HTTP/2, a variant's files are multiplexed on one conn
     Nginx& server = *hub.server;
     ScopedEnv trust("SSL_CERT_FILE", hub.cert.string());
 
-    Options options;
-    options.endpoint = server.endpoint();
-    options.cache_dir = (dir.path() / "cache").string();
-    options.project_dir = dir.path().string();
-    options.offline = false;
-    options.token = "";
+    Options options = options_for(server.endpoint(), dir);
     options.max_connections = 6;
     FetchResult fetched = Client(options).fetch("kernhub-test/h2");
     REQUIRE(fetched.files.size() == 14);  // metadata.json, libkern.so and the twelve data files
