@@ -12,6 +12,8 @@
 // later use.
 #pragma once
 
+#include <dlfcn.h>
+
 #include <exception>
 #include <initializer_list>
 #include <optional>
@@ -43,6 +45,14 @@ void* find_symbol(const Library& library, const char* symbol);
 template <class Fn>
 void resolve(const Library& library, const char* symbol, Fn& slot) {
     slot = reinterpret_cast<Fn>(find_symbol(library, symbol));
+}
+
+// For a symbol the caller can do without: sets `slot` to its address, or
+// to null when the library lacks it, and says which.
+template <class Fn>
+bool resolve_optional(const Library& library, const char* symbol, Fn& slot) {
+    slot = reinterpret_cast<Fn>(::dlsym(library.handle, symbol));
+    return slot != nullptr;
 }
 
 // The table Bind() returns, computed on the first call and kept for the

@@ -1,20 +1,11 @@
 #include "http/curl_api.hpp"
 
-#include <dlfcn.h>
-
 #include "common/dynlib.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::http {
 
 namespace {
-
-// A symbol the binding can do without: null when the library lacks it.
-template <class Fn>
-bool resolve_optional(const dynlib::Library& lib, const char* symbol, Fn& slot) {
-    slot = reinterpret_cast<Fn>(::dlsym(lib.handle, symbol));
-    return slot != nullptr;
-}
 
 CurlApi bind_curl() {
     const dynlib::Library lib =
@@ -33,21 +24,21 @@ CurlApi bind_curl() {
     dynlib::resolve(lib, "curl_slist_append", api.slist_append);
     dynlib::resolve(lib, "curl_slist_free_all", api.slist_free_all);
     dynlib::resolve(lib, "curl_getdate", api.getdate);
-    const bool multi = resolve_optional(lib, "curl_multi_init", api.multi_init) &&
-                       resolve_optional(lib, "curl_multi_cleanup", api.multi_cleanup) &&
-                       resolve_optional(lib, "curl_multi_setopt", api.multi_setopt) &&
-                       resolve_optional(lib, "curl_multi_add_handle", api.multi_add_handle) &&
-                       resolve_optional(lib, "curl_multi_remove_handle", api.multi_remove_handle) &&
-                       resolve_optional(lib, "curl_multi_perform", api.multi_perform) &&
-                       resolve_optional(lib, "curl_multi_poll", api.multi_poll) &&
-                       resolve_optional(lib, "curl_multi_wakeup", api.multi_wakeup) &&
-                       resolve_optional(lib, "curl_multi_info_read", api.multi_info_read) &&
-                       resolve_optional(lib, "curl_easy_pause", api.easy_pause);
+    const bool multi = dynlib::resolve_optional(lib, "curl_multi_init", api.multi_init) &&
+                       dynlib::resolve_optional(lib, "curl_multi_cleanup", api.multi_cleanup) &&
+                       dynlib::resolve_optional(lib, "curl_multi_setopt", api.multi_setopt) &&
+                       dynlib::resolve_optional(lib, "curl_multi_add_handle", api.multi_add_handle) &&
+                       dynlib::resolve_optional(lib, "curl_multi_remove_handle", api.multi_remove_handle) &&
+                       dynlib::resolve_optional(lib, "curl_multi_perform", api.multi_perform) &&
+                       dynlib::resolve_optional(lib, "curl_multi_poll", api.multi_poll) &&
+                       dynlib::resolve_optional(lib, "curl_multi_wakeup", api.multi_wakeup) &&
+                       dynlib::resolve_optional(lib, "curl_multi_info_read", api.multi_info_read) &&
+                       dynlib::resolve_optional(lib, "curl_easy_pause", api.easy_pause);
     decltype(&::curl_version_info) version_info = nullptr;
-    const bool async_resolver = resolve_optional(lib, "curl_version_info", version_info) &&
+    const bool async_resolver = dynlib::resolve_optional(lib, "curl_version_info", version_info) &&
                                 (version_info(CURLVERSION_NOW)->features & CURL_VERSION_ASYNCHDNS) != 0;
-    // Otherwise has_multi() is false: every transfer runs on its caller.
-    if (!multi || !async_resolver) api.multi_info_read = nullptr;
+    // Otherwise every transfer runs on its caller.
+    api.multi_usable = multi && async_resolver;
     // Under the binding's once-initialisation: curl_global_init is not
     // thread-safe on older libcurl and must run once before any handle.
     if (const CURLcode code = api.global_init(CURL_GLOBAL_DEFAULT); code != CURLE_OK) {

@@ -20,8 +20,9 @@ struct CurlApi {
     decltype(&::curl_slist_append) slist_append = nullptr;
     decltype(&::curl_slist_free_all) slist_free_all = nullptr;
     decltype(&::curl_getdate) getdate = nullptr;
-    // The multi interface (libcurl 7.68 or newer); all null on an older
-    // library, which then runs each transfer with curl_easy_perform.
+    // The multi interface (libcurl 7.68 or newer); without it (or without
+    // an asynchronous resolver, see multi_usable) each transfer runs with
+    // curl_easy_perform.
     decltype(&::curl_multi_init) multi_init = nullptr;
     decltype(&::curl_multi_cleanup) multi_cleanup = nullptr;
     decltype(&::curl_multi_setopt) multi_setopt = nullptr;
@@ -34,7 +35,7 @@ struct CurlApi {
     decltype(&::curl_easy_pause) easy_pause = nullptr;
     // True when the multi interface is there and names are resolved
     // without blocking the thread that drives it (an asynchronous resolver).
-    bool has_multi() const noexcept { return multi_info_read != nullptr; }
+    bool multi_usable = false;
 };
 
 // Opens libcurl.so.4 (else libcurl.so), resolves the table and runs

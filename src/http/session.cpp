@@ -569,7 +569,7 @@ Session::Engine* Session::engine() {
         m_engine_tried = false;
         m_engine_pid = self;
     }
-    if (!m_engine && !m_engine_tried && m_policy.use_engine && curl_api().has_multi()) {
+    if (!m_engine && !m_engine_tried && m_policy.use_engine && curl_api().multi_usable) {
         m_engine_tried = true;
         try {
             m_engine = std::make_unique<Engine>();

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -75,11 +76,19 @@ struct EngineHub {
     std::string revision_url() const { return server->endpoint() + "/api/kernels/" + k_repo + "/revision/main"; }
 };
 
+// The threads of this process, as /proc lists them.
+std::size_t threads_in_process() {
+    return static_cast<std::size_t>(std::distance(fs::directory_iterator("/proc/self/task"), fs::directory_iterator()));
+}
+
 }  // namespace
 
 TEST_CASE("a download whose target stalls holds up neither other downloads nor API requests", "[http]") {
     EngineHub hub;
     Session session(fast_policy(0), "", hub.server->endpoint());
+    const std::size_t threads = threads_in_process();
+    CHECK(session.get(hub.revision_url()).status == 200);
+    CHECK(threads_in_process() == threads + 1);  // the engine's thread
     GatedTarget stalled;
     std::thread slow([&] {
         const auto response = session.download(hub.file_url("big.bin"), stalled);
@@ -128,7 +137,9 @@ TEST_CASE("without its thread, a Session runs each transfer on its caller", "[ht
     Policy policy = fast_policy(0);
     policy.use_engine = false;
     Session session(policy, "", hub.server->endpoint());
+    const std::size_t threads = threads_in_process();
     CHECK(session.get(hub.revision_url()).status == 200);
+    CHECK(threads_in_process() == threads);  // no engine thread was started
     StringTarget whole;
     CHECK(session.download(hub.file_url("big.bin"), whole).status == 200);  // through the 302
     CHECK(whole.data == hub.big);
