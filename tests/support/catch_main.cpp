@@ -18,6 +18,7 @@
 #include "kernhub/cuda.hpp"
 #include "kernhub/error.hpp"
 #include "support/requirements.hpp"
+#include "support/tvm_ffi_fixture.hpp"
 
 namespace kernhub::test {
 namespace {
@@ -81,6 +82,9 @@ const bool k_builtin_requirements [[maybe_unused]] = [] {
             return e.what();
         }
     });
+    // Here rather than in tvm_ffi_fixture.cpp: a test executable that used
+    // only the tag would not link that file, and its tests would run.
+    register_requirement("needs:tvm-ffi", [] { return why_no_tvm_ffi(); });
     register_requirement("needs:cuda-stub", [] {
         return std::filesystem::exists(k_cuda_stub_driver)
                    ? std::string()

@@ -13,6 +13,7 @@
 //   [needs:sm_80]       GPU 0 runs the fixtures' code (compute capability >= 8.0)
 //   [needs:no-cuda]     no usable CUDA device (to show the path without one)
 //   [needs:cuda-stub]   the CUDA toolkit's stub libcuda.so
+//   [needs:tvm-ffi]     the tvm-ffi CPU fixture and libtvm_ffi.so (tvm_ffi_fixture.hpp)
 //   [needs:nginx]       an nginx binary (registered by test_static_nginx.cpp)
 // A test file adds its own with KERNHUB_TEST_REQUIREMENT.
 #pragma once
