@@ -16,6 +16,7 @@ static nlohmann::ordered_json info_json(const InfoResult& info) {
                                   {"commit", info.commit},   {"symbol", info.symbol},   {"host", info.host},
                                   {"targets", info.targets}, {"variants", variants},    {"requests", info.requests}};
     out["selected"] = info.selected.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.selected);
+    if (!info.tvm_ffi_runtime.empty()) out["tvm_ffi_runtime"] = info.tvm_ffi_runtime;
     if (info.signature_policy) {
         out["signature_policy"] = {{"issuer", info.signature_policy->issuer},
                                    {"identities", info.signature_policy->identities},
@@ -44,6 +45,9 @@ Command add_info_command(CLI::App& app) {
                 std::cout << printable(info.name) << ": " << printable(info.repo_id) << "@" << printable(info.revision)
                           << " = " << printable(info.commit) << '\n'
                           << "host: " << info.host << '\n'
+                          << (info.tvm_ffi_runtime.empty()
+                                  ? std::string()
+                                  : "tvm-ffi runtime: " + printable(info.tvm_ffi_runtime) + "\n")
                           << "symbol: " << (info.symbol.empty() ? "(none)" : printable(info.symbol)) << '\n'
                           << "variants:\n";
                 for (const auto& v : info.variants) {

@@ -20,6 +20,7 @@ static nlohmann::ordered_json inspect_json(const InspectResult& result) {
         out["max_glibc"] = result.max_glibc;
         out["needed"] = result.needed;
         out["exported_functions"] = result.exported_functions;
+        out["tvm_ffi_functions"] = result.tvm_ffi_functions;
         return out;
     }
     out["containers"] = result.containers;
@@ -36,6 +37,10 @@ static void print_human(const InspectResult& result) {
                   << "  needs " << (result.max_glibc.empty() ? "no versioned glibc" : printable(result.max_glibc))
                   << '\n';
         for (const auto& lib : result.needed) std::cout << "  NEEDED " << printable(lib) << '\n';
+        if (!result.tvm_ffi_functions.empty()) {
+            std::cout << "  tvm-ffi functions (" << result.tvm_ffi_functions.size() << "):\n";
+            for (const auto& name : result.tvm_ffi_functions) std::cout << "    " << printable(name) << '\n';
+        }
         return;
     }
     for (const auto& entry : result.entries) {

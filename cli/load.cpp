@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "kernhub/tvm_ffi.hpp"
 
 namespace kernhub::cli {
 
@@ -26,13 +27,26 @@ Command add_load_command(CLI::App& app) {
                 if (flags->json) {
                     nlohmann::ordered_json out = fetch_json(result.fetch);
                     out["symbol"] = result.symbol;
+                    out["kind"] = result.kind;
                     out["address"] = format_address(result.address);
+                    if (result.kind == "tvm-ffi") {
+                        const TvmFfiRuntimeInfo runtime = tvm_ffi_runtime();
+                        out["tvm_ffi_runtime"] = {{"version", runtime.version}, {"library", runtime.library}};
+                    }
                     print_json(out);
                 } else {
+                    // A tvm-ffi symbol is __tvm_ffi_<function>.
+                    const std::string what = result.kind == "tvm-ffi" ? "tvm-ffi function " + result.symbol.substr(10) +
+                                                                            " (" + result.symbol + ")"
+                                                                      : result.symbol;
                     status(*flags, "loaded " + result.fetch.name + " variant " + result.fetch.variant + " (" +
-                                       short_commit(result.fetch.commit) + "): " + result.symbol + " at " +
+                                       short_commit(result.fetch.commit) + "): " + what + " at " +
                                        format_address(result.address));
                     status(*flags, "  " + result.file);
+                    if (result.kind == "tvm-ffi") {
+                        const TvmFfiRuntimeInfo runtime = tvm_ffi_runtime();
+                        status(*flags, "  tvm-ffi runtime " + runtime.version + ": " + runtime.library);
+                    }
                     if (result.fetch.signature) status(*flags, "  " + describe_signature(*result.fetch.signature));
                 }
                 return 0;

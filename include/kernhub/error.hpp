@@ -26,6 +26,7 @@ enum class ErrorCode : int {
     offline = 6,        // offline and not cached
     load = 7,           // dlopen or CUDA driver refused the binary
     lock_outdated = 8,  // a lock file no longer matches what it locks (lock --check)
+    kernel = 9,         // a called kernel raised an error (TvmFunction); never a CLI exit
     interrupted = 130,  // Options::cancel was set (SIGINT/SIGTERM in the CLI:
                         // exit 130 or 143); partial downloads are kept
 };

@@ -43,6 +43,9 @@ struct InspectResult {
     std::string max_glibc;
     std::vector<std::string> needed;
     std::vector<std::string> exported_functions;
+    // The tvm-ffi functions among them: the names after "__tvm_ffi_" (a
+    // tvm-ffi variant's library), less tvm-ffi's own "__tvm_ffi__" symbols.
+    std::vector<std::string> tvm_ffi_functions;
 };
 
 // Error(not_found) when the file is missing, Error(verification) when it is

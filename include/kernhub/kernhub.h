@@ -32,6 +32,8 @@
  *     6   offline and not cached
  *     7   load failed: the dynamic loader refused the object, no CUDA
  *         driver or device, no binary for this GPU, a CUDA driver error
+ *     9   kernel error: a tvm-ffi function called with kh_tvm_call()
+ *         raised an error (only kh_tvm_call returns it)
  *
  * Threading: a handle is used by one thread at a time (calls on one handle
  * must not overlap; handing a handle to another thread between calls is
@@ -45,6 +47,8 @@
  * environment (KERNHUB_RETRIES, KERNHUB_MAX_WAIT), as for the CLI. */
 #ifndef KERNHUB_KERNHUB_H
 #define KERNHUB_KERNHUB_H
+
+#include <stdint.h>
 
 #ifndef KH_API
 #if defined(_WIN32)
@@ -115,6 +119,9 @@ KH_API void kh_hub_free(kh_hub* hub);
  *   sigstore_trusted_root  the Sigstore trusted_root.json signatures are
  *                   checked against. "": KERNHUB_SIGSTORE_TRUSTED_ROOT,
  *                   else the public-good root built into kernhub.
+ *   tvm_ffi_library the tvm-ffi runtime (libtvm_ffi.so) to bind for tvm-ffi
+ *                   kernels. "": KERNHUB_TVM_FFI_LIBRARY, else the places
+ *                   README "tvm-ffi variants" lists. A process binds one.
  *
  * Numeric settings, decimal digits; "" means the environment variable, else
  * the default (README, "Environment"). A value outside its range makes the
@@ -165,8 +172,54 @@ KH_API int kh_prewarm(kh_hub* hub, const char* name);
  * pointer stays valid for the life of the process, also after
  * kh_hub_free(). For a shared-object kernel, cast it to the kernel's
  * function type; for a CUDA kernel (a fatbin or cubin) it is the driver's
- * CUfunction handle, for cuLaunchKernel. */
+ * CUfunction handle, for cuLaunchKernel; for a tvm-ffi kernel it is a
+ * kh_tvm_safe_call, for kh_tvm_call(). */
 KH_API void* kh_symbol(kh_hub* hub, const char* name);
+
+/* ---- tvm-ffi kernels (README, "tvm-ffi variants") ----------------------
+ * For a kernel of a tvm-ffi variant, kh_symbol() returns its function in
+ * the TVM FFI C calling convention (a kh_tvm_safe_call). Call it with
+ * kh_tvm_call(), or directly for the lowest cost: the status is then the
+ * caller's to read (non-zero means the runtime holds a raised error, which
+ * only the runtime's TVMFFIErrorMoveFromRaised can take). */
+
+/* One argument or result: the 16-byte TVMFFIAny cell. */
+typedef struct kh_tvm_any {
+    int32_t type_index; /* KH_TVM_* */
+    uint32_t zero_padding;
+    union {
+        int64_t v_int64;
+        double v_float64;
+        void* v_ptr;
+    } value;
+} kh_tvm_any;
+
+#define KH_TVM_NONE 0
+#define KH_TVM_INT 1
+#define KH_TVM_BOOL 2
+#define KH_TVM_FLOAT 3
+#define KH_TVM_OPAQUE_PTR 4
+#define KH_TVM_DLTENSOR 7 /* value.v_ptr is a DLTensor* */
+
+/* TVMFFISafeCallType. `self` is NULL for library functions; `result` must
+ * hold KH_TVM_NONE before the call. Returns 0 on success. */
+typedef int (*kh_tvm_safe_call)(void* self, const kh_tvm_any* args, int32_t num_args, kh_tvm_any* result);
+
+/* Calls `function` (what kh_symbol() returned for a tvm-ffi kernel) with
+ * `num_args` arguments and stores what it returned in *result (NULL:
+ * dropped). Returns 0; 9 when the function raised an error, whose kind and
+ * message kh_last_error() then gives; 2 for a NULL handle or function, a
+ * negative num_args, NULL args with arguments, or a function that returned
+ * an object (a string or a tensor: released, as kernhub holds none). The
+ * handle only carries the error text, so one handle per calling thread. */
+KH_API int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int32_t num_args, kh_tvm_any* result);
+
+/* Sets the tvm-ffi runtime's current stream for CUDA device `device` on
+ * the calling thread (TVMFFIEnvSetStream), which a CUDA tvm-ffi kernel
+ * launches on; the previous one goes to *previous unless it is NULL.
+ * Returns 0, or 7 when no tvm-ffi kernel was prewarmed in this process or
+ * the runtime refused. */
+KH_API int kh_tvm_set_stream(kh_hub* hub, int32_t device, void* stream, void** previous);
 
 /* The last failure on this handle as one printable line
  * ("<kind>: <message>", the wording of the command-line tool), or NULL when

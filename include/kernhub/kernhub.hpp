@@ -122,6 +122,14 @@ struct Options {
     // Empty: KERNHUB_SIGSTORE_TRUSTED_ROOT, else the public-good root built
     // into kernhub.
     std::string sigstore_trusted_root;
+    // tvm-ffi variants (README, "tvm-ffi variants"): the tvm-ffi runtime
+    // library to bind (a path, or a name for the dynamic loader). Empty:
+    // KERNHUB_TVM_FFI_LIBRARY, else a libtvm_ffi.so already in the process,
+    // on the loader's path or in the apache-tvm-ffi package of a Python
+    // environment. A process binds one runtime; naming another later is
+    // Error(load).
+    std::string tvm_ffi_library;
+
     // Refuse (Error(verification)) any kernel whose registry entry has no
     // "signature" policy. nullopt: KERNHUB_REQUIRE_SIGNATURES=1 switches it on.
     std::optional<bool> require_signatures;
@@ -152,6 +160,10 @@ struct LoadResult {
     FetchResult fetch;
     std::string symbol;
     std::string file;  // the loaded file, absolute
+    // What address is: "function" (a C symbol, for KernelFn), "cuda-kernel"
+    // (a CUfunction/CUkernel, for CudaKernel) or "tvm-ffi" (a TVM FFI safe
+    // call, for TvmFunction; symbol is then __tvm_ffi_<function>).
+    std::string kind;
     void* address = nullptr;
 };
 
@@ -172,6 +184,9 @@ struct InfoResult {
     std::vector<std::string> targets;
     std::vector<VariantStatus> variants;
     std::string selected;  // empty when nothing matches
+    // When the repo has tvm-ffi variants: the runtime kernhub bound
+    // ("0.1.15 at /path/libtvm_ffi.so"), or why none could be bound.
+    std::string tvm_ffi_runtime;
     std::uint64_t requests = 0;
     // The registry entry's signature policy, and what verifying the
     // selected variant's signature established (info verifies it).

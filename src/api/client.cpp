@@ -1,11 +1,13 @@
 // The public C++ API: composes registry -> hub -> select -> fetch -> load.
 #include <algorithm>
+#include <cstring>
 
 #include "api/client_impl.hpp"
 #include "api/default_registry.hpp"
 #include "api/file_bytes.hpp"
 #include "api/settings.hpp"
 #include "api/verified_load.hpp"
+#include "common/join.hpp"
 #include "common/text.hpp"
 #include "cuda/driver.hpp"
 #include "digest/digest.hpp"
@@ -16,6 +18,8 @@
 #include "kernhub/kernhub.hpp"
 #include "loader/loader.hpp"
 #include "registry/registry.hpp"
+#include "select/variant.hpp"
+#include "tvmffi/runtime.hpp"
 
 namespace kernhub {
 
@@ -69,6 +73,83 @@ std::string choose_artifact(const FetchResult& fetched, const std::string& wante
     }
     throw Error(ErrorCode::not_found, "variant " + fetched.variant + " of " + fetched.repo_id +
                                           " has no shared object, fatbin or cubin to load");
+}
+
+// A tvm-ffi variant's library: the registry's "file", else the variant's
+// only top-level `_*.so` (kernel-builder names it _<name>_<backend>_<hash>.so
+// beside its Python glue).
+std::string choose_tvm_ffi_library(const FetchResult& fetched, const std::string& wanted) {
+    if (!wanted.empty()) return choose_artifact(fetched, wanted);
+    std::vector<std::string> found;
+    for (const auto& file : fetched.files) {
+        if (file.path.find('/') == std::string::npos && file.path.front() == '_' && has_suffix(file.path, ".so")) {
+            found.push_back(file.path);
+        }
+    }
+    if (found.size() == 1) return found.front();
+    if (found.empty()) {
+        throw Error(ErrorCode::not_found, "tvm-ffi variant " + fetched.variant + " of " + fetched.repo_id +
+                                              " has no library (a _*.so file at its top level)");
+    }
+    throw Error(ErrorCode::usage, "tvm-ffi variant " + fetched.variant + " of " + fetched.repo_id +
+                                      " has several libraries (" + join(found, ", ") +
+                                      "); name one with \"file\" in the registry");
+}
+
+// The runtime for a tvm-ffi variant, bound before its library is loaded
+// (the library's NEEDED libtvm_ffi.so is then the bound one). A --target
+// choice skipped selection's version check, so it is made here.
+const tvmffi::Runtime& runtime_for(const std::string& library, const select::Variant& variant,
+                                   const std::string& repo_id) {
+    const tvmffi::Runtime& runtime = tvmffi::bind(library);
+    if (static_cast<int>(runtime.version.major) != variant.family_major ||
+        static_cast<int>(runtime.version.minor) != variant.family_minor) {
+        throw Error(ErrorCode::load,
+                    "variant " + variant.name + " of " + repo_id + " needs tvm-ffi " +
+                        std::to_string(variant.family_major) + "." + std::to_string(variant.family_minor) +
+                        ", and the runtime " + runtime.library + " is " + runtime.version_text() +
+                        "; install the matching apache-tvm-ffi, or fetch a variant for " +
+                        std::to_string(runtime.version.major) + "." + std::to_string(runtime.version.minor));
+    }
+    return runtime;
+}
+
+// The symbol for `symbol`; for a tvm-ffi function a missing one is named
+// with the functions the library does have.
+void* resolve_symbol(const loader::Library& library, const LoadResult& result, bool tvm_ffi) {
+    try {
+        return library.symbol(result.symbol);
+    } catch (const Error& e) {
+        if (!tvm_ffi || e.code() != ErrorCode::not_found) throw;
+    }
+    std::vector<std::string> names;
+    try {
+        names = tvmffi::function_names(elf::inspect_elf_file(result.file).exported_functions);
+    } catch (const Error&) {
+        // The list only helps the message; the refusal stands without it.
+    }
+    constexpr std::size_t k_listed = 32;
+    const std::size_t more = names.size() > k_listed ? names.size() - k_listed : 0;
+    names.resize(names.size() - more);
+    std::string has = names.empty() ? "none" : join(names);
+    if (more > 0) has += " and " + std::to_string(more) + " more";
+    throw Error(ErrorCode::not_found, result.file + " has no tvm-ffi function " +
+                                          quoted_name(result.symbol.substr(std::strlen("__tvm_ffi_"))) + " (symbol " +
+                                          result.symbol + "); its functions: " + has +
+                                          "; check the registry's \"symbol\"");
+}
+
+void record(const std::string& ref, LoadResult& result, bool tvm_ffi) {
+    loader::Resolved resolved;
+    resolved.address = result.address;
+    if (tvm_ffi) {
+        resolved.tvm_ffi = true;
+        resolved.function = result.symbol.substr(std::strlen("__tvm_ffi_"));
+        result.kind = "tvm-ffi";
+    } else {
+        result.kind = "function";
+    }
+    loader::ResolvedTable::instance().put(ref, resolved);
 }
 
 // Loads a fatbin or cubin image on device 0 after checking that it holds a
@@ -244,18 +325,33 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
                         "registry with a \"symbol\" (entries naming the same repo must agree on it)");
     }
     result.fetch = m_impl->fetch(spec);
-    std::string artifact = choose_artifact(result.fetch, spec.file);
+    const std::optional<select::Variant> variant = select::parse_variant(result.fetch.variant);
+    const bool tvm_ffi_variant = variant && variant->family == select::Family::tvm_ffi;
+    std::string artifact =
+        tvm_ffi_variant ? choose_tvm_ffi_library(result.fetch, spec.file) : choose_artifact(result.fetch, spec.file);
     std::filesystem::path path = std::filesystem::path(result.fetch.path) / artifact;
     result.file = path.string();
-    if (m_impl->settings.verify_on_load) return m_impl->load_verified(spec, ref, artifact, std::move(result));
-    if (is_cuda_image(artifact)) {
+    if (tvm_ffi_variant) {
+        if (result.symbol.rfind("__tvm_ffi__", 0) == 0) {
+            throw Error(ErrorCode::usage, quoted_name(result.symbol) +
+                                              " is an internal symbol of tvm-ffi, not a function; name the "
+                                              "function without the __tvm_ffi_ prefix");
+        }
+        runtime_for(m_impl->settings.tvm_ffi_library, *variant, result.fetch.repo_id);
+        result.symbol = tvmffi::symbol_of(result.symbol);
+    }
+    if (m_impl->settings.verify_on_load) {
+        return m_impl->load_verified(spec, ref, artifact, tvm_ffi_variant, std::move(result));
+    }
+    if (!tvm_ffi_variant && is_cuda_image(artifact)) {
         result.address = load_cuda_image(api::read_file_bytes(path.string()), path.string(), result.symbol);
-        loader::ResolvedTable::instance().put(ref, loader::Resolved{result.address, true, 0});
+        result.kind = "cuda-kernel";
+        loader::ResolvedTable::instance().put(ref, loader::Resolved{result.address, true, 0, false, {}});
         return result;
     }
     loader::Library library = loader::Library::open(path);
-    result.address = library.symbol(result.symbol);
-    loader::ResolvedTable::instance().put(ref, result.address);
+    result.address = resolve_symbol(library, result, tvm_ffi_variant);
+    record(ref, result, tvm_ffi_variant);
     return result;
 }
 
@@ -264,7 +360,7 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
 // buffer handed to the driver for a fatbin or cubin), so nothing can change
 // the bytes between the check and the use (docs/ARCHITECTURE.md "Loading").
 LoadResult Client::Impl::load_verified(const registry::KernelSpec& spec, const std::string& ref,
-                                       const std::string& artifact, LoadResult result) {
+                                       const std::string& artifact, bool tvm_ffi, LoadResult result) {
     auto it = std::find_if(result.fetch.files.begin(), result.fetch.files.end(),
                            [&](const FileInfo& f) { return f.path == artifact; });
     if (it == result.fetch.files.end()) {
@@ -275,7 +371,7 @@ LoadResult Client::Impl::load_verified(const registry::KernelSpec& spec, const s
     const api::VerifiedSource source =
         api::verified_source(cache, result.fetch.commit, "build/" + result.fetch.variant + "/" + artifact, it->sha256,
                              it->size, result.file);
-    if (is_cuda_image(artifact)) {
+    if (!tvm_ffi && is_cuda_image(artifact)) {
         std::vector<std::uint8_t> image;
         image.reserve(source.size);
         api::read_verified(source, [&](const void* data, std::size_t size) {
@@ -283,7 +379,8 @@ LoadResult Client::Impl::load_verified(const registry::KernelSpec& spec, const s
             image.insert(image.end(), bytes, bytes + size);
         });
         result.address = load_cuda_image(image, result.file, result.symbol);
-        loader::ResolvedTable::instance().put(ref, loader::Resolved{result.address, true, 0});
+        result.kind = "cuda-kernel";
+        loader::ResolvedTable::instance().put(ref, loader::Resolved{result.address, true, 0, false, {}});
         return result;
     }
     loader::SealedImage image(std::filesystem::path(artifact).filename().string());
@@ -291,8 +388,8 @@ LoadResult Client::Impl::load_verified(const registry::KernelSpec& spec, const s
         api::read_verified(source, [&](const void* data, std::size_t size) { image.append(data, size); });
     image.seal();
     loader::Library library = loader::Library::open_sealed(std::move(image), result.file, sha256);
-    result.address = library.symbol(result.symbol);
-    loader::ResolvedTable::instance().put(ref, result.address);
+    result.address = resolve_symbol(library, result, tvm_ffi);
+    record(ref, result, tvm_ffi);
     return result;
 }
 
@@ -319,6 +416,16 @@ InfoResult Client::info(const std::string& ref) {
     }
     for (const auto& rejection : choice.selection.rejected) {
         info.variants.push_back(VariantStatus{rejection.variant, false, rejection.reason});
+    }
+    const bool has_tvm_ffi =
+        std::any_of(choice.candidates.begin(), choice.candidates.end(), [](const select::Candidate& candidate) {
+            const std::optional<select::Variant> variant = select::parse_variant(candidate.name);
+            return variant && variant->family == select::Family::tvm_ffi;
+        });
+    if (has_tvm_ffi) {
+        const tvmffi::Runtime* runtime = tvmffi::bound();
+        info.tvm_ffi_runtime =
+            runtime != nullptr ? runtime->version_text() + " at " + runtime->library : choice.selection.runtime_problem;
     }
     std::sort(info.variants.begin(), info.variants.end(),
               [](const VariantStatus& a, const VariantStatus& b) { return a.name < b.name; });

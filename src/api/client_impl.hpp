@@ -18,6 +18,7 @@
 #include "select/variant.hpp"
 #include "sigstore/sigstore.hpp"
 #include "store/cache.hpp"
+#include "tvmffi/runtime.hpp"
 
 namespace kernhub {
 
@@ -96,6 +97,10 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         std::call_once(host_once, [this] {
             host = select::detect_host();
             host.targets = settings.targets;
+            host.tvm_ffi = [library = settings.tvm_ffi_library] {
+                tvmffi::Probe probe = tvmffi::probe(library);
+                return select::RuntimeProbe{probe.version, probe.problem};
+            };
             if (settings.targets.empty() && cuda::Driver::available()) {
                 // A device the driver cannot describe must not fail a CPU
                 // fetch: the host then counts as having no CUDA.
@@ -155,7 +160,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     FetchResult fetch(const registry::KernelSpec& spec);
     // Client::load's last step with verify_on_load (client.cpp).
     LoadResult load_verified(const registry::KernelSpec& spec, const std::string& ref, const std::string& artifact,
-                             LoadResult result);
+                             bool tvm_ffi, LoadResult result);
 
     // Options::sigstore_trusted_root (or KERNHUB_SIGSTORE_TRUSTED_ROOT), else
     // the built-in root; read once, with a warning when its keys are old.

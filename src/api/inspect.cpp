@@ -8,6 +8,7 @@
 #include "fatbin/fatbin.hpp"
 #include "kernhub/error.hpp"
 #include "kernhub/inspect.hpp"
+#include "tvmffi/runtime.hpp"
 
 namespace kernhub {
 
@@ -32,6 +33,7 @@ void fill_elf(InspectResult& result, const std::uint8_t* data, std::size_t size)
     result.max_glibc = facts.max_glibc;
     result.needed = facts.needed;
     result.exported_functions = facts.exported_functions;
+    result.tvm_ffi_functions = tvmffi::function_names(facts.exported_functions);
 }
 
 }  // namespace

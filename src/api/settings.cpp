@@ -286,6 +286,11 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
     } else if (auto value = non_empty(env, "KERNHUB_SIGSTORE_TRUSTED_ROOT")) {
         settings.sigstore_trusted_root = *value;
     }
+    if (!options.tvm_ffi_library.empty()) {
+        settings.tvm_ffi_library = options.tvm_ffi_library;
+    } else if (auto value = non_empty(env, "KERNHUB_TVM_FFI_LIBRARY")) {
+        settings.tvm_ffi_library = *value;
+    }
     settings.require_signatures =
         options.require_signatures ? *options.require_signatures : strict_env_flag(env, "KERNHUB_REQUIRE_SIGNATURES");
     return settings;

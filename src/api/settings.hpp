@@ -49,6 +49,8 @@ struct Settings {
     // Signatures: the trusted_root.json to use (empty: the built-in one) and
     // whether every kernel must have a signature policy.
     std::string sigstore_trusted_root;
+    // Options::tvm_ffi_library, else KERNHUB_TVM_FFI_LIBRARY; empty: searched.
+    std::string tvm_ffi_library;
     bool require_signatures = false;
 };
 

@@ -21,6 +21,8 @@
 #include "api/settings.hpp"
 #include "common/text.hpp"
 #include "kernhub/kernhub.hpp"
+#include "kernhub/tvm_ffi.hpp"
+#include "tvmffi/runtime.hpp"
 
 namespace {
 
@@ -34,6 +36,7 @@ constexpr int k_ok = static_cast<int>(kernhub::ErrorCode::ok);
 constexpr int k_internal = static_cast<int>(kernhub::ErrorCode::internal);
 constexpr int k_usage = static_cast<int>(kernhub::ErrorCode::usage);
 constexpr int k_not_found = static_cast<int>(kernhub::ErrorCode::not_found);
+constexpr int k_kernel = static_cast<int>(kernhub::ErrorCode::kernel);
 
 // One printable line of at most k_max_quoted_bytes; `text` may be long and
 // need not end inside that bound.
@@ -208,6 +211,8 @@ void apply_setting(kernhub::Options& options, const char* key, const char* value
         options.require_signatures = parse_bool(key, value);
     } else if (k == "sigstore_trusted_root") {
         options.sigstore_trusted_root = value;
+    } else if (k == "tvm_ffi_library") {
+        options.tvm_ffi_library = value;
     } else if (k == "retries") {
         options.retries = parse_int(key, value);
     } else if (k == "max_wait_seconds") {
@@ -236,7 +241,8 @@ void apply_setting(kernhub::Options& options, const char* key, const char* value
         throw Refusal{k_usage,
                       "unknown setting " + quoted(key) +
                           "; the settings are endpoint, cache_dir, registry, project, offline, target, token, "
-                          "verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, retries, "
+                          "verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, tvm_ffi_library, "
+                          "retries, "
                           "max_wait_seconds, max_listing_entries, "
                           "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, max_connections, "
                           "ref_ttl, "
@@ -296,6 +302,48 @@ void* kh_symbol(kh_hub* hub, const char* name) {
         address = it->second;
     });
     return address;
+}
+
+int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int32_t num_args, kh_tvm_any* result) {
+    if (hub == nullptr) return k_usage;
+    if (function == nullptr || num_args < 0 || (args == nullptr && num_args > 0)) {
+        return hub->fail_noexcept(k_usage,
+                                  "kh_tvm_call: the function is NULL, num_args is negative, or args is NULL "
+                                  "with arguments");
+    }
+    static_assert(sizeof(kh_tvm_any) == sizeof(kernhub::TvmAny), "kh_tvm_any is TVMFFIAny");
+    kernhub::TvmAny returned;
+    const int status = reinterpret_cast<kernhub::TvmFunction::SafeCall>(function)(
+        nullptr, reinterpret_cast<const kernhub::TvmAny*>(args), num_args, &returned);
+    if (status == 0 && returned.type_index < static_cast<std::int32_t>(kernhub::TvmType::first_object)) {
+        if (result != nullptr) std::memcpy(result, &returned, sizeof returned);
+        return hub->succeed();
+    }
+    return hub->guarded([&] {
+        const kernhub::tvmffi::Runtime* runtime = kernhub::tvmffi::bound();
+        if (runtime == nullptr) {
+            throw Refusal{k_usage, "kh_tvm_call: no tvm-ffi kernel was prewarmed in this process"};
+        }
+        if (status == 0) {
+            runtime->api.object_dec_ref(returned.value.v_ptr);
+            throw Refusal{k_usage, "kh_tvm_call: the function returned an object (type index " +
+                                       std::to_string(returned.type_index) + "), which kernhub does not hold"};
+        }
+        const kernhub::tvmffi::Raised raised = kernhub::tvmffi::take_raised(*runtime);
+        if (raised.kind.empty() && raised.message.empty()) {
+            throw Refusal{k_kernel,
+                          "the tvm-ffi function failed with status " + std::to_string(status) + " and raised no error"};
+        }
+        throw Refusal{k_kernel, "the tvm-ffi function raised " + raised.kind + ": " + raised.message};
+    });
+}
+
+int kh_tvm_set_stream(kh_hub* hub, int32_t device, void* stream, void** previous) {
+    if (hub == nullptr) return k_usage;
+    return hub->guarded([&] {
+        void* before = kernhub::set_tvm_ffi_stream(device, stream);
+        if (previous != nullptr) *previous = before;
+    });
 }
 
 const char* kh_last_error(const kh_hub* hub) {

@@ -24,6 +24,8 @@ const char* to_string(ErrorCode code) noexcept {
             return "load failed";
         case ErrorCode::lock_outdated:
             return "lock out of date";
+        case ErrorCode::kernel:
+            return "kernel error";
         case ErrorCode::interrupted:
             return "interrupted";
     }

@@ -516,6 +516,17 @@ static void check_listing_against_pins(const std::vector<TreeEntry>& listing, co
 
 FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     VariantChoice choice = choose(request);
+    // A variant that fits but whose runtime is missing is a load failure to
+    // fix by installing the runtime, online or not.
+    const bool runtime_missing =
+        std::any_of(choice.selection.rejected.begin(), choice.selection.rejected.end(),
+                    [](const select::Rejection& rejection) { return rejection.missing_runtime; });
+    if (!choice.selection.chosen && runtime_missing) {
+        throw Error(ErrorCode::load, "no build variant of " + repo_at(request.repo, request.revision) + " fits " +
+                                         "this host (" + select::describe(request.host) +
+                                         "): " + describe_rejections(choice.selection) + "; " +
+                                         choice.selection.runtime_problem);
+    }
     if (!choice.selection.chosen && m_listing_source == ListingSource::snapshot) {
         throw Error(ErrorCode::offline, "no cached build variant of " + repo_at(request.repo, request.revision) +
                                             " fits: " + describe_rejections(choice.selection) +

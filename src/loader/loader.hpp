@@ -56,19 +56,22 @@ private:
 // The process-wide resolved-kernel table. Filled at load time (before any
 // dispatch); readers take a copy of the pointer and call through it, so the
 // hot path never touches the table. Thread-safe.
-// What one key resolved to: a CPU function address (dlsym) or a CUDA kernel
-// handle (CUkernel/CUfunction) for a device.
+// What one key resolved to: a CPU function address (dlsym), a CUDA kernel
+// handle (CUkernel/CUfunction) for a device, or a tvm-ffi function.
 struct Resolved {
     void* address = nullptr;
     bool cuda = false;
     int device = 0;
+    // A tvm-ffi function (a TVMFFISafeCallType), and its name.
+    bool tvm_ffi = false;
+    std::string function;
 };
 
 class ResolvedTable {
 public:
     static ResolvedTable& instance();
     // Inserts or replaces. key is the backend name or "org/repo".
-    void put(const std::string& key, void* address) { put(key, Resolved{address, false, 0}); }
+    void put(const std::string& key, void* address) { put(key, Resolved{address, false, 0, false, {}}); }
     void put(const std::string& key, const Resolved& resolved);
     // The CPU address; nullptr when absent or when the key holds a CUDA kernel.
     void* find(const std::string& key) const;

@@ -32,9 +32,6 @@ std::string lacks_reason(const std::string& file) {
 
 // Families and backends kernhub cannot load at all, whatever the host.
 std::optional<std::string> unsupported_reason(const Variant& variant) {
-    if (variant.family == Family::tvm_ffi) {
-        return "tvm-ffi variants are not loadable by kernhub yet";
-    }
     switch (variant.backend.kind) {
         case BackendKind::rocm:
             return "ROCm is not supported by kernhub";
@@ -102,27 +99,51 @@ std::optional<std::string> torch_reason(const HostFacts& host, const Variant& va
     return "needs torch " + need + ", host has torch " + version_text(host.torch->first, host.torch->second);
 }
 
+struct Mismatch {
+    std::string reason;
+    bool missing_runtime = false;
+    std::string problem;  // with missing_runtime: why it is missing
+};
+
+// tvm-ffi variants run on the runtime kernhub binds, of the same
+// major.minor (0.x minors break the C ABI). Asked last: binding the runtime
+// loads a library, which a variant for another platform must not cost.
+std::optional<Mismatch> tvm_ffi_reason(const HostFacts& host, const Variant& variant) {
+    if (variant.family != Family::tvm_ffi) {
+        return std::nullopt;
+    }
+    const std::pair<int, int> built{variant.family_major, variant.family_minor};
+    const std::string need = "tvm-ffi " + version_text(built.first, built.second);
+    const RuntimeProbe runtime = host.tvm_ffi ? host.tvm_ffi() : RuntimeProbe{std::nullopt, "none is bound"};
+    if (!runtime.version) {
+        return Mismatch{"needs the " + need + " runtime (libtvm_ffi.so), which kernhub did not find", true,
+                        runtime.problem};
+    }
+    if (*runtime.version == built) {
+        return std::nullopt;
+    }
+    return Mismatch{
+        "needs " + need + ", the runtime is tvm-ffi " + version_text(runtime.version->first, runtime.version->second),
+        false,
+        {}};
+}
+
 // Why the host cannot use this candidate, or nullopt when it can. The checks
 // run from the most to the least fundamental so the reason names the real
 // obstacle (an unsupported backend before a platform mismatch).
-std::optional<std::string> mismatch_reason(const HostFacts& host, const Variant& variant) {
-    if (auto reason = unsupported_reason(variant)) {
-        return reason;
+std::optional<Mismatch> mismatch_reason(const HostFacts& host, const Variant& variant) {
+    for (auto check : {unsupported_reason(variant), platform_reason(host, variant), cuda_reason(host, variant),
+                       torch_reason(host, variant)}) {
+        if (check) return Mismatch{std::move(*check), false, {}};
     }
-    if (auto reason = platform_reason(host, variant)) {
-        return reason;
-    }
-    if (auto reason = cuda_reason(host, variant)) {
-        return reason;
-    }
-    return torch_reason(host, variant);
+    return tvm_ffi_reason(host, variant);
 }
 
 // Larger is better, compared left to right:
 //  0. CUDA variants above the rest (only CUDA hosts ever match them);
-//  1. family tier: native (loadable without Python) above the torch
-//     families, and within each the `kernels` order
-//     host-specific > noarch, stable-abi > versioned torch > noarch > universal;
+//  1. family tier: what kernhub loads without Python first (native
+//     host-specific > native noarch > tvm-ffi), then the torch families in
+//     the `kernels` order stable-abi > versioned torch > noarch > universal;
 //  2-3. newest family version (matters for stable-abi, where several match);
 //  4-5. highest backend version;
 //  6. cxx11 ABI above none above cxx98: torch wheels use cxx11 since 2.7 and
@@ -132,11 +153,12 @@ using RankKey = std::array<int, 7>;
 int family_tier(const Variant& variant) {
     switch (variant.family) {
         case Family::native:
-            return variant.noarch ? 5 : 6;
+            return variant.noarch ? 6 : 7;
+        case Family::tvm_ffi:
+            return 5;
         case Family::torch_stable_abi:
             return 4;
         case Family::torch:
-        case Family::tvm_ffi:  // never matches today; kernels ranks it with torch
             return 3;
         case Family::torch_noarch:
             return 2;
@@ -160,27 +182,31 @@ RankKey rank_of(const Variant& variant) {
 // Fills rejected for every candidate but `chosen`, in input order; `reasons`
 // holds the reason of each non-matching candidate.
 void reject_all_but(const std::vector<Candidate>& candidates, std::optional<std::size_t> chosen,
-                    const std::vector<std::optional<std::string>>& reasons, Selection& selection) {
+                    const std::vector<std::optional<Mismatch>>& reasons, Selection& selection) {
     for (std::size_t i = 0; i < candidates.size(); ++i) {
         if (chosen && i == *chosen) {
             continue;
         }
-        const std::string reason = reasons[i] ? *reasons[i] : "lower preference than " + *selection.chosen;
-        selection.rejected.push_back({candidates[i].name, reason});
+        if (reasons[i]) {
+            selection.rejected.push_back({candidates[i].name, reasons[i]->reason, reasons[i]->missing_runtime});
+            if (reasons[i]->missing_runtime) selection.runtime_problem = reasons[i]->problem;
+        } else {
+            selection.rejected.push_back({candidates[i].name, "lower preference than " + *selection.chosen});
+        }
     }
 }
 
 Selection select_by_detection(const HostFacts& host, const std::vector<Candidate>& candidates,
                               const std::optional<std::string>& required_file) {
-    std::vector<std::optional<std::string>> reasons(candidates.size());
+    std::vector<std::optional<Mismatch>> reasons(candidates.size());
     std::optional<std::size_t> best;
     RankKey best_key{};
     for (std::size_t i = 0; i < candidates.size(); ++i) {
         const std::optional<Variant> variant = parse_variant(candidates[i].name);
         if (!variant) {
-            reasons[i] = "unrecognised variant name";
+            reasons[i] = Mismatch{"unrecognised variant name", false, {}};
         } else if (lacks_file(candidates[i], required_file)) {
-            reasons[i] = lacks_reason(*required_file);
+            reasons[i] = Mismatch{lacks_reason(*required_file), false, {}};
         } else if (auto reason = mismatch_reason(host, *variant)) {
             reasons[i] = std::move(reason);
         } else if (const RankKey key = rank_of(*variant); !best || key > best_key) {
@@ -221,17 +247,17 @@ Selection select_by_targets(const std::vector<std::string>& targets, const std::
                             const std::optional<std::string>& required_file) {
     const std::optional<std::size_t> chosen = first_available_target(targets, candidates, required_file);
     Selection selection;
-    std::vector<std::optional<std::string>> reasons(candidates.size());
+    std::vector<std::optional<Mismatch>> reasons(candidates.size());
     if (chosen) {
         selection.chosen = candidates[*chosen].name;
     }
     for (std::size_t i = 0; i < candidates.size(); ++i) {
         if (lacks_file(candidates[i], required_file)) {
-            reasons[i] = lacks_reason(*required_file);
+            reasons[i] = Mismatch{lacks_reason(*required_file), false, {}};
         } else if (!contains(targets, candidates[i].name)) {
-            reasons[i] = "not a --target";
+            reasons[i] = Mismatch{"not a --target", false, {}};
         } else if (selection.chosen) {
-            reasons[i] = "later --target than " + *selection.chosen;
+            reasons[i] = Mismatch{"later --target than " + *selection.chosen, false, {}};
         }
     }
     reject_all_but(candidates, chosen, reasons, selection);

@@ -2,6 +2,7 @@
 // except detect_host(), which reads uname(2).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,6 +45,12 @@ struct Variant {
 // nullopt when the name follows none of the grammars.
 std::optional<Variant> parse_variant(std::string_view name);
 
+// What kernhub found of a runtime a family needs (tvm-ffi's libtvm_ffi.so).
+struct RuntimeProbe {
+    std::optional<std::pair<int, int>> version;  // (major, minor); nullopt: none usable
+    std::string problem;                         // why none, when version is nullopt
+};
+
 struct HostFacts {
     std::string cpu;  // x86_64 | aarch64
     std::string os;   // linux | darwin | windows
@@ -52,6 +59,9 @@ struct HostFacts {
     // Installed torch (major, minor); kernhub itself has none, so torch
     // variants are selectable only when a caller states one.
     std::optional<std::pair<int, int>> torch;
+    // The tvm-ffi runtime kernhub binds. Asked only when a tvm-ffi variant
+    // otherwise fits, because answering loads the runtime; unset means none.
+    std::function<RuntimeProbe()> tvm_ffi;
     // Explicit --target values. When non-empty detection is bypassed: the
     // first target (in order) that is available wins.
     std::vector<std::string> targets;
@@ -80,6 +90,9 @@ bool is_variant_archive(std::string_view path);
 struct Rejection {
     std::string variant;
     std::string reason;  // one short clause, e.g. "needs CUDA 12.x, host has none"
+    // The variant fits this host but the runtime it needs is missing (a
+    // load failure rather than a variant the host cannot use).
+    bool missing_runtime = false;
 };
 
 struct Selection {
@@ -88,6 +101,9 @@ struct Selection {
     // (including candidates that matched but ranked lower: "lower preference
     // than <chosen>").
     std::vector<Rejection> rejected;
+    // Why the runtime that a rejection with missing_runtime needs is
+    // missing (said once here rather than in every reason).
+    std::string runtime_problem;
 };
 
 // Chooses one variant for the host. When required_file is set, candidates

@@ -15,7 +15,7 @@ const std::vector<std::string> k_fetch_keys = {"bytes_downloaded", "commit",   "
 void check_fetch_object(const json& j, const Sandbox& box, bool load = false) {
     INFO(j.dump(2));
     std::vector<std::string> keys = k_fetch_keys;
-    if (load) keys.insert(keys.end(), {"address", "symbol"});
+    if (load) keys.insert(keys.end(), {"address", "kind", "symbol"});
     std::sort(keys.begin(), keys.end());
     CHECK(keys_of(j) == keys);
     CHECK(j["name"] == "vector-add");
@@ -106,6 +106,7 @@ TEST_CASE("load --json adds the resolved symbol and its address", "[cli]") {
     INFO(j.dump(2));
     check_fetch_object(j, box, true);
     CHECK(j["symbol"] == "kh_vector_add");
+    CHECK(j["kind"] == "function");
     CHECK(std::regex_match(j["address"].get<std::string>(), std::regex("0x[0-9a-f]+")));
     CHECK(j["address"] != "0x0");
     CHECK(j["requests"] == 5);

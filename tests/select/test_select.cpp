@@ -29,6 +29,12 @@ HostFacts with_torch(HostFacts host, int major, int minor) {
     return host;
 }
 
+// A host whose tvm-ffi runtime answers (major, minor).
+HostFacts with_tvm_ffi(HostFacts host, int major, int minor) {
+    host.tvm_ffi = [major, minor] { return RuntimeProbe{std::make_pair(major, minor), {}}; };
+    return host;
+}
+
 HostFacts with_targets(HostFacts host, std::vector<std::string> targets) {
     host.targets = std::move(targets);
     return host;
@@ -213,17 +219,17 @@ std::vector<SelectRow> torch_rows() {
 
 std::vector<SelectRow> support_and_file_rows() {
     return {
-        {"ROCm, XPU, Metal, NPU and tvm-ffi are never selected",
-         with_torch(gpu_host(12, 8), 2, 8),
+        {"ROCm, XPU, Metal and NPU are never selected, in any family",
+         with_tvm_ffi(with_torch(gpu_host(12, 8), 2, 8), 0, 1),
          {cand("torch28-cxx11-rocm63-x86_64-linux"), cand("torch28-cxx11-xpu20251-x86_64-linux"),
-          cand("torch28-metal-aarch64-darwin"), cand("torch-npu"), cand("tvm-ffi01-cu128-x86_64-linux")},
+          cand("torch28-metal-aarch64-darwin"), cand("torch-npu"), cand("tvm-ffi01-rocm63-x86_64-linux")},
          {},
          {},
          {why("torch28-cxx11-rocm63-x86_64-linux", "ROCm is not supported by kernhub"),
           why("torch28-cxx11-xpu20251-x86_64-linux", "XPU is not supported by kernhub"),
           why("torch28-metal-aarch64-darwin", "Metal is not supported by kernhub"),
           why("torch-npu", "NPU is not supported by kernhub"),
-          why("tvm-ffi01-cu128-x86_64-linux", "tvm-ffi variants are not loadable by kernhub yet")}},
+          why("tvm-ffi01-rocm63-x86_64-linux", "ROCm is not supported by kernhub")}},
         {"unrecognised names are rejected, not fatal",
          k_cpu_host,
          {cand("native-cpu-riscv-linux"), cand(ncpu), cand("README.md")},
@@ -258,9 +264,69 @@ std::vector<SelectRow> support_and_file_rows() {
     };
 }
 
+const std::string tvm01_cpu = "tvm-ffi01-cpu-x86_64-linux";
+const std::string tvm02_cpu = "tvm-ffi02-cpu-x86_64-linux";
+const std::string tvm01_cu126 = "tvm-ffi01-cu126-x86_64-linux";
+const std::string tvm01_cu128 = "tvm-ffi01-cu128-x86_64-linux";
+const std::string tvm01_cu129 = "tvm-ffi01-cu129-x86_64-linux";
+const std::string tvm01_cu130 = "tvm-ffi01-cu130-x86_64-linux";
+const std::string no_runtime = "needs the tvm-ffi 0.1 runtime (libtvm_ffi.so), which kernhub did not find";
+
+// tvm-ffi variants: the runtime's major.minor, the backend and the
+// platform must fit; native ranks above them, they rank above torch.
+std::vector<SelectRow> tvm_ffi_rows() {
+    return {
+        {"tvm-ffi runs on the runtime of its own major.minor only",
+         with_tvm_ffi(k_cpu_host, 0, 1),
+         {cand(tvm02_cpu), cand(tvm01_cpu), cand("tvm-ffi00-cpu-x86_64-linux")},
+         {},
+         tvm01_cpu,
+         {why(tvm02_cpu, "needs tvm-ffi 0.2, the runtime is tvm-ffi 0.1"),
+          why("tvm-ffi00-cpu-x86_64-linux", "needs tvm-ffi 0.0, the runtime is tvm-ffi 0.1")}},
+        {"without a runtime no tvm-ffi variant fits",
+         k_cpu_host,
+         {cand(tvm01_cpu)},
+         {},
+         {},
+         {why(tvm01_cpu, no_runtime)}},
+        {"native keeps priority over tvm-ffi when both fit",
+         with_tvm_ffi(k_cpu_host, 0, 1),
+         {cand(tvm01_cpu), cand(ncpu)},
+         {},
+         ncpu,
+         {lower(tvm01_cpu, ncpu)}},
+        {"tvm-ffi ranks above torch, which needs Python",
+         with_tvm_ffi(with_torch(k_cpu_host, 2, 8), 0, 1),
+         {cand("torch28-cxx11-cpu-x86_64-linux"), cand(tvm01_cpu)},
+         {},
+         tvm01_cpu,
+         {lower("torch28-cxx11-cpu-x86_64-linux", tvm01_cpu)}},
+        {"tvm-ffi CUDA backends follow the CUDA rules and rank above its CPU build",
+         with_tvm_ffi(gpu_host(12, 8), 0, 1),
+         {cand(tvm01_cpu), cand(tvm01_cu126), cand(tvm01_cu128), cand(tvm01_cu129), cand(tvm01_cu130)},
+         {},
+         tvm01_cu128,
+         {lower(tvm01_cpu, tvm01_cu128), lower(tvm01_cu126, tvm01_cu128),
+          why(tvm01_cu129, "needs CUDA 12.9, host has 12.8"), why(tvm01_cu130, "needs CUDA 13.0, host has 12.8")}},
+        {"a CPU-only host never picks a tvm-ffi CUDA build",
+         with_tvm_ffi(k_cpu_host, 0, 1),
+         {cand(tvm01_cu128), cand(tvm01_cpu)},
+         {},
+         tvm01_cpu,
+         {why(tvm01_cu128, no_cuda)}},
+        {"tvm-ffi for another platform",
+         with_tvm_ffi(k_cpu_host, 0, 1),
+         {cand("tvm-ffi01-cpu-aarch64-linux"), cand("tvm-ffi01-cpu-x86_64-darwin")},
+         {},
+         {},
+         {why("tvm-ffi01-cpu-aarch64-linux", "built for aarch64-linux, host is x86_64-linux"),
+          why("tvm-ffi01-cpu-x86_64-darwin", "built for x86_64-darwin, host is x86_64-linux")}},
+    };
+}
+
 std::vector<SelectRow> detection_rows() {
     std::vector<SelectRow> rows = cuda_and_platform_rows();
-    for (auto&& more : {torch_rows(), support_and_file_rows()}) {
+    for (auto&& more : {torch_rows(), support_and_file_rows(), tvm_ffi_rows()}) {
         rows.insert(rows.end(), more.begin(), more.end());
     }
     return rows;
@@ -379,4 +445,43 @@ TEST_CASE("select_variant is deterministic", "[select]") {
     const Selection second = select_variant(host, candidates);
     CHECK(first.chosen == std::optional<std::string>(cu129));
     CHECK(flatten(first.rejected) == flatten(second.rejected));
+}
+
+TEST_CASE("the tvm-ffi runtime is asked only for a tvm-ffi variant that otherwise fits", "[select]") {
+    int asked = 0;
+    HostFacts host = k_cpu_host;
+    host.tvm_ffi = [&asked] {
+        ++asked;
+        return RuntimeProbe{std::nullopt, "libtvm_ffi.so is nowhere"};
+    };
+    // Other families, other platforms and CUDA builds on a CPU host never
+    // need the runtime: answering loads a library.
+    Selection selection =
+        select_variant(host, {cand(ncpu), cand("tvm-ffi01-cpu-aarch64-linux"), cand(tvm01_cu128), cand(t28cu128)});
+    CHECK(asked == 0);
+    CHECK(selection.chosen == std::optional<std::string>(ncpu));
+    CHECK(selection.runtime_problem.empty());
+    for (const Rejection& rejection : selection.rejected) CHECK_FALSE(rejection.missing_runtime);
+
+    selection = select_variant(host, {cand(tvm01_cpu), cand("tvm-ffi01-cpu-aarch64-linux")});
+    CHECK(asked >= 1);
+    CHECK_FALSE(selection.chosen);
+    REQUIRE(selection.rejected.size() == 2);
+    CHECK(selection.rejected[0].missing_runtime);
+    CHECK(selection.rejected[0].reason == no_runtime);
+    CHECK_FALSE(selection.rejected[1].missing_runtime);
+    // The probe's reason is said once, for the whole selection.
+    CHECK(selection.runtime_problem == "libtvm_ffi.so is nowhere");
+}
+
+TEST_CASE("a --target tvm-ffi variant needs no runtime to be chosen", "[select]") {
+    int asked = 0;
+    HostFacts host = with_targets(k_cpu_host, {tvm02_cpu});
+    host.tvm_ffi = [&asked] {
+        ++asked;
+        return RuntimeProbe{std::make_pair(0, 1), {}};
+    };
+    const Selection selection = select_variant(host, {cand(tvm01_cpu), cand(tvm02_cpu)});
+    CHECK(selection.chosen == std::optional<std::string>(tvm02_cpu));
+    CHECK(asked == 0);
 }

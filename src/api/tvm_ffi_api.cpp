@@ -1,0 +1,114 @@
+// The public tvm-ffi calling helpers (kernhub/tvm_ffi.hpp) over the tvmffi
+// module: the slow paths only. A call itself is inline in the header.
+#include "kernhub/error.hpp"
+#include "kernhub/tvm_ffi.hpp"
+#include "loader/loader.hpp"
+#include "tvmffi/runtime.hpp"
+
+namespace kernhub {
+
+namespace {
+
+const tvmffi::Runtime& bound_runtime(const char* what) {
+    const tvmffi::Runtime* runtime = tvmffi::bound();
+    if (runtime == nullptr) {
+        throw Error(ErrorCode::load, std::string(what) +
+                                         " needs the tvm-ffi runtime, which no load has bound in this process; "
+                                         "call Client::load of a tvm-ffi kernel first");
+    }
+    return *runtime;
+}
+
+// Puts the previous stream back when the call is over, also on a throw.
+class StreamScope {
+public:
+    StreamScope(const tvmffi::Runtime& runtime, int device, void* stream) : m_runtime(runtime), m_device(device) {
+        const int status = runtime.api.env_set_stream(tvmffi::k_device_cuda, device, stream, &m_previous);
+        if (status != 0) fail_stream(runtime, status, device);
+    }
+    ~StreamScope() {
+        // Setting back a stream that was current a moment ago cannot fail
+        // in a way a destructor could report.
+        (void)m_runtime.api.env_set_stream(tvmffi::k_device_cuda, m_device, m_previous, nullptr);
+    }
+    StreamScope(const StreamScope&) = delete;
+    StreamScope& operator=(const StreamScope&) = delete;
+
+    [[noreturn]] static void fail_stream(const tvmffi::Runtime& runtime, int status, int device) {
+        const tvmffi::Raised raised = tvmffi::take_raised(runtime);
+        throw Error(ErrorCode::load,
+                    "the tvm-ffi runtime refused the stream for CUDA device " + std::to_string(device) +
+                        " (TVMFFIEnvSetStream returned " + std::to_string(status) + ")" +
+                        (raised.message.empty() ? std::string() : ": " + raised.kind + ": " + raised.message));
+    }
+
+private:
+    const tvmffi::Runtime& m_runtime;
+    int m_device;
+    void* m_previous = nullptr;
+};
+
+}  // namespace
+
+TvmFunction TvmFunction::resolve(const std::string& ref) {
+    loader::Resolved entry = loader::ResolvedTable::instance().find_entry(ref);
+    if (entry.address == nullptr) {
+        throw Error(ErrorCode::not_found,
+                    "kernel '" + ref + "' is not loaded in this process; call Client::load or prewarm first");
+    }
+    if (!entry.tvm_ffi) {
+        throw Error(ErrorCode::usage, "kernel '" + ref + "' is not a tvm-ffi function; call it through " +
+                                          (entry.cuda ? "CudaKernel" : "KernelFn"));
+    }
+    return TvmFunction(reinterpret_cast<SafeCall>(entry.address), entry.function);
+}
+
+void TvmFunction::fail(int status, const TvmAny& result) const {
+    const tvmffi::Runtime& runtime = bound_runtime("a tvm-ffi call");
+    if (status == 0) {
+        // An object result (a string, a tensor...) holds a reference the
+        // caller owns; kernhub has no use for it, so it goes back at once.
+        runtime.api.object_dec_ref(result.value.v_ptr);
+        throw Error(ErrorCode::usage, "tvm-ffi function '" + m_name + "' returned an object (type index " +
+                                          std::to_string(result.type_index) +
+                                          "), which kernhub does not hold; call functions that return none, a "
+                                          "bool, an integer or a float");
+    }
+    const tvmffi::Raised raised = tvmffi::take_raised(runtime);
+    if (raised.kind.empty() && raised.message.empty()) {
+        throw Error(ErrorCode::kernel, "tvm-ffi function '" + m_name + "' failed with status " +
+                                           std::to_string(status) + " and raised no error");
+    }
+    throw Error(ErrorCode::kernel, "tvm-ffi function '" + m_name + "' raised " + raised.kind + ": " + raised.message,
+                raised.backtrace);
+}
+
+TvmResult TvmFunction::call_on_stream(int device, void* stream, const TvmArg* args, std::size_t count) const {
+    if (m_fn == nullptr) throw Error(ErrorCode::usage, "call of an empty TvmFunction; resolve it first");
+    StreamScope scope(bound_runtime("a call on a stream"), device, stream);
+    return call(args, count);
+}
+
+void* set_tvm_ffi_stream(int device, void* stream) {
+    const tvmffi::Runtime& runtime = bound_runtime("set_tvm_ffi_stream");
+    void* previous = nullptr;
+    const int status = runtime.api.env_set_stream(tvmffi::k_device_cuda, device, stream, &previous);
+    if (status != 0) StreamScope::fail_stream(runtime, status, device);
+    return previous;
+}
+
+TvmFfiRuntimeInfo tvm_ffi_runtime() noexcept {
+    TvmFfiRuntimeInfo info;
+    try {
+        if (const tvmffi::Runtime* runtime = tvmffi::bound()) {
+            info.version = runtime->version_text();
+            info.library = runtime->library;
+        }
+    } catch (...) {
+        // Only allocation failure can get here: report no runtime.
+        info = TvmFfiRuntimeInfo{};
+    }
+    return info;
+}
+
+}  // namespace kernhub

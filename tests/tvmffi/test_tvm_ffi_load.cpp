@@ -1,0 +1,432 @@
+// tvm-ffi variants end to end through kernhub: fetched from a loopback hub,
+// selected by the runtime's version, loaded with the runtime bound first,
+// called through TvmFunction and the C API, with the kernel's own errors
+// coming back; and the CLI's answers for a missing runtime, a missing
+// function and a variant for another tvm-ffi version.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_support.hpp"
+#include "kernhub/kernhub.h"
+#include "kernhub/kernhub.hpp"
+#include "kernhub/tvm_ffi.hpp"
+#include "support/requirements.hpp"
+#include "support/tvm_ffi_fixture.hpp"
+#include "tvmffi/tvm_hub.hpp"
+
+#if KERNHUB_TVM_FFI_HEADERS
+#include <dlpack/dlpack.h>
+#endif
+
+namespace fs = std::filesystem;
+using namespace kernhub::test;
+using namespace kernhub::test::tvm;
+using kernhub::ErrorCode;
+
+namespace {
+
+#if KERNHUB_TVM_FFI_HEADERS
+using Tensor = DLTensor;  // dlpack.h's own: an unnamed struct, taken by layout
+#else
+// DLPack's tensor descriptor, for a build without the wheel's headers (the
+// tests then skip, but still compile).
+struct Tensor {
+    void* data;
+    struct {
+        std::int32_t device_type;
+        std::int32_t device_id;
+    } device;
+    std::int32_t ndim;
+    struct {
+        std::uint8_t code;
+        std::uint8_t bits;
+        std::uint16_t lanes;
+    } dtype;
+    std::int64_t* shape;
+    std::int64_t* strides;
+    std::uint64_t byte_offset;
+};
+#endif
+
+// A 1-D CPU tensor over `values` (float32, or int32 when `int32`).
+struct Vector {
+    std::vector<float> floats;
+    std::vector<std::int32_t> ints;
+    std::int64_t length = 0;
+    Tensor tensor{};
+
+    explicit Vector(std::vector<float> values) : floats(std::move(values)) { describe(floats.data(), 2, 32); }
+    explicit Vector(std::vector<std::int32_t> values) : ints(std::move(values)) { describe(ints.data(), 0, 32); }
+    Vector(const Vector&) = delete;
+    Vector& operator=(const Vector&) = delete;
+
+private:
+    void describe(void* data, std::uint8_t code, std::uint8_t bits) {
+        length = static_cast<std::int64_t>(floats.empty() ? ints.size() : floats.size());
+        tensor.data = data;
+        tensor.device.device_type = static_cast<decltype(tensor.device.device_type)>(1);  // kDLCPU
+        tensor.device.device_id = 0;
+        tensor.ndim = 1;
+        tensor.dtype.code = code;  // kDLFloat = 2, kDLInt = 0
+        tensor.dtype.bits = bits;
+        tensor.dtype.lanes = 1;
+        tensor.shape = &length;
+        tensor.strides = nullptr;
+        tensor.byte_offset = 0;
+    }
+};
+
+// A Client for the tvm hub with the wheel's runtime named in Options.
+struct Setup {
+    TempDir dir;
+    TvmHub hub;
+    fs::path registry = write_registry(dir.path());
+
+    kernhub::Options options(bool verify_on_load = false) {
+        kernhub::Options o;
+        o.endpoint = hub.server().endpoint();
+        o.cache_dir = (dir.path() / "cache").string();
+        o.registries = {registry.string()};
+        o.no_default_registry = true;
+        o.tvm_ffi_library = tvm_ffi_runtime_library().string();
+        o.verify_on_load = verify_on_load;
+        o.retries = 0;
+        return o;
+    }
+};
+
+kernhub::Error error_of(const std::function<void()>& call) {
+    try {
+        call();
+    } catch (const kernhub::Error& e) {
+        return e;
+    }
+    FAIL("no kernhub::Error was thrown");
+    return kernhub::Error(ErrorCode::ok, "");
+}
+
+}  // namespace
+
+TEST_CASE("a tvm-ffi variant is fetched, loaded and called with correct results", "[tvm-ffi][needs:tvm-ffi]") {
+    Setup setup;
+    kernhub::Client client(setup.options());
+    const kernhub::LoadResult loaded = client.load("tvm-add-one");
+    CHECK(loaded.fetch.variant == cpu_variant());
+    CHECK(loaded.kind == "tvm-ffi");
+    CHECK(loaded.symbol == "__tvm_ffi_add_one");
+    CHECK(fs::path(loaded.file).filename() == tvm_ffi_fixture_so().filename());
+    // Every file of the variant was verified against metadata.json's digest.
+    CHECK(loaded.fetch.files.size() == 4);
+
+    const kernhub::TvmFfiRuntimeInfo runtime = kernhub::tvm_ffi_runtime();
+    CHECK(runtime.version.rfind("0.1.", 0) == 0);
+    CHECK(fs::equivalent(runtime.library, tvm_ffi_runtime_library()));
+
+    auto add_one = kernhub::TvmFunction::resolve("tvm-add-one");
+    CHECK(add_one.name() == "add_one");
+    CHECK(reinterpret_cast<void*>(add_one.get()) == loaded.address);
+    CHECK(kernhub::resolved_address("tvm-add-one") == loaded.address);
+    Vector x(std::vector<float>{1.5F, -2.0F, 10.0F, 0.25F});
+    Vector y(std::vector<float>(4, 0.0F));
+    const kernhub::TvmResult result = add_one(&x.tensor, &y.tensor);
+    CHECK(result.is_none());
+    CHECK(y.floats == std::vector<float>{2.5F, -1.0F, 11.0F, 1.25F});
+
+    // Integers, floats and null through the other functions.
+    client.load("tvm-add-int");
+    client.load("tvm-scaled-sum");
+    client.load("tvm-length");
+    CHECK(kernhub::TvmFunction::resolve("tvm-add-int")(40, std::int64_t{2}).as_int() == 42);
+    CHECK(kernhub::TvmFunction::resolve("tvm-add-int")(-7, 3).type() == kernhub::TvmType::integer);
+    CHECK(kernhub::TvmFunction::resolve("tvm-scaled-sum")(&x.tensor, 2.0).as_double() == Approx(19.5));
+    auto length = kernhub::TvmFunction::resolve("tvm-length");
+    CHECK(length(nullptr).as_int() == -1);
+    CHECK(length(&x.tensor).as_int() == 4);
+    CHECK(length(kernhub::TvmArg::tensor(&y.tensor)).as_int() == 4);
+    // The result's type is checked when read.
+    CHECK(error_of([&] { (void)length(nullptr).as_bool(); }).code() == ErrorCode::usage);
+}
+
+TEST_CASE("an error the kernel raises comes back as Error(kernel) with its message", "[tvm-ffi][needs:tvm-ffi]") {
+    Setup setup;
+    kernhub::Client client(setup.options());
+    client.load("tvm-add-one");
+    auto add_one = kernhub::TvmFunction::resolve("tvm-add-one");
+    Vector ints(std::vector<std::int32_t>{1, 2, 3});
+    Vector y(std::vector<float>(3, 0.0F));
+    kernhub::Error e = error_of([&] { add_one(&ints.tensor, &y.tensor); });
+    CHECK(e.code() == ErrorCode::kernel);
+    CHECK(std::string(kernhub::to_string(e.code())) == "kernel error");
+    INFO(e.message());
+    CHECK(e.message().find("'add_one' raised TypeError") != std::string::npos);
+    CHECK(e.message().find("add_one: x must be float32, got int32") != std::string::npos);
+    CHECK(y.floats == std::vector<float>(3, 0.0F));
+
+    // Too few arguments is the runtime's own TypeError, and a shape
+    // mismatch the kernel's ValueError; each call leaves nothing behind.
+    e = error_of([&] { add_one(&y.tensor); });
+    CHECK(e.code() == ErrorCode::kernel);
+    CHECK(e.message().find("TypeError") != std::string::npos);
+    Vector longer(std::vector<float>(5, 1.0F));
+    e = error_of([&] { add_one(&longer.tensor, &y.tensor); });
+    CHECK(e.message().find("raised ValueError: add_one: x and y must have the same length") != std::string::npos);
+    Vector x(std::vector<float>{1.0F, 2.0F, 3.0F});
+    add_one(&x.tensor, &y.tensor);
+    CHECK(y.floats == std::vector<float>{2.0F, 3.0F, 4.0F});
+}
+
+TEST_CASE("verify_on_load loads the tvm-ffi library from its checked copy", "[tvm-ffi][needs:tvm-ffi]") {
+    Setup setup;
+    kernhub::Client client(setup.options(true));
+    const kernhub::LoadResult loaded = client.load("tvm-add-one");
+    CHECK(loaded.kind == "tvm-ffi");
+    auto add_one = kernhub::TvmFunction::resolve("tvm-add-one");
+    Vector x(std::vector<float>{41.0F});
+    Vector y(std::vector<float>{0.0F});
+    add_one(&x.tensor, &y.tensor);
+    CHECK(y.floats == std::vector<float>{42.0F});
+}
+
+TEST_CASE("a missing tvm-ffi function is not_found naming the ones that exist", "[tvm-ffi][needs:tvm-ffi]") {
+    Setup setup;
+    kernhub::Client client(setup.options());
+    kernhub::Error e = error_of([&] { client.load("tvm-missing"); });
+    CHECK(e.code() == ErrorCode::not_found);
+    INFO(e.message());
+    CHECK(e.message().find("no tvm-ffi function 'add_two' (symbol __tvm_ffi_add_two)") != std::string::npos);
+    CHECK(e.message().find("its functions: add_int, add_one, length_or_minus_one, scaled_sum;") != std::string::npos);
+    // tvm-ffi's internal symbols are not functions to load.
+    e = error_of([&] { client.load("tvm-add-one", "__tvm_ffi__library_ctx"); });
+    CHECK(e.code() == ErrorCode::usage);
+    // TvmFunction only takes what a tvm-ffi load stored.
+    CHECK(error_of([] { kernhub::TvmFunction::resolve("never-loaded"); }).code() == ErrorCode::not_found);
+}
+
+TEST_CASE("a process binds one tvm-ffi runtime; naming another fails to load", "[tvm-ffi][needs:tvm-ffi]") {
+    Setup setup;
+    kernhub::Client client(setup.options());
+    client.load("tvm-add-one");
+    const fs::path copy = setup.dir.path() / "libtvm_ffi.so";
+    fs::copy_file(tvm_ffi_runtime_library(), copy);
+    kernhub::Options other = setup.options();
+    other.tvm_ffi_library = copy.string();
+    kernhub::Client second(other);
+    kernhub::Error e = error_of([&] { second.load("tvm-add-int"); });
+    CHECK(e.code() == ErrorCode::load);
+    CHECK(e.message().find("already uses the tvm-ffi runtime") != std::string::npos);
+    CHECK(e.message().find(copy.string()) != std::string::npos);
+    // The same file under its own name is the bound runtime.
+    kernhub::Client third(setup.options());
+    CHECK(third.load("tvm-add-int").kind == "tvm-ffi");
+}
+
+TEST_CASE("the C API prewarms a tvm-ffi kernel and calls it through kh_tvm_call", "[tvm-ffi][capi][needs:tvm-ffi]") {
+    Setup setup;
+    kh_hub* hub = kh_hub_new();
+    REQUIRE(hub != nullptr);
+    CHECK(kh_hub_set(hub, "endpoint", setup.hub.server().endpoint().c_str()) == 0);
+    CHECK(kh_hub_set(hub, "cache_dir", (setup.dir.path() / "cache").c_str()) == 0);
+    CHECK(kh_hub_set(hub, "registry", setup.registry.c_str()) == 0);
+    CHECK(kh_hub_set(hub, "tvm_ffi_library", tvm_ffi_runtime_library().c_str()) == 0);
+    REQUIRE(kh_prewarm(hub, "tvm-add-int") == 0);
+    REQUIRE(kh_prewarm(hub, "tvm-add-one") == 0);
+    void* add_int = kh_symbol(hub, "tvm-add-int");
+    REQUIRE(add_int != nullptr);
+
+    kh_tvm_any args[2];
+    std::memset(args, 0, sizeof args);
+    args[0].type_index = KH_TVM_INT;
+    args[0].value.v_int64 = 40;
+    args[1].type_index = KH_TVM_INT;
+    args[1].value.v_int64 = 2;
+    kh_tvm_any result;
+    std::memset(&result, 0, sizeof result);
+    CHECK(kh_tvm_call(hub, add_int, args, 2, &result) == 0);
+    CHECK(kh_last_error(hub) == nullptr);
+    CHECK(result.type_index == KH_TVM_INT);
+    CHECK(result.value.v_int64 == 42);
+
+    // The raw pointer is the TVM FFI safe call itself.
+    kh_tvm_any direct;
+    std::memset(&direct, 0, sizeof direct);
+    CHECK(reinterpret_cast<kh_tvm_safe_call>(add_int)(nullptr, args, 2, &direct) == 0);
+    CHECK(direct.value.v_int64 == 42);
+
+    // A kernel's error is 9 with its message.
+    Vector ints(std::vector<std::int32_t>{1});
+    Vector y(std::vector<float>{0.0F});
+    kh_tvm_any tensors[2];
+    std::memset(tensors, 0, sizeof tensors);
+    tensors[0].type_index = KH_TVM_DLTENSOR;
+    tensors[0].value.v_ptr = &ints.tensor;
+    tensors[1].type_index = KH_TVM_DLTENSOR;
+    tensors[1].value.v_ptr = &y.tensor;
+    CHECK(kh_tvm_call(hub, kh_symbol(hub, "tvm-add-one"), tensors, 2, nullptr) == 9);
+    REQUIRE(kh_last_error(hub) != nullptr);
+    CHECK(std::string(kh_last_error(hub)).find("kernel error: ") == 0);
+    CHECK(std::string(kh_last_error(hub)).find("TypeError: add_one: x must be float32, got int32") !=
+          std::string::npos);
+    CHECK(std::string(kh_error_name(9)) == "kernel error");
+    CHECK(kh_tvm_call(hub, nullptr, args, 0, nullptr) == 2);
+    CHECK(kh_tvm_call(hub, add_int, nullptr, 2, nullptr) == 2);
+    CHECK(kh_tvm_call(nullptr, add_int, args, 2, nullptr) == 2);
+    kh_hub_free(hub);
+}
+
+TEST_CASE("on_stream sets the runtime's stream for the call and restores it, also after a raise",
+          "[tvm-ffi][needs:tvm-ffi]") {
+    Setup setup;
+    kernhub::Client client(setup.options());
+    client.load("tvm-add-int");
+    client.load("tvm-add-one");
+    // The runtime only records a stream: no device is needed to see the
+    // round trip.
+    int marker = 0;
+    void* const outer = &marker;
+    CHECK(kernhub::set_tvm_ffi_stream(3, outer) == nullptr);
+    auto add_int = kernhub::TvmFunction::resolve("tvm-add-int");
+    CHECK(add_int.on_stream(3, reinterpret_cast<void*>(0x1000), 1, 2).as_int() == 3);
+    CHECK(kernhub::set_tvm_ffi_stream(3, outer) == outer);
+    auto add_one = kernhub::TvmFunction::resolve("tvm-add-one");
+    Vector ints(std::vector<std::int32_t>{1});
+    CHECK(error_of([&] { add_one.on_stream(3, reinterpret_cast<void*>(0x2000), &ints.tensor, &ints.tensor); }).code() ==
+          ErrorCode::kernel);
+    CHECK(kernhub::set_tvm_ffi_stream(3, nullptr) == outer);
+    // Each device has its own.
+    CHECK(kernhub::set_tvm_ffi_stream(4, nullptr) == nullptr);
+}
+
+namespace {
+
+// The CLI in a sandbox whose environment can find no tvm-ffi runtime: no
+// Python environment, an empty home, no library path.
+EnvChanges without_runtime(const cli::Sandbox& box, const EnvChanges& extra = {}) {
+    EnvChanges env{{"KERNHUB_TVM_FFI_LIBRARY", std::nullopt},
+                   {"VIRTUAL_ENV", std::nullopt},
+                   {"CONDA_PREFIX", std::nullopt},
+                   {"LD_LIBRARY_PATH", std::nullopt},
+                   {"HOME", box.dir.path().string()}};
+    for (const auto& [name, value] : extra) env[name] = value;
+    return env;
+}
+
+EnvChanges with_runtime() {
+    return {{"KERNHUB_TVM_FFI_LIBRARY", tvm_ffi_runtime_library().string()}};
+}
+
+}  // namespace
+
+TEST_CASE("kernhub load of a tvm-ffi kernel prints the function and the runtime", "[tvm-ffi][cli][needs:tvm-ffi]") {
+    cli::Sandbox box;
+    TvmHub hub;
+    const fs::path registry = write_registry(box.dir.path());
+    const std::string endpoint = hub.server().endpoint();
+    auto r = box.kh("load", "tvm-add-one", endpoint, {"--registry", registry.string()}, with_runtime());
+    INFO(cli::describe(r));
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("loaded tvm-add-one variant " + cpu_variant()) != std::string::npos);
+    CHECK(r.err.find("tvm-ffi function add_one (__tvm_ffi_add_one) at 0x") != std::string::npos);
+    CHECK(r.err.find("tvm-ffi runtime 0.1.") != std::string::npos);
+
+    auto j = cli::parse_stdout(
+        box.kh("load", "tvm-add-one", endpoint, {"--registry", registry.string(), "--json"}, with_runtime()));
+    CHECK(j["kind"] == "tvm-ffi");
+    CHECK(j["symbol"] == "__tvm_ffi_add_one");
+    CHECK(j["tvm_ffi_runtime"]["version"].get<std::string>().rfind("0.1.", 0) == 0);
+    CHECK(fs::equivalent(j["tvm_ffi_runtime"]["library"].get<std::string>(), tvm_ffi_runtime_library()));
+
+    // A function the library lacks: exit 3 naming the ones it has.
+    cli::check_error(box.kh("load", "tvm-missing", endpoint, {"--registry", registry.string(), "-q"}, with_runtime()),
+                     3, {"'add_two'", "add_int, add_one, length_or_minus_one, scaled_sum"});
+}
+
+TEST_CASE("kernhub inspect lists the functions of a tvm-ffi library", "[tvm-ffi][cli][needs:tvm-ffi]") {
+    cli::Sandbox box;
+    auto r = box.run({"inspect", tvm_ffi_fixture_so().string()});
+    INFO(cli::describe(r));
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("NEEDED libtvm_ffi.so\n") != std::string::npos);
+    CHECK(r.out.find("  tvm-ffi functions (4):\n    add_int\n    add_one\n    length_or_minus_one\n    scaled_sum\n") !=
+          std::string::npos);
+    auto j = cli::parse_stdout(box.run({"inspect", tvm_ffi_fixture_so().string(), "--json"}));
+    CHECK(j["tvm_ffi_functions"] == nlohmann::json::array({"add_int", "add_one", "length_or_minus_one", "scaled_sum"}));
+    // A plain C library has none.
+    j = cli::parse_stdout(box.run({"inspect", good_fixture_so().string(), "--json"}));
+    CHECK(j["tvm_ffi_functions"] == nlohmann::json::array());
+}
+
+TEST_CASE("a variant for another tvm-ffi version is not selected, and not loaded by --target",
+          "[tvm-ffi][cli][needs:tvm-ffi]") {
+    cli::Sandbox box;
+    TvmHub hub;
+    const fs::path registry = write_registry(box.dir.path());
+    const std::string endpoint = hub.server().endpoint();
+    auto j = cli::parse_stdout(
+        box.kh("info", "tvm-add-one", endpoint, {"--registry", registry.string(), "--json"}, with_runtime()));
+    CHECK(j["selected"] == cpu_variant());
+    CHECK(j["tvm_ffi_runtime"].get<std::string>().find(" at ") != std::string::npos);
+    bool saw_future = false;
+    for (const auto& variant : j["variants"]) {
+        if (variant["name"] != future_variant()) continue;
+        saw_future = true;
+        CHECK(variant["selected"] == false);
+        CHECK(variant["reason"] == "needs tvm-ffi 0.2, the runtime is tvm-ffi 0.1");
+    }
+    CHECK(saw_future);
+    // Forced with --target it is fetched, and refused at load: exit 7.
+    cli::check_error(box.kh("load", "tvm-add-one", endpoint,
+                            {"--registry", registry.string(), "-q", "--target", future_variant()}, with_runtime()),
+                     7, {future_variant(), "needs tvm-ffi 0.2", "is 0.1."});
+}
+
+TEST_CASE("without a tvm-ffi runtime a load exits 7 saying what to install", "[tvm-ffi][cli][needs:tvm-ffi]") {
+    cli::Sandbox box;
+    TvmHub hub;
+    const fs::path registry = write_registry(box.dir.path());
+    const std::string endpoint = hub.server().endpoint();
+    const std::vector<std::string> flags{"--registry", registry.string(), "-q"};
+    // Nothing to find: detection rejects the variant and the fetch says why.
+    cli::check_error(box.kh("load", "tvm-add-one", endpoint, flags, without_runtime(box)), 7,
+                     {cpu_variant(), "runtime (libtvm_ffi.so), which kernhub did not find",
+                      "pip install apache-tvm-ffi", "KERNHUB_TVM_FFI_LIBRARY"});
+    // info explains it without failing.
+    auto j = cli::parse_stdout(
+        box.kh("info", "tvm-add-one", endpoint, {"--registry", registry.string(), "--json"}, without_runtime(box)));
+    CHECK(j["selected"].is_null());
+    CHECK(j["tvm_ffi_runtime"].get<std::string>().find("pip install apache-tvm-ffi") != std::string::npos);
+    // A --target choice skips detection; the load still needs the runtime.
+    std::vector<std::string> target = flags;
+    target.insert(target.end(), {"--target", cpu_variant()});
+    cli::check_error(box.kh("load", "tvm-add-one", endpoint, target, without_runtime(box)), 7,
+                     {"pip install apache-tvm-ffi"});
+    // A named runtime that is not there is named.
+    const std::string missing = (box.dir.path() / "nowhere" / "libtvm_ffi.so").string();
+    cli::check_error(
+        box.kh("load", "tvm-add-one", endpoint, target, without_runtime(box, {{"KERNHUB_TVM_FFI_LIBRARY", missing}})),
+        7, {missing, "does not exist"});
+    // A library that is not a tvm-ffi runtime is refused by name.
+    cli::check_error(box.kh("load", "tvm-add-one", endpoint, target,
+                            without_runtime(box, {{"KERNHUB_TVM_FFI_LIBRARY", good_fixture_so().string()}})),
+                     7, {good_fixture_so().string(), "exports no TVMFFIGetVersion"});
+}
+
+TEST_CASE("the runtime of the active virtual environment is found without naming it", "[tvm-ffi][cli][needs:tvm-ffi]") {
+    cli::Sandbox box;
+    TvmHub hub;
+    const fs::path registry = write_registry(box.dir.path());
+    // <venv>/lib/python3.X/site-packages/tvm_ffi/lib/libtvm_ffi.so
+    const fs::path venv =
+        tvm_ffi_runtime_library().parent_path().parent_path().parent_path().parent_path().parent_path().parent_path();
+    REQUIRE(fs::exists(venv / "pyvenv.cfg"));
+    auto r = box.kh("load", "tvm-add-one", hub.server().endpoint(), {"--registry", registry.string()},
+                    without_runtime(box, {{"VIRTUAL_ENV", venv.string()}}));
+    INFO(cli::describe(r));
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("tvm-ffi runtime 0.1.") != std::string::npos);
+    CHECK(r.err.find(venv.string()) != std::string::npos);
+}
