@@ -153,7 +153,8 @@ public:
     }
     TvmResult call(const TvmArg* args, std::size_t count) const {
         TvmAny result;  // kTVMFFINone, as the convention requires
-        const int status = m_fn(nullptr, &args->any(), static_cast<std::int32_t>(count), &result);
+        const int status =
+            m_fn(nullptr, reinterpret_cast<const TvmAny*>(args), static_cast<std::int32_t>(count), &result);
         if (status != 0 || result.type_index >= static_cast<std::int32_t>(TvmType::first_object)) {
             fail(status, result);
         }

@@ -119,10 +119,12 @@ struct Locker {
         } else if (choice.selection.chosen) {
             wanted.push_back(*choice.selection.chosen);
         } else {
-            throw Error(ErrorCode::not_found, "no build variant of kernel '" + spec.name + "' fits this host (" +
-                                                  select::describe(request.host) +
-                                                  "): " + hub::describe_rejections(choice.selection) +
-                                                  "; lock for other machines with --target");
+            throw Error(ErrorCode::not_found,
+                        "no build variant of kernel '" + spec.name + "' fits this host (" +
+                            select::describe(request.host) + "): " + hub::describe_rejections(choice.selection) +
+                            (choice.selection.runtime_problem.empty() ? std::string()
+                                                                      : "; " + choice.selection.runtime_problem) +
+                            "; lock for other machines with --target");
         }
         registry::KernelSpec at_commit = spec_at_commit(spec.name, spec.repo_id, spec.repo_type, out.commit, spec.file);
         at_commit.signature = spec.signature;

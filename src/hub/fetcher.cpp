@@ -522,10 +522,10 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
         std::any_of(choice.selection.rejected.begin(), choice.selection.rejected.end(),
                     [](const select::Rejection& rejection) { return rejection.missing_runtime; });
     if (!choice.selection.chosen && runtime_missing) {
-        throw Error(ErrorCode::load, "no build variant of " + repo_at(request.repo, request.revision) + " fits " +
-                                         "this host (" + select::describe(request.host) +
-                                         "): " + describe_rejections(choice.selection) + "; " +
-                                         choice.selection.runtime_problem);
+        throw Error(ErrorCode::load,
+                    "no build variant of " + repo_at(request.repo, request.revision) + " fits " + "this host (" +
+                        select::describe(request.host) + "): " + describe_rejections(choice.selection) + "; " +
+                        choice.selection.runtime_problem + " (--target fetches a variant without the runtime)");
     }
     if (!choice.selection.chosen && m_listing_source == ListingSource::snapshot) {
         throw Error(ErrorCode::offline, "no cached build variant of " + repo_at(request.repo, request.revision) +

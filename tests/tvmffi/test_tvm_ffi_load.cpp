@@ -3,6 +3,8 @@
 // called through TvmFunction and the C API, with the kernel's own errors
 // coming back; and the CLI's answers for a missing runtime, a missing
 // function and a variant for another tvm-ffi version.
+#include <dlfcn.h>
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
@@ -223,6 +225,28 @@ TEST_CASE("a process binds one tvm-ffi runtime; naming another fails to load", "
     // The same file under its own name is the bound runtime.
     kernhub::Client third(setup.options());
     CHECK(third.load("tvm-add-int").kind == "tvm-ffi");
+}
+
+TEST_CASE("a runtime already in the process is the one kernhub binds, and no other may join it",
+          "[tvm-ffi][needs:tvm-ffi]") {
+    // The host application (or Python) loaded libtvm_ffi.so before kernhub.
+    void* own = dlopen(tvm_ffi_runtime_library().c_str(), RTLD_NOW | RTLD_GLOBAL);
+    REQUIRE(own != nullptr);
+    Setup setup;
+    const fs::path copy = setup.dir.path() / "libtvm_ffi.so";
+    fs::copy_file(tvm_ffi_runtime_library(), copy);
+    kernhub::Options other = setup.options();
+    other.tvm_ffi_library = copy.string();
+    kernhub::Client refused(other);
+    kernhub::Error e = error_of([&] { refused.load("tvm-add-one"); });
+    CHECK(e.code() == ErrorCode::load);
+    CHECK(e.message().find("already holds the tvm-ffi runtime") != std::string::npos);
+    // Nothing named: the loaded one is found before any search.
+    kernhub::Options unnamed = setup.options();
+    unnamed.tvm_ffi_library.clear();
+    kernhub::Client client(unnamed);
+    CHECK(client.load("tvm-add-one").kind == "tvm-ffi");
+    CHECK(fs::equivalent(kernhub::tvm_ffi_runtime().library, tvm_ffi_runtime_library()));
 }
 
 TEST_CASE("the C API prewarms a tvm-ffi kernel and calls it through kh_tvm_call", "[tvm-ffi][capi][needs:tvm-ffi]") {
