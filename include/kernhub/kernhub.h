@@ -48,7 +48,7 @@
 #ifndef KERNHUB_KERNHUB_H
 #define KERNHUB_KERNHUB_H
 
-#include <stdint.h>
+#include <stdint.h> /* NOLINT(modernize-deprecated-headers): this header is C */
 
 #ifndef KH_API
 #if defined(_WIN32)
@@ -207,18 +207,20 @@ typedef int (*kh_tvm_safe_call)(void* self, const kh_tvm_any* args, int32_t num_
 
 /* Calls `function` (what kh_symbol() returned for a tvm-ffi kernel) with
  * `num_args` arguments and stores what it returned in *result (NULL:
- * dropped). Returns 0; 9 when the function raised an error, whose kind and
- * message kh_last_error() then gives; 2 for a NULL handle or function, a
- * negative num_args, NULL args with arguments, or a function that returned
- * an object (a string or a tensor: released, as kernhub holds none). The
- * handle only carries the error text, so one handle per calling thread. */
+ * dropped): none, a bool, an integer, a float or an opaque pointer.
+ * Returns 0; 9 when the function raised an error, whose kind and message
+ * kh_last_error() then gives (cut at 4 KiB); 2 for a NULL handle or
+ * function, a negative num_args, NULL args with arguments, or a function
+ * that returned anything else (a string or a tensor; an object is
+ * released, as kernhub holds none). The handle only carries the error
+ * text, so one handle per calling thread. */
 KH_API int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int32_t num_args, kh_tvm_any* result);
 
 /* Sets the tvm-ffi runtime's current stream for CUDA device `device` on
  * the calling thread (TVMFFIEnvSetStream), which a CUDA tvm-ffi kernel
  * launches on; the previous one goes to *previous unless it is NULL.
- * Returns 0, or 7 when no tvm-ffi kernel was prewarmed in this process or
- * the runtime refused. */
+ * Returns 0; 2 for a NULL handle or a device outside 0 to 1023; 7 when no
+ * tvm-ffi kernel was prewarmed in this process or the runtime refused. */
 KH_API int kh_tvm_set_stream(kh_hub* hub, int32_t device, void* stream, void** previous);
 
 /* The last failure on this handle as one printable line

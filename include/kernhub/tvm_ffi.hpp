@@ -95,9 +95,10 @@ private:
 static_assert(sizeof(TvmArg) == sizeof(TvmAny) && std::is_standard_layout<TvmArg>::value,
               "an array of TvmArg is passed as an array of TVMFFIAny");
 
-// What a function returned: none, a bool, an integer or a floating-point
-// number. (Functions that return objects such as strings or tensors are
-// refused after the call: kernhub does not hold tvm-ffi objects.)
+// What a function returned: none, a bool, an integer, a floating-point
+// number or an opaque pointer. (A function that returns anything else, such
+// as a string or a tensor, fails after the call with Error(usage); a
+// returned object is released: kernhub does not hold tvm-ffi objects.)
 class TvmResult {
 public:
     TvmResult() = default;
@@ -155,14 +156,18 @@ public:
         TvmAny result;  // kTVMFFINone, as the convention requires
         const int status =
             m_fn(nullptr, reinterpret_cast<const TvmAny*>(args), static_cast<std::int32_t>(count), &result);
-        if (status != 0 || result.type_index >= static_cast<std::int32_t>(TvmType::first_object)) {
+        // Only none, bool, integer, float and opaque pointer results are
+        // kept; anything else (an object, a small string) fails.
+        if (status != 0 ||
+            static_cast<std::uint32_t>(result.type_index) > static_cast<std::uint32_t>(TvmType::opaque_pointer)) {
             fail(status, result);
         }
         return TvmResult(result);
     }
-    // A CUDA variant's call on `stream` of CUDA device `device`: the
-    // runtime's current stream for that device is `stream` during the call
-    // and the previous one again afterwards, also when the call raises.
+    // A CUDA variant's call on `stream` of CUDA device `device` (0 to
+    // 1023, else Error(usage)): the runtime's current stream for that
+    // device is `stream` during the call and the previous one again
+    // afterwards, also when the call raises.
     template <class... Args>
     TvmResult on_stream(int device, void* stream, Args&&... args) const {
         const TvmArg packed[sizeof...(Args) + 1] = {TvmArg(std::forward<Args>(args))..., TvmArg(nullptr)};
@@ -185,9 +190,10 @@ private:
     std::string m_name;
 };
 
-// Sets the tvm-ffi runtime's current stream for CUDA device `device` on the
-// calling thread (TVMFFIEnvSetStream) and returns the previous one. The
-// runtime must be bound (a tvm-ffi kernel loaded); Error(load) otherwise.
+// Sets the tvm-ffi runtime's current stream for CUDA device `device` (0 to
+// 1023, else Error(usage)) on the calling thread (TVMFFIEnvSetStream) and
+// returns the previous one. The runtime must be bound (a tvm-ffi kernel
+// loaded); Error(load) otherwise.
 KERNHUB_API void* set_tvm_ffi_stream(int device, void* stream);
 
 // The bound runtime's version ("0.1.15") and file, or empty strings when

@@ -117,8 +117,12 @@ const tvmffi::Runtime& runtime_for(const std::string& library, const select::Var
 // The symbol for `symbol`; for a tvm-ffi function a missing one is named
 // with the functions the library does have.
 void* resolve_symbol(const loader::Library& library, const LoadResult& result, bool tvm_ffi) {
+    std::string why = " has no tvm-ffi function ";
     try {
-        return library.symbol(result.symbol);
+        void* address = library.symbol(result.symbol);
+        // Calling a data object through the convention would jump into it.
+        if (!tvm_ffi || loader::is_code_symbol(address)) return address;
+        why = " exports data, not a tvm-ffi function, as ";
     } catch (const Error& e) {
         if (!tvm_ffi || e.code() != ErrorCode::not_found) throw;
     }
@@ -133,9 +137,8 @@ void* resolve_symbol(const loader::Library& library, const LoadResult& result, b
     names.resize(names.size() - more);
     std::string has = names.empty() ? "none" : join(names);
     if (more > 0) has += " and " + std::to_string(more) + " more";
-    throw Error(ErrorCode::not_found, result.file + " has no tvm-ffi function " +
-                                          quoted_name(result.symbol.substr(std::strlen("__tvm_ffi_"))) + " (symbol " +
-                                          result.symbol + "); its functions: " + has +
+    throw Error(ErrorCode::not_found, result.file + why + quoted_name(result.symbol.substr(std::strlen("__tvm_ffi_"))) +
+                                          " (symbol " + result.symbol + "); its functions: " + has +
                                           "; check the registry's \"symbol\"");
 }
 
@@ -332,13 +335,14 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
     std::filesystem::path path = std::filesystem::path(result.fetch.path) / artifact;
     result.file = path.string();
     if (tvm_ffi_variant) {
-        if (result.symbol.rfind("__tvm_ffi__", 0) == 0) {
-            throw Error(ErrorCode::usage, quoted_name(result.symbol) +
-                                              " is an internal symbol of tvm-ffi, not a function; name the "
-                                              "function without the __tvm_ffi_ prefix");
+        const std::string symbol = tvmffi::symbol_of(result.symbol);
+        if (symbol.rfind("__tvm_ffi__", 0) == 0) {
+            throw Error(ErrorCode::usage, quoted_name(result.symbol) + " names " + symbol +
+                                              ", an internal symbol of tvm-ffi, not a function; name the function "
+                                              "without the __tvm_ffi_ prefix");
         }
         runtime_for(m_impl->settings.tvm_ffi_library, *variant, result.fetch.repo_id);
-        result.symbol = tvmffi::symbol_of(result.symbol);
+        result.symbol = symbol;
     }
     if (m_impl->settings.verify_on_load) {
         return m_impl->load_verified(spec, ref, artifact, tvm_ffi_variant, std::move(result));

@@ -9,6 +9,17 @@ namespace kernhub {
 
 namespace {
 
+// CUDA device ordinals kernhub passes to the runtime, which sizes a table by
+// the number (a negative one would index before it).
+constexpr int k_max_device = 1024;
+
+void check_device(int device) {
+    if (device < 0 || device >= k_max_device) {
+        throw Error(ErrorCode::usage, "CUDA device " + std::to_string(device) + " is out of range (0 to " +
+                                          std::to_string(k_max_device - 1) + ")");
+    }
+}
+
 const tvmffi::Runtime& bound_runtime(const char* what) {
     const tvmffi::Runtime* runtime = tvmffi::bound();
     if (runtime == nullptr) {
@@ -68,11 +79,13 @@ void TvmFunction::fail(int status, const TvmAny& result) const {
     if (status == 0) {
         // An object result (a string, a tensor...) holds a reference the
         // caller owns; kernhub has no use for it, so it goes back at once.
-        runtime.api.object_dec_ref(result.value.v_ptr);
-        throw Error(ErrorCode::usage, "tvm-ffi function '" + m_name + "' returned an object (type index " +
+        const bool object = result.type_index >= static_cast<std::int32_t>(TvmType::first_object);
+        if (object) runtime.api.object_dec_ref(result.value.v_ptr);
+        throw Error(ErrorCode::usage, "tvm-ffi function '" + m_name + "' returned " +
+                                          (object ? "an object" : "a value") + " of type index " +
                                           std::to_string(result.type_index) +
-                                          "), which kernhub does not hold; call functions that return none, a "
-                                          "bool, an integer or a float");
+                                          ", which kernhub does not read; call functions that return none, a "
+                                          "bool, an integer, a float or an opaque pointer");
     }
     const tvmffi::Raised raised = tvmffi::take_raised(runtime);
     if (raised.kind.empty() && raised.message.empty()) {
@@ -85,11 +98,13 @@ void TvmFunction::fail(int status, const TvmAny& result) const {
 
 TvmResult TvmFunction::call_on_stream(int device, void* stream, const TvmArg* args, std::size_t count) const {
     if (m_fn == nullptr) throw Error(ErrorCode::usage, "call of an empty TvmFunction; resolve it first");
+    check_device(device);
     StreamScope scope(bound_runtime("a call on a stream"), device, stream);
     return call(args, count);
 }
 
 void* set_tvm_ffi_stream(int device, void* stream) {
+    check_device(device);
     const tvmffi::Runtime& runtime = bound_runtime("set_tvm_ffi_stream");
     void* previous = nullptr;
     const int status = runtime.api.env_set_stream(tvmffi::k_device_cuda, device, stream, &previous);

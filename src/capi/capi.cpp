@@ -315,7 +315,8 @@ int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int32_t num
     kernhub::TvmAny returned;
     const int status = reinterpret_cast<kernhub::TvmFunction::SafeCall>(function)(
         nullptr, reinterpret_cast<const kernhub::TvmAny*>(args), num_args, &returned);
-    if (status == 0 && returned.type_index < static_cast<std::int32_t>(kernhub::TvmType::first_object)) {
+    if (status == 0 && static_cast<std::uint32_t>(returned.type_index) <=
+                           static_cast<std::uint32_t>(kernhub::TvmType::opaque_pointer)) {
         if (result != nullptr) std::memcpy(result, &returned, sizeof returned);
         return hub->succeed();
     }
@@ -325,16 +326,20 @@ int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int32_t num
             throw Refusal{k_usage, "kh_tvm_call: no tvm-ffi kernel was prewarmed in this process"};
         }
         if (status == 0) {
-            runtime->api.object_dec_ref(returned.value.v_ptr);
-            throw Refusal{k_usage, "kh_tvm_call: the function returned an object (type index " +
-                                       std::to_string(returned.type_index) + "), which kernhub does not hold"};
+            const bool object = returned.type_index >= static_cast<std::int32_t>(kernhub::TvmType::first_object);
+            if (object) runtime->api.object_dec_ref(returned.value.v_ptr);
+            throw Refusal{k_usage, std::string("kh_tvm_call: the function returned ") +
+                                       (object ? "an object" : "a value") + " of type index " +
+                                       std::to_string(returned.type_index) + ", which kernhub does not read"};
         }
         const kernhub::tvmffi::Raised raised = kernhub::tvmffi::take_raised(*runtime);
         if (raised.kind.empty() && raised.message.empty()) {
-            throw Refusal{k_kernel,
-                          "the tvm-ffi function failed with status " + std::to_string(status) + " and raised no error"};
+            throw kernhub::Error(kernhub::ErrorCode::kernel, "the tvm-ffi function failed with status " +
+                                                                 std::to_string(status) + " and raised no error");
         }
-        throw Refusal{k_kernel, "the tvm-ffi function raised " + raised.kind + ": " + raised.message};
+        // Through Error, so the message is bounded as every kernhub message is.
+        throw kernhub::Error(kernhub::ErrorCode::kernel,
+                             "the tvm-ffi function raised " + raised.kind + ": " + raised.message);
     });
 }
 

@@ -2,6 +2,7 @@
 // resolved-kernel table.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,16 @@ namespace kernhub::loader {
 std::string take_dlerror() {
     const char* text = ::dlerror();
     return text ? std::string(text) : std::string();
+}
+
+bool is_code_symbol(const void* address) {
+    Dl_info where{};
+    void* entry = nullptr;  // the ElfW(Sym) of the nearest symbol
+    if (::dladdr1(address, &where, &entry, RTLD_DL_SYMENT) == 0 || entry == nullptr) {
+        return true;
+    }
+    const unsigned type = ELF64_ST_TYPE(static_cast<const ElfW(Sym)*>(entry)->st_info);
+    return type == STT_FUNC || type == STT_GNU_IFUNC;
 }
 
 namespace {

@@ -21,6 +21,10 @@ namespace kernhub::loader {
 // with the reason otherwise, Error(not_found) when the file does not exist.
 void validate_shared_object(const std::filesystem::path& path);
 
+// False when the dynamic loader knows `address` as a symbol that is not
+// code (a data object, TLS); true for a function, or when it cannot tell.
+bool is_code_symbol(const void* address);
+
 // dlerror()'s text, which also clears it; "" when the dynamic loader left
 // none. For every dlopen/dlsym caller in kernhub, the CUDA binding included.
 std::string take_dlerror();

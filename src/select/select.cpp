@@ -106,15 +106,10 @@ struct Mismatch {
 };
 
 // tvm-ffi variants run on the runtime kernhub binds, of the same
-// major.minor (0.x minors break the C ABI). Asked last: binding the runtime
-// loads a library, which a variant for another platform must not cost.
-std::optional<Mismatch> tvm_ffi_reason(const HostFacts& host, const Variant& variant) {
-    if (variant.family != Family::tvm_ffi) {
-        return std::nullopt;
-    }
+// major.minor (0.x minors break the C ABI).
+std::optional<Mismatch> tvm_ffi_reason(const RuntimeProbe& runtime, const Variant& variant) {
     const std::pair<int, int> built{variant.family_major, variant.family_minor};
     const std::string need = "tvm-ffi " + version_text(built.first, built.second);
-    const RuntimeProbe runtime = host.tvm_ffi ? host.tvm_ffi() : RuntimeProbe{std::nullopt, "none is bound"};
     if (!runtime.version) {
         return Mismatch{"needs the " + need + " runtime (libtvm_ffi.so), which kernhub did not find", true,
                         runtime.problem};
@@ -128,15 +123,16 @@ std::optional<Mismatch> tvm_ffi_reason(const HostFacts& host, const Variant& var
         {}};
 }
 
-// Why the host cannot use this candidate, or nullopt when it can. The checks
-// run from the most to the least fundamental so the reason names the real
-// obstacle (an unsupported backend before a platform mismatch).
-std::optional<Mismatch> mismatch_reason(const HostFacts& host, const Variant& variant) {
+// Why the host cannot use this candidate, or nullopt when it can (a
+// tvm-ffi variant's runtime aside: select_by_detection asks for it). The
+// checks run from the most to the least fundamental so the reason names the
+// real obstacle (an unsupported backend before a platform mismatch).
+std::optional<std::string> mismatch_reason(const HostFacts& host, const Variant& variant) {
     for (auto check : {unsupported_reason(variant), platform_reason(host, variant), cuda_reason(host, variant),
                        torch_reason(host, variant)}) {
-        if (check) return Mismatch{std::move(*check), false, {}};
+        if (check) return check;
     }
-    return tvm_ffi_reason(host, variant);
+    return std::nullopt;
 }
 
 // Larger is better, compared left to right:
@@ -201,19 +197,42 @@ Selection select_by_detection(const HostFacts& host, const std::vector<Candidate
     std::vector<std::optional<Mismatch>> reasons(candidates.size());
     std::optional<std::size_t> best;
     RankKey best_key{};
+    struct Waiting {
+        RankKey key;
+        std::size_t index;
+        Variant variant;
+    };
+    std::vector<Waiting> waiting;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
-        const std::optional<Variant> variant = parse_variant(candidates[i].name);
+        std::optional<Variant> variant = parse_variant(candidates[i].name);
         if (!variant) {
             reasons[i] = Mismatch{"unrecognised variant name", false, {}};
         } else if (lacks_file(candidates[i], required_file)) {
             reasons[i] = Mismatch{lacks_reason(*required_file), false, {}};
         } else if (auto reason = mismatch_reason(host, *variant)) {
-            reasons[i] = std::move(reason);
+            reasons[i] = Mismatch{std::move(*reason), false, {}};
+        } else if (variant->family == Family::tvm_ffi) {
+            waiting.push_back({rank_of(*variant), i, std::move(*variant)});
         } else if (const RankKey key = rank_of(*variant); !best || key > best_key) {
             // Strictly greater: distinct names never tie, but a listing with
             // a duplicate name keeps its first entry.
             best = i;
             best_key = key;
+        }
+    }
+    // tvm-ffi candidates that passed every other check need the runtime,
+    // which is asked only when one of them would beat the best other match:
+    // answering binds libtvm_ffi.so, which a native choice must not cost.
+    std::stable_sort(waiting.begin(), waiting.end(), [](const Waiting& a, const Waiting& b) { return a.key > b.key; });
+    std::optional<RuntimeProbe> runtime;
+    for (const Waiting& candidate : waiting) {
+        if (best && !(candidate.key > best_key)) break;  // the rest rank lower: "lower preference"
+        if (!runtime) runtime = host.tvm_ffi ? host.tvm_ffi() : RuntimeProbe{std::nullopt, "none is bound"};
+        if (auto reason = tvm_ffi_reason(*runtime, candidate.variant)) {
+            reasons[candidate.index] = std::move(reason);
+        } else {
+            best = candidate.index;
+            best_key = candidate.key;
         }
     }
     Selection selection;

@@ -38,7 +38,7 @@ constexpr int k_max_lib_entries = 4096;
 // Failures kept per requested value; beyond this they are not cached.
 constexpr std::size_t k_max_failures = 16;
 // The most of a raised error's text kept (Error cuts further).
-constexpr std::size_t k_max_error_text = 64 * 1024;
+constexpr std::size_t k_max_error_text = std::size_t{64} * 1024;
 
 std::string from_environment(const char* name) {
     const char* value = std::getenv(name);
@@ -50,20 +50,28 @@ bool is_regular_file(const std::string& path) {
     return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// The python3.* folders of <prefix>/lib, newest name first.
+// The python3.<minor> folders of <prefix>/lib, newest minor first
+// (python3.12 before python3.9).
 std::vector<std::string> python_folders(const std::string& lib) {
-    std::vector<std::string> found;
+    std::vector<std::pair<long, std::string>> found;
     DIR* dir = ::opendir(lib.c_str());
-    if (dir == nullptr) return found;
+    if (dir == nullptr) return {};
     int seen = 0;
+    const std::string prefix = "python3.";
     while (const dirent* entry = ::readdir(dir)) {
         if (++seen > k_max_lib_entries) break;
         const std::string name = entry->d_name;
-        if (name.rfind("python3.", 0) == 0) found.push_back(lib + "/" + name);
+        if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() || name.size() > prefix.size() + 4 ||
+            name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
+            continue;
+        }
+        found.emplace_back(std::stol(name.substr(prefix.size())), lib + "/" + name);
     }
     ::closedir(dir);
-    std::sort(found.rbegin(), found.rend());
-    return found;
+    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<std::string> folders;
+    for (auto& entry : found) folders.push_back(std::move(entry.second));
+    return folders;
 }
 
 // tvm_ffi/lib/libtvm_ffi.so of the apache-tvm-ffi package in the usual
@@ -102,6 +110,19 @@ bool same_file(const std::string& a, const std::string& b) {
     struct stat sb {};
     return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
            sa.st_ino == sb.st_ino;
+}
+
+// Does `requested` (a path, or a bare name the dynamic loader resolves)
+// name the library already loaded as `handle` from `file`?
+bool names_loaded(const std::string& requested, void* handle, const std::string& file) {
+    if (requested == file) return true;
+    if (requested.find('/') == std::string::npos) {
+        void* found = ::dlopen(requested.c_str(), RTLD_NOW | RTLD_NOLOAD);
+        if (found == nullptr) return false;
+        ::dlclose(found);  // RTLD_NOLOAD still counted a reference
+        return found == handle;
+    }
+    return same_file(requested, file);
 }
 
 // dlopen(RTLD_NOW | RTLD_GLOBAL | extra), or nullptr with the reason.
@@ -192,7 +213,7 @@ std::unique_ptr<Runtime> bind_now(const std::string& requested) {
         std::string reason;
         if (void* loaded = open_global(k_soname, RTLD_NOLOAD, reason)) {
             const std::string file = opened_file(::dlsym(loaded, "TVMFFIGetVersion"), k_soname);
-            if (file != requested && !same_file(file, requested)) {
+            if (!names_loaded(requested, loaded, file)) {
                 ::dlclose(loaded);
                 throw Error(ErrorCode::load, "this process already holds the tvm-ffi runtime " + file +
                                                  ", and a process can use only one; " + requested +
@@ -211,7 +232,20 @@ std::unique_ptr<Runtime> bind_now(const std::string& requested) {
         }
     }
     try {
-        return describe(handle, name);
+        std::unique_ptr<Runtime> runtime = describe(handle, name);
+        // A kernel library's NEEDED libtvm_ffi.so must find this very copy
+        // (by its SONAME); otherwise the loader would bring in a second
+        // runtime, and the version read here would not be the kernel's.
+        void* by_soname = ::dlopen(k_soname, RTLD_NOW | RTLD_NOLOAD);
+        if (by_soname != nullptr) ::dlclose(by_soname);
+        if (by_soname != handle) {
+            throw Error(ErrorCode::load, runtime->library +
+                                             " does not carry the SONAME libtvm_ffi.so, so a kernel library would "
+                                             "load a second tvm-ffi runtime beside it; name the libtvm_ffi.so of "
+                                             "the apache-tvm-ffi package");
+        }
+        runtime->handle = handle;
+        return runtime;
     } catch (const Error&) {
         ::dlclose(handle);
         throw;
@@ -228,7 +262,7 @@ const Runtime& bind(const std::string& requested) {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.runtime) {
-        if (!requested.empty() && requested != s.runtime->library && !same_file(requested, s.runtime->library)) {
+        if (!requested.empty() && !names_loaded(requested, s.runtime->handle, s.runtime->library)) {
             throw Error(ErrorCode::load, "this process already uses the tvm-ffi runtime " + s.runtime->library +
                                              ", and a process can hold only one; " + requested +
                                              " (named by KERNHUB_TVM_FFI_LIBRARY or Options::tvm_ffi_library) "
@@ -251,8 +285,9 @@ Probe probe(const std::string& requested) {
     Probe result;
     try {
         const Runtime& runtime = bind(requested);
-        result.version =
-            std::make_pair(static_cast<int>(runtime.version.major), static_cast<int>(runtime.version.minor));
+        // A version beyond what a variant name can carry stays unmatched.
+        const auto clamp = [](std::uint32_t value) { return static_cast<int>(std::min<std::uint32_t>(value, 9999)); };
+        result.version = std::make_pair(clamp(runtime.version.major), clamp(runtime.version.minor));
     } catch (const Error& e) {
         result.problem = e.message();
     } catch (const std::exception& e) {

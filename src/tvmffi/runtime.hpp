@@ -70,6 +70,7 @@ struct EntryPoints {
 
 struct Runtime {
     std::string library;  // the file the dynamic loader opened
+    void* handle = nullptr;
     AbiVersion version;
     EntryPoints api;
     // "0.1.15"

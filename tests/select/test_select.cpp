@@ -282,7 +282,13 @@ std::vector<SelectRow> tvm_ffi_rows() {
          {},
          tvm01_cpu,
          {why(tvm02_cpu, "needs tvm-ffi 0.2, the runtime is tvm-ffi 0.1"),
-          why("tvm-ffi00-cpu-x86_64-linux", "needs tvm-ffi 0.0, the runtime is tvm-ffi 0.1")}},
+          lower("tvm-ffi00-cpu-x86_64-linux", tvm01_cpu)}},
+        {"an older tvm-ffi the runtime cannot run is named when nothing fits",
+         with_tvm_ffi(k_cpu_host, 0, 1),
+         {cand("tvm-ffi00-cpu-x86_64-linux")},
+         {},
+         {},
+         {why("tvm-ffi00-cpu-x86_64-linux", "needs tvm-ffi 0.0, the runtime is tvm-ffi 0.1")}},
         {"without a runtime no tvm-ffi variant fits",
          k_cpu_host,
          {cand(tvm01_cpu)},
@@ -455,10 +461,12 @@ TEST_CASE("the tvm-ffi runtime is asked only for a tvm-ffi variant that otherwis
         return RuntimeProbe{std::nullopt, "libtvm_ffi.so is nowhere"};
     };
     // Other families, other platforms and CUDA builds on a CPU host never
-    // need the runtime: answering loads a library.
-    Selection selection =
-        select_variant(host, {cand(ncpu), cand("tvm-ffi01-cpu-aarch64-linux"), cand(tvm01_cu128), cand(t28cu128)});
+    // need the runtime: answering loads a library. Nor does a tvm-ffi
+    // variant that a native one outranks.
+    Selection selection = select_variant(
+        host, {cand(ncpu), cand("tvm-ffi01-cpu-aarch64-linux"), cand(tvm01_cu128), cand(t28cu128), cand(tvm01_cpu)});
     CHECK(asked == 0);
+    CHECK(flatten(selection.rejected).back() == lower(tvm01_cpu, ncpu));
     CHECK(selection.chosen == std::optional<std::string>(ncpu));
     CHECK(selection.runtime_problem.empty());
     for (const Rejection& rejection : selection.rejected) CHECK_FALSE(rejection.missing_runtime);
@@ -472,6 +480,18 @@ TEST_CASE("the tvm-ffi runtime is asked only for a tvm-ffi variant that otherwis
     CHECK_FALSE(selection.rejected[1].missing_runtime);
     // The probe's reason is said once, for the whole selection.
     CHECK(selection.runtime_problem == "libtvm_ffi.so is nowhere");
+
+    // A tvm-ffi CUDA build outranks native CPU on a GPU host, so the
+    // runtime is asked once, however many tvm-ffi variants wait.
+    asked = 0;
+    host.cuda = std::make_pair(12, 8);
+    host.tvm_ffi = [&asked] {
+        ++asked;
+        return RuntimeProbe{std::make_pair(0, 1), {}};
+    };
+    selection = select_variant(host, {cand(ncpu), cand(tvm01_cu126), cand(tvm01_cu128), cand(tvm02_cpu)});
+    CHECK(asked == 1);
+    CHECK(selection.chosen == std::optional<std::string>(tvm01_cu128));
 }
 
 TEST_CASE("a --target tvm-ffi variant needs no runtime to be chosen", "[select]") {
