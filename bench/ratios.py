@@ -33,6 +33,15 @@ PAIRS = {
         ("dlsym pointer / direct", "BM_Dispatch_DlsymPointer", "BM_Dispatch_Direct"),
         ("KernelFn / dlsym pointer", "BM_Dispatch_KernelFn", "BM_Dispatch_DlsymPointer"),
     ],
+    "bench_tvm_dispatch": [
+        ("raw TVM FFI safe call / plain pointer", "BM_TvmDispatch_RawSafeCall", "BM_TvmDispatch_PlainPointer"),
+        ("TvmFunction / plain pointer", "BM_TvmDispatch_TvmFunction", "BM_TvmDispatch_PlainPointer"),
+        ("kh_tvm_call (C API) / plain pointer", "BM_TvmDispatch_KhTvmCall", "BM_TvmDispatch_PlainPointer"),
+        ("TvmFunction / raw TVM FFI safe call", "BM_TvmDispatch_TvmFunction", "BM_TvmDispatch_RawSafeCall"),
+        ("kh_tvm_call (C API) / raw TVM FFI safe call", "BM_TvmDispatch_KhTvmCall", "BM_TvmDispatch_RawSafeCall"),
+        ("add_one on DLTensors (TvmFunction) / kh_vector_add pointer", "BM_TvmDispatch_TensorTvmFunction",
+         "BM_TvmDispatch_TensorPlainPointer"),
+    ],
     "bench_load": [
         ("bare dlopen: other name (known) / same name", "BM_Load_BareDlopen_OtherPath",
          "BM_Load_BareDlopen_AlreadyOpen"),
