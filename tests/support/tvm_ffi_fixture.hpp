@@ -21,6 +21,9 @@ namespace kernhub::test {
 //   add_int(int64_t a, int64_t b) -> int64_t
 //   length_or_minus_one(Optional<TensorView> x) -> int64_t
 //                                                -1 for None, else x's length
+//   greeting(bool long_form) -> String           "hi" (a small string in the
+//                                                result cell) or a string object
+// and a data object __tvm_ffi_not_code (char[16]), named like a function.
 // Empty when the build did not make it.
 std::filesystem::path tvm_ffi_fixture_so();
 

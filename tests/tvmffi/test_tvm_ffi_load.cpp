@@ -182,6 +182,36 @@ TEST_CASE("an error the kernel raises comes back as Error(kernel) with its messa
     CHECK(y.floats == std::vector<float>{2.0F, 3.0F, 4.0F});
 }
 
+TEST_CASE("a result kernhub does not read fails the call: a small string, and a string object released",
+          "[tvm-ffi][needs:tvm-ffi]") {
+    Setup setup;
+    kernhub::Client client(setup.options());
+    client.load("tvm-greeting");
+    auto greeting = kernhub::TvmFunction::resolve("tvm-greeting");
+    kernhub::Error e = error_of([&] { greeting(false); });
+    CHECK(e.code() == ErrorCode::usage);
+    CHECK(e.message().find("returned a value of type index 11") != std::string::npos);
+    e = error_of([&] { greeting(true); });
+    CHECK(e.code() == ErrorCode::usage);
+    CHECK(e.message().find("returned an object of type index 65") != std::string::npos);
+
+    kh_hub* hub = kh_hub_new();
+    REQUIRE(hub != nullptr);
+    CHECK(kh_hub_set(hub, "endpoint", setup.hub.server().endpoint().c_str()) == 0);
+    CHECK(kh_hub_set(hub, "cache_dir", (setup.dir.path() / "cache").c_str()) == 0);
+    CHECK(kh_hub_set(hub, "registry", setup.registry.c_str()) == 0);
+    REQUIRE(kh_prewarm(hub, "tvm-greeting") == 0);
+    kh_tvm_any arg;
+    std::memset(&arg, 0, sizeof arg);
+    arg.type_index = KH_TVM_BOOL;
+    arg.value.v_int64 = 1;
+    kh_tvm_any result;
+    std::memset(&result, 0, sizeof result);
+    CHECK(kh_tvm_call(hub, kh_symbol(hub, "tvm-greeting"), &arg, 1, &result) == 2);
+    CHECK(result.type_index == KH_TVM_NONE);  // nothing is handed out
+    kh_hub_free(hub);
+}
+
 TEST_CASE("verify_on_load loads the tvm-ffi library from its checked copy", "[tvm-ffi][needs:tvm-ffi]") {
     Setup setup;
     kernhub::Client client(setup.options(true));
@@ -201,10 +231,19 @@ TEST_CASE("a missing tvm-ffi function is not_found naming the ones that exist", 
     CHECK(e.code() == ErrorCode::not_found);
     INFO(e.message());
     CHECK(e.message().find("no tvm-ffi function 'add_two' (symbol __tvm_ffi_add_two)") != std::string::npos);
-    CHECK(e.message().find("its functions: add_int, add_one, length_or_minus_one, scaled_sum;") != std::string::npos);
+    CHECK(e.message().find("its functions: add_int, add_one, greeting, length_or_minus_one, scaled_sum;") !=
+          std::string::npos);
     // tvm-ffi's internal symbols are not functions to load.
     e = error_of([&] { client.load("tvm-add-one", "__tvm_ffi__library_ctx"); });
     CHECK(e.code() == ErrorCode::usage);
+    // Nor is a name that becomes one with the prefix (_x -> __tvm_ffi__x).
+    e = error_of([&] { client.load("tvm-internal"); });
+    CHECK(e.code() == ErrorCode::usage);
+    CHECK(e.message().find("__tvm_ffi__library_ctx") != std::string::npos);
+    // A data object named like a function is no function.
+    e = error_of([&] { client.load("tvm-data"); });
+    CHECK(e.code() == ErrorCode::not_found);
+    CHECK(e.message().find("exports data, not a tvm-ffi function, as 'not_code'") != std::string::npos);
     // TvmFunction only takes what a tvm-ffi load stored.
     CHECK(error_of([] { kernhub::TvmFunction::resolve("never-loaded"); }).code() == ErrorCode::not_found);
 }
@@ -323,6 +362,19 @@ TEST_CASE("on_stream sets the runtime's stream for the call and restores it, als
     CHECK(kernhub::set_tvm_ffi_stream(3, nullptr) == outer);
     // Each device has its own.
     CHECK(kernhub::set_tvm_ffi_stream(4, nullptr) == nullptr);
+    // A device number the runtime could not index is refused before it.
+    for (int device : {-1, 1024, 50000000}) {
+        INFO("device " << device);
+        CHECK(error_of([&] { kernhub::set_tvm_ffi_stream(device, outer); }).code() == ErrorCode::usage);
+        CHECK(error_of([&] { add_int.on_stream(device, outer, 1, 2); }).code() == ErrorCode::usage);
+    }
+    kh_hub* hub = kh_hub_new();
+    REQUIRE(hub != nullptr);
+    void* previous = outer;
+    CHECK(kh_tvm_set_stream(hub, -1, nullptr, &previous) == 2);
+    CHECK(kh_tvm_set_stream(hub, 5, outer, &previous) == 0);
+    CHECK(previous == nullptr);
+    kh_hub_free(hub);
 }
 
 namespace {
@@ -366,7 +418,7 @@ TEST_CASE("kernhub load of a tvm-ffi kernel prints the function and the runtime"
 
     // A function the library lacks: exit 3 naming the ones it has.
     cli::check_error(box.kh("load", "tvm-missing", endpoint, {"--registry", registry.string(), "-q"}, with_runtime()),
-                     3, {"'add_two'", "add_int, add_one, length_or_minus_one, scaled_sum"});
+                     3, {"'add_two'", "add_int, add_one, greeting, length_or_minus_one, scaled_sum"});
 }
 
 TEST_CASE("kernhub inspect lists the functions of a tvm-ffi library", "[tvm-ffi][cli][needs:tvm-ffi]") {
@@ -375,10 +427,11 @@ TEST_CASE("kernhub inspect lists the functions of a tvm-ffi library", "[tvm-ffi]
     INFO(cli::describe(r));
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("NEEDED libtvm_ffi.so\n") != std::string::npos);
-    CHECK(r.out.find("  tvm-ffi functions (4):\n    add_int\n    add_one\n    length_or_minus_one\n    scaled_sum\n") !=
-          std::string::npos);
+    CHECK(r.out.find("  tvm-ffi functions (5):\n    add_int\n    add_one\n    greeting\n    length_or_minus_one\n    "
+                     "scaled_sum\n") != std::string::npos);
     auto j = cli::parse_stdout(box.run({"inspect", tvm_ffi_fixture_so().string(), "--json"}));
-    CHECK(j["tvm_ffi_functions"] == nlohmann::json::array({"add_int", "add_one", "length_or_minus_one", "scaled_sum"}));
+    CHECK(j["tvm_ffi_functions"] ==
+          nlohmann::json::array({"add_int", "add_one", "greeting", "length_or_minus_one", "scaled_sum"}));
     // A plain C library has none.
     j = cli::parse_stdout(box.run({"inspect", good_fixture_so().string(), "--json"}));
     CHECK(j["tvm_ffi_functions"] == nlohmann::json::array());
@@ -433,6 +486,13 @@ TEST_CASE("without a tvm-ffi runtime a load exits 7 saying what to install", "[t
     cli::check_error(
         box.kh("load", "tvm-add-one", endpoint, target, without_runtime(box, {{"KERNHUB_TVM_FFI_LIBRARY", missing}})),
         7, {missing, "does not exist"});
+    // A bare name is left to the dynamic loader's search, and is the
+    // runtime kernhub then binds (selection and load both ask for it).
+    auto bare = box.kh("load", "tvm-add-one", endpoint, flags,
+                       without_runtime(box, {{"KERNHUB_TVM_FFI_LIBRARY", "libtvm_ffi.so"},
+                                             {"LD_LIBRARY_PATH", tvm_ffi_runtime_library().parent_path().string()}}));
+    CHECK(bare.exit_code == 0);
+    CHECK(bare.err.empty());
     // A library that is not a tvm-ffi runtime is refused by name.
     cli::check_error(box.kh("load", "tvm-add-one", endpoint, target,
                             without_runtime(box, {{"KERNHUB_TVM_FFI_LIBRARY", good_fixture_so().string()}})),

@@ -76,6 +76,9 @@ inline json registry() {
               {"tvm-scaled-sum", entry("scaled_sum")},
               {"tvm-length", entry("length_or_minus_one")},
               {"tvm-missing", entry("add_two")},
+              {"tvm-greeting", entry("greeting")},
+              {"tvm-data", entry("not_code")},
+              {"tvm-internal", entry("_library_ctx")},
               {"tvm-cuda-add-one", entry("add_one_cuda")}}}};
 }
 
