@@ -1,10 +1,14 @@
 #include <cstdio>
+#include <string_view>
 
 #include "commands.hpp"
 #include "common.hpp"
 #include "kernhub/tvm_ffi.hpp"
 
 namespace kernhub::cli {
+
+// The prefix of a tvm-ffi function's symbol (LoadResult::symbol).
+constexpr std::string_view k_tvm_ffi_prefix = "__tvm_ffi_";
 
 static std::string format_address(const void* address) {
     char buffer[32];
@@ -36,9 +40,10 @@ Command add_load_command(CLI::App& app) {
                     print_json(out);
                 } else {
                     // A tvm-ffi symbol is __tvm_ffi_<function>.
-                    const std::string what = result.kind == "tvm-ffi" ? "tvm-ffi function " + result.symbol.substr(10) +
-                                                                            " (" + result.symbol + ")"
-                                                                      : result.symbol;
+                    const std::string what = result.kind == "tvm-ffi"
+                                                 ? "tvm-ffi function " + result.symbol.substr(k_tvm_ffi_prefix.size()) +
+                                                       " (" + result.symbol + ")"
+                                                 : result.symbol;
                     status(*flags, "loaded " + result.fetch.name + " variant " + result.fetch.variant + " (" +
                                        short_commit(result.fetch.commit) + "): " + what + " at " +
                                        format_address(result.address));

@@ -31,7 +31,8 @@
  *     5   network or hub error after retries
  *     6   offline and not cached
  *     7   load failed: the dynamic loader refused the object, no CUDA
- *         driver or device, no binary for this GPU, a CUDA driver error
+ *         driver or device, no binary for this GPU, a CUDA driver error,
+ *         no tvm-ffi runtime (or one of another version)
  *     9   kernel error: a tvm-ffi function called with kh_tvm_call()
  *         raised an error (only kh_tvm_call returns it)
  *
@@ -205,7 +206,8 @@ typedef struct kh_tvm_any {
  * hold KH_TVM_NONE before the call. Returns 0 on success. */
 typedef int (*kh_tvm_safe_call)(void* self, const kh_tvm_any* args, int32_t num_args, kh_tvm_any* result);
 
-/* Calls `function` (what kh_symbol() returned for a tvm-ffi kernel) with
+/* Calls `function`, which must be what kh_symbol() returned for a tvm-ffi
+ * kernel (anything else is called all the same, with undefined results), with
  * `num_args` arguments and stores what it returned in *result (NULL:
  * dropped): none, a bool, an integer, a float or an opaque pointer.
  * Returns 0; 9 when the function raised an error, whose kind and message

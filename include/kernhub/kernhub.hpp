@@ -283,10 +283,18 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
-// The address stored by a successful load() of `ref` in this process, or
-// nullptr. Not for the hot path: look it up once and keep the KernelFn.
+// The address stored by a successful load() of `ref` in this process (for a
+// tvm-ffi kernel its TVM FFI safe call), or nullptr; nullptr too for a CUDA
+// kernel. Not for the hot path: look it up once and keep the KernelFn.
 // Safe to call from any thread, also while other threads load.
 KERNHUB_API void* resolved_address(const std::string& ref);
+
+namespace detail {
+// KernelFn::resolve's lookup: the plain C function load() stored for `ref`.
+// Error(not_found) when `ref` was not loaded, Error(usage) when it holds a
+// CUDA kernel or a tvm-ffi function (CudaKernel, TvmFunction call those).
+KERNHUB_API void* c_function_address(const std::string& ref);
+}  // namespace detail
 
 template <class Signature>
 class KernelFn;
@@ -301,15 +309,9 @@ public:
     explicit KernelFn(void* address) : m_fn(reinterpret_cast<Pointer>(address)) {}
 
     // The kernel for `ref` from the resolved table. Throws Error(not_found)
-    // when it was not loaded in this process.
-    static KernelFn resolve(const std::string& ref) {
-        void* address = resolved_address(ref);
-        if (address == nullptr) {
-            throw Error(ErrorCode::not_found,
-                        "kernel '" + ref + "' is not loaded in this process; call Client::load or prewarm first");
-        }
-        return KernelFn(address);
-    }
+    // when it was not loaded in this process, Error(usage) when it is a CUDA
+    // kernel or a tvm-ffi function.
+    static KernelFn resolve(const std::string& ref) { return KernelFn(detail::c_function_address(ref)); }
 
     R operator()(Args... args) const { return m_fn(static_cast<Args>(args)...); }
     explicit operator bool() const noexcept { return m_fn != nullptr; }

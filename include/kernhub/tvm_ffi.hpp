@@ -49,11 +49,15 @@ enum class TvmType : std::int32_t {
 
 // One argument: null, a bool, an integer, a floating-point number, a
 // DLTensor* (DLPack's tensor descriptor; any struct of its 48-byte layout)
-// or an opaque pointer. Implicit, so a call reads f(&x, &y, 2.0, 3).
+// or an opaque pointer. Implicit, so a call reads f(&x, &y, 2.0, 3). A
+// pointer to anything but such a struct does not compile (a float* is no
+// tensor): wrap it with TvmArg::tensor or TvmArg::opaque.
 class TvmArg {
 public:
     TvmArg(std::nullptr_t) noexcept {}  // NOLINT(google-explicit-constructor)
-    TvmArg(bool value) noexcept {       // NOLINT(google-explicit-constructor)
+    // Exactly bool: a pointer or an enum must not become `true`.
+    template <class T, std::enable_if_t<std::is_same<T, bool>::value, int> = 0>
+    TvmArg(T value) noexcept {  // NOLINT(google-explicit-constructor)
         m_any.type_index = static_cast<std::int32_t>(TvmType::boolean);
         m_any.value.v_int64 = value ? 1 : 0;
     }
@@ -75,6 +79,8 @@ public:
         m_any.type_index = static_cast<std::int32_t>(TvmType::dl_tensor);
         m_any.value.v_ptr = const_cast<std::remove_const_t<T>*>(dl_tensor);
     }
+    template <class T, std::enable_if_t<!std::is_class<T>::value, int> = 0>
+    TvmArg(T* pointer) = delete;  // use TvmArg::tensor or TvmArg::opaque
     static TvmArg tensor(void* dl_tensor) noexcept {
         TvmArg arg(nullptr);
         arg.m_any.type_index = static_cast<std::int32_t>(TvmType::dl_tensor);
@@ -92,8 +98,6 @@ public:
 private:
     TvmAny m_any;
 };
-static_assert(sizeof(TvmArg) == sizeof(TvmAny) && std::is_standard_layout<TvmArg>::value,
-              "an array of TvmArg is passed as an array of TVMFFIAny");
 
 // What a function returned: none, a bool, an integer, a floating-point
 // number or an opaque pointer. (A function that returns anything else, such
@@ -120,9 +124,14 @@ public:
         if (type() != TvmType::boolean) wrong_type("a bool");
         return m_any.value.v_int64 != 0;
     }
+    void* as_pointer() const {
+        if (type() != TvmType::opaque_pointer) wrong_type("an opaque pointer");
+        return m_any.value.v_ptr;
+    }
     const TvmAny& any() const noexcept { return m_any; }
 
 private:
+    friend class TvmFunction;  // its call writes m_any in place
     [[noreturn]] void wrong_type(const char* wanted) const {
         throw Error(ErrorCode::usage, std::string("the tvm-ffi function returned type index ") +
                                           std::to_string(m_any.type_index) + ", not " + wanted);
@@ -149,20 +158,24 @@ public:
     // error is Error(kernel) with the kernel's message.
     template <class... Args>
     TvmResult operator()(Args&&... args) const {
-        const TvmArg packed[sizeof...(Args) + 1] = {TvmArg(std::forward<Args>(args))..., TvmArg(nullptr)};
+        const TvmAny packed[sizeof...(Args) + 1] = {TvmArg(std::forward<Args>(args)).any()..., TvmAny{}};
         return call(packed, sizeof...(Args));
     }
-    TvmResult call(const TvmArg* args, std::size_t count) const {
-        TvmAny result;  // kTVMFFINone, as the convention requires
-        const int status =
-            m_fn(nullptr, reinterpret_cast<const TvmAny*>(args), static_cast<std::int32_t>(count), &result);
+    // `count` cells at `args` (TvmArg(x).any() makes one).
+    TvmResult call(const TvmAny* args, std::size_t count) const {
+        if (m_fn == nullptr) empty();
+        // The callee writes its result straight into the returned object
+        // (kTVMFFINone before the call, as the convention requires): a copy
+        // of the 16-byte cell would read it back wider than it was written.
+        TvmResult result;
+        const int status = m_fn(nullptr, args, static_cast<std::int32_t>(count), &result.m_any);
         // Only none, bool, integer, float and opaque pointer results are
         // kept; anything else (an object, a small string) fails.
         if (status != 0 ||
-            static_cast<std::uint32_t>(result.type_index) > static_cast<std::uint32_t>(TvmType::opaque_pointer)) {
-            fail(status, result);
+            static_cast<std::uint32_t>(result.m_any.type_index) > static_cast<std::uint32_t>(TvmType::opaque_pointer)) {
+            fail(status, result.m_any);
         }
-        return TvmResult(result);
+        return result;
     }
     // A CUDA variant's call on `stream` of CUDA device `device` (0 to
     // 1023, else Error(usage)): the runtime's current stream for that
@@ -170,10 +183,10 @@ public:
     // afterwards, also when the call raises.
     template <class... Args>
     TvmResult on_stream(int device, void* stream, Args&&... args) const {
-        const TvmArg packed[sizeof...(Args) + 1] = {TvmArg(std::forward<Args>(args))..., TvmArg(nullptr)};
+        const TvmAny packed[sizeof...(Args) + 1] = {TvmArg(std::forward<Args>(args)).any()..., TvmAny{}};
         return call_on_stream(device, stream, packed, sizeof...(Args));
     }
-    TvmResult call_on_stream(int device, void* stream, const TvmArg* args, std::size_t count) const;
+    TvmResult call_on_stream(int device, void* stream, const TvmAny* args, std::size_t count) const;
 
     SafeCall get() const noexcept { return m_fn; }
     // The function's name, e.g. "add_one" (its symbol is __tvm_ffi_add_one).
@@ -185,6 +198,8 @@ private:
     // Throws for a non-zero status (the raised error, moved out of the
     // runtime and released) or an object result (released).
     [[noreturn]] void fail(int status, const TvmAny& result) const;
+    // Error(usage): a call of a default-constructed TvmFunction.
+    [[noreturn]] static void empty();
 
     SafeCall m_fn = nullptr;
     std::string m_name;

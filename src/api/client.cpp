@@ -33,6 +33,20 @@ void* resolved_address(const std::string& ref) {
     return loader::ResolvedTable::instance().find(ref);
 }
 
+void* detail::c_function_address(const std::string& ref) {
+    const loader::Resolved entry = loader::ResolvedTable::instance().find_entry(ref);
+    if (entry.address == nullptr) {
+        throw Error(ErrorCode::not_found,
+                    "kernel '" + ref + "' is not loaded in this process; call Client::load or prewarm first");
+    }
+    if (entry.cuda || entry.tvm_ffi) {
+        throw Error(ErrorCode::usage, "kernel '" + ref + "' is " +
+                                          (entry.cuda ? "a CUDA kernel; launch it through CudaKernel"
+                                                      : "a tvm-ffi function; call it through TvmFunction"));
+    }
+    return entry.address;
+}
+
 namespace {
 
 bool has_suffix(const std::string& path, const char* suffix) {
@@ -75,25 +89,39 @@ std::string choose_artifact(const FetchResult& fetched, const std::string& wante
                                           " has no shared object, fatbin or cubin to load");
 }
 
-// A tvm-ffi variant's library: the registry's "file", else the variant's
-// only top-level `_*.so` (kernel-builder names it _<name>_<backend>_<hash>.so
-// beside its Python glue).
-std::string choose_tvm_ffi_library(const FetchResult& fetched, const std::string& wanted) {
-    if (!wanted.empty()) return choose_artifact(fetched, wanted);
+// `_*.so` files of a variant at `depth` folders down (0: its top level).
+std::vector<std::string> tvm_ffi_libraries(const FetchResult& fetched, int depth) {
     std::vector<std::string> found;
     for (const auto& file : fetched.files) {
-        if (file.path.find('/') == std::string::npos && file.path.front() == '_' && has_suffix(file.path, ".so")) {
-            found.push_back(file.path);
+        const std::string& path = file.path;
+        const std::size_t slash = path.rfind('/');
+        const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+        if (std::count(path.begin(), path.end(), '/') == depth && name.size() > 4 && name.front() == '_' &&
+            has_suffix(name, ".so")) {
+            found.push_back(path);
         }
     }
-    if (found.size() == 1) return found.front();
-    if (found.empty()) {
-        throw Error(ErrorCode::not_found, "tvm-ffi variant " + fetched.variant + " of " + fetched.repo_id +
-                                              " has no library (a _*.so file at its top level)");
+    return found;
+}
+
+// A tvm-ffi variant's library: the registry's "file", else the variant's
+// only top-level `_*.so` (kernel-builder names it _<name>_<backend>_<hash>.so
+// beside its Python glue), else its only `_*.so` one folder down (the
+// layout with a Python package folder).
+std::string choose_tvm_ffi_library(const FetchResult& fetched, const std::string& wanted) {
+    if (!wanted.empty()) return choose_artifact(fetched, wanted);
+    for (int depth : {0, 1}) {
+        const std::vector<std::string> found = tvm_ffi_libraries(fetched, depth);
+        if (found.size() == 1) return found.front();
+        if (found.size() > 1) {
+            throw Error(ErrorCode::usage, "tvm-ffi variant " + fetched.variant + " of " + fetched.repo_id +
+                                              " has several libraries (" + join(found, ", ") +
+                                              "); name one with \"file\" in the registry");
+        }
     }
-    throw Error(ErrorCode::usage, "tvm-ffi variant " + fetched.variant + " of " + fetched.repo_id +
-                                      " has several libraries (" + join(found, ", ") +
-                                      "); name one with \"file\" in the registry");
+    throw Error(ErrorCode::not_found, "tvm-ffi variant " + fetched.variant + " of " + fetched.repo_id +
+                                          " has no library (a _*.so file at its top level or one folder down); "
+                                          "name the library with \"file\" in the registry");
 }
 
 // The runtime for a tvm-ffi variant, bound before its library is loaded

@@ -119,7 +119,10 @@ struct Locker {
         } else if (choice.selection.chosen) {
             wanted.push_back(*choice.selection.chosen);
         } else {
-            throw Error(ErrorCode::not_found,
+            // As for fetch: a variant that only lacks its runtime is a load
+            // failure (install the runtime), not a missing variant.
+            const bool runtime_missing = !choice.selection.runtime_problem.empty();
+            throw Error(runtime_missing ? ErrorCode::load : ErrorCode::not_found,
                         "no build variant of kernel '" + spec.name + "' fits this host (" +
                             select::describe(request.host) + "): " + hub::describe_rejections(choice.selection) +
                             (choice.selection.runtime_problem.empty() ? std::string()

@@ -13,7 +13,9 @@ CudaKernel CudaKernel::resolve(const std::string& ref) {
                     "kernel '" + ref + "' is not loaded in this process; call Client::load or prewarm first");
     }
     if (!entry.cuda) {
-        throw Error(ErrorCode::usage, "kernel '" + ref + "' is a CPU function; call it through KernelFn");
+        throw Error(ErrorCode::usage, "kernel '" + ref + "' is " +
+                                          (entry.tvm_ffi ? "a tvm-ffi function; call it through TvmFunction"
+                                                         : "a CPU function; call it through KernelFn"));
     }
     return CudaKernel(entry.address, entry.device);
 }

@@ -96,8 +96,12 @@ void TvmFunction::fail(int status, const TvmAny& result) const {
                 raised.backtrace);
 }
 
-TvmResult TvmFunction::call_on_stream(int device, void* stream, const TvmArg* args, std::size_t count) const {
-    if (m_fn == nullptr) throw Error(ErrorCode::usage, "call of an empty TvmFunction; resolve it first");
+void TvmFunction::empty() {
+    throw Error(ErrorCode::usage, "call of an empty TvmFunction; resolve it first (TvmFunction::resolve)");
+}
+
+TvmResult TvmFunction::call_on_stream(int device, void* stream, const TvmAny* args, std::size_t count) const {
+    if (m_fn == nullptr) empty();
     check_device(device);
     StreamScope scope(bound_runtime("a call on a stream"), device, stream);
     return call(args, count);

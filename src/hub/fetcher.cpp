@@ -523,7 +523,7 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
                     [](const select::Rejection& rejection) { return rejection.missing_runtime; });
     if (!choice.selection.chosen && runtime_missing) {
         throw Error(ErrorCode::load,
-                    "no build variant of " + repo_at(request.repo, request.revision) + " fits " + "this host (" +
+                    "no build variant of " + repo_at(request.repo, request.revision) + " fits this host (" +
                         select::describe(request.host) + "): " + describe_rejections(choice.selection) + "; " +
                         choice.selection.runtime_problem + " (--target fetches a variant without the runtime)");
     }

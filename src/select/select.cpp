@@ -223,14 +223,17 @@ Selection select_by_detection(const HostFacts& host, const std::vector<Candidate
     // tvm-ffi candidates that passed every other check need the runtime,
     // which is asked only when one of them would beat the best other match:
     // answering binds libtvm_ffi.so, which a native choice must not cost.
+    // Once asked, every tvm-ffi candidate gets its real reason, so "lower
+    // preference" keeps meaning "fits, but ranks lower".
     std::stable_sort(waiting.begin(), waiting.end(), [](const Waiting& a, const Waiting& b) { return a.key > b.key; });
     std::optional<RuntimeProbe> runtime;
     for (const Waiting& candidate : waiting) {
-        if (best && !(candidate.key > best_key)) break;  // the rest rank lower: "lower preference"
+        const bool could_win = !best || candidate.key > best_key;
+        if (!could_win && !runtime) break;  // never asked: the rest rank lower
         if (!runtime) runtime = host.tvm_ffi ? host.tvm_ffi() : RuntimeProbe{std::nullopt, "none is bound"};
         if (auto reason = tvm_ffi_reason(*runtime, candidate.variant)) {
             reasons[candidate.index] = std::move(reason);
-        } else {
+        } else if (could_win) {
             best = candidate.index;
             best_key = candidate.key;
         }

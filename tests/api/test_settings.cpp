@@ -296,7 +296,7 @@ TEST_CASE("Options::max_wait_seconds and Options::cancel reach the hub transport
     }
 }
 
-TEST_CASE("hub-answer bounds: option, then variable, then default; bad values are usage errors", "[api]") {
+TEST_CASE("hub-answer bounds: option, then variable, then default, and bad values are usage errors", "[api]") {
     Options o = with_cache();
     const api::Settings defaults = api::resolve_settings(o, env_of({}));
     CHECK(defaults.max_listing_entries == 100000);
@@ -349,7 +349,7 @@ TEST_CASE("hub-answer bounds: option, then variable, then default; bad values ar
     CHECK_THROWS_WITH(api::resolve_settings(bad, env_of({})), Catch::Contains("Options::max_listing_bytes"));
 }
 
-TEST_CASE("archive caps: option, then KERNHUB_ARCHIVE_*, then the defaults; junk is a usage error", "[api]") {
+TEST_CASE("archive caps: option, then KERNHUB_ARCHIVE_*, then the defaults, and junk is a usage error", "[api]") {
     Options o = with_cache();
     const api::Settings plain = api::resolve_settings(o, env_of({}));
     CHECK(plain.archive_max_bytes == 0);  // the ratio rule

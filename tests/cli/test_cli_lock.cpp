@@ -332,7 +332,7 @@ TEST_CASE("prewarm checks a plain file no digest covers against its pin while it
     }
 }
 
-TEST_CASE("prewarm without a lock says to run kernhub lock; offline it only verifies what is cached") {
+TEST_CASE("prewarm without a lock says to run kernhub lock, and offline it only verifies what is cached") {
     LockProject p;
     check_error(p.run("prewarm"), 3, {"kernhub.lock", "kernhub lock"});
     check_error(p.run("prewarm", {"--lock", (p.project / "missing.lock").string()}), 3, {"missing.lock"});

@@ -58,7 +58,7 @@ DeviceTensor tensor_at(void* data, std::int32_t device_type, std::int64_t* lengt
 
 }  // namespace
 
-TEST_CASE("a CUDA tvm-ffi kernel runs on the caller's stream and computes add_one",
+TEST_CASE("a CUDA tvm-ffi kernel called on_stream (the default stream) computes add_one",
           "[gpu][needs:tvm-ffi][needs:tvm-ffi-cuda][needs:sm_80]") {
     TvmHub hub;
     TempDir dir;

@@ -282,7 +282,7 @@ std::vector<SelectRow> tvm_ffi_rows() {
          {},
          tvm01_cpu,
          {why(tvm02_cpu, "needs tvm-ffi 0.2, the runtime is tvm-ffi 0.1"),
-          lower("tvm-ffi00-cpu-x86_64-linux", tvm01_cpu)}},
+          why("tvm-ffi00-cpu-x86_64-linux", "needs tvm-ffi 0.0, the runtime is tvm-ffi 0.1")}},
         {"an older tvm-ffi the runtime cannot run is named when nothing fits",
          with_tvm_ffi(k_cpu_host, 0, 1),
          {cand("tvm-ffi00-cpu-x86_64-linux")},

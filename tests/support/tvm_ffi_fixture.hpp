@@ -23,6 +23,8 @@ namespace kernhub::test {
 //                                                -1 for None, else x's length
 //   greeting(bool long_form) -> String           "hi" (a small string in the
 //                                                result cell) or a string object
+//   current_stream(int64_t device) -> void*     TVMFFIEnvGetStream(kDLCUDA, device),
+//                                                an opaque pointer (no GPU needed)
 // and a data object __tvm_ffi_not_code (char[16]), named like a function.
 // Empty when the build did not make it.
 std::filesystem::path tvm_ffi_fixture_so();

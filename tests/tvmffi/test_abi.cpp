@@ -4,6 +4,7 @@
 // and type index must agree, or this file does not compile.
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <type_traits>
 
 #include "kernhub/kernhub.h"
 #include "kernhub/tvm_ffi.hpp"
@@ -75,3 +76,20 @@ TEST_CASE("kernhub's TVM FFI declarations match the wheel's c_api.h", "[tvm-ffi]
                              "kh_other", "__tvm_ffi_b"}) == std::vector<std::string>{"add_one", "b"});
 }
 #endif
+
+// A raw pointer or an enum is no argument: only a DLTensor-shaped struct
+// pointer converts implicitly (TvmArg::tensor and TvmArg::opaque wrap the
+// rest), and only a real bool becomes a bool.
+enum Plain { plain_value };
+static_assert(!std::is_convertible<float*, kernhub::TvmArg>::value, "float*");
+static_assert(!std::is_convertible<void*, kernhub::TvmArg>::value, "void*");
+static_assert(!std::is_convertible<const char*, kernhub::TvmArg>::value, "const char*");
+static_assert(!std::is_convertible<Plain, kernhub::TvmArg>::value, "unscoped enum");
+struct FortyEight {
+    char bytes[48];
+};
+static_assert(std::is_convertible<FortyEight*, kernhub::TvmArg>::value, "DLTensor-shaped struct");
+static_assert(std::is_convertible<bool, kernhub::TvmArg>::value && std::is_convertible<int, kernhub::TvmArg>::value &&
+                  std::is_convertible<double, kernhub::TvmArg>::value &&
+                  std::is_convertible<std::nullptr_t, kernhub::TvmArg>::value,
+              "scalars and null");

@@ -137,7 +137,7 @@ TEST_CASE("tvm-ffi fixture: a plain shared object named as a tvm-ffi variant shi
     CHECK(facts.type == "DYN");
     CHECK(std::count(facts.needed.begin(), facts.needed.end(), "libtvm_ffi.so") == 1);
     for (const char* name : {"__tvm_ffi_add_one", "__tvm_ffi_scaled_sum", "__tvm_ffi_add_int",
-                             "__tvm_ffi_length_or_minus_one", "__tvm_ffi_greeting"}) {
+                             "__tvm_ffi_length_or_minus_one", "__tvm_ffi_greeting", "__tvm_ffi_current_stream"}) {
         CHECK(std::count(facts.exported_functions.begin(), facts.exported_functions.end(), name) == 1);
     }
     // Hidden visibility: no C-named function but the tvm-ffi entry points

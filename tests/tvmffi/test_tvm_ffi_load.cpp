@@ -231,7 +231,8 @@ TEST_CASE("a missing tvm-ffi function is not_found naming the ones that exist", 
     CHECK(e.code() == ErrorCode::not_found);
     INFO(e.message());
     CHECK(e.message().find("no tvm-ffi function 'add_two' (symbol __tvm_ffi_add_two)") != std::string::npos);
-    CHECK(e.message().find("its functions: add_int, add_one, greeting, length_or_minus_one, scaled_sum;") !=
+    CHECK(e.message().find(
+              "its functions: add_int, add_one, current_stream, greeting, length_or_minus_one, scaled_sum;") !=
           std::string::npos);
     // tvm-ffi's internal symbols are not functions to load.
     e = error_of([&] { client.load("tvm-add-one", "__tvm_ffi__library_ctx"); });
@@ -248,7 +249,7 @@ TEST_CASE("a missing tvm-ffi function is not_found naming the ones that exist", 
     CHECK(error_of([] { kernhub::TvmFunction::resolve("never-loaded"); }).code() == ErrorCode::not_found);
 }
 
-TEST_CASE("a process binds one tvm-ffi runtime; naming another fails to load", "[tvm-ffi][needs:tvm-ffi]") {
+TEST_CASE("a process binds one tvm-ffi runtime, and naming another fails to load", "[tvm-ffi][needs:tvm-ffi]") {
     Setup setup;
     kernhub::Client client(setup.options());
     client.load("tvm-add-one");
@@ -266,6 +267,9 @@ TEST_CASE("a process binds one tvm-ffi runtime; naming another fails to load", "
     CHECK(third.load("tvm-add-int").kind == "tvm-ffi");
 }
 
+// Like every test here, this relies on ctest running each test case in a
+// process of its own (catch_discover_tests): the runtime binding is
+// process-wide, and this case needs a process where none happened yet.
 TEST_CASE("a runtime already in the process is the one kernhub binds, and no other may join it",
           "[tvm-ffi][needs:tvm-ffi]") {
     // The host application (or Python) loaded libtvm_ffi.so before kernhub.
@@ -351,15 +355,25 @@ TEST_CASE("on_stream sets the runtime's stream for the call and restores it, als
     // round trip.
     int marker = 0;
     void* const outer = &marker;
+    void* const inner = reinterpret_cast<void*>(0x1000);
     CHECK(kernhub::set_tvm_ffi_stream(3, outer) == nullptr);
+    // The kernel sees the caller's stream during the call (current_stream
+    // returns what a CUDA kernel would launch on), and the previous one after.
+    client.load("tvm-current-stream");
+    auto current_stream = kernhub::TvmFunction::resolve("tvm-current-stream");
+    CHECK(current_stream(3).as_pointer() == outer);
+    CHECK(current_stream.on_stream(3, inner, 3).as_pointer() == inner);
+    CHECK(current_stream.on_stream(3, inner, 4).as_pointer() == nullptr);  // another device: untouched
+    CHECK(current_stream(3).as_pointer() == outer);
     auto add_int = kernhub::TvmFunction::resolve("tvm-add-int");
-    CHECK(add_int.on_stream(3, reinterpret_cast<void*>(0x1000), 1, 2).as_int() == 3);
+    CHECK(add_int.on_stream(3, inner, 1, 2).as_int() == 3);
     CHECK(kernhub::set_tvm_ffi_stream(3, outer) == outer);
     auto add_one = kernhub::TvmFunction::resolve("tvm-add-one");
     Vector ints(std::vector<std::int32_t>{1});
     CHECK(error_of([&] { add_one.on_stream(3, reinterpret_cast<void*>(0x2000), &ints.tensor, &ints.tensor); }).code() ==
           ErrorCode::kernel);
     CHECK(kernhub::set_tvm_ffi_stream(3, nullptr) == outer);
+    CHECK(current_stream(3).as_pointer() == nullptr);
     // Each device has its own.
     CHECK(kernhub::set_tvm_ffi_stream(4, nullptr) == nullptr);
     // A device number the runtime could not index is refused before it.
@@ -418,7 +432,7 @@ TEST_CASE("kernhub load of a tvm-ffi kernel prints the function and the runtime"
 
     // A function the library lacks: exit 3 naming the ones it has.
     cli::check_error(box.kh("load", "tvm-missing", endpoint, {"--registry", registry.string(), "-q"}, with_runtime()),
-                     3, {"'add_two'", "add_int, add_one, greeting, length_or_minus_one, scaled_sum"});
+                     3, {"'add_two'", "add_int, add_one, current_stream, greeting, length_or_minus_one, scaled_sum"});
 }
 
 TEST_CASE("kernhub inspect lists the functions of a tvm-ffi library", "[tvm-ffi][cli][needs:tvm-ffi]") {
@@ -427,11 +441,12 @@ TEST_CASE("kernhub inspect lists the functions of a tvm-ffi library", "[tvm-ffi]
     INFO(cli::describe(r));
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("NEEDED libtvm_ffi.so\n") != std::string::npos);
-    CHECK(r.out.find("  tvm-ffi functions (5):\n    add_int\n    add_one\n    greeting\n    length_or_minus_one\n    "
+    CHECK(r.out.find("  tvm-ffi functions (6):\n    add_int\n    add_one\n    current_stream\n    greeting\n    "
+                     "length_or_minus_one\n    "
                      "scaled_sum\n") != std::string::npos);
     auto j = cli::parse_stdout(box.run({"inspect", tvm_ffi_fixture_so().string(), "--json"}));
-    CHECK(j["tvm_ffi_functions"] ==
-          nlohmann::json::array({"add_int", "add_one", "greeting", "length_or_minus_one", "scaled_sum"}));
+    CHECK(j["tvm_ffi_functions"] == nlohmann::json::array({"add_int", "add_one", "current_stream", "greeting",
+                                                           "length_or_minus_one", "scaled_sum"}));
     // A plain C library has none.
     j = cli::parse_stdout(box.run({"inspect", good_fixture_so().string(), "--json"}));
     CHECK(j["tvm_ffi_functions"] == nlohmann::json::array());

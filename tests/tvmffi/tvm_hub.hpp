@@ -77,6 +77,7 @@ inline json registry() {
               {"tvm-length", entry("length_or_minus_one")},
               {"tvm-missing", entry("add_two")},
               {"tvm-greeting", entry("greeting")},
+              {"tvm-current-stream", entry("current_stream")},
               {"tvm-data", entry("not_code")},
               {"tvm-internal", entry("_library_ctx")},
               {"tvm-cuda-add-one", entry("add_one_cuda")}}}};
