@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/cli_support.hpp"
+#include "kernhub/cuda.hpp"
 #include "kernhub/kernhub.h"
 #include "kernhub/kernhub.hpp"
 #include "kernhub/tvm_ffi.hpp"
@@ -245,6 +246,18 @@ TEST_CASE("a missing tvm-ffi function is not_found naming the ones that exist", 
     e = error_of([&] { client.load("tvm-data"); });
     CHECK(e.code() == ErrorCode::not_found);
     CHECK(e.message().find("exports data, not a tvm-ffi function, as 'not_code'") != std::string::npos);
+    // A tvm-ffi entry is no plain C function and no CUDA kernel.
+    client.load("tvm-add-int");
+    e = error_of([] { kernhub::KernelFn<std::int64_t(std::int64_t, std::int64_t)>::resolve("tvm-add-int"); });
+    CHECK(e.code() == ErrorCode::usage);
+    CHECK(e.message().find("a tvm-ffi function; call it through TvmFunction") != std::string::npos);
+    e = error_of([] { kernhub::CudaKernel::resolve("tvm-add-int"); });
+    CHECK(e.code() == ErrorCode::usage);
+    CHECK(e.message().find("TvmFunction") != std::string::npos);
+    // A library inside a package folder of the variant is found there.
+    const kernhub::LoadResult nested = client.load("tvm-nested");
+    CHECK(nested.file.find("/kh_tvm_ops/" + tvm_ffi_fixture_so().filename().string()) != std::string::npos);
+    CHECK(kernhub::TvmFunction::resolve("tvm-nested")(2, 3).as_int() == 5);
     // TvmFunction only takes what a tvm-ffi load stored.
     CHECK(error_of([] { kernhub::TvmFunction::resolve("never-loaded"); }).code() == ErrorCode::not_found);
 }

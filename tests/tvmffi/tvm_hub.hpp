@@ -50,6 +50,7 @@ inline std::string cuda_variant() {
 }
 
 inline const char* k_repo = "kernhub-test/tvm-ops";
+inline const char* k_nested_repo = "kernhub-test/tvm-nested";
 
 inline json variant_files(const std::string& variant, const fs::path& library) {
     const std::string dir = "build/" + variant + "/";
@@ -63,7 +64,17 @@ inline json spec() {
     files.update(variant_files(future_variant(), tvm_ffi_fixture_so()));
     if (!cuda_variant().empty()) files.update(variant_files(cuda_variant(), tvm_ffi_cuda_fixture_so()));
     json commit = {{"message", "tvm-ffi kernels"}, {"branches", {"main"}}, {"metadata", true}, {"files", files}};
-    return {{"repos", {{{"repo_id", k_repo}, {"type", "kernel"}, {"commits", {commit}}}}}};
+    // The layout with the library inside a Python package folder.
+    const std::string nested_dir = "build/" + cpu_variant() + "/kh_tvm_ops/";
+    json nested = {{"message", "nested tvm-ffi library"},
+                   {"branches", {"main"}},
+                   {"metadata", true},
+                   {"files",
+                    {{nested_dir + tvm_ffi_fixture_so().filename().string(), {{"path", tvm_ffi_fixture_so().string()}}},
+                     {nested_dir + "__init__.py", {{"text", "from ._ops import ops\n"}}}}}};
+    return {{"repos",
+             {{{"repo_id", k_repo}, {"type", "kernel"}, {"commits", {commit}}},
+              {{"repo_id", k_nested_repo}, {"type", "kernel"}, {"commits", {nested}}}}}};
 }
 
 // Registry names for each fixture function (and one it lacks).
@@ -78,6 +89,7 @@ inline json registry() {
               {"tvm-missing", entry("add_two")},
               {"tvm-greeting", entry("greeting")},
               {"tvm-current-stream", entry("current_stream")},
+              {"tvm-nested", {{"repo_id", k_nested_repo}, {"revision", "main"}, {"symbol", "add_int"}}},
               {"tvm-data", entry("not_code")},
               {"tvm-internal", entry("_library_ctx")},
               {"tvm-cuda-add-one", entry("add_one_cuda")}}}};
