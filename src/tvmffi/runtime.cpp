@@ -70,6 +70,7 @@ std::vector<std::string> python_folders(const std::string& lib) {
     ::closedir(dir);
     std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     std::vector<std::string> folders;
+    folders.reserve(found.size());
     for (auto& entry : found) folders.push_back(std::move(entry.second));
     return folders;
 }
