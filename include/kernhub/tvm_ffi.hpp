@@ -196,7 +196,8 @@ public:
 private:
     TvmFunction(SafeCall fn, std::string name) : m_fn(fn), m_name(std::move(name)) {}
     // Throws for a non-zero status (the raised error, moved out of the
-    // runtime and released) or an object result (released).
+    // runtime and released) or a result kernhub does not keep (an object
+    // result is released first).
     [[noreturn]] void fail(int status, const TvmAny& result) const;
     // Error(usage): a call of a default-constructed TvmFunction.
     [[noreturn]] static void empty();
