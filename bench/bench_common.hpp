@@ -8,6 +8,7 @@
 #pragma once
 
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <sys/utsname.h>
 
@@ -108,6 +109,17 @@ struct DemoCache {
 inline DemoCache& demo_cache() {
     static DemoCache cache;
     return cache;
+}
+
+// `symbol` of the demo kernel, dlopen'ed from the warmed cache with no
+// kernhub in between: the plain-pointer baseline. Throws when it is missing.
+template <class Fn>
+Fn* demo_function(const char* symbol) {
+    void* handle = ::dlopen(demo_cache().so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) throw std::runtime_error(std::string("dlopen: ") + ::dlerror());
+    auto* fn = reinterpret_cast<Fn*>(::dlsym(handle, symbol));
+    if (fn == nullptr) throw std::runtime_error(std::string("dlsym ") + symbol + " failed");
+    return fn;
 }
 
 // Runs body(); turns an exception into SkipWithError so one failing case

@@ -70,14 +70,7 @@ void BM_Dispatch_Direct(benchmark::State& state) {
 
 void BM_Dispatch_DlsymPointer(benchmark::State& state) {
     VectorAdd* fn = nullptr;
-    if (!khbench::guarded(state, [&] {
-            void* handle = ::dlopen(khbench::demo_cache().so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-            if (handle == nullptr) throw std::runtime_error(std::string("dlopen: ") + ::dlerror());
-            fn = reinterpret_cast<VectorAdd*>(::dlsym(handle, "kh_vector_add"));
-            if (fn == nullptr) throw std::runtime_error("dlsym kh_vector_add failed");
-        })) {
-        return;
-    }
+    if (!khbench::guarded(state, [&] { fn = khbench::demo_function<VectorAdd>("kh_vector_add"); })) return;
     run_calls(state, [fn](const float* a, const float* b, float* out, std::size_t n) { fn(a, b, out, n); });
 }
 

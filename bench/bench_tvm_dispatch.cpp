@@ -269,14 +269,7 @@ struct Buffers {
 
 void BM_TvmDispatch_TensorPlainPointer(benchmark::State& state) {
     VectorAdd* fn = nullptr;
-    if (!khbench::guarded(state, [&] {
-            void* handle = ::dlopen(khbench::demo_cache().so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-            if (handle == nullptr) throw std::runtime_error(std::string("dlopen: ") + ::dlerror());
-            fn = reinterpret_cast<VectorAdd*>(::dlsym(handle, "kh_vector_add"));
-            if (fn == nullptr) throw std::runtime_error("dlsym kh_vector_add failed");
-        })) {
-        return;
-    }
+    if (!khbench::guarded(state, [&] { fn = khbench::demo_function<VectorAdd>("kh_vector_add"); })) return;
     Buffers buffers(state.range(0));
     const float* pa = buffers.a;
     const float* pb = buffers.b;
