@@ -34,11 +34,7 @@ void* resolved_address(const std::string& ref) {
 }
 
 void* detail::c_function_address(const std::string& ref) {
-    const loader::Resolved entry = loader::ResolvedTable::instance().find_entry(ref);
-    if (entry.address == nullptr) {
-        throw Error(ErrorCode::not_found,
-                    "kernel '" + ref + "' is not loaded in this process; call Client::load or prewarm first");
-    }
+    const loader::Resolved entry = loader::ResolvedTable::instance().require(ref);
     if (entry.cuda || entry.tvm_ffi) {
         throw Error(ErrorCode::usage, "kernel '" + ref + "' is " +
                                           (entry.cuda ? "a CUDA kernel; launch it through CudaKernel"

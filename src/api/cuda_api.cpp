@@ -7,11 +7,7 @@
 namespace kernhub {
 
 CudaKernel CudaKernel::resolve(const std::string& ref) {
-    loader::Resolved entry = loader::ResolvedTable::instance().find_entry(ref);
-    if (entry.address == nullptr) {
-        throw Error(ErrorCode::not_found,
-                    "kernel '" + ref + "' is not loaded in this process; call Client::load or prewarm first");
-    }
+    loader::Resolved entry = loader::ResolvedTable::instance().require(ref);
     if (!entry.cuda) {
         throw Error(ErrorCode::usage, "kernel '" + ref + "' is " +
                                           (entry.tvm_ffi ? "a tvm-ffi function; call it through TvmFunction"

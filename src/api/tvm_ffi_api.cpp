@@ -62,11 +62,7 @@ private:
 }  // namespace
 
 TvmFunction TvmFunction::resolve(const std::string& ref) {
-    loader::Resolved entry = loader::ResolvedTable::instance().find_entry(ref);
-    if (entry.address == nullptr) {
-        throw Error(ErrorCode::not_found,
-                    "kernel '" + ref + "' is not loaded in this process; call Client::load or prewarm first");
-    }
+    loader::Resolved entry = loader::ResolvedTable::instance().require(ref);
     if (!entry.tvm_ffi) {
         throw Error(ErrorCode::usage, "kernel '" + ref + "' is not a tvm-ffi function; call it through " +
                                           (entry.cuda ? "CudaKernel" : "KernelFn"));

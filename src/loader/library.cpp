@@ -171,6 +171,15 @@ Resolved ResolvedTable::find_entry(const std::string& key) const {
     return it == m_table.end() ? Resolved{} : it->second;
 }
 
+Resolved ResolvedTable::require(const std::string& key) const {
+    Resolved entry = find_entry(key);
+    if (entry.address == nullptr) {
+        throw Error(ErrorCode::not_found,
+                    "kernel '" + key + "' is not loaded in this process; call Client::load or prewarm first");
+    }
+    return entry;
+}
+
 std::size_t ResolvedTable::size() const {
     std::lock_guard<std::mutex> lock(m_mutex);
     return m_table.size();

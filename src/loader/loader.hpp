@@ -81,6 +81,8 @@ public:
     void* find(const std::string& key) const;
     // Whatever the key holds; address nullptr when absent.
     Resolved find_entry(const std::string& key) const;
+    // find_entry, or Error(not_found) saying to load `key` first.
+    Resolved require(const std::string& key) const;
     std::size_t size() const;
 
 private:

@@ -101,6 +101,17 @@ struct Setup {
         o.retries = 0;
         return o;
     }
+
+    // A C API handle on the same hub, cache and registry (the runtime left
+    // to the setting or the search); the caller frees it.
+    kh_hub* c_hub() {
+        kh_hub* handle = kh_hub_new();
+        REQUIRE(handle != nullptr);
+        CHECK(kh_hub_set(handle, "endpoint", hub.server().endpoint().c_str()) == 0);
+        CHECK(kh_hub_set(handle, "cache_dir", (dir.path() / "cache").c_str()) == 0);
+        CHECK(kh_hub_set(handle, "registry", registry.c_str()) == 0);
+        return handle;
+    }
 };
 
 kernhub::Error error_of(const std::function<void()>& call) {
@@ -196,11 +207,7 @@ TEST_CASE("a result kernhub does not read fails the call: a small string, and a 
     CHECK(e.code() == ErrorCode::usage);
     CHECK(e.message().find("returned an object of type index 65") != std::string::npos);
 
-    kh_hub* hub = kh_hub_new();
-    REQUIRE(hub != nullptr);
-    CHECK(kh_hub_set(hub, "endpoint", setup.hub.server().endpoint().c_str()) == 0);
-    CHECK(kh_hub_set(hub, "cache_dir", (setup.dir.path() / "cache").c_str()) == 0);
-    CHECK(kh_hub_set(hub, "registry", setup.registry.c_str()) == 0);
+    kh_hub* hub = setup.c_hub();
     REQUIRE(kh_prewarm(hub, "tvm-greeting") == 0);
     kh_tvm_any arg;
     std::memset(&arg, 0, sizeof arg);
@@ -307,11 +314,7 @@ TEST_CASE("a runtime already in the process is the one kernhub binds, and no oth
 
 TEST_CASE("the C API prewarms a tvm-ffi kernel and calls it through kh_tvm_call", "[tvm-ffi][capi][needs:tvm-ffi]") {
     Setup setup;
-    kh_hub* hub = kh_hub_new();
-    REQUIRE(hub != nullptr);
-    CHECK(kh_hub_set(hub, "endpoint", setup.hub.server().endpoint().c_str()) == 0);
-    CHECK(kh_hub_set(hub, "cache_dir", (setup.dir.path() / "cache").c_str()) == 0);
-    CHECK(kh_hub_set(hub, "registry", setup.registry.c_str()) == 0);
+    kh_hub* hub = setup.c_hub();
     CHECK(kh_hub_set(hub, "tvm_ffi_library", tvm_ffi_runtime_library().c_str()) == 0);
     REQUIRE(kh_prewarm(hub, "tvm-add-int") == 0);
     REQUIRE(kh_prewarm(hub, "tvm-add-one") == 0);
