@@ -9,6 +9,38 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Wall time per phase, printed as one table when the script ends (also on
+# failure). A report, not an assertion: nothing fails on time. When
+# KERNHUB_PHASE_TIMES names a file, each row is appended to it too, so that
+# .ci/run can print one table for all its passes.
+pass=normal
+phase_rows=()
+phase_started=0
+phase_name=""
+now() { date +%s.%N; }
+phase() {
+  phase_end
+  phase_name="$1"
+  phase_started=$(now)
+}
+phase_end() {
+  [ -n "$phase_name" ] || return 0
+  local secs
+  secs=$(awk -v a="$phase_started" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+  phase_rows+=("$(printf '%-8s %-13s %8s s' "$pass" "$phase_name" "$secs")")
+  if [ -n "${KERNHUB_PHASE_TIMES:-}" ]; then
+    printf '%-8s %-13s %8s s\n' "$pass" "$phase_name" "$secs" >>"$KERNHUB_PHASE_TIMES"
+  fi
+  phase_name=""
+}
+print_phases() {
+  phase_end
+  [ ${#phase_rows[@]} -gt 0 ] || return 0
+  echo "tests/run.sh: wall time per phase"
+  printf '  %s\n' "${phase_rows[@]}"
+}
+trap print_phases EXIT
+
 dir=build
 flags=(-DKERNHUB_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 
@@ -16,20 +48,29 @@ flags=(-DKERNHUB_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 # "Threads"). The loopback hub is stdlib Python, so no virtual environment.
 if [ "${1:-}" = "--tsan" ]; then
   dir=build-tsan
+  pass=tsan
+  phase dependencies
   .ci/install-deps
+  phase configure
   cmake -S . -B "$dir" -G Ninja "${flags[@]}" -DKERNHUB_TSAN=ON >/dev/null
+  phase build
   cmake --build "$dir" -j"$(nproc)" --target test_threads
   # halt_on_error: the first race fails the test that raced.
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
-  exec ctest --test-dir "$dir" -L threads -j"$(nproc)" --output-on-failure
+  phase ctest
+  status=0
+  ctest --test-dir "$dir" -L threads -j"$(nproc)" --output-on-failure || status=$?
+  exit "$status"
 fi
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
+  pass=asan
   flags+=(-DKERNHUB_SANITIZE=ON)
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
 
+phase dependencies
 .ci/install-deps
 # Test-only Python peers (huggingface_hub for the cache interop test) live in
 # a virtual environment inside the build folder.
@@ -44,9 +85,12 @@ fi
 "$dir/venv-kernels-legacy/bin/python" -m pip install -q --disable-pip-version-check \
   -r tests/requirements-kernels-legacy.txt
 
+phase configure
 cmake -S . -B "$dir" -G Ninja "${flags[@]}" -DKERNHUB_TEST_PYTHON="$PWD/$dir/venv/bin/python" \
   -DKERNHUB_TEST_PYTHON_KERNELS_LEGACY="$PWD/$dir/venv-kernels-legacy/bin/python" >/dev/null
+phase build
 cmake --build "$dir" -j"$(nproc)"
+phase ctest
 # A test is skipped only when it could not start here (its executable exits
 # 77 before checking anything, printing "SKIPPED: <reason>"). Say how many
 # and why, then exit with ctest's status.
@@ -54,6 +98,7 @@ junit="$PWD/$dir/ctest-junit.xml"
 rm -f "$junit"
 status=0
 ctest --test-dir "$dir" -j"$(nproc)" --output-on-failure --output-junit "$junit" || status=$?
+phase_end
 if [ -f "$junit" ]; then
   python3 - "$junit" <<'PY' || echo "tests/run.sh: could not summarise the skipped tests from $junit" >&2
 import collections, sys, xml.etree.ElementTree as ET
