@@ -4,8 +4,8 @@
 #   tests/run.sh --sanitize   an AddressSanitizer + UBSan build in build-asan/
 #   tests/run.sh --tsan       a ThreadSanitizer build in build-tsan/ of only
 #                             what the thread tests need, running only them
-# It ends with how many tests were skipped and why, and exits with ctest's
-# status.
+# It ends with how many tests were skipped and why and a table of wall time
+# per phase, and exits with ctest's status.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
