@@ -23,18 +23,21 @@ phase() {
   phase_name="$1"
   phase_started=$(now)
 }
+# phase_end [NOTE]: closes the open phase as one row, NOTE appended.
 phase_end() {
   [ -n "$phase_name" ] || return 0
-  local secs
-  secs=$(awk -v a="$phase_started" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
-  phase_rows+=("$(printf '%-8s %-13s %8s s' "$pass" "$phase_name" "$secs")")
+  local row
+  row=$(printf '%-8s %-13s %8s s%s' "$pass" "$phase_name" \
+    "$(awk -v a="$phase_started" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')" "${1:-}")
+  phase_rows+=("$row")
   if [ -n "${KERNHUB_PHASE_TIMES:-}" ]; then
-    printf '%-8s %-13s %8s s\n' "$pass" "$phase_name" "$secs" >>"$KERNHUB_PHASE_TIMES"
+    echo "$row" >>"$KERNHUB_PHASE_TIMES"
   fi
   phase_name=""
 }
 print_phases() {
-  phase_end
+  local status=$?
+  phase_end "$([ "$status" -eq 0 ] || echo " (failed, exit $status)")"
   [ ${#phase_rows[@]} -gt 0 ] || return 0
   echo "tests/run.sh: wall time per phase"
   printf '  %s\n' "${phase_rows[@]}"
