@@ -13,8 +13,8 @@
 //   BM_Sigstore_ParseTrustedRoot  sigstore::parse_trusted_root of the
 //                                 production trusted_root.json
 //
-// The vectors are the real ones of ../shared/sigstore (KERNHUB_BENCH_SIGSTORE_DIR
-// overrides the build's path); without them every case is skipped.
+// The vectors are the real ones committed in tests/sigstore/vectors/, and the
+// root is the one kernhub builds in (src/sigstore/root/).
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
@@ -31,8 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path vectors() {
-    const char* env = std::getenv("KERNHUB_BENCH_SIGSTORE_DIR");
-    return env != nullptr && *env != '\0' ? fs::path(env) : fs::path(KERNHUB_BENCH_SIGSTORE_DIR);
+    return fs::path(KERNHUB_BENCH_SOURCE_DIR) / "tests" / "sigstore" / "vectors";
 }
 
 std::string read(const fs::path& path) {
@@ -43,7 +42,7 @@ std::string read(const fs::path& path) {
 
 struct Vectors {
     std::string bundle = read(vectors() / "bundle_v3_github.whl.sigstore");
-    std::string root_text = read(vectors() / "production_trusted_root.json");
+    std::string root_text = read(fs::path(KERNHUB_BENCH_SOURCE_DIR) / "src" / "sigstore" / "root" / "trusted_root.json");
     std::shared_ptr<const kernhub::sigstore::TrustedRoot> root =
         kernhub::sigstore::parse_trusted_root(root_text, "production root");
     kernhub::sigstore::ArtifactDigest artifact{

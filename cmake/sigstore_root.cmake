@@ -1,63 +1,30 @@
 # The default Sigstore trusted root: the public-good instance's
-# trusted_root.json as the `sigstore` package on PyPI ships it, taken from a
-# pinned wheel at configure time and compiled into the library
-# (docs/ARCHITECTURE.md, "Signatures"). The wheel is checked against its
-# SHA-256 before anything is read from it.
+# trusted_root.json, committed in src/sigstore/root/ with its provenance
+# (provenance.json: where it came from, when, its SHA-256), compiled into
+# the library (docs/ARCHITECTURE.md, "Signatures"). Configuring reads only
+# files of the project: nothing is downloaded.
 #
-#   -DKERNHUB_SIGSTORE_TRUSTED_ROOT=FILE  builds FILE in instead (an air-gapped
-#                                         build, a private instance, a newer root)
-#   -DKERNHUB_SIGSTORE_WHEEL=FILE         the pinned wheel, already downloaded
+#   -DKERNHUB_SIGSTORE_TRUSTED_ROOT=FILE  builds FILE in instead (a private
+#                                         instance, a newer root)
 set(KERNHUB_SIGSTORE_TRUSTED_ROOT "" CACHE FILEPATH
-    "trusted_root.json to build in as the default Sigstore root (empty: the one in the pinned sigstore wheel)")
-set(KERNHUB_SIGSTORE_WHEEL "" CACHE FILEPATH "the pinned sigstore wheel, when it is already on this machine")
-
-set(_kh_sigstore_version 4.5.1)
-set(_kh_sigstore_wheel_name sigstore-${_kh_sigstore_version}-py3-none-any.whl)
-set(_kh_sigstore_wheel_sha256 02e000197b34980f1d382741d6f83c2fecbcef7debf7304f36a5253f3c892cd9)
-set(_kh_sigstore_wheel_url
-    https://files.pythonhosted.org/packages/e1/e7/23dc324a6a5f0c1d8da0dfd8f862b0e3ec88e0b1302fdffd34628cdd6bb2/${_kh_sigstore_wheel_name})
-# The production root's place inside the wheel (sigstore 4.x).
-set(_kh_sigstore_member "sigstore/_store/https%3A%2F%2Ftuf-repo-cdn.sigstore.dev/trusted_root.json")
+    "trusted_root.json to build in as the default Sigstore root (empty: src/sigstore/root/trusted_root.json)")
 
 set(_kh_root_dir ${PROJECT_BINARY_DIR}/sigstore-root)
 if(KERNHUB_SIGSTORE_TRUSTED_ROOT)
   set(_kh_root_json ${KERNHUB_SIGSTORE_TRUSTED_ROOT})
   set(_kh_root_origin "the root given at build time (KERNHUB_SIGSTORE_TRUSTED_ROOT)")
 else()
-  set(_kh_wheel ${KERNHUB_SIGSTORE_WHEEL})
-  if(NOT _kh_wheel)
-    set(_kh_wheel ${_kh_root_dir}/${_kh_sigstore_wheel_name})
+  set(_kh_root_json ${PROJECT_SOURCE_DIR}/src/sigstore/root/trusted_root.json)
+  # The origin the library reports names the provenance's retrieval date;
+  # tests/sigstore/test_provenance.cpp checks the file against its record.
+  file(READ ${PROJECT_SOURCE_DIR}/src/sigstore/root/provenance.json _kh_provenance)
+  string(JSON _kh_retrieved ERROR_VARIABLE _kh_json_error GET "${_kh_provenance}" files 0 retrieved)
+  if(_kh_json_error)
+    message(FATAL_ERROR "src/sigstore/root/provenance.json: ${_kh_json_error}")
   endif()
-  if(EXISTS ${_kh_wheel})
-    file(SHA256 ${_kh_wheel} _kh_have)
-  endif()
-  if(NOT _kh_have STREQUAL _kh_sigstore_wheel_sha256)
-    if(KERNHUB_SIGSTORE_WHEEL)
-      message(FATAL_ERROR "KERNHUB_SIGSTORE_WHEEL=${KERNHUB_SIGSTORE_WHEEL} is not ${_kh_sigstore_wheel_name} "
-                          "(SHA-256 ${_kh_sigstore_wheel_sha256})")
-    endif()
-    message(STATUS "Downloading ${_kh_sigstore_wheel_name} from PyPI for the default Sigstore trusted root")
-    file(DOWNLOAD ${_kh_sigstore_wheel_url} ${_kh_wheel}.part STATUS _kh_status TIMEOUT 120
-         EXPECTED_HASH SHA256=${_kh_sigstore_wheel_sha256})
-    list(GET _kh_status 0 _kh_code)
-    if(NOT _kh_code EQUAL 0)
-      file(REMOVE ${_kh_wheel}.part)
-      list(GET _kh_status 1 _kh_reason)
-      message(FATAL_ERROR
-              "Could not download ${_kh_sigstore_wheel_url} (${_kh_reason}), which holds the public-good "
-              "Sigstore trusted root kernhub builds in. Without network: download that file elsewhere "
-              "(`pip download --no-deps sigstore==${_kh_sigstore_version}`) and pass "
-              "-DKERNHUB_SIGSTORE_WHEEL=FILE, or pass -DKERNHUB_SIGSTORE_TRUSTED_ROOT=trusted_root.json.")
-    endif()
-    file(RENAME ${_kh_wheel}.part ${_kh_wheel})
-  endif()
-  file(ARCHIVE_EXTRACT INPUT ${_kh_wheel} DESTINATION ${_kh_root_dir}/wheel PATTERNS "${_kh_sigstore_member}")
-  set(_kh_root_json "${_kh_root_dir}/wheel/${_kh_sigstore_member}")
-  if(NOT EXISTS "${_kh_root_json}")
-    message(FATAL_ERROR "${_kh_sigstore_wheel_name} has no ${_kh_sigstore_member}")
-  endif()
-  set(_kh_root_origin "the public-good root from sigstore ${_kh_sigstore_version} (PyPI)")
+  set(_kh_root_origin "the public-good root in src/sigstore/root (retrieved ${_kh_retrieved})")
 endif()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_kh_root_json})
 
 # The JSON as a byte array: no escaping rules to get wrong.
 file(READ "${_kh_root_json}" _kh_hex HEX)

@@ -87,6 +87,23 @@ def main():
     return report.finish()
 
 
+def readable_cli(cli, folder):
+    """A copy of the CLI, with the default registry where it looks for it
+    (../share/kernhub/registry.json), in a folder any user can read: the build
+    tree may lie under a private (0700) folder, as a home directory often is,
+    which the unprivileged user of (5) cannot enter."""
+    cli = Path(cli).resolve()
+    (folder / "bin").mkdir(parents=True)
+    (folder / "share" / "kernhub").mkdir(parents=True)
+    shutil.copy2(cli, folder / "bin" / "kernhub")
+    shutil.copy2(cli.parent / "share" / "kernhub" / "registry.json", folder / "share" / "kernhub" / "registry.json")
+    for path in (folder, folder / "bin", folder / "share", folder / "share" / "kernhub"):
+        os.chmod(path, 0o755)
+    os.chmod(folder / "bin" / "kernhub", 0o755)
+    os.chmod(folder / "share" / "kernhub" / "registry.json", 0o644)
+    return str(folder / "bin" / "kernhub")
+
+
 def run_checks(report, args, tmp, endpoint, commit, variant):
     filled = tmp / "hf-cache"
     download = (f"import huggingface_hub as h; print(h.snapshot_download({REPO!r}, repo_type='kernel', "
@@ -167,7 +184,10 @@ def run_checks(report, args, tmp, endpoint, commit, variant):
                 os.chmod(path, os.stat(path).st_mode & ~0o222 | 0o555 if name in dirs else 0o444)
     os.chmod(cache, 0o555)
     user = 65534 if os.geteuid() == 0 else None
-    r = kernhub(args.kernhub, [*base, str(cache)], offline_env, user=user)
+    cli = args.kernhub
+    if user is not None:
+        cli = readable_cli(args.kernhub, tmp / "as-nobody")
+    r = kernhub(cli, [*base, str(cache)], offline_env, user=user)
     report.check(r.returncode == 0 and len(json.loads(r.stdout or "{}").get("files", [])) == 3,
                  "(5) a read-only huggingface_hub cache works offline", f"exit {r.returncode}: {r.stderr}")
 

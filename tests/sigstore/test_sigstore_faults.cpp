@@ -15,6 +15,7 @@
 #include "support/sigstore_instance.hpp"
 #include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
+#include "support/build_paths.hpp"
 
 namespace ss = kernhub::sigstore;
 namespace kt = kernhub::test;

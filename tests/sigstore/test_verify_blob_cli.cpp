@@ -10,8 +10,6 @@ using namespace sigstore_vectors;
 using cli::check_error;
 using cli::Sandbox;
 
-KERNHUB_TEST_REQUIREMENT("needs:sigstore-vectors", [] { return why_missing(); });
-
 std::vector<std::string> github_args(const std::string& file = (dir() / "bundle_v3_github.whl").string()) {
     return {"verify-blob",
             file,
@@ -22,12 +20,12 @@ std::vector<std::string> github_args(const std::string& file = (dir() / "bundle_
             "--certificate-oidc-issuer",
             k_github_issuer,
             "--trusted-root",
-            (dir() / "production_trusted_root.json").string()};
+            production_root().string()};
 }
 
 const EnvChanges k_no_root_env = {{"KERNHUB_SIGSTORE_TRUSTED_ROOT", std::nullopt}};
 
-TEST_CASE("verify-blob: the production bundle verifies, in text and JSON", "[needs:sigstore-vectors]") {
+TEST_CASE("verify-blob: the production bundle verifies, in text and JSON", "[sigstore]") {
     Sandbox sandbox;
     auto args = github_args();
     args.insert(args.end(), {"--certificate-github-workflow-repository", k_github_repository});
@@ -48,7 +46,7 @@ TEST_CASE("verify-blob: the production bundle verifies, in text and JSON", "[nee
     CHECK(out["log_index"] == 79605083);
 }
 
-TEST_CASE("verify-blob: the staging bundle verifies with the root from the environment", "[needs:sigstore-vectors]") {
+TEST_CASE("verify-blob: the staging bundle verifies with the root from the environment", "[sigstore]") {
     Sandbox sandbox;
     ProcessResult r =
         sandbox.run({"verify-blob", (dir() / "bundle_v3.txt").string(), "--bundle",
@@ -60,7 +58,7 @@ TEST_CASE("verify-blob: the staging bundle verifies with the root from the envir
     CHECK(r.out.find(k_staging_identity) != std::string::npos);
 }
 
-TEST_CASE("verify-blob: each failure is exit 4 naming its step", "[needs:sigstore-vectors]") {
+TEST_CASE("verify-blob: each failure is exit 4 naming its step", "[sigstore]") {
     Sandbox sandbox;
     const fs::path tampered = sandbox.dir.path() / "tampered.whl";
     std::string bytes = read(dir() / "bundle_v3_github.whl");
@@ -85,7 +83,7 @@ TEST_CASE("verify-blob: each failure is exit 4 naming its step", "[needs:sigstor
     check_error(sandbox.run({"verify-blob", (dir() / "bundle_v3.txt").string(), "--bundle",
                              (dir() / "bundle_v3.txt.sigstore").string(), "--certificate-identity", k_staging_identity,
                              "--certificate-oidc-issuer", k_staging_issuer, "--trusted-root",
-                             (dir() / "production_trusted_root.json").string()},
+                             production_root().string()},
                             k_no_root_env),
                 4, {"sigstore: certificate-chain:"});
 
@@ -118,7 +116,7 @@ TEST_CASE("verify-blob: each failure is exit 4 naming its step", "[needs:sigstor
     CHECK(out["error"]["message"].get<std::string>().rfind("sigstore: bundle:", 0) == 0);
 }
 
-TEST_CASE("verify-blob: flags and missing files", "[needs:sigstore-vectors]") {
+TEST_CASE("verify-blob: flags and missing files", "[sigstore]") {
     Sandbox sandbox;
     auto args = github_args();
     args.erase(args.begin() + 4, args.begin() + 6);  // no --certificate-identity

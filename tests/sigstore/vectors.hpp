@@ -1,8 +1,8 @@
-// The real Sigstore vectors of ../shared/sigstore (bundles from
-// sigstore-python's test assets, both public trusted roots): read in place,
-// never copied into the project. KERNHUB_TEST_SIGSTORE_DIR (environment)
-// overrides the build's default; every test here carries the tag
-// [needs:sigstore-vectors], so without them the executable skips as a whole.
+// The real Sigstore vectors committed in tests/sigstore/vectors/ (bundles
+// from sigstore-python's test assets, the staging instance's root) and the
+// production root kernhub builds in (src/sigstore/root/); each folder's
+// provenance.json records where every file came from
+// (test_provenance.cpp checks it).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -15,7 +15,7 @@
 
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
-#include "support/requirements.hpp"
+#include "support/build_paths.hpp"
 
 namespace kernhub::test::sigstore_vectors {
 
@@ -23,22 +23,12 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 inline fs::path dir() {
-    const char* env = std::getenv("KERNHUB_TEST_SIGSTORE_DIR");
-    return env != nullptr && *env != '\0' ? fs::path(env) : fs::path(KERNHUB_TEST_SIGSTORE_DIR);
+    return fs::path(KERNHUB_SOURCE_DIR) / "tests" / "sigstore" / "vectors";
 }
 
-inline std::string why_missing() {
-    for (const char* name :
-         {"bundle_v3_github.whl", "bundle_v3_github.whl.sigstore", "bundle_v3.txt", "bundle_v3.txt.sigstore",
-          "bundle_cve_2022_36056.txt", "bundle_cve_2022_36056.txt.sigstore", "production_trusted_root.json",
-          "staging_trusted_root.json"}) {
-        std::error_code ec;
-        if (!fs::is_regular_file(dir() / name, ec)) {
-            return "the Sigstore test vectors are absent (" + (dir() / name).string() +
-                   "); set KERNHUB_TEST_SIGSTORE_DIR to a copy of ../shared/sigstore";
-        }
-    }
-    return {};
+// The public-good instance's root, the one compiled into kernhub.
+inline fs::path production_root() {
+    return fs::path(KERNHUB_SOURCE_DIR) / "src" / "sigstore" / "root" / "trusted_root.json";
 }
 
 inline std::string read(const fs::path& path) {
