@@ -49,13 +49,32 @@ struct Response {
     std::string header(const std::string& name) const;
 };
 
+// The time a Session waits and measures by: its retry waits (backoff,
+// Retry-After, a RateLimit reset), the API deadline, and the wall-clock
+// time an HTTP-date in Retry-After and a ref's TTL are compared with. The
+// real clock (real_clock()) sleeps; tests give a Policy one that moves on
+// when waited on, so a retry after "Retry-After: 30" takes no wall time.
+// A transfer's own timing (the stall guard, min_rate) is libcurl's and the
+// session's engine's and stays on real time: bytes arrive in real time.
+class Clock {
+public:
+    virtual ~Clock() = default;
+    virtual std::chrono::steady_clock::time_point now() = 0;
+    virtual std::chrono::system_clock::time_point wall_now() = 0;
+    // Waits for `delay`. A wait that a flag can end is made of short calls.
+    virtual void sleep_for(std::chrono::milliseconds delay) = 0;
+};
+// The process's clocks and std::this_thread::sleep_for.
+Clock& real_clock();
+
 // How long the hub asked the client to wait before the next request:
 // Retry-After (delta-seconds or an HTTP-date), or the reset time `t` of an
 // exhausted quota (`r=0`) in a RateLimit field (`"api";r=0;t=55`); the
 // longer of the two when both are present. A quota with requests left
 // (r > 0) asks for nothing: its reset time is not why the request failed.
 // nullopt when the response asks for no wait.
-std::optional<std::chrono::milliseconds> requested_wait(const Response& response);
+// An HTTP-date is read against `clock`'s wall time.
+std::optional<std::chrono::milliseconds> requested_wait(const Response& response, Clock& clock = real_clock());
 
 // The statuses a request is tried again for (408, 429, 500, 502, 503, 504).
 bool is_retryable_status(long status);
@@ -127,6 +146,9 @@ struct Policy {
     // curl_easy_perform, as when the session cannot start its thread (tests
     // use it to cover that path).
     bool use_engine = true;
+    // The clock retry waits, the API deadline and wall-clock reads go
+    // through; null: real_clock().
+    std::shared_ptr<Clock> clock;
 };
 
 // Bounds of one in-memory GET beyond the Policy's (see Session::get).
@@ -181,6 +203,8 @@ public:
     std::uint64_t requests() const noexcept { return m_requests.load(std::memory_order_relaxed); }
     // Set before the session is shared between threads.
     void set_retry_observer(RetryObserver observer) { m_on_retry = std::move(observer); }
+    // The Policy's clock, or real_clock().
+    Clock& clock() const noexcept { return m_policy.clock ? *m_policy.clock : real_clock(); }
 
     struct Attempt;  // per-exchange state shared with libcurl callbacks (session.cpp)
 

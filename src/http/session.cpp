@@ -75,27 +75,35 @@ bool cancelled(const std::atomic<bool>* cancel) {
     throw Error(ErrorCode::interrupted, "interrupted while fetching " + redact(url) + "; fetch again to continue");
 }
 
-// Sleeps for `delay`, in short slices when a flag is set up so that setting
-// it ends the wait soon: the cancel flag, or the download's stop flag (the
-// fetch it belongs to failed elsewhere, so retrying is pointless).
-void wait_for(milliseconds delay, const std::atomic<bool>* cancel, const std::atomic<bool>* stop,
+// Sleeps for `delay` on `clock`, in short slices when a flag is set up so
+// that setting it ends the wait soon: the cancel flag, or the download's
+// stop flag (the fetch it belongs to failed elsewhere, so retrying is
+// pointless).
+void wait_for(Clock& clock, milliseconds delay, const std::atomic<bool>* cancel, const std::atomic<bool>* stop,
               const std::string& url) {
     if (cancel == nullptr && stop == nullptr) {
-        std::this_thread::sleep_for(delay);
+        clock.sleep_for(delay);
         return;
     }
-    const auto until = std::chrono::steady_clock::now() + delay;
+    const auto until = clock.now() + delay;
     for (;;) {
         if (cancelled(cancel)) throw_interrupted(url);
         if (cancelled(stop)) {
             throw Error(ErrorCode::interrupted,
                         "stopped retrying " + redact(url) + " because another file of the fetch failed");
         }
-        const auto now = std::chrono::steady_clock::now();
+        const auto now = clock.now();
         if (now >= until) return;
-        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(k_cancel_slice, until - now));
+        clock.sleep_for(std::min(k_cancel_slice, std::chrono::ceil<milliseconds>(until - now)));
     }
 }
+
+class RealClock final : public Clock {
+public:
+    std::chrono::steady_clock::time_point now() override { return std::chrono::steady_clock::now(); }
+    std::chrono::system_clock::time_point wall_now() override { return std::chrono::system_clock::now(); }
+    void sleep_for(milliseconds delay) override { std::this_thread::sleep_for(delay); }
+};
 
 // A plain run of decimal digits (no sign, no space); nullopt for anything
 // else. Values above `saturate` read as `saturate`.
@@ -118,14 +126,14 @@ milliseconds seconds_to_ms(std::uint64_t seconds) {
 }
 
 // Retry-After: delta-seconds or an HTTP-date.
-std::optional<milliseconds> retry_after(const Response& response) {
+std::optional<milliseconds> retry_after(const Response& response, Clock& clock) {
     const std::string value = response.header("retry-after");
     if (value.empty()) return std::nullopt;
     if (auto seconds = parse_digits(value, k_max_wait_seconds_parsed)) return seconds_to_ms(*seconds);
     const std::time_t when = curl_api().getdate(value.c_str(), nullptr);
     if (when == -1) return std::nullopt;
     auto left = std::chrono::ceil<milliseconds>(std::chrono::system_clock::from_time_t(when) -
-                                                std::chrono::system_clock::now());
+                                                clock.wall_now());
     return std::max(left, milliseconds(0));
 }
 
@@ -341,8 +349,13 @@ private:
 
 }  // namespace
 
-std::optional<milliseconds> requested_wait(const Response& response) {
-    auto after = retry_after(response);
+Clock& real_clock() {
+    static RealClock clock;
+    return clock;
+}
+
+std::optional<milliseconds> requested_wait(const Response& response, Clock& clock) {
+    auto after = retry_after(response, clock);
     auto reset = ratelimit_reset(response);
     if (after && reset) return std::max(*after, *reset);
     return after ? after : reset;
@@ -874,7 +887,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     // The deadline's remainder bounds this exchange (run checks it before).
     long timeout_ms = 0;
     if (attempt.deadline) {
-        const auto left = std::chrono::ceil<milliseconds>(*attempt.deadline - std::chrono::steady_clock::now());
+        const auto left = std::chrono::ceil<milliseconds>(*attempt.deadline - clock().now());
         timeout_ms = static_cast<long>(std::max<milliseconds::rep>(1, left.count()));
     }
     // The first request binds libcurl (docs/ARCHITECTURE.md, "Start-up cost
@@ -1061,10 +1074,10 @@ Response Session::run(const std::string& url, BodyTarget* target, const GetLimit
     attempt.limits = limits;
     if (limits != nullptr) {
         attempt.deadline =
-            limits->deadline ? *limits->deadline : std::chrono::steady_clock::now() + m_policy.api_timeout;
+            limits->deadline ? *limits->deadline : clock().now() + m_policy.api_timeout;
     }
     auto past_deadline = [&](milliseconds ahead) {
-        return attempt.deadline && std::chrono::steady_clock::now() + ahead >= *attempt.deadline;
+        return attempt.deadline && clock().now() + ahead >= *attempt.deadline;
     };
     static thread_local std::minstd_rand jitter(std::random_device{}());
     int range_restarts = 0;
@@ -1112,7 +1125,7 @@ Response Session::run(const std::string& url, BodyTarget* target, const GetLimit
             }
             return response;
         }
-        std::optional<milliseconds> asked = transport_failed ? std::nullopt : requested_wait(response);
+        std::optional<milliseconds> asked = transport_failed ? std::nullopt : requested_wait(response, clock());
         milliseconds delay{0};
         if (asked) {
             if (*asked > m_policy.max_wait) {
@@ -1137,7 +1150,7 @@ Response Session::run(const std::string& url, BodyTarget* target, const GetLimit
             std::string why = transport_failed ? attempt.curl_message : "HTTP " + std::to_string(response.status);
             m_on_retry("retrying " + redact(url) + " in " + std::to_string(delay.count()) + " ms (" + why + ")");
         }
-        wait_for(delay, m_policy.cancel, target != nullptr ? target->stop_flag() : nullptr, url);
+        wait_for(clock(), delay, m_policy.cancel, target != nullptr ? target->stop_flag() : nullptr, url);
         ++tries;
     }
 }

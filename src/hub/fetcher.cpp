@@ -180,9 +180,8 @@ void Fetcher::emit(Event::Kind kind, const std::string& text, const std::string&
 
 namespace {
 
-std::int64_t unix_seconds_now() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
+std::int64_t unix_seconds(std::chrono::system_clock::time_point when) {
+    return std::chrono::duration_cast<std::chrono::seconds>(when.time_since_epoch()).count();
 }
 
 }  // namespace
@@ -199,7 +198,7 @@ std::optional<std::string> Fetcher::recently_resolved(const FetchRequest& reques
     // Another tool (huggingface_hub, a second kernhub) may have moved the
     // ref since: the time then says nothing about what the ref holds.
     if (!resolution || resolution->commit != *ref) return std::nullopt;
-    const std::int64_t now = unix_seconds_now();
+    const std::int64_t now = unix_seconds(m_client->clock().wall_now());
     if (resolution->resolved_at > now || now - resolution->resolved_at >= request.ref_ttl_seconds) return std::nullopt;
     return ref;
 }
@@ -212,7 +211,7 @@ std::string Fetcher::resolve_commit(const FetchRequest& request) {
             if (std::optional<std::string> commit = recently_resolved(request)) return *commit;
         }
         // Taken before the question: the answer is at least this fresh.
-        const std::int64_t asked_at = unix_seconds_now();
+        const std::int64_t asked_at = unix_seconds(m_client->clock().wall_now());
         std::string commit = m_client->resolve_revision(request.repo, request.revision);
         m_resolved_at = asked_at;
         return commit;

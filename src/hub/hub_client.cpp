@@ -189,7 +189,7 @@ std::vector<TreeEntry> HubClient::list_tree(const RepoRef& repo, const std::stri
     std::string url = api_url(repo, "tree/" + commit + "/" + url_quote(path, true) + "?recursive=true");
     const std::string listing = "the hub's listing of " + repo_label(repo) + " at " + commit;
     http::GetLimits limits;
-    limits.deadline = std::chrono::steady_clock::now() + m_limits.api_timeout;
+    limits.deadline = clock().now() + m_limits.api_timeout;
     limits.over_body_message = listing + " is larger than " + std::to_string(m_limits.max_listing_bytes) +
                                " bytes over all its pages (KERNHUB_MAX_LISTING_BYTES); check the endpoint, or raise "
                                "KERNHUB_MAX_LISTING_BYTES (Options::max_listing_bytes)";
@@ -258,7 +258,7 @@ void HubClient::fail(const http::Response& response, const RepoRef& repo, const 
     }
     if (response.status == 429) {
         std::string asked;
-        if (auto wait = http::requested_wait(response)) {
+        if (auto wait = http::requested_wait(response, clock())) {
             asked = " and asked to wait " + std::to_string((wait->count() + 999) / 1000) + " s";
         }
         throw Error(ErrorCode::network, "the hub rate-limited requests for " + url + asked +

@@ -94,6 +94,7 @@ public:
     // Every thread's requests; per-call counts use http::requests_on_this_thread.
     std::uint64_t requests() const { return m_transport->requests(); }
     const std::string& endpoint() const { return m_endpoint; }
+    http::Clock& clock() const { return m_transport->clock(); }
 
 private:
     std::string api_url(const RepoRef& repo, const std::string& rest) const;

@@ -25,6 +25,8 @@ public:
     virtual http::Response download(const std::string& url, http::BodyTarget& target) = 0;
     // HTTP requests made so far by every thread (0 for a file:// hub).
     virtual std::uint64_t requests() const = 0;
+    // The clock waits and wall-clock reads go through (http::Policy::clock).
+    virtual http::Clock& clock() { return http::real_clock(); }
 };
 
 struct TransportConfig {

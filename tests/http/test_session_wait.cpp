@@ -17,6 +17,7 @@
 #include "http/scripted_server.hpp"
 #include "http/session_support.hpp"
 #include "kernhub/error.hpp"
+#include "support/manual_clock.hpp"
 #include "support/string_target.hpp"
 
 using namespace kernhub;
@@ -139,34 +140,69 @@ TEST_CASE("requested_wait reads Retry-After and exhausted RateLimit quotas", "[h
 TEST_CASE("Session waits as long as the hub asks, beyond backoff_max", "[http]") {
     std::vector<std::pair<std::string, std::string>> headers;
     int status = 503;
-    long long expected_ms = 1000;
-    SECTION("Retry-After: 1") {
-        headers = {{"Retry-After", "1"}};
+    long long expected_ms = 30000;
+    // The waits go through the Policy's clock, which a wait moves on at
+    // once: the test checks the time asked for without spending it.
+    auto clock = std::make_shared<ManualClock>();
+    SECTION("Retry-After: 30") {
+        headers = {{"Retry-After", "30"}};
     }
     SECTION("RateLimit with an exhausted quota on a 429 without Retry-After") {
         status = 429;
-        headers = {{"RateLimit", "\"api\";r=0;t=1"}};
+        headers = {{"RateLimit", "\"api\";r=0;t=30"}};
     }
-    SECTION("Retry-After as an HTTP-date") {
-        headers = {{"Retry-After", http_date(std::time(nullptr) + 3)}};
-        expected_ms = -1;  // depends on the clock; at least a second
+    SECTION("Retry-After as an HTTP-date, read against the clock's wall time") {
+        clock->advance(std::chrono::hours(24));  // the date is in the clock's future, not the machine's
+        headers = {{"Retry-After", http_date(std::chrono::system_clock::to_time_t(clock->wall_now()) + 40)}};
+        expected_ms = -1;  // 39 to 40 s: whole seconds, the clock's fraction
     }
     ScriptedServer server(first_then_ok(status, headers));
     Policy policy = fast_policy(2);  // backoff_max 20 ms
+    policy.clock = clock;
     Session session(policy, "", "");
     std::vector<std::string> notes;
     session.set_retry_observer([&](const std::string& note) { notes.push_back(note); });
-    auto start = std::chrono::steady_clock::now();
     Response response = session.get(server.url() + "/api/thing");
     CHECK(response.status == 200);
-    CHECK(seconds_since(start) >= 0.9);
     REQUIRE(notes.size() == 1);
     if (expected_ms >= 0) {
         CHECK(delay_of(notes[0]) == expected_ms);
+        CHECK(clock->slept() == milliseconds(expected_ms));
     } else {
-        CHECK(delay_of(notes[0]) >= 1000);
+        CHECK(delay_of(notes[0]) >= 39000);
+        CHECK(delay_of(notes[0]) <= 40000);
+        CHECK(clock->slept() == milliseconds(delay_of(notes[0])));
     }
     CHECK(server.requests().size() == 2);
+}
+
+TEST_CASE("Session waits on the real clock when the Policy gives none", "[http]") {
+    ScriptedServer server(first_then_ok(503, {{"Retry-After", "1"}}));
+    Session session(fast_policy(2), "", "");
+    auto start = std::chrono::steady_clock::now();
+    CHECK(session.get(server.url() + "/api/thing").status == 200);
+    CHECK(seconds_since(start) >= 0.95);
+    CHECK(server.requests().size() == 2);
+}
+
+TEST_CASE("a wait that would end past the API deadline fails at once, on the Policy's clock", "[http]") {
+    auto clock = std::make_shared<ManualClock>();
+    ScriptedServer server([](const ScriptedRequest&, std::size_t) {
+        ScriptedReply reply;
+        reply.status = 503;
+        reply.headers = {{"Retry-After", "20"}};
+        return reply;
+    });
+    Policy policy = fast_policy(5);
+    policy.clock = clock;
+    policy.api_timeout = std::chrono::seconds(50);
+    Session session(policy, "", "");
+    const Error e = error_from("the session waited past its deadline", [&] { session.get(server.url() + "/api/x"); });
+    CHECK(e.code() == ErrorCode::network);
+    CHECK_THAT(e.message(), Catch::Contains("KERNHUB_API_TIMEOUT"));
+    // Two waits of 20 s fit in 50 s; the third would end at 60 s.
+    CHECK(clock->slept() == milliseconds(40000));
+    CHECK(server.requests().size() == 3);
 }
 
 TEST_CASE("Session fails at once when the hub asks to wait longer than max_wait", "[http]") {
