@@ -2,10 +2,12 @@
 // tests can check that a crash at any instant leaves a usable cache that
 // never shows unverified bytes (docs/ARCHITECTURE.md, "Durability").
 //
+// Only a build configured with -DKERNHUB_TEST_HOOKS=ON (tests/run.sh does)
+// has it, and then only in the static library and the programs linked with
+// it (the CLI, the tests): the shared libraries never do. There,
 // KERNHUB_TEST_CRASH_AT=NAME[:N] makes the Nth time (default the first) any
-// thread reaches crash_point("NAME") send SIGKILL to the process. Unset,
-// which is every use but the tests, a crash point costs a std::call_once
-// check and an empty-string test.
+// thread reaches crash_point("NAME") send SIGKILL to the process. Elsewhere
+// crash_point does nothing and the variable's name is not in the binary.
 #pragma once
 
 namespace kernhub {

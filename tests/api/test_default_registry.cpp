@@ -8,6 +8,7 @@
 
 #include "api/default_registry.hpp"
 #include "support/temp_dir.hpp"
+#include "support/build_paths.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::api::default_registry_candidates;

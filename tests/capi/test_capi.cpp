@@ -16,6 +16,7 @@
 #include "kernhub/kernhub.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/temp_dir.hpp"
+#include "support/build_paths.hpp"
 
 using namespace kernhub::test;
 

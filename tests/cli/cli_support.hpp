@@ -19,6 +19,7 @@
 #include "support/kernel_hub.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
+#include "support/build_paths.hpp"
 
 namespace kernhub::test::cli {
 

@@ -7,16 +7,31 @@
 #include <openssl/evp.h>
 #include <signal.h>
 
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include "cli_support.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
+#include "support/requirements.hpp"
+#include "support/build_paths.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;
 
 namespace {
+
+// The hook is compiled in only under -DKERNHUB_TEST_HOOKS=ON: a CLI built
+// without it never crashes, so these tests would prove nothing. The CLI
+// binary itself is asked, not the build's settings.
+KERNHUB_TEST_REQUIREMENT("needs:test-hooks", []() -> std::string {
+    std::ifstream in(KERNHUB_CLI_PATH, std::ios::binary);
+    const std::string binary((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (binary.find("KERNHUB_TEST_CRASH_AT") != std::string::npos) return "";
+    return "the kernhub CLI was built without its crash points (configure with -DKERNHUB_TEST_HOOKS=ON, "
+           "as tests/run.sh does)";
+});
 
 const std::string k_repo = "kernhub-test/crash";
 const std::string k_folder = "kernels--kernhub-test--crash";
@@ -126,7 +141,7 @@ std::size_t check_cache_consistent(const fs::path& cache, const std::string& con
 }  // namespace
 
 TEST_CASE("a fetch killed at any step leaves a usable cache that shows only verified bytes",
-          "[cli][durability][crash]") {
+          "[cli][durability][crash][needs:test-hooks]") {
     CrashHub hub;
     const std::vector<std::string> points = {"half-written", "verified", "committed", "linked", "synced", "recorded"};
     int kills = 0;
@@ -164,7 +179,7 @@ TEST_CASE("a fetch killed at any step leaves a usable cache that shows only veri
 }
 
 TEST_CASE("killed at any step while the hub sends corrupt bytes, the cache still shows only verified bytes",
-          "[cli][durability][crash]") {
+          "[cli][durability][crash][needs:test-hooks]") {
     CrashHub hub;
     // Each run, one large and one small file arrive with a byte flipped once;
     // the fetch refuses them (exit 4) or is killed first. Either way nothing

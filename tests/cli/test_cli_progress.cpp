@@ -18,6 +18,7 @@
 #include "cli/cli_support.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
+#include "support/build_paths.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;

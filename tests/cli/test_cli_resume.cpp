@@ -12,6 +12,7 @@
 
 #include "cli_support.hpp"
 #include "support/hub_builder.hpp"
+#include "support/build_paths.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;

@@ -15,6 +15,7 @@
 #include "support/process.hpp"
 #include "support/requirements.hpp"
 #include "support/temp_dir.hpp"
+#include "support/build_paths.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::Error;

@@ -15,6 +15,7 @@
 #include "elf/elf_inspect.hpp"
 #include "kernhub/error.hpp"
 #include "support/process.hpp"
+#include "support/build_paths.hpp"
 
 namespace kernhub::test::elf {
 

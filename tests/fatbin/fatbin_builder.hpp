@@ -16,6 +16,7 @@
 
 #include "fatbin/fatbin.hpp"
 #include "kernhub/error.hpp"
+#include "support/build_paths.hpp"
 
 namespace fatbin_test {
 

@@ -11,6 +11,7 @@
 
 #include "cuda/driver.hpp"
 #include "kernhub/error.hpp"
+#include "support/build_paths.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::Error;

@@ -18,6 +18,7 @@
 #include "support/kernel_hub.hpp"
 #include "support/process.hpp"
 #include "support/slurp.hpp"
+#include "support/build_paths.hpp"
 
 using namespace kernhub;
 using namespace kernhub::test;

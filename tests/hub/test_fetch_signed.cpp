@@ -18,6 +18,7 @@
 #include "support/process.hpp"
 #include "support/sigstore_instance.hpp"
 #include "support/slurp.hpp"
+#include "support/build_paths.hpp"
 
 using namespace kernhub;
 using namespace kernhub::test;

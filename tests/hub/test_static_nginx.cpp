@@ -36,6 +36,7 @@
 #include "support/requirements.hpp"
 #include "support/string_target.hpp"
 #include "support/temp_dir.hpp"
+#include "support/build_paths.hpp"
 
 using namespace kernhub;
 using namespace kernhub::test;

@@ -13,6 +13,7 @@
 #include "support/hub_server.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
+#include "support/build_paths.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::test::HttpReply;
@@ -145,7 +146,7 @@ TEST_CASE("make_hub lays out revisions, refs, listings and files", "[hubserver]"
                      hub.index["repos"]["acme/model"]["commits"][0].get<std::string>() / "config.json"));
 
     std::ofstream(hub.dir.path() / "bad.json") << R"({"repos": [{"repo_id": "a/b", "colour": "red"}]})";
-    const auto bad = kernhub::test::run_process({KERNHUB_PYTHON, KERNHUB_SOURCE_DIR "/examples/hub/make_hub.py",
+    const auto bad = kernhub::test::run_process({KERNHUB_PYTHON, std::string(KERNHUB_SOURCE_DIR) + "/examples/hub/make_hub.py",
                                                  "--spec", (hub.dir.path() / "bad.json").string(), "--out",
                                                  (hub.dir.path() / "out").string()});
     CHECK(bad.exit_code == 2);

@@ -7,6 +7,7 @@
 #include "loader/code_file.hpp"
 #include "loader/loader.hpp"
 #include "support/temp_dir.hpp"
+#include "support/build_paths.hpp"
 
 namespace fs = std::filesystem;
 

@@ -20,6 +20,7 @@
 #include "kernhub/error.hpp"
 #include "loader/loader.hpp"
 #include "support/temp_dir.hpp"
+#include "support/build_paths.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::Error;

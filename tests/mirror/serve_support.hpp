@@ -20,6 +20,7 @@
 #include "support/process.hpp"
 #include "support/requirements.hpp"
 #include "support/temp_dir.hpp"
+#include "support/build_paths.hpp"
 
 namespace kernhub::test::serve {
 

@@ -14,6 +14,7 @@
 #include "kernhub/error.hpp"
 #include "registry/registry.hpp"
 #include "support/temp_dir.hpp"
+#include "support/build_paths.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::ErrorCode;

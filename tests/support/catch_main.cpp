@@ -17,6 +17,7 @@
 #include "cuda/driver.hpp"
 #include "kernhub/cuda.hpp"
 #include "kernhub/error.hpp"
+#include "support/build_paths.hpp"
 #include "support/requirements.hpp"
 #include "support/tvm_ffi_fixture.hpp"
 

@@ -1,4 +1,5 @@
 #include "support/hub_server.hpp"
+#include "support/build_paths.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -131,7 +132,9 @@ HubServer::HubServer(const std::filesystem::path& root, Options options) {
     if (log.get() < 0) {
         throw std::runtime_error("cannot create " + log_path.string() + ": " + std::strerror(errno));
     }
-    std::vector<std::string> argv{KERNHUB_PYTHON, KERNHUB_SOURCE_DIR "/tests/support/hub_server.py",
+    // -S: the server is standard library only, and the site packages'
+    // start-up (.pth files) cost a tenth of a second per test.
+    std::vector<std::string> argv{KERNHUB_PYTHON, "-S", std::string(KERNHUB_SOURCE_DIR) + "/tests/support/hub_server.py",
                                   "--root",       root.string(),
                                   "--page-size",  std::to_string(options.page_size)};
     if (!options.token.empty()) {

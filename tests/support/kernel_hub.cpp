@@ -1,10 +1,16 @@
 #include "support/kernel_hub.hpp"
 
 #include <sys/utsname.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
+#include <string>
+#include <system_error>
 
+#include "digest/digest.hpp"
 #include "support/hub_builder.hpp"
+#include "support/build_paths.hpp"
 
 namespace kernhub::test {
 
@@ -131,15 +137,53 @@ json standard_registry() {
             {"file", "vector_add.fatbin"}}}}}};
 }
 
-// The hub tree is the same for every test in a process: build it once.
-static const std::filesystem::path& shared_hub_root() {
-    static TempDir dir;
-    static bool built = false;
-    if (!built) {
-        make_hub(standard_hub_spec(), dir.path() / "hub");
-        built = true;
+// What the tree is made of: the spec and the size and time of every file it
+// names (a rebuilt example kernel makes another tree).
+static void add_sources(const nlohmann::json& node, std::string& key) {
+    if (node.is_object()) {
+        for (const auto& [name, value] : node.items()) {
+            if (name == "path" && value.is_string()) {
+                std::error_code ec;
+                const auto path = std::filesystem::path(value.get<std::string>());
+                const auto size = std::filesystem::file_size(path, ec);
+                const auto time = std::filesystem::last_write_time(path, ec).time_since_epoch().count();
+                key += "\n" + path.string() + " " + std::to_string(size) + " " + std::to_string(time);
+            }
+            add_sources(value, key);
+        }
+    } else if (node.is_array()) {
+        for (const auto& value : node) add_sources(value, key);
     }
-    static const std::filesystem::path root = dir.path() / "hub";
+}
+
+// The hub tree is the same for every test, and tests only read it, so it is
+// laid out once per build folder (and again only when what it is made of
+// changes), in tests/standard-hubs/<key>/ of the build folder, and every
+// test process shares it: ctest runs each test case in a process of its
+// own, and laying it out took a Python run per test. The process that finds
+// it missing lays it out in a folder of its own and renames that into
+// place; one that loses that race uses the winner's tree.
+static const std::filesystem::path& shared_hub_root() {
+    static const std::filesystem::path root = [] {
+        namespace fs = std::filesystem;
+        const nlohmann::json spec = standard_hub_spec();
+        std::string key = spec.dump();
+        add_sources(spec, key);
+        const fs::path base = fs::path(KERNHUB_BINARY_DIR) / "tests" / "standard-hubs";
+        const fs::path tree = base / digest::sha256_hex(key).substr(0, 16);
+        if (fs::is_regular_file(tree / "hub" / "_hub.json")) return tree / "hub";
+        fs::create_directories(base);
+        const fs::path mine = base / (tree.filename().string() + ".new-" + std::to_string(::getpid()));
+        fs::remove_all(mine);
+        make_hub(spec, mine / "hub");
+        std::error_code ec;
+        fs::rename(mine, tree, ec);
+        if (ec) {
+            fs::remove_all(mine);
+            REQUIRE(fs::is_regular_file(tree / "hub" / "_hub.json"));
+        }
+        return tree / "hub";
+    }();
     return root;
 }
 

@@ -5,11 +5,12 @@
 
 #include "support/process.hpp"
 #include "support/requirements.hpp"
+#include "support/build_paths.hpp"
 
 namespace kernhub::test {
 namespace {
 
-const char* const k_signer = KERNHUB_SOURCE_DIR "/tests/support/sigstore_signer.py";
+const std::string k_signer = std::string(KERNHUB_SOURCE_DIR) + "/tests/support/sigstore_signer.py";
 
 void run_signer(std::vector<std::string> args) {
     std::vector<std::string> argv{KERNHUB_TEST_PYTHON, k_signer};

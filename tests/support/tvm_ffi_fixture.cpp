@@ -1,4 +1,5 @@
 #include "support/tvm_ffi_fixture.hpp"
+#include "support/build_paths.hpp"
 
 #include <system_error>
 
@@ -20,7 +21,7 @@ std::string why_no_tvm_ffi() {
     const std::filesystem::path fixture = tvm_ffi_fixture_so();
     const std::filesystem::path runtime = tvm_ffi_runtime_library();
     if (fixture.empty() || runtime.empty()) {
-        return "the build found no apache-tvm-ffi in KERNHUB_TEST_PYTHON (" KERNHUB_TEST_PYTHON
+        return std::string("the build found no apache-tvm-ffi in KERNHUB_TEST_PYTHON (") + KERNHUB_TEST_PYTHON +
                "), so the tvm-ffi fixtures were not built (pip install -r tests/requirements.txt)";
     }
     // The wheel may have been uninstalled since the build, or the fixture

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The installed shared libraries carry no test hook: installs the build to a
+# prefix and searches libkernhub.so and libkernhub_c.so for the name of the
+# crash-point variable. In a build without KERNHUB_TEST_HOOKS the installed
+# CLI and static library must not carry it either; in a build with it, the
+# build's own CLI must, which shows that the search finds the name where it
+# is compiled in.
+#   check_no_test_hooks.sh <build dir> <work dir> <libdir> <hooks ON|OFF> <build-tree CLI>
+set -euo pipefail
+build=$1 work=$2 libdir=$3 hooks=$4 cli=$5
+name=KERNHUB_TEST_CRASH_AT
+rm -rf "$work"
+mkdir -p "$work"
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" >/dev/null
+case $libdir in /*) lib=$libdir ;; *) lib=$prefix/$libdir ;; esac
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+carries() { grep -q -a -F "$name" "$1"; }
+checked=0
+check_clean() {
+  [ -f "$1" ] || fail "not installed: $1"
+  ! carries "$1" || fail "$1 carries the test hook $name"
+  echo "no $name in $1"
+  checked=$((checked + 1))
+}
+check_clean "$(readlink -f "$lib/libkernhub.so")"
+check_clean "$(readlink -f "$lib/libkernhub_c.so")"
+case $hooks in
+  ON|on|1|TRUE|true)
+    carries "$cli" || fail "the build has KERNHUB_TEST_HOOKS but $cli does not carry $name: the search is broken"
+    echo "$cli carries $name (KERNHUB_TEST_HOOKS=ON), as it must" ;;
+  *)
+    check_clean "$prefix/bin/kernhub"
+    check_clean "$lib/libkernhub.a" ;;
+esac
+echo "checked $checked installed files"
