@@ -19,13 +19,23 @@ else()
   # tests/sigstore/test_provenance.cpp checks the file against its record.
   file(READ ${PROJECT_SOURCE_DIR}/src/sigstore/root/provenance.json _kh_provenance)
   string(JSON _kh_retrieved ERROR_VARIABLE _kh_json_error GET "${_kh_provenance}" files 0 retrieved)
-  if(_kh_json_error)
-    message(FATAL_ERROR "src/sigstore/root/provenance.json: ${_kh_json_error}")
+  if(_kh_json_error OR NOT _kh_retrieved MATCHES "^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]$")
+    message(FATAL_ERROR "src/sigstore/root/provenance.json: no retrieval date (YYYY-MM-DD) in its first "
+                        "entry ${_kh_json_error}")
   endif()
   set(_kh_root_origin "the public-good root in src/sigstore/root (retrieved ${_kh_retrieved})")
 endif()
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_kh_root_json})
 
+if(IS_DIRECTORY "${_kh_root_json}" OR NOT EXISTS "${_kh_root_json}")
+  message(FATAL_ERROR "${_kh_root_json} is not a file; the default Sigstore root must be a trusted_root.json")
+endif()
+file(READ "${_kh_root_json}" _kh_text)
+string(JSON _kh_media ERROR_VARIABLE _kh_json_error GET "${_kh_text}" mediaType)
+if(_kh_json_error OR NOT _kh_media MATCHES "^application/vnd\\.dev\\.sigstore\\.trustedroot")
+  message(FATAL_ERROR "${_kh_root_json} is not a Sigstore trusted_root.json (JSON with a trustedroot "
+                      "mediaType): ${_kh_json_error}")
+endif()
 # The JSON as a byte array: no escaping rules to get wrong.
 file(READ "${_kh_root_json}" _kh_hex HEX)
 string(LENGTH "${_kh_hex}" _kh_hex_length)

@@ -132,9 +132,17 @@ std::optional<milliseconds> retry_after(const Response& response, Clock& clock) 
     if (auto seconds = parse_digits(value, k_max_wait_seconds_parsed)) return seconds_to_ms(*seconds);
     const std::time_t when = curl_api().getdate(value.c_str(), nullptr);
     if (when == -1) return std::nullopt;
-    auto left = std::chrono::ceil<milliseconds>(std::chrono::system_clock::from_time_t(when) -
-                                                clock.wall_now());
-    return std::max(left, milliseconds(0));
+    // In seconds first: a date centuries ahead would overflow the clock's
+    // nanoseconds; it saturates as a long delta-seconds does.
+    const std::int64_t now_ms =
+        std::chrono::duration_cast<milliseconds>(clock.wall_now().time_since_epoch()).count();
+    const std::int64_t now_s = now_ms / 1000;
+    const auto when_s = static_cast<std::int64_t>(when);
+    if (when_s <= now_s - 1) return milliseconds(0);
+    if (static_cast<std::uint64_t>(when_s - now_s) >= k_max_wait_seconds_parsed) {
+        return seconds_to_ms(k_max_wait_seconds_parsed);
+    }
+    return milliseconds(std::max<std::int64_t>(0, when_s * 1000 - now_ms));
 }
 
 // The longest reset time `t` among the exhausted quotas (`r=0`) of a

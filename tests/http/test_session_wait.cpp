@@ -117,6 +117,11 @@ TEST_CASE("requested_wait reads Retry-After and exhausted RateLimit quotas", "[h
     CHECK(requested_wait(with_headers({{"retry-after", "99999999999999999999999"}})) > milliseconds(86400000));
 
     CHECK(requested_wait(with_headers({{"retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"}})) == milliseconds(0));
+    // Far enough ahead to overflow a clock's nanoseconds: saturated, never 0.
+    for (const char* far : {"Sat, 01 Jan 2500 00:00:00 GMT", "Fri, 31 Dec 9999 23:59:59 GMT"}) {
+        INFO(far);
+        CHECK(requested_wait(with_headers({{"retry-after", far}})) > milliseconds(86400000));
+    }
     auto dated = requested_wait(with_headers({{"retry-after", http_date(std::time(nullptr) + 100)}}));
     REQUIRE(dated);
     CHECK(*dated > milliseconds(95000));
@@ -219,6 +224,12 @@ TEST_CASE("Session fails at once when the hub asks to wait longer than max_wait"
         headers = {{"RateLimit", "\"api\";r=0;t=3600"}};
         asked = "3600 s";
     }
+    SECTION("an HTTP-date centuries ahead saturates instead of wrapping to no wait") {
+        // About 2.5e11 s ahead: more than the one-day limit, so the message
+        // does not offer KERNHUB_MAX_WAIT.
+        headers = {{"Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT"}};
+        asked = "2";
+    }
     SECTION("max_wait 0 refuses any wait") {
         headers = {{"Retry-After", "1"}};
         policy.max_wait = std::chrono::seconds(0);
@@ -233,7 +244,11 @@ TEST_CASE("Session fails at once when the hub asks to wait longer than max_wait"
     CHECK(e.code() == ErrorCode::network);
     CHECK(e.message().find("asked to wait " + asked) != std::string::npos);
     CHECK(e.message().find("maximum of " + std::to_string(policy.max_wait.count()) + " s") != std::string::npos);
-    CHECK(e.message().find("KERNHUB_MAX_WAIT") != std::string::npos);
+    if (asked == "2") {
+        CHECK(e.message().find("one-day limit") != std::string::npos);
+    } else {
+        CHECK(e.message().find("KERNHUB_MAX_WAIT") != std::string::npos);
+    }
     CHECK(e.message().find(server.url() + "/api/thing") != std::string::npos);
     CHECK(e.message().find("secret") == std::string::npos);
     CHECK(server.requests().size() == 1);

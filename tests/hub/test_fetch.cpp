@@ -638,6 +638,20 @@ TEST_CASE("a listing naming one path twice: the same entry is kept once, differe
     }
 }
 
+// How many descriptors of this process are open on a file whose name ends
+// with `suffix` (/proc/self/fd).
+static int open_count_of(const std::string& suffix) {
+    int count = 0;
+    std::error_code ec;
+    for (const auto& fd : fs::directory_iterator("/proc/self/fd", ec)) {
+        const std::string target = fs::read_symlink(fd.path(), ec).string();
+        if (!ec && target.size() >= suffix.size() && target.compare(target.size() - suffix.size(), suffix.size(), suffix) == 0) {
+            ++count;
+        }
+    }
+    return count;
+}
+
 TEST_CASE("fetch links a blob already in the cache only while holding that blob's lock", "[hub]") {
     KernelHub hub;
     Env env;
@@ -660,8 +674,13 @@ TEST_CASE("fetch links a blob already in the cache only while holding that blob'
     {
         // What cache prune holds while it decides to remove the blob.
         store::FileLock held = cache.lock_blob(etag);
+        // Cancels once the fetch waits on the blob's lock: when this process
+        // has the lock file open twice (the lock held here, the fetch's).
         std::thread stop([&] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+            while (open_count_of(etag + ".lock") < 2 && std::chrono::steady_clock::now() < give_up) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
             cancel = true;
         });
         CHECK(code_of([&] { Client(o).fetch("vector-add"); }) == ErrorCode::interrupted);

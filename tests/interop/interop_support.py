@@ -163,12 +163,13 @@ def run_python(code, env, *args, timeout=TIMEOUT):
                           timeout=timeout)
 
 
-def kernhub(cli, args, env, user=None, timeout=TIMEOUT):
-    """Runs the kernhub CLI; as the numeric user when given (the caller is root)."""
+def kernhub(cli, args, env, user=None, timeout=TIMEOUT, cwd=None):
+    """Runs the kernhub CLI; as the numeric user when given (the caller is root),
+    in `cwd` when given."""
     cmd = [cli, *args]
     if user is not None:
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
 def run(cmd, env, what, report, timeout=TIMEOUT):

@@ -184,10 +184,13 @@ def run_checks(report, args, tmp, endpoint, commit, variant):
                 os.chmod(path, os.stat(path).st_mode & ~0o222 | 0o555 if name in dirs else 0o444)
     os.chmod(cache, 0o555)
     user = 65534 if os.geteuid() == 0 else None
-    cli = args.kernhub
+    cli, cwd = args.kernhub, None
     if user is not None:
-        cli = readable_cli(args.kernhub, tmp / "as-nobody")
-    r = kernhub(cli, [*base, str(cache)], offline_env, user=user)
+        # Also run from that folder: the working folder is searched for a
+        # project registry (kernhub.json), and ctest's may be unreadable too.
+        cwd = tmp / "as-nobody"
+        cli = readable_cli(args.kernhub, cwd)
+    r = kernhub(cli, [*base, str(cache)], offline_env, user=user, cwd=cwd)
     report.check(r.returncode == 0 and len(json.loads(r.stdout or "{}").get("files", [])) == 3,
                  "(5) a read-only huggingface_hub cache works offline", f"exit {r.returncode}: {r.stderr}")
 

@@ -167,20 +167,27 @@ static const std::filesystem::path& shared_hub_root() {
     static const std::filesystem::path root = [] {
         namespace fs = std::filesystem;
         const nlohmann::json spec = standard_hub_spec();
-        std::string key = spec.dump();
+        // The layout program is part of what the tree is made of.
+        std::string key = spec.dump() + "\n" +
+                          digest::sha256_file_hex(fs::path(KERNHUB_SOURCE_DIR) / "examples" / "hub" / "make_hub.py");
         add_sources(spec, key);
         const fs::path base = fs::path(KERNHUB_BINARY_DIR) / "tests" / "standard-hubs";
         const fs::path tree = base / digest::sha256_hex(key).substr(0, 16);
-        if (fs::is_regular_file(tree / "hub" / "_hub.json")) return tree / "hub";
+        // complete: written last, inside the folder that is renamed into place.
+        if (fs::is_regular_file(tree / "complete")) return tree / "hub";
         fs::create_directories(base);
         const fs::path mine = base / (tree.filename().string() + ".new-" + std::to_string(::getpid()));
         fs::remove_all(mine);
         make_hub(spec, mine / "hub");
+        std::ofstream(mine / "complete") << key;
         std::error_code ec;
         fs::rename(mine, tree, ec);
         if (ec) {
             fs::remove_all(mine);
-            REQUIRE(fs::is_regular_file(tree / "hub" / "_hub.json"));
+            if (!fs::is_regular_file(tree / "complete")) {
+                FAIL("the shared test hub " << tree << " is there but not complete (" << ec.message()
+                                            << "); remove " << base << " and run the tests again");
+            }
         }
         return tree / "hub";
     }();
