@@ -9,10 +9,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "hub/fetcher.hpp"
+#include "hub/hub_client.hpp"
 #include "hub/hub_env.hpp"
+#include "hub/transport.hpp"
 #include "kernhub/kernhub.hpp"
 #include "store/cache.hpp"
+#include "select/variant.hpp"
 #include "support/kernel_hub.hpp"
+#include "support/manual_clock.hpp"
 #include "support/slurp.hpp"
 
 using namespace kernhub;
@@ -311,4 +316,37 @@ TEST_CASE("ref TTL: lock asks the hub for the branch whatever the TTL", "[hub]")
     CHECK(hub.server().count_requests("/revision/main") == 1);
     REQUIRE(report.kernels.size() == 1);
     CHECK(report.kernels[0].commit == fetched.commit);
+}
+
+TEST_CASE("ref TTL: a resolution's age is read on the hub client's clock", "[hub]") {
+    KernelHub standard;
+    MovableHub hub(standard.root());
+    Env env;
+    const std::string endpoint = hub.server->endpoint();
+    const FetchResult first = Client(with_ttl(env, endpoint, 60)).fetch("vector-add");
+    const std::string v2 = hub.move_main_to_v2();
+
+    // The same cache through a Fetcher whose HTTP policy has a clock the
+    // test moves: the record says "just now" until the clock passes 60 s.
+    auto clock = std::make_shared<ManualClock>();
+    hub::TransportConfig config;
+    config.endpoint = endpoint;
+    config.policy.clock = clock;
+    hub::HubClient client(endpoint, hub::make_transport(config), false);
+    hub::Fetcher fetcher(env.cache, &client, nullptr);
+    hub::FetchRequest request;
+    request.repo = {RepoType::kernel, "kernhub-test/vector-add"};
+    request.revision = "main";
+    request.host = select::detect_host();
+    request.ref_ttl_seconds = 60;
+
+    hub.server->reset();
+    CHECK(fetcher.choose(request).commit == first.commit);
+    CHECK(hub.server->count_requests("/revision/main") == 0);
+    clock->advance(std::chrono::seconds(59));
+    CHECK(fetcher.choose(request).commit == first.commit);
+    CHECK(hub.server->count_requests("/revision/main") == 0);
+    clock->advance(std::chrono::seconds(2));
+    CHECK(fetcher.choose(request).commit == v2);
+    CHECK(hub.server->count_requests("/revision/main") == 1);
 }
