@@ -79,8 +79,9 @@ struct HubTree {
                            {"files", files}}}}}}}};
         const fs::path spec_path = dir.path() / "spec.json";
         std::ofstream(spec_path) << spec.dump(2);
-        auto made = kernhub::test::run_process({KERNHUB_PYTHON, std::string(KERNHUB_SOURCE_DIR) + "/examples/hub/make_hub.py",
-                                                "--spec", spec_path.string(), "--out", root.string()});
+        auto made =
+            kernhub::test::run_process({KERNHUB_PYTHON, std::string(KERNHUB_SOURCE_DIR) + "/examples/hub/make_hub.py",
+                                        "--spec", spec_path.string(), "--out", root.string()});
         if (made.exit_code != 0) throw std::runtime_error("make_hub.py failed:\n" + made.err);
     }
 };

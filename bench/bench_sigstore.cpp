@@ -42,7 +42,8 @@ std::string read(const fs::path& path) {
 
 struct Vectors {
     std::string bundle = read(vectors() / "bundle_v3_github.whl.sigstore");
-    std::string root_text = read(fs::path(KERNHUB_BENCH_SOURCE_DIR) / "src" / "sigstore" / "root" / "trusted_root.json");
+    std::string root_text =
+        read(fs::path(KERNHUB_BENCH_SOURCE_DIR) / "src" / "sigstore" / "root" / "trusted_root.json");
     std::shared_ptr<const kernhub::sigstore::TrustedRoot> root =
         kernhub::sigstore::parse_trusted_root(root_text, "production root");
     kernhub::sigstore::ArtifactDigest artifact{

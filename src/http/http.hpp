@@ -66,6 +66,9 @@ public:
 };
 // The process's clocks and std::this_thread::sleep_for.
 Clock& real_clock();
+struct Policy;
+// The Policy's clock, or real_clock() when it names none.
+Clock& clock_of(const Policy& policy) noexcept;
 
 // How long the hub asked the client to wait before the next request:
 // Retry-After (delta-seconds or an HTTP-date), or the reset time `t` of an
@@ -204,7 +207,7 @@ public:
     // Set before the session is shared between threads.
     void set_retry_observer(RetryObserver observer) { m_on_retry = std::move(observer); }
     // The Policy's clock, or real_clock().
-    Clock& clock() const noexcept { return m_policy.clock ? *m_policy.clock : real_clock(); }
+    Clock& clock() const noexcept { return clock_of(m_policy); }
 
     struct Attempt;  // per-exchange state shared with libcurl callbacks (session.cpp)
 

@@ -134,8 +134,7 @@ std::optional<milliseconds> retry_after(const Response& response, Clock& clock) 
     if (when == -1) return std::nullopt;
     // In seconds first: a date centuries ahead would overflow the clock's
     // nanoseconds; it saturates as a long delta-seconds does.
-    const std::int64_t now_ms =
-        std::chrono::duration_cast<milliseconds>(clock.wall_now().time_since_epoch()).count();
+    const std::int64_t now_ms = std::chrono::duration_cast<milliseconds>(clock.wall_now().time_since_epoch()).count();
     const std::int64_t now_s = now_ms / 1000;
     const auto when_s = static_cast<std::int64_t>(when);
     if (when_s <= now_s - 1) return milliseconds(0);
@@ -360,6 +359,10 @@ private:
 Clock& real_clock() {
     static RealClock clock;
     return clock;
+}
+
+Clock& clock_of(const Policy& policy) noexcept {
+    return policy.clock ? *policy.clock : real_clock();
 }
 
 std::optional<milliseconds> requested_wait(const Response& response, Clock& clock) {
@@ -1081,8 +1084,7 @@ Response Session::run(const std::string& url, BodyTarget* target, const GetLimit
     Attempt attempt;
     attempt.limits = limits;
     if (limits != nullptr) {
-        attempt.deadline =
-            limits->deadline ? *limits->deadline : clock().now() + m_policy.api_timeout;
+        attempt.deadline = limits->deadline ? *limits->deadline : clock().now() + m_policy.api_timeout;
     }
     auto past_deadline = [&](milliseconds ahead) {
         return attempt.deadline && clock().now() + ahead >= *attempt.deadline;

@@ -30,7 +30,7 @@ public:
     http::Response download(const std::string& url, http::BodyTarget& target) override {
         return session().download(url, target);
     }
-    http::Clock& clock() override { return m_config.policy.clock ? *m_config.policy.clock : http::real_clock(); }
+    http::Clock& clock() override { return http::clock_of(m_config.policy); }
     std::uint64_t requests() const override {
         const http::Session* made = m_made.load(std::memory_order_acquire);
         return made != nullptr ? made->requests() : 0;

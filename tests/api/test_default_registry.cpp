@@ -7,8 +7,8 @@
 #include <string>
 
 #include "api/default_registry.hpp"
-#include "support/temp_dir.hpp"
 #include "support/build_paths.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::api::default_registry_candidates;

@@ -14,9 +14,9 @@
 
 #include "capi/c_header_check.h"
 #include "kernhub/kernhub.hpp"
+#include "support/build_paths.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/temp_dir.hpp"
-#include "support/build_paths.hpp"
 
 using namespace kernhub::test;
 

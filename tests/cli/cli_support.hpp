@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "support/build_paths.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
-#include "support/build_paths.hpp"
 
 namespace kernhub::test::cli {
 

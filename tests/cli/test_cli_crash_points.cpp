@@ -12,10 +12,10 @@
 #include <random>
 
 #include "cli_support.hpp"
+#include "support/build_paths.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
 #include "support/requirements.hpp"
-#include "support/build_paths.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;

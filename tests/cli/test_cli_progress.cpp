@@ -16,9 +16,9 @@
 #include <regex>
 
 #include "cli/cli_support.hpp"
+#include "support/build_paths.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
-#include "support/build_paths.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;

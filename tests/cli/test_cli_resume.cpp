@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "cli_support.hpp"
-#include "support/hub_builder.hpp"
 #include "support/build_paths.hpp"
+#include "support/hub_builder.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;

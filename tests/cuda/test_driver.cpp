@@ -12,10 +12,10 @@
 
 #include "cuda/driver.hpp"
 #include "kernhub/error.hpp"
+#include "support/build_paths.hpp"
 #include "support/process.hpp"
 #include "support/requirements.hpp"
 #include "support/temp_dir.hpp"
-#include "support/build_paths.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::Error;

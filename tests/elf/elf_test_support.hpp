@@ -14,8 +14,8 @@
 
 #include "elf/elf_inspect.hpp"
 #include "kernhub/error.hpp"
-#include "support/process.hpp"
 #include "support/build_paths.hpp"
+#include "support/process.hpp"
 
 namespace kernhub::test::elf {
 

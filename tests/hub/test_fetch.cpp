@@ -14,11 +14,11 @@
 #include "kernhub/cuda.hpp"
 #include "kernhub/kernhub.hpp"
 #include "store/cache.hpp"
+#include "support/build_paths.hpp"
 #include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/process.hpp"
 #include "support/slurp.hpp"
-#include "support/build_paths.hpp"
 
 using namespace kernhub;
 using namespace kernhub::test;
@@ -645,7 +645,8 @@ static int open_count_of(const std::string& suffix) {
     std::error_code ec;
     for (const auto& fd : fs::directory_iterator("/proc/self/fd", ec)) {
         const std::string target = fs::read_symlink(fd.path(), ec).string();
-        if (!ec && target.size() >= suffix.size() && target.compare(target.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        if (!ec && target.size() >= suffix.size() &&
+            target.compare(target.size() - suffix.size(), suffix.size(), suffix) == 0) {
             ++count;
         }
     }

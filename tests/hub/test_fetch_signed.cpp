@@ -13,12 +13,12 @@
 #include "digest/digest.hpp"
 #include "hub/hub_env.hpp"
 #include "kernhub/kernhub.hpp"
+#include "support/build_paths.hpp"
 #include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/process.hpp"
 #include "support/sigstore_instance.hpp"
 #include "support/slurp.hpp"
-#include "support/build_paths.hpp"
 
 using namespace kernhub;
 using namespace kernhub::test;

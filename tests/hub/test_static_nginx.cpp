@@ -28,6 +28,7 @@
 #include "http/http.hpp"
 #include "kernhub/error.hpp"
 #include "kernhub/kernhub.hpp"
+#include "support/build_paths.hpp"
 #include "support/gated_target.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
@@ -36,7 +37,6 @@
 #include "support/requirements.hpp"
 #include "support/string_target.hpp"
 #include "support/temp_dir.hpp"
-#include "support/build_paths.hpp"
 
 using namespace kernhub;
 using namespace kernhub::test;

@@ -9,11 +9,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/build_paths.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
-#include "support/build_paths.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::test::HttpReply;
@@ -146,9 +146,9 @@ TEST_CASE("make_hub lays out revisions, refs, listings and files", "[hubserver]"
                      hub.index["repos"]["acme/model"]["commits"][0].get<std::string>() / "config.json"));
 
     std::ofstream(hub.dir.path() / "bad.json") << R"({"repos": [{"repo_id": "a/b", "colour": "red"}]})";
-    const auto bad = kernhub::test::run_process({KERNHUB_PYTHON, std::string(KERNHUB_SOURCE_DIR) + "/examples/hub/make_hub.py",
-                                                 "--spec", (hub.dir.path() / "bad.json").string(), "--out",
-                                                 (hub.dir.path() / "out").string()});
+    const auto bad = kernhub::test::run_process(
+        {KERNHUB_PYTHON, std::string(KERNHUB_SOURCE_DIR) + "/examples/hub/make_hub.py", "--spec",
+         (hub.dir.path() / "bad.json").string(), "--out", (hub.dir.path() / "out").string()});
     CHECK(bad.exit_code == 2);
     CHECK_THAT(bad.err, Catch::Contains("unknown field 'colour'"));
     CHECK_FALSE(fs::exists(hub.dir.path() / "out"));

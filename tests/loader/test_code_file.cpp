@@ -6,8 +6,8 @@
 
 #include "loader/code_file.hpp"
 #include "loader/loader.hpp"
-#include "support/temp_dir.hpp"
 #include "support/build_paths.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 

@@ -19,8 +19,8 @@
 #include "elf/elf_header.hpp"
 #include "kernhub/error.hpp"
 #include "loader/loader.hpp"
-#include "support/temp_dir.hpp"
 #include "support/build_paths.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::Error;

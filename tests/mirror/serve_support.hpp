@@ -16,11 +16,11 @@
 #include <string>
 #include <thread>
 
+#include "support/build_paths.hpp"
 #include "support/hub_server.hpp"
 #include "support/process.hpp"
 #include "support/requirements.hpp"
 #include "support/temp_dir.hpp"
-#include "support/build_paths.hpp"
 
 namespace kernhub::test::serve {
 

@@ -13,8 +13,8 @@
 
 #include "kernhub/error.hpp"
 #include "registry/registry.hpp"
-#include "support/temp_dir.hpp"
 #include "support/build_paths.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::ErrorCode;

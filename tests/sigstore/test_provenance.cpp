@@ -92,31 +92,29 @@ std::vector<std::string> provenance_problems(const fs::path& folder) {
 // One record of provenance.json against its file.
 void check_entry(const fs::path& folder, const json& entry, std::set<std::string>& recorded,
                  std::vector<std::string>& problems) {
-    {
-        const std::string name = entry.value("file", "");
-        if (name.empty() || name.find('/') != std::string::npos) {
-            problems.push_back("an entry without a plain file name: " + entry.dump());
-            return;
-        }
-        recorded.insert(name);
-        const fs::path file = folder / name;
-        if (fs::is_symlink(file)) {
-            problems.push_back(name + ": a symbolic link, not the recorded file");
-            return;
-        }
-        if (!fs::is_regular_file(file)) {
-            problems.push_back(name + ": recorded but not in " + folder.string());
-            return;
-        }
-        if (entry.value("source", "").empty()) problems.push_back(name + ": no source");
-        if (!civil_days(entry.value("retrieved", ""))) problems.push_back(name + ": no retrieved date (YYYY-MM-DD)");
-        const auto size = entry.find("size");
-        if (size == entry.end() || !size->is_number_unsigned() || size->get<std::uintmax_t>() != fs::file_size(file)) {
-            problems.push_back(name + ": size does not match its record");
-        }
-        if (entry.value("sha256", "") != digest::sha256_file_hex(file)) {
-            problems.push_back(name + ": SHA-256 does not match its record");
-        }
+    const std::string name = entry.value("file", "");
+    if (name.empty() || name.find('/') != std::string::npos) {
+        problems.push_back("an entry without a plain file name: " + entry.dump());
+        return;
+    }
+    recorded.insert(name);
+    const fs::path file = folder / name;
+    if (fs::is_symlink(file)) {
+        problems.push_back(name + ": a symbolic link, not the recorded file");
+        return;
+    }
+    if (!fs::is_regular_file(file)) {
+        problems.push_back(name + ": recorded but not in " + folder.string());
+        return;
+    }
+    if (entry.value("source", "").empty()) problems.push_back(name + ": no source");
+    if (!civil_days(entry.value("retrieved", ""))) problems.push_back(name + ": no retrieved date (YYYY-MM-DD)");
+    const auto size = entry.find("size");
+    if (size == entry.end() || !size->is_number_unsigned() || size->get<std::uintmax_t>() != fs::file_size(file)) {
+        problems.push_back(name + ": size does not match its record");
+    }
+    if (entry.value("sha256", "") != digest::sha256_file_hex(file)) {
+        problems.push_back(name + ": SHA-256 does not match its record");
     }
 }
 

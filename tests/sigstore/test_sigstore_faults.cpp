@@ -11,11 +11,11 @@
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "sigstore/sigstore.hpp"
+#include "support/build_paths.hpp"
 #include "support/process.hpp"
 #include "support/sigstore_instance.hpp"
 #include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
-#include "support/build_paths.hpp"
 
 namespace ss = kernhub::sigstore;
 namespace kt = kernhub::test;

@@ -66,8 +66,7 @@ json entry_of(const std::string& name) {
     return bundle(name)["verificationMaterial"]["tlogEntries"][0];
 }
 
-TEST_CASE("the production GitHub Actions bundle verifies with its identity, issuer and repository",
-          "[sigstore]") {
+TEST_CASE("the production GitHub Actions bundle verifies with its identity, issuer and repository", "[sigstore]") {
     const ss::Verified v = verify_github(bundle("bundle_v3_github.whl.sigstore"));
     CHECK(v.identity == k_github_identity);
     CHECK(v.issuer == k_github_issuer);

@@ -80,12 +80,12 @@ TEST_CASE("verify-blob: each failure is exit 4 naming its step", "[sigstore]") {
     check_error(sandbox.run(args, k_no_root_env), 4, {"sigstore: repository:"});
 
     // The staging bundle against the default (production) root.
-    check_error(sandbox.run({"verify-blob", (dir() / "bundle_v3.txt").string(), "--bundle",
-                             (dir() / "bundle_v3.txt.sigstore").string(), "--certificate-identity", k_staging_identity,
-                             "--certificate-oidc-issuer", k_staging_issuer, "--trusted-root",
-                             production_root().string()},
-                            k_no_root_env),
-                4, {"sigstore: certificate-chain:"});
+    check_error(
+        sandbox.run({"verify-blob", (dir() / "bundle_v3.txt").string(), "--bundle",
+                     (dir() / "bundle_v3.txt.sigstore").string(), "--certificate-identity", k_staging_identity,
+                     "--certificate-oidc-issuer", k_staging_issuer, "--trusted-root", production_root().string()},
+                    k_no_root_env),
+        4, {"sigstore: certificate-chain:"});
 
     check_error(sandbox.run({"verify-blob", (dir() / "bundle_cve_2022_36056.txt").string(), "--bundle",
                              (dir() / "bundle_cve_2022_36056.txt.sigstore").string(), "--certificate-identity",

@@ -134,9 +134,13 @@ HubServer::HubServer(const std::filesystem::path& root, Options options) {
     }
     // -S: the server is standard library only, and the site packages'
     // start-up (.pth files) cost a tenth of a second per test.
-    std::vector<std::string> argv{KERNHUB_PYTHON, "-S", std::string(KERNHUB_SOURCE_DIR) + "/tests/support/hub_server.py",
-                                  "--root",       root.string(),
-                                  "--page-size",  std::to_string(options.page_size)};
+    std::vector<std::string> argv{KERNHUB_PYTHON,
+                                  "-S",
+                                  std::string(KERNHUB_SOURCE_DIR) + "/tests/support/hub_server.py",
+                                  "--root",
+                                  root.string(),
+                                  "--page-size",
+                                  std::to_string(options.page_size)};
     if (!options.token.empty()) {
         argv.insert(argv.end(), {"--token", options.token});
     }

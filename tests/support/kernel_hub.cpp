@@ -9,8 +9,8 @@
 #include <system_error>
 
 #include "digest/digest.hpp"
-#include "support/hub_builder.hpp"
 #include "support/build_paths.hpp"
+#include "support/hub_builder.hpp"
 
 namespace kernhub::test {
 
@@ -185,8 +185,8 @@ static const std::filesystem::path& shared_hub_root() {
         if (ec) {
             fs::remove_all(mine);
             if (!fs::is_regular_file(tree / "complete")) {
-                FAIL("the shared test hub " << tree << " is there but not complete (" << ec.message()
-                                            << "); remove " << base << " and run the tests again");
+                FAIL("the shared test hub " << tree << " is there but not complete (" << ec.message() << "); remove "
+                                            << base << " and run the tests again");
             }
         }
         return tree / "hub";

@@ -15,8 +15,7 @@ namespace kernhub::test {
 
 class ManualClock final : public http::Clock {
 public:
-    ManualClock()
-        : m_steady_start(std::chrono::steady_clock::now()), m_wall_start(std::chrono::system_clock::now()) {}
+    ManualClock() : m_steady_start(std::chrono::steady_clock::now()), m_wall_start(std::chrono::system_clock::now()) {}
 
     std::chrono::steady_clock::time_point now() override { return m_steady_start + offset(); }
     std::chrono::system_clock::time_point wall_now() override {

@@ -3,9 +3,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "support/build_paths.hpp"
 #include "support/process.hpp"
 #include "support/requirements.hpp"
-#include "support/build_paths.hpp"
 
 namespace kernhub::test {
 namespace {
