@@ -45,9 +45,9 @@ def configure(build):
             os.path.join(build, "build.ninja")):
         sh(["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
             "-DKERNHUB_BUILD_TESTS=OFF", "-DKERNHUB_BUILD_BENCH=OFF",
-            # Each CLI file on its own, and the crash points' real code (the
+            # Each source file on its own, and the crash points' real code (the
             # hooks-on compile of crash_point.cpp comes last, so it is kept).
-            "-DKERNHUB_UNITY_CLI=OFF", "-DKERNHUB_TEST_HOOKS=ON"])
+            "-DKERNHUB_UNITY=OFF", "-DKERNHUB_TEST_HOOKS=ON"])
     else:
         # Picks up added or removed source files (the globs are CONFIGURE_DEPENDS).
         sh(["cmake", build])

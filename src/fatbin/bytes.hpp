@@ -8,6 +8,11 @@
 
 namespace kernhub::fatbin::detail {
 
+// Largest arch number accepted in a fatbin entry or a cubin's ELF flags;
+// today's top is 121. A bound keeps garbage from turning into absurd names
+// and keeps the value inside an int.
+constexpr std::uint32_t k_max_arch = 999;
+
 // A view of untrusted input. Every read checks its bounds itself, so a bug
 // in a caller's size arithmetic ends in an Error, never in a stray read.
 class Bytes {

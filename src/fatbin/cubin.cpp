@@ -26,6 +26,7 @@ namespace kernhub::fatbin {
 namespace {
 
 using detail::Bytes;
+using detail::k_max_arch;
 
 constexpr std::uint32_t k_fatbin_magic = 0xBA55ED50;
 constexpr std::uint8_t k_elf_magic[4] = {0x7f, 'E', 'L', 'F'};
@@ -41,7 +42,6 @@ constexpr std::uint8_t k_elfdata_msb = 2;
 constexpr std::uint16_t k_em_cuda = 190;
 constexpr std::uint8_t k_osabi_cuda_v13 = 0x41;
 constexpr std::uint8_t k_osabi_cuda_legacy = 0x33;
-constexpr std::uint32_t k_max_arch = 999;
 
 bool has_elf_magic(const std::uint8_t* data, std::size_t size) {
     if (size < sizeof k_elf_magic) return false;

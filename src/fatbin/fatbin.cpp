@@ -44,6 +44,7 @@ namespace kernhub::fatbin {
 namespace {
 
 using detail::Bytes;
+using detail::k_max_arch;
 
 constexpr std::uint32_t k_container_magic = 0xBA55ED50;
 constexpr std::uint16_t k_container_version = 1;
@@ -59,10 +60,6 @@ constexpr std::uint64_t k_flag_lz4 = 0x2000;
 constexpr std::uint64_t k_flag_zstd = 0x8000;
 constexpr std::uint64_t k_flag_arch_specific = 0x100000;
 constexpr std::uint64_t k_flag_family = 0x200000;
-
-// Largest arch number accepted; today's top is 121. A bound keeps garbage
-// from turning into absurd names and keeps the value inside an int.
-constexpr std::uint32_t k_max_arch = 999;
 
 char read_variant(const Bytes& in, std::size_t pos, std::uint64_t flags) {
     const bool arch_specific = (flags & k_flag_arch_specific) != 0;

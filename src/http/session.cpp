@@ -239,6 +239,10 @@ constexpr std::size_t k_pipe_bytes = 512u << 10;
 // resume costs libcurl a copy of what it held back).
 constexpr std::size_t k_resume_room = 384u << 10;
 
+}  // namespace
+
+// Not in the anonymous namespace: Session::Engine and Session::Attempt, which
+// have linkage, hold a pointer to it.
 class BodyPipe {
 public:
     enum class Push { taken, full, failed };
@@ -353,8 +357,6 @@ private:
     std::atomic<bool> m_failed{false};  // read without the lock by the progress callback
     std::exception_ptr m_error;         // guarded by m_mutex
 };
-
-}  // namespace
 
 Clock& real_clock() {
     static RealClock clock;

@@ -9,7 +9,7 @@ namespace kernhub::sigstore {
 
 namespace {
 
-constexpr const char* k_step = "bundle";
+constexpr const char* k_bundle_step = "bundle";
 // Hashes in one inclusion proof: a tree of 2^64 leaves needs 64.
 constexpr std::size_t k_max_proof_hashes = 64;
 // Certificates in a v0.1/v0.2 x509CertificateChain.
@@ -19,7 +19,7 @@ constexpr std::size_t k_max_checkpoint_bytes = 16u << 10;
 struct TooDeep {};
 
 [[noreturn]] void bad(const std::string& what) {
-    fail(k_step, what);
+    fail(k_bundle_step, what);
 }
 
 const nlohmann::json& member(const nlohmann::json& object, const char* key, const std::string& where) {
@@ -149,7 +149,7 @@ Bundle parse_bundle(std::string_view json) {
         bad("the bundle is " + std::to_string(json.size()) + " bytes, over the limit of " +
             std::to_string(k_max_bundle_bytes) + " bytes (k_max_bundle_bytes); check that it is the right file");
     }
-    const nlohmann::json doc = parse_bounded_json(json, k_step, "the bundle");
+    const nlohmann::json doc = parse_bounded_json(json, k_bundle_step, "the bundle");
     if (!doc.is_object()) bad("the bundle is not a JSON object");
     Bundle out;
     const std::string media_type = text(doc, "mediaType", "the bundle");

@@ -17,7 +17,7 @@ namespace kernhub::sigstore {
 
 namespace {
 
-constexpr const char* k_step = "trusted-root";
+constexpr const char* k_root_step = "trusted-root";
 constexpr const char* k_root_media_type = "application/vnd.dev.sigstore.trustedroot+json;version=0.1";
 // Entries per list (tlogs, ctlogs, CAs, TSAs) and certificates per chain.
 constexpr std::size_t k_max_root_entries = 64;
@@ -27,7 +27,7 @@ struct RootReader {
     const std::string& origin;
 
     [[noreturn]] void bad(const std::string& what) const {
-        fail(k_step, origin + ": " + what + "; use a trusted_root.json from the Sigstore instance that signed");
+        fail(k_root_step, origin + ": " + what + "; use a trusted_root.json from the Sigstore instance that signed");
     }
 
     const nlohmann::json& member(const nlohmann::json& object, const char* key, const std::string& where) const {
@@ -158,12 +158,12 @@ std::optional<std::int64_t> parse_rfc3339(const std::string& text) {
 
 std::shared_ptr<const TrustedRoot> parse_trusted_root(std::string_view json, const std::string& origin) {
     if (json.size() > k_max_trusted_root_bytes) {
-        fail(k_step, origin + " is " + std::to_string(json.size()) + " bytes, over the limit of " +
-                         std::to_string(k_max_trusted_root_bytes) +
-                         " (k_max_trusted_root_bytes); use a Sigstore trusted_root.json");
+        fail(k_root_step, origin + " is " + std::to_string(json.size()) + " bytes, over the limit of " +
+                              std::to_string(k_max_trusted_root_bytes) +
+                              " (k_max_trusted_root_bytes); use a Sigstore trusted_root.json");
     }
     const RootReader read{origin};
-    nlohmann::json doc = parse_bounded_json(json, k_step, origin);
+    nlohmann::json doc = parse_bounded_json(json, k_root_step, origin);
     if (!doc.is_object()) read.bad("the document is not a JSON object");
     if (read.text(doc, "mediaType", "the root") != k_root_media_type) {
         read.bad("mediaType is not " + std::string(k_root_media_type));
@@ -238,7 +238,7 @@ std::string read_document(const std::filesystem::path& path, std::size_t cap, co
 }
 
 std::string read_trusted_root_text(const std::filesystem::path& path) {
-    return read_document(path, k_max_trusted_root_bytes, "k_max_trusted_root_bytes", k_step, "trusted root");
+    return read_document(path, k_max_trusted_root_bytes, "k_max_trusted_root_bytes", k_root_step, "trusted root");
 }
 
 std::shared_ptr<const TrustedRoot> load_trusted_root(const std::filesystem::path& path) {
