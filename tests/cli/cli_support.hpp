@@ -19,6 +19,7 @@
 #include "support/build_paths.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/process.hpp"
+#include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kernhub::test::cli {
@@ -108,7 +109,7 @@ inline std::vector<std::string> keys_of(const json& object) {
 
 inline std::string read_text(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return kernhub::test::read_all(in);
 }
 
 inline void write_text(const fs::path& path, const std::string& text) {

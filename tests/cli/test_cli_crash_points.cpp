@@ -16,6 +16,7 @@
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
 #include "support/requirements.hpp"
+#include "support/slurp.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;
@@ -26,8 +27,7 @@ namespace {
 // without it never crashes, so these tests would prove nothing. The CLI
 // binary itself is asked, not the build's settings.
 KERNHUB_TEST_REQUIREMENT("needs:test-hooks", []() -> std::string {
-    std::ifstream in(KERNHUB_CLI_PATH, std::ios::binary);
-    const std::string binary((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string binary = slurp(KERNHUB_CLI_PATH);
     if (binary.find("KERNHUB_TEST_CRASH_AT") != std::string::npos) return "";
     return "the kernhub CLI was built without its crash points (configure with -DKERNHUB_TEST_HOOKS=ON, "
            "as tests/run.sh does)";

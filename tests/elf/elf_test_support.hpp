@@ -16,6 +16,7 @@
 #include "kernhub/error.hpp"
 #include "support/build_paths.hpp"
 #include "support/process.hpp"
+#include "support/slurp.hpp"
 
 namespace kernhub::test::elf {
 
@@ -29,7 +30,8 @@ inline const fs::path k_vector_add = fs::path(KERNHUB_BINARY_DIR) / "examples" /
 inline std::vector<std::uint8_t> read_bytes(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error("cannot read " + path.string());
-    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    const std::string bytes = kernhub::test::read_all(in);
+    return {bytes.begin(), bytes.end()};
 }
 
 inline kernhub::elf::ElfFacts inspect_path(const fs::path& path) {

@@ -17,6 +17,7 @@
 #include "fatbin/fatbin.hpp"
 #include "kernhub/error.hpp"
 #include "support/build_paths.hpp"
+#include "support/slurp.hpp"
 
 namespace fatbin_test {
 
@@ -29,7 +30,8 @@ inline const std::filesystem::path k_fixtures = KERNHUB_FIXTURE_DIR;
 inline Bytes read_fixture(const std::string& name) {
     std::ifstream in(k_fixtures / name, std::ios::binary);
     REQUIRE(in);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::string bytes = kernhub::test::read_all(in);
+    return {bytes.begin(), bytes.end()};
 }
 
 inline void put(Bytes& out, std::size_t at, std::uint64_t value, std::size_t width) {

@@ -12,6 +12,7 @@
 #include "cuda/driver.hpp"
 #include "kernhub/error.hpp"
 #include "support/build_paths.hpp"
+#include "support/slurp.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::Error;
@@ -27,7 +28,8 @@ const fs::path k_fatbin = fs::path(KERNHUB_FIXTURE_DIR) / "multi.fatbin";
 std::vector<unsigned char> read_bytes(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     REQUIRE(in);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::string bytes = kernhub::test::read_all(in);
+    return {bytes.begin(), bytes.end()};
 }
 
 // The fixture has code for compute capability 8.x (sm_80 SASS) and 9.0 and

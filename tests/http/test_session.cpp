@@ -16,6 +16,7 @@
 #include "http/session_support.hpp"
 #include "kernhub/error.hpp"
 #include "support/kernel_hub.hpp"
+#include "support/slurp.hpp"
 #include "support/string_target.hpp"
 
 using kernhub::Error;
@@ -48,7 +49,7 @@ private:
 std::string read_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     REQUIRE(in);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return kernhub::test::read_all(in);
 }
 
 std::string lfs_url(KernelHub& hub, const std::string& repo = "kernhub-test/vector-add") {

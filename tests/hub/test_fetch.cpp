@@ -93,7 +93,7 @@ TEST_CASE("cold fetch over HTTP downloads only the selected variant and verifies
     REQUIRE(stat(so.c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0444);
     std::ifstream ref(repo_folder(env, "vector-add") / "refs" / "main");
-    std::string commit((std::istreambuf_iterator<char>(ref)), std::istreambuf_iterator<char>());
+    std::string commit = kernhub::test::read_all(ref);
     CHECK(commit == result.commit);
     auto so_info = std::find_if(result.files.begin(), result.files.end(),
                                 [](const FileInfo& f) { return f.path == "libvector_add.so"; });
@@ -528,7 +528,7 @@ TEST_CASE("a shared object that needs a newer glibc than the host is refused bef
     std::string bytes;
     {
         std::ifstream in(so, std::ios::binary);
-        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        bytes = kernhub::test::read_all(in);
     }
     auto at = bytes.find("GLIBC_2.");
     REQUIRE(at != std::string::npos);

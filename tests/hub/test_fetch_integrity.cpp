@@ -13,6 +13,7 @@
 #include "kernhub/kernhub.hpp"
 #include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
+#include "support/slurp.hpp"
 
 using namespace kernhub;
 using namespace kernhub::test;
@@ -37,11 +38,6 @@ Options options_for(const TempDir& dir, const std::string& endpoint) {
 
 fs::path repo_folder(const TempDir& dir, const std::string& name) {
     return dir.path() / "cache" / ("kernels--kernhub-test--" + name);
-}
-
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 // Rewrites a read-only cached blob with one byte inverted.

@@ -35,6 +35,7 @@
 #include "support/kernel_hub.hpp"
 #include "support/process.hpp"
 #include "support/requirements.hpp"
+#include "support/slurp.hpp"
 #include "support/string_target.hpp"
 #include "support/temp_dir.hpp"
 
@@ -287,7 +288,7 @@ TEST_CASE("over HTTPS with HTTP/2, a variant's files are multiplexed on one conn
     for (const auto& f : fetched.files) {
         if (f.path.rfind("data", 0) != 0) continue;  // data<i>.bin holds 'a' + i
         std::ifstream in(fs::path(fetched.path) / f.path, std::ios::binary);
-        std::string body((std::istreambuf_iterator<char>(in)), {});
+        std::string body = kernhub::test::read_all(in);
         CHECK(body == H2Hub::data(std::stoi(f.path.substr(4))));
     }
 

@@ -20,6 +20,7 @@
 #include "kernhub/error.hpp"
 #include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
+#include "support/slurp.hpp"
 #include "support/string_target.hpp"
 
 using kernhub::Error;
@@ -51,7 +52,7 @@ std::unique_ptr<HubClient> make_client(const std::string& endpoint, const std::s
 std::string read_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     REQUIRE(in);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return kernhub::test::read_all(in);
 }
 
 json hub_index(const std::filesystem::path& root) {

@@ -13,6 +13,7 @@
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
 #include "support/process.hpp"
+#include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -54,7 +55,7 @@ std::string git_blob_sha1(const std::string& content) {
 
 std::string read_file(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    return kernhub::test::read_all(in);
 }
 
 // A public kernel repo with two commits (v1 stays on the first, main moves to

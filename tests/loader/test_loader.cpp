@@ -20,6 +20,7 @@
 #include "kernhub/error.hpp"
 #include "loader/loader.hpp"
 #include "support/build_paths.hpp"
+#include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -40,7 +41,8 @@ const fs::path k_undefined = k_fixtures / "libkh_undefined.so";
 std::vector<unsigned char> read_bytes(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     REQUIRE(in);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::string bytes = kernhub::test::read_all(in);
+    return {bytes.begin(), bytes.end()};
 }
 
 fs::path write_bytes(const fs::path& path, const std::vector<unsigned char>& bytes) {

@@ -17,6 +17,7 @@
 #include "store/place_file.hpp"
 #include "support/process.hpp"
 #include "support/requirements.hpp"
+#include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace kernhub;
@@ -33,7 +34,7 @@ const hub::RepoRef k_model{RepoType::model, "org/model"};
 
 std::string read_text(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return kernhub::test::read_all(in);
 }
 
 json read_json(const fs::path& path) {

@@ -16,6 +16,7 @@
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "support/build_paths.hpp"
+#include "support/slurp.hpp"
 
 namespace kernhub::test::sigstore_vectors {
 
@@ -33,7 +34,7 @@ inline fs::path production_root() {
 
 inline std::string read(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return kernhub::test::read_all(in);
 }
 
 inline json bundle(const std::string& name) {

@@ -13,20 +13,17 @@
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
+#include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using kernhub::RepoType;
 using kernhub::store::IncompleteBlob;
 using kernhub::store::RepoCache;
+using kernhub::test::slurp;
 using kernhub::test::TempDir;
 
 namespace {
-
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 std::vector<std::string> partial_names(const RepoCache& cache) {
     std::vector<std::string> out;
