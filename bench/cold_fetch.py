@@ -27,7 +27,7 @@ holds until it execs). The caches and output folders are emptied between runs, o
 timing. No goal is asserted here: the output is a report.
 
   bench/cold_fetch.py --kernhub build-bench/kernhub [--runs 5] [--cases a,b,c,d]
-                      [--python build/venv/bin/python] [--demo-hub build-bench/demo-hub]
+                      [--python PYTHON-WITH-HUGGINGFACE_HUB] [--demo-hub build-bench/demo-hub]
                       [--work DIR] [--json OUT] [--big-mib 384]
 
 Python 3 standard library only; needs nginx, curl and openssl on the PATH

@@ -6,7 +6,8 @@
 #   KERNHUB_BENCH_BUILD_DIR  build directory (default: <repo>/build-bench)
 #   KERNHUB_BENCH_MIN_TIME   --benchmark_min_time in seconds (default 0.2)
 #   KERNHUB_BENCH_JOBS       build parallelism (default 2)
-#   KERNHUB_BENCH_HF_PYTHON  a Python with huggingface_hub (default: build/venv)
+#   KERNHUB_BENCH_HF_PYTHON  a Python with huggingface_hub (default: the test
+#                            venv of build/, KERNHUB_TEST_PYTHON in its CMakeCache.txt)
 # Arguments after the options go to every benchmark binary, e.g.
 #   bench/run.sh --benchmark_filter=Kernhub
 set -euo pipefail
@@ -35,7 +36,7 @@ done
 # Cold fetch over a real nginx against curl (+ OpenSSL), and of the demo
 # variant against huggingface_hub's `hf download` (a test-only peer: the
 # venv tests/run.sh makes has it; KERNHUB_BENCH_HF_PYTHON names another).
-hf_python="${KERNHUB_BENCH_HF_PYTHON:-$root/build/venv/bin/python}"
+hf_python="${KERNHUB_BENCH_HF_PYTHON:-$(sed -n 's/^KERNHUB_TEST_PYTHON:FILEPATH=//p' "$root/build/CMakeCache.txt" 2>/dev/null || true)}"
 cold=(--kernhub "$build/kernhub" --demo-hub "$build/demo-hub")
 [[ -x "$hf_python" ]] && cold+=(--python "$hf_python")
 echo "== cold_fetch"

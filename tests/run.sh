@@ -46,7 +46,12 @@ trap print_phases EXIT
 
 dir=build
 # KERNHUB_TEST_HOOKS: the crash points the durability tests kill the CLI at.
-flags=(-DKERNHUB_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKERNHUB_TEST_HOOKS=ON)
+# Line tables only (-g1) instead of RelWithDebInfo's full -g: backtraces and
+# sanitizer reports keep file and line, debuggers lose variables, and the
+# build takes about a third less time (docs/ARCHITECTURE.md, "Build and
+# test speed"). Configure a build of your own for full debug information.
+flags=(-DKERNHUB_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKERNHUB_TEST_HOOKS=ON
+  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
 
 # ThreadSanitizer: the library and tests/threads only (docs/ARCHITECTURE.md,
 # "Threads"). The loopback hub is stdlib Python, so no virtual environment.
@@ -78,38 +83,76 @@ if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
   pass=asan
   left_out=()  # none: every label runs under ASan + UBSan
-  flags+=(-DKERNHUB_SANITIZE=ON)
+  # The benchmarks are compiled by the normal pass; none runs under ctest.
+  flags+=(-DKERNHUB_SANITIZE=ON -DKERNHUB_BUILD_BENCH=OFF)
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
 
 phase dependencies
 .ci/install-deps
-# Test-only Python peers (huggingface_hub for the cache interop test) live in
-# virtual environments inside the build folder. venv DIR REQUIREMENTS makes
-# one and installs REQUIREMENTS (every version pinned) into it, and records
-# what it installed: a later run whose requirements file and interpreter are
-# the same starts no pip at all.
-venv() {
-  local env=$1 requirements=$2 want
-  want="$(python3 -c 'import sys; print(sys.version)' | head -1) $(sha256sum "$requirements" | cut -d' ' -f1)"
-  if [ -x "$env/bin/python" ] && [ "$(cat "$env/kernhub-requirements" 2>/dev/null)" = "$want" ]; then
-    return 0
-  fi
-  # No stamp while pip changes the venv: an interrupted install is redone.
-  rm -f "$env/kernhub-requirements"
-  [ -x "$env/bin/python" ] || python3 -m venv "$env"
-  "$env/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
-  echo "$want" >"$env/kernhub-requirements.tmp"
-  mv "$env/kernhub-requirements.tmp" "$env/kernhub-requirements"
+# Test-only Python peers (huggingface_hub, kernels, sigstore, apache-tvm-ffi)
+# live in virtual environments kept in a store that every clone and build
+# folder on this machine shares, one per requirements file and interpreter:
+# KERNHUB_TEST_VENVS, by default ~/.cache/kernhub/test-venvs. A venv is made
+# once; a later run, in this clone or another, whose requirements and
+# interpreter are the same starts no pip at all.
+venv_store=${KERNHUB_TEST_VENVS:-${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/kernhub/test-venvs}
+if ! mkdir -p "$venv_store" 2>/dev/null || [ ! -w "$venv_store" ]; then
+  echo "tests/run.sh: cannot write the venv store $venv_store; the venvs go in $dir/venvs" >&2
+  venv_store="$PWD/$dir/venvs"
+  mkdir -p "$venv_store"
+fi
+# venv_path NAME REQUIREMENTS: the store's folder for that pair, named by a
+# hash of the interpreter and the requirements file.
+venv_path() {
+  local key
+  key=$({ python3 -c 'import sys; print(sys.version); print(sys.executable)'; cat "$2"; } | sha256sum | cut -c1-16)
+  echo "$venv_store/$1-$key"
 }
-venv "$dir/venv" tests/requirements.txt
-# The older kernels release (its own kernels.lock format) needs a venv of its own.
-venv "$dir/venv-kernels-legacy" tests/requirements-kernels-legacy.txt
+# venv NAME REQUIREMENTS: makes that venv unless it is complete (its stamp
+# is written last, after pip succeeded). A lock serialises the runs that
+# want the same venv; an interrupted one leaves no stamp and is redone from
+# scratch. Venvs of NAME that no run has used for 30 days are removed.
+venv() {
+  local env
+  env=$(venv_path "$1" "$2")
+  (
+    exec 9>"$env.lock"
+    flock 9
+    if [ ! -f "$env/kernhub-complete" ]; then
+      rm -rf "$env"
+      python3 -m venv "$env"
+      # No .pyc files now: Python writes them on first import, and most
+      # modules are never imported.
+      "$env/bin/python" -m pip install -q --no-compile --disable-pip-version-check -r "$2"
+      touch "$env/kernhub-complete"
+    fi
+    touch "$env/kernhub-complete"  # last use, for the clean-up below
+    find "$venv_store" -maxdepth 2 -path "$venv_store/$1-*/kernhub-complete" -mtime +30 2>/dev/null |
+      while read -r stale; do rm -rf "$(dirname "$stale")" "$(dirname "$stale").lock"; done
+  )
+}
+# The second environment holds the older kernels release (its own
+# kernels.lock format): one environment holds one kernels version. Both are
+# made at once; pip is mostly waiting on the disk and the index.
+venv_main=$(venv_path main tests/requirements.txt)
+venv_legacy=$(venv_path kernels-legacy tests/requirements-kernels-legacy.txt)
+venv main tests/requirements.txt &
+main_pid=$!
+venv kernels-legacy tests/requirements-kernels-legacy.txt &
+legacy_pid=$!
+venv_status=0
+wait "$main_pid" || venv_status=$?
+wait "$legacy_pid" || venv_status=$?
+if [ "$venv_status" -ne 0 ]; then
+  echo "tests/run.sh: making the test venvs in $venv_store failed (exit $venv_status)" >&2
+  exit "$venv_status"
+fi
 
 phase configure
-cmake -S . -B "$dir" -G Ninja "${flags[@]}" -DKERNHUB_TEST_PYTHON="$PWD/$dir/venv/bin/python" \
-  -DKERNHUB_TEST_PYTHON_KERNELS_LEGACY="$PWD/$dir/venv-kernels-legacy/bin/python" >/dev/null
+cmake -S . -B "$dir" -G Ninja "${flags[@]}" -DKERNHUB_TEST_PYTHON="$venv_main/bin/python" \
+  -DKERNHUB_TEST_PYTHON_KERNELS_LEGACY="$venv_legacy/bin/python" >/dev/null
 phase build
 cmake --build "$dir" -j"$(nproc)"
 phase ctest
@@ -128,7 +171,9 @@ if [ ${#left_out[@]} -gt 0 ]; then
 else
   echo "tests/run.sh: the $pass pass leaves out no test"
 fi
-ctest --test-dir "$dir" -j"$(nproc)" "${exclude[@]}" --output-on-failure --output-junit "$junit" || status=$?
+# Twice as many tests as cores: many of them wait on a child process, a
+# loopback server or a transfer rather than compute.
+ctest --test-dir "$dir" -j"$((2 * $(nproc)))" "${exclude[@]}" --output-on-failure --output-junit "$junit" || status=$?
 phase_end
 if [ -f "$junit" ]; then
   python3 - "$junit" <<'PY' || echo "tests/run.sh: could not summarise the skipped tests from $junit" >&2

@@ -84,7 +84,7 @@ def hf_missing(need_kernel=True):
         import huggingface_hub
     except ImportError:
         return (f"huggingface_hub is not installed for {sys.executable} "
-                "(tests/run.sh installs tests/requirements.txt into build/venv)")
+                "(tests/run.sh installs tests/requirements.txt into a venv of its own)")
     if need_kernel and not hf_has_kernel_repos():
         return f"huggingface_hub {huggingface_hub.__version__} has no repo_type 'kernel' for downloads"
     return None
