@@ -82,7 +82,6 @@ left_out=()
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
   pass=asan
-  left_out=()  # none: every label runs under ASan + UBSan
   # The benchmarks are compiled by the normal pass; none runs under ctest.
   flags+=(-DKERNHUB_SANITIZE=ON -DKERNHUB_BUILD_BENCH=OFF)
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
@@ -129,8 +128,17 @@ venv() {
       touch "$env/kernhub-complete"
     fi
     touch "$env/kernhub-complete"  # last use, for the clean-up below
+    # A stale venv is removed only under its own lock, taken without waiting
+    # (a run that holds it is using it) and with its age checked again under
+    # it; lock files stay, so two runs never lock different files of a name.
     find "$venv_store" -maxdepth 2 -path "$venv_store/$1-*/kernhub-complete" -mtime +30 2>/dev/null |
-      while read -r stale; do rm -rf "$(dirname "$stale")" "$(dirname "$stale").lock"; done
+      while read -r stale; do
+        (
+          exec 8>"$(dirname "$stale").lock"
+          flock -n 8 || exit 0
+          [ -z "$(find "$stale" -mtime +30 2>/dev/null)" ] || rm -rf "$(dirname "$stale")"
+        )
+      done
   )
 }
 # The second environment holds the older kernels release (its own

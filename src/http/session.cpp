@@ -121,6 +121,10 @@ std::string whole_seconds(milliseconds wait) {
     return std::to_string((wait.count() + 999) / 1000) + " s";
 }
 
+std::string attempts_text(int tries) {
+    return std::to_string(tries) + (tries == 1 ? " attempt" : " attempts");
+}
+
 milliseconds seconds_to_ms(std::uint64_t seconds) {
     return milliseconds(static_cast<milliseconds::rep>(std::min(seconds, k_max_wait_seconds_parsed) * 1000));
 }
@@ -1126,13 +1130,13 @@ Response Session::run(const std::string& url, BodyTarget* target, const GetLimit
                             "downloading " + redact(url) + " stayed below the minimum rate of " +
                                 std::to_string(m_policy.min_rate) + " bytes/s over " +
                                 whole_seconds(m_policy.min_rate_window) +
-                                " (KERNHUB_MIN_RATE, KERNHUB_MIN_RATE_WINDOW) in " + std::to_string(tries + 1) +
-                                " attempts; check your network, or lower KERNHUB_MIN_RATE (Options::min_rate)");
+                                " (KERNHUB_MIN_RATE, KERNHUB_MIN_RATE_WINDOW) in " + attempts_text(tries + 1) +
+                                "; check your network, or lower KERNHUB_MIN_RATE (Options::min_rate)");
             }
             if (transport_failed) {
                 throw Error(ErrorCode::network,
-                            "cannot fetch " + redact(url) + " after " + std::to_string(tries + 1) +
-                                " attempts; check the endpoint and your network, or use --offline",
+                            "cannot fetch " + redact(url) + " after " + attempts_text(tries + 1) +
+                                "; check the endpoint and your network, or use --offline",
                             attempt.curl_message);
             }
             return response;

@@ -7,8 +7,6 @@
 #include <openssl/evp.h>
 #include <signal.h>
 
-#include <fstream>
-#include <iterator>
 #include <random>
 
 #include "cli_support.hpp"

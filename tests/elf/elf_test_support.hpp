@@ -28,10 +28,7 @@ inline const fs::path k_undefined = k_fixtures / "libkh_undefined.so";
 inline const fs::path k_vector_add = fs::path(KERNHUB_BINARY_DIR) / "examples" / "libvector_add.so";
 
 inline std::vector<std::uint8_t> read_bytes(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot read " + path.string());
-    const std::string bytes = kernhub::test::read_all(in);
-    return {bytes.begin(), bytes.end()};
+    return kernhub::test::slurp_bytes(path);
 }
 
 inline kernhub::elf::ElfFacts inspect_path(const fs::path& path) {

@@ -28,10 +28,7 @@ inline const std::filesystem::path k_fixtures = KERNHUB_FIXTURE_DIR;
 // The nvcc-built fixtures exist only when the build found nvcc: tests that
 // read them carry the tag [needs:nvcc] (tests/support/requirements.hpp).
 inline Bytes read_fixture(const std::string& name) {
-    std::ifstream in(k_fixtures / name, std::ios::binary);
-    REQUIRE(in);
-    const std::string bytes = kernhub::test::read_all(in);
-    return {bytes.begin(), bytes.end()};
+    return kernhub::test::slurp_bytes(k_fixtures / name);
 }
 
 inline void put(Bytes& out, std::size_t at, std::uint64_t value, std::size_t width) {

@@ -26,10 +26,7 @@ namespace {
 const fs::path k_fatbin = fs::path(KERNHUB_FIXTURE_DIR) / "multi.fatbin";
 
 std::vector<unsigned char> read_bytes(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in);
-    const std::string bytes = kernhub::test::read_all(in);
-    return {bytes.begin(), bytes.end()};
+    return kernhub::test::slurp_bytes(path);
 }
 
 // The fixture has code for compute capability 8.x (sm_80 SASS) and 9.0 and

@@ -39,10 +39,7 @@ const fs::path k_good = k_fixtures / "libkh_good.so";
 const fs::path k_undefined = k_fixtures / "libkh_undefined.so";
 
 std::vector<unsigned char> read_bytes(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in);
-    const std::string bytes = kernhub::test::read_all(in);
-    return {bytes.begin(), bytes.end()};
+    return kernhub::test::slurp_bytes(path);
 }
 
 fs::path write_bytes(const fs::path& path, const std::vector<unsigned char>& bytes) {

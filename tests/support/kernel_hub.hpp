@@ -40,7 +40,8 @@ nlohmann::json standard_hub_spec();
 // A registry document naming the standard hub's repos.
 nlohmann::json standard_registry();
 
-// A hub tree (built once per process) plus a running server over it.
+// A hub tree (laid out once per build folder and shared by every test
+// process) plus a running server over it.
 class KernelHub {
 public:
     explicit KernelHub(HubServer::Options options = {});

@@ -1,11 +1,14 @@
 // A whole file as bytes, for tests that compare what was written.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <istream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace kernhub::test {
 
@@ -22,6 +25,14 @@ inline std::string read_all(std::istream& in) {
 inline std::string slurp(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     return in ? read_all(in) : std::string();
+}
+
+// The file's bytes; throws (failing the test) when it cannot be opened.
+inline std::vector<std::uint8_t> slurp_bytes(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path.string());
+    const std::string bytes = read_all(in);
+    return {bytes.begin(), bytes.end()};
 }
 
 }  // namespace kernhub::test
