@@ -4,10 +4,13 @@
 # crash-point variable. In a build without KERNHUB_TEST_HOOKS the installed
 # CLI and static library must not carry it either; in a build with it, the
 # build's own CLI must, which shows that the search finds the name where it
-# is compiled in.
+# is compiled in, and the program and static library the build also makes
+# without the hooks (tests/CMakeLists.txt), as a build without the option
+# would, must not.
 #   check_no_test_hooks.sh <build dir> <work dir> <libdir> <hooks ON|OFF> <build-tree CLI>
+#                          [<CLI without hooks> <static library without hooks>]
 set -euo pipefail
-build=$1 work=$2 libdir=$3 hooks=$4 cli=$5
+build=$1 work=$2 libdir=$3 hooks=$4 cli=$5 cli_no_hooks=${6:-} static_no_hooks=${7:-}
 name=KERNHUB_TEST_CRASH_AT
 rm -rf "$work"
 mkdir -p "$work"
@@ -29,9 +32,12 @@ check_clean "$(readlink -f "$lib/libkernhub_c.so")"
 case $hooks in
   ON|on|1|TRUE|true)
     carries "$cli" || fail "the build has KERNHUB_TEST_HOOKS but $cli does not carry $name: the search is broken"
-    echo "$cli carries $name (KERNHUB_TEST_HOOKS=ON), as it must" ;;
+    echo "$cli carries $name (KERNHUB_TEST_HOOKS=ON), as it must"
+    [ -n "$cli_no_hooks" ] || fail "a build with KERNHUB_TEST_HOOKS must name its program and static library without them"
+    check_clean "$cli_no_hooks"
+    check_clean "$static_no_hooks" ;;
   *)
     check_clean "$prefix/bin/kernhub"
     check_clean "$lib/libkernhub.a" ;;
 esac
-echo "checked $checked installed files"
+echo "checked $checked files"

@@ -12,6 +12,10 @@ extern const char* const binary_dir;
 extern const char* const python;       // the interpreter CMake found
 extern const char* const test_python;  // the one with the test-only PyPI peers
 extern const char* const cli_path;
+// The kernhub program the tests run: KERNHUB_TEST_CLI when set (ctest points
+// the crash-point tests at a program built without the test hooks), else
+// the build's own.
+const char* cli();
 extern const char* const demo_hub;
 extern const char* const fixture_dir;
 extern const bool have_nvcc;
@@ -26,7 +30,7 @@ extern const char* const tvm_ffi_include;
 #define KERNHUB_BINARY_DIR (::kernhub::test::build::binary_dir)
 #define KERNHUB_PYTHON (::kernhub::test::build::python)
 #define KERNHUB_TEST_PYTHON (::kernhub::test::build::test_python)
-#define KERNHUB_CLI_PATH (::kernhub::test::build::cli_path)
+#define KERNHUB_CLI_PATH (::kernhub::test::build::cli())
 #define KERNHUB_DEMO_HUB (::kernhub::test::build::demo_hub)
 #define KERNHUB_FIXTURE_DIR (::kernhub::test::build::fixture_dir)
 #define KERNHUB_HAVE_NVCC (::kernhub::test::build::have_nvcc)
