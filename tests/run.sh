@@ -136,7 +136,8 @@ venv() {
         (
           exec 8>"$(dirname "$stale").lock"
           flock -n 8 || exit 0
-          [ -z "$(find "$stale" -mtime +30 2>/dev/null)" ] || rm -rf "$(dirname "$stale")"
+          # The stamp first: a removal cut short leaves a venv that is redone.
+          [ -z "$(find "$stale" -mtime +30 2>/dev/null)" ] || { rm -f "$stale" && rm -rf "$(dirname "$stale")"; }
         )
       done
   )
@@ -146,13 +147,30 @@ venv() {
 # made at once; pip is mostly waiting on the disk and the index.
 venv_main=$(venv_path main tests/requirements.txt)
 venv_legacy=$(venv_path kernels-legacy tests/requirements-kernels-legacy.txt)
+# A script's background jobs ignore SIGINT: Ctrl-C (or SIGTERM) while they
+# run ends them, and everything they started, here. An interrupted install
+# leaves no stamp and is redone by the next run.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+  kill -TERM "$1" 2>/dev/null || true
+}
+venv_pids=()
+stop_venvs() {
+  trap - INT TERM
+  local pid
+  for pid in "${venv_pids[@]}"; do kill_tree "$pid"; done
+  exit "$1"
+}
+trap 'stop_venvs 130' INT
+trap 'stop_venvs 143' TERM
 venv main tests/requirements.txt &
-main_pid=$!
+venv_pids+=($!)
 venv kernels-legacy tests/requirements-kernels-legacy.txt &
-legacy_pid=$!
+venv_pids+=($!)
 venv_status=0
-wait "$main_pid" || venv_status=$?
-wait "$legacy_pid" || venv_status=$?
+for pid in "${venv_pids[@]}"; do wait "$pid" || venv_status=$?; done
+trap - INT TERM
 if [ "$venv_status" -ne 0 ]; then
   echo "tests/run.sh: making the test venvs in $venv_store failed (exit $venv_status)" >&2
   exit "$venv_status"

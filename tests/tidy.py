@@ -44,7 +44,7 @@ def sh(args, **kw):
 # every configure: a build folder configured earlier with other values
 # (unity units, hooks off) would otherwise keep them.
 CONFIGURE_FLAGS = ["-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DKERNHUB_BUILD_TESTS=OFF", "-DKERNHUB_BUILD_BENCH=OFF",
-                   "-DKERNHUB_UNITY=OFF", "-DKERNHUB_TEST_HOOKS=ON"]
+                   "-DKERNHUB_UNITY=OFF", "-DKERNHUB_TEST_HOOKS=ON", "-DKERNHUB_SANITIZE=OFF", "-DKERNHUB_TSAN=OFF"]
 
 
 def configure(build):
