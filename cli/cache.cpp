@@ -193,7 +193,8 @@ Command add_prune(CLI::App& cache) {
     command->add_option("--keep-lock", options->keep_locks,
                         "Keep the commits this kernhub.lock or kernels.lock pins (repeatable)");
     add_cache_flags(*command, *flags);
-    return {command, [flags, options]() {
+    return {command,
+            [flags, options]() {
                 Client client(make_options(*flags, nullptr));
                 PruneReport report = client.cache_prune(*options);
                 if (flags->json) {
@@ -213,7 +214,8 @@ Command add_prune(CLI::App& cache) {
                                    std::to_string(report.removed.size()) + " entries, " + human_size(report.bytes) +
                                    (report.dry_run ? " (dry run: nothing removed)" : ""));
                 return 0;
-            }};
+            },
+            "what was removed is gone and everything else is kept; run kernhub cache prune again to finish"};
 }
 
 }  // namespace

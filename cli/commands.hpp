@@ -13,6 +13,9 @@ namespace kernhub::cli {
 struct Command {
     CLI::App* app = nullptr;
     std::function<int()> run;
+    // What an interruption (SIGINT, SIGTERM) leaves behind, said on the one
+    // line the CLI prints then.
+    const char* interrupted_note = "partial downloads are kept for the next run";
 };
 
 Command add_fetch_command(CLI::App& app);

@@ -50,10 +50,10 @@ void report(const kernhub::Error& error, bool json) {
 }
 
 // One line, and the shell's convention for death by signal: 128 + signo.
-int report_interrupt(const kernhub::Error& error, bool json) {
+int report_interrupt(const kernhub::Error& error, bool json, const char* note) {
     int signo = kernhub::cli::interrupt_signal();
     const char* name = signo == SIGTERM ? "SIGTERM" : signo == SIGINT ? "SIGINT" : "a cancel request";
-    const std::string line = std::string("interrupted by ") + name + "; partial downloads are kept for the next run";
+    const std::string line = std::string("interrupted by ") + name + "; " + note;
     std::cerr << "kernhub: " << line << '\n';
     int code = signo != 0 ? 128 + signo : static_cast<int>(kernhub::ErrorCode::interrupted);
     if (json) {
@@ -108,14 +108,16 @@ int run_cli(int argc, char** argv) {
         report(kernhub::Error(kernhub::ErrorCode::usage, std::string(e.what()) + "; run 'kernhub --help'"), json);
         return static_cast<int>(kernhub::ErrorCode::usage);
     }
+    const auto chosen = std::find_if(commands.begin(), commands.end(),
+                                     [](const kernhub::cli::Command& command) { return command.app->parsed(); });
+    if (chosen == commands.end()) return static_cast<int>(kernhub::ErrorCode::usage);
     kernhub::cli::install_interrupt_handlers();
     try {
-        for (const auto& command : commands) {
-            if (command.app->parsed()) return command.run();
-        }
-        return static_cast<int>(kernhub::ErrorCode::usage);
+        return chosen->run();
     } catch (const kernhub::Error& error) {
-        if (error.code() == kernhub::ErrorCode::interrupted) return report_interrupt(error, json);
+        if (error.code() == kernhub::ErrorCode::interrupted) {
+            return report_interrupt(error, json, chosen->interrupted_note);
+        }
         report(error, json);
         return static_cast<int>(error.code());
     } catch (const std::exception& error) {

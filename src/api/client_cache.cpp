@@ -80,6 +80,7 @@ PruneReport Client::cache_prune(const PruneOptions& options) {
         }
     }
     request.use_locks = locks_work(m_impl->env, root);
+    request.cancel = m_impl->options.cancel;
     PruneReport report = cache::prune_cache(root, request);
     std::sort(report.removed.begin(), report.removed.end());
     return report;

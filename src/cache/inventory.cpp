@@ -212,15 +212,19 @@ std::string linked_etag(const std::string& relpath, const std::string& target) {
     return etag;
 }
 
-std::vector<RepoScan> scan_cache(const fs::path& root) {
+void visit_repos(const fs::path& root, const std::function<void(const RepoScan&)>& visit) {
     Walker walker(root);
-    std::vector<RepoScan> repos;
     for (const Entry& entry : walker.list(root, true).value_or(std::vector<Entry>{})) {
         if (entry.type != EntryType::directory) continue;
         if (auto repo = store::parse_repo_folder(entry.name)) {
-            repos.push_back(scan_repo(walker, root / entry.name, repo->type, repo->repo_id));
+            visit(scan_repo(walker, root / entry.name, repo->type, repo->repo_id));
         }
     }
+}
+
+std::vector<RepoScan> scan_cache(const fs::path& root) {
+    std::vector<RepoScan> repos;
+    visit_repos(root, [&](const RepoScan& repo) { repos.push_back(repo); });
     return repos;
 }
 

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -83,6 +84,11 @@ struct RepoScan {
 // the cache holds more entries or deeper folders; Error(internal) when a
 // folder cannot be read.
 std::vector<RepoScan> scan_cache(const fs::path& root);
+// scan_cache's walk, one repo at a time: each repo is scanned right before
+// `visit` sees it, so a long run (prune over thousands of repos) reads each
+// repo as it is when its turn comes, not as it was when the run started.
+// Bounded as scan_cache; an exception from `visit` ends the walk.
+void visit_repos(const fs::path& root, const std::function<void(const RepoScan&)>& visit);
 
 // Whether `path` is a folder and not a link to one (lstat).
 bool is_real_directory(const fs::path& path);

@@ -47,6 +47,13 @@ std::optional<Clock::time_point> modified_now(const fs::path& path) {
     return Clock::time_point(std::chrono::duration_cast<Clock::duration>(since_epoch));
 }
 
+void throw_if_cancelled(const PruneRequest& request, const fs::path& at) {
+    if (request.cancel == nullptr || !request.cancel->load()) return;
+    throw Error(ErrorCode::interrupted, "interrupted while pruning " + printable(at.string()) +
+                                            "; what was removed is gone and everything else is kept: run "
+                                            "kernhub cache prune again to finish");
+}
+
 class RepoPruner {
 public:
     RepoPruner(const RepoScan& repo, const PruneRequest& request, PruneReport& report)
@@ -71,6 +78,7 @@ public:
         // remove must not keep their blobs.
         std::set<std::string> gone;
         for (const Snapshot& snapshot : m_repo.snapshots) {
+            check_cancel();
             bool named = !refs_readable || keep.count(snapshot.commit) != 0;
             if (!named && snapshot.is_directory && prune_snapshot(snapshot.commit) && m_request.dry_run) {
                 gone.insert(snapshot.commit);
@@ -92,13 +100,22 @@ public:
             unlinked.push_back(&blob);
         }
         for (std::size_t first = 0; first < unlinked.size(); first += k_prune_lock_batch) {
+            check_cancel();
             const std::size_t last = std::min(unlinked.size(), first + k_prune_lock_batch);
             prune_blobs(std::vector<const Entry*>(unlinked.begin() + first, unlinked.begin() + last),
                         m_request.dry_run ? gone : std::set<std::string>{});
         }
-        for (const Entry& partial : m_repo.partials) prune_partial(partial);
-        for (const Entry& temp : m_repo.temps) prune_temp(temp);
+        for (const Entry& partial : m_repo.partials) {
+            check_cancel();
+            prune_partial(partial);
+        }
+        for (const Entry& temp : m_repo.temps) {
+            check_cancel();
+            prune_temp(temp);
+        }
     }
+
+    void check_cancel() const { throw_if_cancelled(m_request, m_repo.folder); }
 
 private:
     bool fresh(Clock::time_point modified) const { return modified > m_request.now - k_prune_grace; }
@@ -248,13 +265,23 @@ private:
 }  // namespace
 
 PruneReport prune_cache(const fs::path& root, const PruneRequest& request) {
-    return prune_scanned(scan_cache(root), request);
+    PruneReport report;
+    report.dry_run = request.dry_run;
+    throw_if_cancelled(request, root);
+    visit_repos(root, [&](const RepoScan& repo) {
+        throw_if_cancelled(request, repo.folder);
+        RepoPruner(repo, request, report).run();
+    });
+    return report;
 }
 
 PruneReport prune_scanned(const std::vector<RepoScan>& repos, const PruneRequest& request) {
     PruneReport report;
     report.dry_run = request.dry_run;
-    for (const RepoScan& repo : repos) RepoPruner(repo, request, report).run();
+    for (const RepoScan& repo : repos) {
+        throw_if_cancelled(request, repo.folder);
+        RepoPruner(repo, request, report).run();
+    }
     return report;
 }
 

@@ -4,6 +4,7 @@
 // processes fetch from and read the same cache.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -33,9 +34,14 @@ struct PruneRequest {
     bool use_locks = true;
     KeptCommits keep;
     Clock::time_point now = Clock::now();
+    // Checked between units of work (a repo, a snapshot, a batch of blobs,
+    // a partial download): once set, prune stops with Error(interrupted).
+    // What it removed stays removed; everything else is kept.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
-// Error(internal) naming the path when something cannot be removed.
+// Error(internal) naming the path when something cannot be removed. Each
+// repo is scanned right before it is pruned (visit_repos).
 PruneReport prune_cache(const std::filesystem::path& root, const PruneRequest& request);
 // prune_cache's work on a scan_cache taken earlier: the cache may have
 // changed since, as it does under a prune that runs while others fetch

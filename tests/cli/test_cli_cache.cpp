@@ -1,6 +1,12 @@
 // kernhub cache ls | verify [--repair] | prune | path over caches that
 // kernhub fetch filled from the loopback hub.
+#include <fcntl.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
 #include <set>
+#include <thread>
 
 #include "cache/cache_fixture.hpp"
 #include "cli/cli_support.hpp"
@@ -258,4 +264,58 @@ TEST_CASE("cache prune removes a stale partial but keeps one whose blob lock ano
     CHECK(r.out == "removed " + (blobs / (free_etag + ".aaaa.incomplete")).string() + "\n");
     CHECK(fs::exists(blobs / (busy_etag + ".bbbb.incomplete")));
     CHECK(r.err.find("lock is held") != std::string::npos);
+}
+
+TEST_CASE("cache prune stops at SIGINT or SIGTERM with 130 or 143 and one line that fits, keeping the rest",
+          "[cli][cache]") {
+    for (int signo : {SIGINT, SIGTERM}) {
+        INFO("signal " << signo);
+        Sandbox box;
+        // Many repos, each holding one unreferenced blob two hours old: a
+        // prune that removes them one repo after another for seconds.
+        constexpr int k_repos = 2000;
+        auto blob_of = [&](int i) {
+            char name[32];
+            std::snprintf(name, sizeof name, "kernels--org--r%05d", i);
+            return box.cache / name / "blobs" / std::string(64, 'a');
+        };
+        for (int i = 0; i < k_repos; ++i) {
+            fs::create_directories(blob_of(i).parent_path());
+            write_text(blob_of(i), "unreferenced");
+        }
+        age(box.cache, 2);
+
+        const fs::path out = box.dir.path() / "prune.out";
+        const fs::path err = box.dir.path() / "prune.err";
+        UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+        UniqueFd out_fd(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+        UniqueFd err_fd(::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+        REQUIRE((in.get() > 2 && out_fd.get() > 2 && err_fd.get() > 2));
+        const pid_t pid = spawn_process({KERNHUB_CLI_PATH, "cache", "prune", "--cache-dir", box.cache.string()},
+                                        box.env(), box.dir.path().string(), in.get(), out_fd.get(), err_fd.get());
+        // The signal comes once prune is under way: the first repo's blob is gone.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (fs::exists(blob_of(0)) && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        const bool started = !fs::exists(blob_of(0));
+        ::kill(pid, signo);
+        const int code = wait_process(pid);
+        REQUIRE(started);
+        const std::string text = read_text(err);
+        INFO(text);
+        CHECK(code == 128 + signo);
+        CHECK_THAT(text,
+                   Catch::Contains(std::string("kernhub: interrupted by ") + (signo == SIGINT ? "SIGINT" : "SIGTERM") +
+                                   "; what was removed is gone and everything else is kept"));
+        CHECK(text.find("partial downloads") == std::string::npos);
+        // It stopped: the last repos were never reached.
+        CHECK(fs::exists(blob_of(k_repos - 1)));
+
+        // A prune run again finishes the job.
+        ProcessResult again = cache_cmd(box, "prune", {"--quiet"});
+        INFO(describe(again));
+        CHECK(again.exit_code == 0);
+        CHECK_FALSE(fs::exists(blob_of(k_repos - 1)));
+    }
 }
