@@ -48,23 +48,48 @@ fuzz_one() {
       -print_final_stats=1 -artifact_prefix="$dir/findings/$name-" "${dict[@]}" \
       "$scratch/$name" "tests/fuzz/corpus/$name" >"$log" 2>&1; then
     tail -n 60 "$log" >&2
-    echo "run_fuzz.sh: fuzz_$name found a problem; the input is in $dir/findings/, the log in $log" >&2
+    echo "run_fuzz.sh: fuzz_$name found a problem; the input is $dir/findings/$name-*, the log $log" >&2
     return 1
   fi
 }
 # A libFuzzer run is one process on one core: KERNHUB_FUZZ_JOBS targets
 # (default: the CPU count) run at once, each for the same time, so each does
-# as many runs as it would alone and the whole run takes a fraction.
+# as many runs as it would alone and the runs take 1/jobs of the time.
+# In a container with a CPU quota smaller than nproc, set it to the quota.
 jobs=${KERNHUB_FUZZ_JOBS:-$(nproc)}
-failed=0
+if ! [[ $jobs =~ ^[1-9][0-9]*$ ]]; then
+  echo "run_fuzz.sh: KERNHUB_FUZZ_JOBS must be a positive integer, not '$jobs'" >&2
+  exit 2
+fi
+# SIGINT or SIGTERM ends the running targets too (a script's background jobs
+# ignore SIGINT) before the scratch folder goes.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+  kill -TERM "$1" 2>/dev/null || true
+}
+pids=()
+stop() {
+  trap - INT TERM
+  local pid
+  for pid in "${pids[@]}"; do kill_tree "$pid"; done
+  exit "$1"
+}
+trap 'stop 130' INT
+trap 'stop 143' TERM
+failed=()
 for ((first = 0; first < ${#targets[@]}; first += jobs)); do
   pids=()
-  for name in "${targets[@]:first:jobs}"; do
+  batch=("${targets[@]:first:jobs}")
+  for name in "${batch[@]}"; do
     fuzz_one "$name" &
     pids+=($!)
   done
-  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-  [ "$failed" -eq 0 ] || exit 1
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || failed+=("fuzz_${batch[$i]}"); done
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "run_fuzz.sh: findings in ${failed[*]}; see $dir/findings/" >&2
+    exit 1
+  fi
 done
 for name in "${targets[@]}"; do
   echo "fuzz_$name: $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "$dir/findings/$name.log" | tail -n 1)"
