@@ -491,6 +491,13 @@ bool place_side_file(const store::RepoCache& cache, const StagedSideFile& side) 
 void move_in(const fs::path& root, const StagedCache& staged, ImportStats& stats, const std::atomic<bool>* cancel) {
     for (const auto& [folder, repo] : staged) {
         store::RepoCache cache(root, repo.repo.type, repo.repo.repo_id);
+        // Every snapshot this import links into or names in a ref is marked
+        // in use first, so a prune running meanwhile keeps it (links that
+        // already exist are skipped below and would keep their old times).
+        std::set<std::string> commits;
+        for (const auto& link : repo.links) commits.insert(link.commit);
+        for (const auto& [revision, commit] : repo.refs) commits.insert(commit);
+        for (const auto& commit : commits) cache.claim_snapshot(commit);
         for (const auto& [etag, blob] : repo.blobs) {
             store::FileLock lock = cache.lock_blob(etag, cancel);  // a fetch may be placing it too
             ++(cache.adopt_blob(etag, blob.staged) ? stats.blobs : stats.skipped);

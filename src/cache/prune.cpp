@@ -130,9 +130,14 @@ private:
     }
 
     // The snapshot is walked again right before it goes, so links a fetch
-    // added since the scan keep it. Returns whether it was (or would be)
-    // removed.
+    // added since the scan, or a claim (store::RepoCache::claim_snapshot)
+    // made since, keep it. Returns whether it was (or would be) removed.
     bool prune_snapshot(const std::string& commit) {
+        // Exclusive against claim_snapshot: a process that marks this
+        // snapshot in use (to name it in a ref, or to hand its path to a
+        // caller) does so before or after this decision, never inside it.
+        std::optional<store::FileLock> guard;
+        if (!m_request.dry_run) guard.emplace(m_cache.lock_snapshots(m_request.cancel));
         const Snapshot now = scan_snapshot(m_repo.folder / "snapshots", commit);
         const fs::path dir = m_repo.folder / "snapshots" / commit;
         if (!now.is_directory) return false;

@@ -541,6 +541,10 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     const std::string variant = *choice.selection.chosen;
     const std::string& commit = choice.commit;
     store::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    // Before anything here trusts the cached snapshot or names it in a ref:
+    // a prune running meanwhile then keeps it, or has removed it already and
+    // the checks below find it missing.
+    cache.claim_snapshot(commit);
     auto entries = variant_entries(*m_last_listing, variant);
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
     if (pins != nullptr) {

@@ -258,6 +258,27 @@ std::optional<FileLock> RepoCache::try_lock_blob(const std::string& etag, bool c
     return FileLock::try_acquire(m_root / ".locks" / m_folder_name / (etag + ".lock"), create);
 }
 
+FileLock RepoCache::lock_snapshots(const std::atomic<bool>* cancel) const {
+    return FileLock(m_root / ".locks" / m_folder_name / "kernhub-snapshots.lock", cancel);
+}
+
+bool RepoCache::claim_snapshot(const std::string& commit) const {
+    check_commit(commit);
+    const auto lock = FileLock::shared(m_root / ".locks" / m_folder_name / "kernhub-snapshots.lock");
+    const fs::path dir = m_folder / "snapshots" / commit;
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+    // UTIME_NOW for both times; a folder this user may not change is left
+    // as it is (see the header).
+    const struct timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
+    if (::utimensat(AT_FDCWD, dir.c_str(), now, AT_SYMLINK_NOFOLLOW) != 0 && errno != EACCES && errno != EPERM &&
+        errno != EROFS) {
+        throw Error(ErrorCode::internal, "cannot mark " + dir.string() + " as in use: " + detail::errno_text(errno) +
+                                             "; check permissions on the cache");
+    }
+    return true;
+}
+
 namespace {
 
 // blobs/ as a real folder of the repo folder: a link there (or anything

@@ -116,6 +116,13 @@ public:
     FileLock(const FileLock&) = delete;
     FileLock& operator=(const FileLock&) = delete;
 
+    // A shared lock (LOCK_SH), blocking: many holders at once, none while an
+    // exclusive holder has it. nullopt when the lock file can be neither
+    // opened nor created (a cache this process may only read); the caller
+    // then has nothing to exclude. The file is opened read-only when it
+    // exists, so another user's lock file stops no one.
+    static std::optional<FileLock> shared(const fs::path& lock_path);
+
     // Takes the lock without waiting; nullopt while another open file
     // description holds it. create=false: a lock file that does not exist
     // counts as free (a writer creates it before it writes) and nothing is
@@ -277,6 +284,19 @@ public:
     FileLock lock_blob(const std::string& etag, const std::atomic<bool>* cancel = nullptr) const;
     // FileLock::try_acquire on the same file.
     std::optional<FileLock> try_lock_blob(const std::string& etag, bool create = true) const;
+    // The repo's snapshot lock, <root>/.locks/<folder>/kernhub-snapshots.lock:
+    // prune holds it exclusively while it decides about and removes a
+    // snapshot; claim_snapshot holds it shared.
+    FileLock lock_snapshots(const std::atomic<bool>* cancel = nullptr) const;
+    // Marks snapshots/<commit> as in use now, before a process names it in a
+    // ref or hands its path to a caller: its folder's time is set to now,
+    // under the snapshot lock held shared, so a prune running meanwhile
+    // either removed it before (the caller then finds it missing and fetches
+    // it again) or finds it fresh and keeps it (k_prune_grace). False when
+    // there is no such folder. Where this process cannot write the cache
+    // (another user's, read-only), nothing is changed: no prune of this
+    // user runs there.
+    bool claim_snapshot(const std::string& commit) const;
     // A new partial file for the blob. Creates blobs/ (and CACHEDIR.TAG at
     // the root) if needed.
     IncompleteBlob begin_blob(const std::string& etag) const;

@@ -51,6 +51,25 @@ FileLock::FileLock(const fs::path& lock_path, const std::atomic<bool>* cancel) {
     }
 }
 
+std::optional<FileLock> FileLock::shared(const fs::path& lock_path) {
+    FileLock lock;
+    lock.m_fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int err = lock.m_fd < 0 ? errno : 0;
+    if (err == ENOENT) {
+        err = detail::make_directories(lock_path.parent_path());
+        if (err == 0) {
+            lock.m_fd = ::open(lock_path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+            err = lock.m_fd < 0 ? errno : 0;
+        }
+    }
+    if (err == EACCES || err == EPERM || err == EROFS) return std::nullopt;
+    if (err != 0) throw_lock_error(lock_path, err);
+    while (::flock(lock.m_fd, LOCK_SH) != 0) {
+        if (errno != EINTR) throw_lock_error(lock_path, errno);
+    }
+    return lock;
+}
+
 std::optional<FileLock> FileLock::try_acquire(const fs::path& lock_path, bool create) {
     FileLock lock;
     if (create) {

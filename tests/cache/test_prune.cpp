@@ -342,3 +342,30 @@ TEST_CASE("prune removes unlinked blobs beyond one batch of blob locks", "[cache
     CHECK(report.removed.size() == 600);
     CHECK(fs::is_empty(kernel.repo.folder() / "blobs"));
 }
+
+TEST_CASE("a snapshot claimed after prune's scan survives that prune, and one claimed after its removal is missing",
+          "[cache]") {
+    // What a warm fetch, a prewarm or an import does before it names commit
+    // C in a ref or hands out its path: claim it. The scan prune decided
+    // from said nothing named C.
+    ThreeCommits cache;
+    const auto scan = kc::scan_cache(cache.dir.path());
+    REQUIRE(cache.kernel.repo.claim_snapshot(k_commit_c));
+    cache.kernel.repo.write_ref("v0", k_commit_c);
+    PruneReport report = kc::prune_scanned(scan, cache.request());
+    CHECK(relative(report.removed, cache.dir.path()).count("kernels--org--kernel/snapshots/" + k_commit_c) == 0);
+    CHECK(fs::exists(cache.kernel.snapshot(k_commit_c) / "build" / k_variant));
+    CHECK(fs::exists(cache.kernel.repo.folder() / ".kernhub" / "variants" / k_commit_c));
+    CHECK(kept_reasons(report, cache.dir.path())["kernels--org--kernel/snapshots/" + k_commit_c].find("last hour") !=
+          std::string::npos);
+
+    // Without the claim the same prune removes it: the claim is what keeps it.
+    ThreeCommits unclaimed;
+    const auto scan2 = kc::scan_cache(unclaimed.dir.path());
+    unclaimed.kernel.repo.write_ref("v0", k_commit_c);
+    PruneReport removed = kc::prune_scanned(scan2, unclaimed.request());
+    CHECK(relative(removed.removed, unclaimed.dir.path()).count("kernels--org--kernel/snapshots/" + k_commit_c) == 1);
+    // A claim after the removal reports the snapshot missing: the caller
+    // fetches it again instead of trusting it.
+    CHECK_FALSE(unclaimed.kernel.repo.claim_snapshot(k_commit_c));
+}

@@ -319,3 +319,27 @@ TEST_CASE("cache prune stops at SIGINT or SIGTERM with 130 or 143 and one line t
         CHECK_FALSE(fs::exists(blob_of(k_repos - 1)));
     }
 }
+
+TEST_CASE("a warm fetch marks its snapshot in use, so that a prune keeps it for the grace period", "[cli][cache]") {
+    KernelHub hub;
+    Sandbox box;
+    fetch_json(box, "vector-add", hub.server().endpoint());
+    age(box.cache, 2);
+    const fs::path snapshots = box.cache / k_vector_add_folder / "snapshots";
+    REQUIRE(fs::is_directory(snapshots));
+    const fs::path commit = fs::directory_iterator(snapshots)->path();
+    const auto before = fs::last_write_time(commit);
+
+    // The warm fetch only reads the snapshot; it marks it in use all the same.
+    json warm = fetch_json(box, "vector-add", hub.server().endpoint());
+    CHECK(warm["bytes_downloaded"] == 0);
+    CHECK(fs::last_write_time(commit) > before + std::chrono::hours(1));
+    // Nothing names it now (its ref removed), yet prune keeps it: in use
+    // within the last hour.
+    fs::remove(box.cache / k_vector_add_folder / "refs" / "main");
+    ProcessResult r = cache_cmd(box, "prune");
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+    CHECK(fs::is_directory(commit));
+    CHECK(r.err.find("last hour") != std::string::npos);
+}

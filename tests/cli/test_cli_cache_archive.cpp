@@ -2,7 +2,10 @@
 // filled from the loopback hub travels through an archive into an empty
 // cache that then works offline; hostile archives exit 4 and change nothing
 // (README.md, "Cache archives").
+#include <chrono>
+
 #include "archive/tar_builder.hpp"
+#include "cache/cache_fixture.hpp"
 #include "cli/cli_support.hpp"
 
 using namespace kernhub::test;
@@ -255,4 +258,25 @@ TEST_CASE("import refuses a hostile archive with exit 4 and leaves the cache and
             CHECK(fs::is_empty(tmp.path()));
         }
     }
+}
+
+TEST_CASE("an import whose links are already there marks their snapshot in use, so a prune keeps it", "[cli]") {
+    FilledCache filled;
+    const Sandbox& box = filled.box;
+    const fs::path archive = box.dir.path() / "cache.tar.gz";
+    REQUIRE(export_cache(box, archive).exit_code == 0);
+    kernhub::test::cache::age(box.cache, 2);
+    const fs::path snapshots = box.cache / k_vector_add_folder / "snapshots";
+    const fs::path commit = fs::directory_iterator(snapshots)->path();
+    const auto before = fs::last_write_time(commit);
+
+    ProcessResult r = import_cache(box, archive, box.cache);
+    REQUIRE(r.exit_code == 0);
+    CHECK(parse_stdout(r)["links"] == 0);  // every link was already there
+    CHECK(fs::last_write_time(commit) > before + std::chrono::hours(1));
+    fs::remove(box.cache / k_vector_add_folder / "refs" / "main");
+    r = box.run({"cache", "prune", "--cache-dir", box.cache.string()});
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+    CHECK(fs::is_directory(commit));
 }
