@@ -264,16 +264,28 @@ FileLock RepoCache::lock_snapshots(const std::atomic<bool>* cancel) const {
 
 bool RepoCache::claim_snapshot(const std::string& commit) const {
     check_commit(commit);
-    const auto lock = FileLock::shared(m_root / ".locks" / m_folder_name / "kernhub-snapshots.lock");
+    const auto lock = [&]() -> std::optional<FileLock> {
+        try {
+            return FileLock::shared(m_root / ".locks" / m_folder_name / "kernhub-snapshots.lock");
+        } catch (const Error&) {
+            // A .locks this process cannot use (a file, a link, no
+            // permission): a prune of this user cannot take the lock there
+            // either, and stops before it removes any snapshot. Reading the
+            // cache goes on.
+            return std::nullopt;
+        }
+    }();
     const fs::path dir = m_folder / "snapshots" / commit;
     struct stat st {};
     if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
     // UTIME_NOW for both times; a folder this user may not change is left
     // as it is (see the header).
     const struct timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
-    if (::utimensat(AT_FDCWD, dir.c_str(), now, AT_SYMLINK_NOFOLLOW) != 0 && errno != EACCES && errno != EPERM &&
-        errno != EROFS) {
-        throw Error(ErrorCode::internal, "cannot mark " + dir.string() + " as in use: " + detail::errno_text(errno) +
+    if (::utimensat(AT_FDCWD, dir.c_str(), now, AT_SYMLINK_NOFOLLOW) == 0) return true;
+    const int err = errno;
+    if (err == ENOENT) return false;
+    if (err != EACCES && err != EPERM && err != EROFS) {
+        throw Error(ErrorCode::internal, "cannot mark " + dir.string() + " as in use: " + detail::errno_text(err) +
                                              "; check permissions on the cache");
     }
     return true;
