@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "interrupt.hpp"
 
 namespace kernhub::cli {
 
@@ -184,6 +185,9 @@ Command add_verify(CLI::App& cache) {
             }};
 }
 
+constexpr const char* k_prune_interrupted =
+    "what was removed is gone (listed above) and everything else is kept; run kernhub cache prune again to finish";
+
 Command add_prune(CLI::App& cache) {
     auto flags = std::make_shared<CommonFlags>();
     auto options = std::make_shared<PruneOptions>();
@@ -203,19 +207,26 @@ Command add_prune(CLI::App& cache) {
                     print_json({{"dry_run", report.dry_run},
                                 {"removed", report.removed},
                                 {"bytes", report.bytes},
-                                {"kept", kept}});
+                                {"kept", kept},
+                                {"interrupted", report.interrupted}});
+                    if (report.interrupted) {
+                        std::cerr << "kernhub: " << interrupted_line(k_prune_interrupted) << '\n';
+                        return interrupted_exit_code();
+                    }
                     return 0;
                 }
                 for (const auto& path : report.removed) {
                     std::cout << (report.dry_run ? "would remove " : "removed ") << printable(path) << '\n';
                 }
+                // What went before the stop is listed above.
+                if (report.interrupted) throw Error(ErrorCode::interrupted, "cache prune was interrupted");
                 for (const auto& k : report.kept) status(*flags, "kept " + k.path + ": " + k.reason);
                 status(*flags, std::string(report.dry_run ? "would remove " : "removed ") +
                                    std::to_string(report.removed.size()) + " entries, " + human_size(report.bytes) +
                                    (report.dry_run ? " (dry run: nothing removed)" : ""));
                 return 0;
             },
-            "what was removed is gone and everything else is kept; run kernhub cache prune again to finish"};
+            k_prune_interrupted};
 }
 
 }  // namespace

@@ -41,4 +41,15 @@ int interrupt_signal() {
     return g_signal;
 }
 
+std::string interrupted_line(const char* note) {
+    const int signo = interrupt_signal();
+    const char* name = signo == SIGTERM ? "SIGTERM" : signo == SIGINT ? "SIGINT" : "a cancel request";
+    return std::string("interrupted by ") + name + "; " + note;
+}
+
+int interrupted_exit_code() {
+    const int signo = interrupt_signal();
+    return signo != 0 ? 128 + signo : 130;
+}
+
 }  // namespace kernhub::cli

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <string>
 
 namespace kernhub::cli {
 
@@ -17,5 +18,12 @@ const std::atomic<bool>* interrupt_flag();
 
 // The signal that set the flag, or 0.
 int interrupt_signal();
+
+// The one line an interrupted command prints (without "kernhub: "), naming
+// the signal and then `note`, what the interruption leaves behind.
+std::string interrupted_line(const char* note);
+// The exit code of an interrupted command: 128 + the signal, or 130 (a
+// cancel request without a signal).
+int interrupted_exit_code();
 
 }  // namespace kernhub::cli

@@ -51,11 +51,9 @@ void report(const kernhub::Error& error, bool json) {
 
 // One line, and the shell's convention for death by signal: 128 + signo.
 int report_interrupt(const kernhub::Error& error, bool json, const char* note) {
-    int signo = kernhub::cli::interrupt_signal();
-    const char* name = signo == SIGTERM ? "SIGTERM" : signo == SIGINT ? "SIGINT" : "a cancel request";
-    const std::string line = std::string("interrupted by ") + name + "; " + note;
+    const std::string line = kernhub::cli::interrupted_line(note);
     std::cerr << "kernhub: " << line << '\n';
-    int code = signo != 0 ? 128 + signo : static_cast<int>(kernhub::ErrorCode::interrupted);
+    const int code = kernhub::cli::interrupted_exit_code();
     if (json) {
         nlohmann::ordered_json out = {
             {"error", {{"code", code}, {"kind", kernhub::to_string(error.code())}, {"message", line}}}};

@@ -140,6 +140,9 @@ struct PruneReport {
     std::vector<std::string> removed;  // absolute paths (removed, or to remove)
     std::uint64_t bytes = 0;           // freed, or to free
     std::vector<PruneKept> kept;       // unreferenced, but fresh or in use
+    // Options::cancel stopped it between two entries: `removed` and `bytes`
+    // are what went before it stopped; everything else is kept.
+    bool interrupted = false;
 };
 
 // ---- kernhub cache export|import ------------------------------------------

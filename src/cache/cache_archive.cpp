@@ -497,7 +497,7 @@ void move_in(const fs::path& root, const StagedCache& staged, ImportStats& stats
         std::set<std::string> commits;
         for (const auto& link : repo.links) commits.insert(link.commit);
         for (const auto& [revision, commit] : repo.refs) commits.insert(commit);
-        for (const auto& commit : commits) cache.claim_snapshot(commit);
+        for (const auto& commit : commits) cache.claim_snapshot(commit, cancel);
         for (const auto& [etag, blob] : repo.blobs) {
             store::FileLock lock = cache.lock_blob(etag, cancel);  // a fetch may be placing it too
             ++(cache.adopt_blob(etag, blob.staged) ? stats.blobs : stats.skipped);

@@ -136,8 +136,10 @@ private:
         // Exclusive against claim_snapshot: a process that marks this
         // snapshot in use (to name it in a ref, or to hand its path to a
         // caller) does so before or after this decision, never inside it.
+        // Where locks do not work (use_locks) the claim's fresh time is the
+        // guard, as for blobs.
         std::optional<store::FileLock> guard;
-        if (!m_request.dry_run) guard.emplace(m_cache.lock_snapshots(m_request.cancel));
+        if (!m_request.dry_run && m_request.use_locks) guard.emplace(m_cache.lock_snapshots(m_request.cancel));
         const Snapshot now = scan_snapshot(m_repo.folder / "snapshots", commit);
         const fs::path dir = m_repo.folder / "snapshots" / commit;
         if (!now.is_directory) return false;
@@ -272,11 +274,18 @@ private:
 PruneReport prune_cache(const fs::path& root, const PruneRequest& request) {
     PruneReport report;
     report.dry_run = request.dry_run;
-    throw_if_cancelled(request, root);
-    visit_repos(root, [&](const RepoScan& repo) {
-        throw_if_cancelled(request, repo.folder);
-        RepoPruner(repo, request, report).run();
-    });
+    try {
+        throw_if_cancelled(request, root);
+        visit_repos(root, [&](const RepoScan& repo) {
+            throw_if_cancelled(request, repo.folder);
+            RepoPruner(repo, request, report).run();
+        });
+    } catch (const Error& error) {
+        // Every entry is reported once it is gone, so what the report holds
+        // is exactly what was removed before the stop.
+        if (error.code() != ErrorCode::interrupted) throw;
+        report.interrupted = true;
+    }
     return report;
 }
 

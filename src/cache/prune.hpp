@@ -35,8 +35,9 @@ struct PruneRequest {
     KeptCommits keep;
     Clock::time_point now = Clock::now();
     // Checked between units of work (a repo, a snapshot, a batch of blobs,
-    // a partial download): once set, prune stops with Error(interrupted).
-    // What it removed stays removed; everything else is kept.
+    // a partial download): once set, prune_cache stops and returns what it
+    // removed so far with PruneReport::interrupted set (prune_scanned throws
+    // Error(interrupted)). Everything else is kept.
     const std::atomic<bool>* cancel = nullptr;
 };
 

@@ -544,7 +544,7 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     // Before anything here trusts the cached snapshot or names it in a ref:
     // a prune running meanwhile then keeps it, or has removed it already and
     // the checks below find it missing.
-    cache.claim_snapshot(commit);
+    cache.claim_snapshot(commit, request.cancel);
     auto entries = variant_entries(*m_last_listing, variant);
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
     if (pins != nullptr) {

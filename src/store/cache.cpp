@@ -262,12 +262,13 @@ FileLock RepoCache::lock_snapshots(const std::atomic<bool>* cancel) const {
     return FileLock(m_root / ".locks" / m_folder_name / "kernhub-snapshots.lock", cancel);
 }
 
-bool RepoCache::claim_snapshot(const std::string& commit) const {
+bool RepoCache::claim_snapshot(const std::string& commit, const std::atomic<bool>* cancel) const {
     check_commit(commit);
     const auto lock = [&]() -> std::optional<FileLock> {
         try {
-            return FileLock::shared(m_root / ".locks" / m_folder_name / "kernhub-snapshots.lock");
-        } catch (const Error&) {
+            return FileLock::shared(m_root / ".locks" / m_folder_name / "kernhub-snapshots.lock", cancel);
+        } catch (const Error& error) {
+            if (error.code() == ErrorCode::interrupted) throw;
             // A .locks this process cannot use (a file, a link, no
             // permission): a prune of this user cannot take the lock there
             // either, and stops before it removes any snapshot. Reading the

@@ -121,7 +121,9 @@ public:
     // opened nor created (a cache this process may only read); the caller
     // then has nothing to exclude. The file is opened read-only when it
     // exists, so another user's lock file stops no one.
-    static std::optional<FileLock> shared(const fs::path& lock_path);
+    // With `cancel`, the wait polls and throws Error(interrupted) once
+    // *cancel becomes true.
+    static std::optional<FileLock> shared(const fs::path& lock_path, const std::atomic<bool>* cancel = nullptr);
 
     // Takes the lock without waiting; nullopt while another open file
     // description holds it. create=false: a lock file that does not exist
@@ -296,7 +298,10 @@ public:
     // there is no such folder. Where this process cannot write the cache
     // (another user's, read-only), nothing is changed: no prune of this
     // user runs there.
-    bool claim_snapshot(const std::string& commit) const;
+    // A wait for the lock ends with Error(interrupted) once *cancel is set;
+    // a lock that cannot be taken at all (no usable .locks, flock refused)
+    // is done without, as where locks do not work.
+    bool claim_snapshot(const std::string& commit, const std::atomic<bool>* cancel = nullptr) const;
     // A new partial file for the blob. Creates blobs/ (and CACHEDIR.TAG at
     // the root) if needed.
     IncompleteBlob begin_blob(const std::string& etag) const;

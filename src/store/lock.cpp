@@ -18,6 +18,15 @@ namespace kernhub::store {
                                          "; check permissions on the cache's .locks folder");
 }
 
+// Opens (with `create`, creates) a lock file. flock works on a read-only
+// descriptor, so a lock file another user made (after one `sudo kernhub
+// fetch`, say) that this user may read but not write still locks.
+static int open_lock_file(const fs::path& lock_path, bool create) {
+    int fd = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0644);
+    if (fd < 0 && errno == EACCES) fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    return fd;
+}
+
 FileLock::FileLock(const fs::path& lock_path, const std::atomic<bool>* cancel) {
     if (int err = detail::make_directories(lock_path.parent_path()); err != 0) {
         throw_lock_error(lock_path, err);
@@ -26,7 +35,7 @@ FileLock::FileLock(const fs::path& lock_path, const std::atomic<bool>* cancel) {
     // lock a fresh inode while an earlier one still holds the old one.
     // O_NOFOLLOW: a symlink planted at the lock's name must not make us
     // create or open a file elsewhere.
-    m_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    m_fd = open_lock_file(lock_path, true);
     if (m_fd < 0) throw_lock_error(lock_path, errno);
     // With a cancel flag the wait polls, so that a request to stop is seen
     // even when no signal interrupts flock() (a flag set by another thread).
@@ -51,7 +60,7 @@ FileLock::FileLock(const fs::path& lock_path, const std::atomic<bool>* cancel) {
     }
 }
 
-std::optional<FileLock> FileLock::shared(const fs::path& lock_path) {
+std::optional<FileLock> FileLock::shared(const fs::path& lock_path, const std::atomic<bool>* cancel) {
     FileLock lock;
     lock.m_fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     int err = lock.m_fd < 0 ? errno : 0;
@@ -64,8 +73,22 @@ std::optional<FileLock> FileLock::shared(const fs::path& lock_path) {
     }
     if (err == EACCES || err == EPERM || err == EROFS) return std::nullopt;
     if (err != 0) throw_lock_error(lock_path, err);
-    while (::flock(lock.m_fd, LOCK_SH) != 0) {
-        if (errno != EINTR) throw_lock_error(lock_path, errno);
+    // As the exclusive wait: with a cancel flag, polled so that a request to
+    // stop ends it.
+    const int mode = cancel != nullptr ? LOCK_SH | LOCK_NB : LOCK_SH;
+    while (::flock(lock.m_fd, mode) != 0) {
+        const int flock_err = errno;
+        const bool busy = flock_err == EWOULDBLOCK || flock_err == EINTR;
+        if (busy && cancel != nullptr && cancel->load()) {
+            throw Error(ErrorCode::interrupted, "interrupted while waiting for the lock " + lock_path.string() +
+                                                    "; a prune is removing a snapshot");
+        }
+        if (flock_err == EINTR) continue;
+        if (busy && cancel != nullptr) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            continue;
+        }
+        throw_lock_error(lock_path, flock_err);
     }
     return lock;
 }
@@ -75,8 +98,7 @@ std::optional<FileLock> FileLock::try_acquire(const fs::path& lock_path, bool cr
     if (create) {
         if (int err = detail::make_directories(lock_path.parent_path()); err != 0) throw_lock_error(lock_path, err);
     }
-    const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0);
-    lock.m_fd = ::open(lock_path.c_str(), flags, 0644);
+    lock.m_fd = open_lock_file(lock_path, create);
     if (lock.m_fd < 0) {
         if (!create && (errno == ENOENT || errno == ENOTDIR)) return lock;  // never locked: free
         throw_lock_error(lock_path, errno);

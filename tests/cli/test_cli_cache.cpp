@@ -307,8 +307,11 @@ TEST_CASE("cache prune stops at SIGINT or SIGTERM with 130 or 143 and one line t
         CHECK(code == 128 + signo);
         CHECK_THAT(text,
                    Catch::Contains(std::string("kernhub: interrupted by ") + (signo == SIGINT ? "SIGINT" : "SIGTERM") +
-                                   "; what was removed is gone and everything else is kept"));
+                                   "; what was removed is gone (listed above) and everything else is kept"));
         CHECK(text.find("partial downloads") == std::string::npos);
+        // What went before the stop is listed: at least the first repo's blob.
+        const std::string listed = read_text(out);
+        CHECK(listed.find("removed " + blob_of(0).string() + "\n") != std::string::npos);
         // It stopped: the last repos were never reached.
         CHECK(fs::exists(blob_of(k_repos - 1)));
 
@@ -342,4 +345,15 @@ TEST_CASE("a warm fetch marks its snapshot in use, so that a prune keeps it for 
     CHECK(r.exit_code == 0);
     CHECK(fs::is_directory(commit));
     CHECK(r.err.find("last hour") != std::string::npos);
+}
+
+TEST_CASE("a .locks that is a file does not stop a warm load", "[cli][cache]") {
+    KernelHub hub;
+    Sandbox box;
+    fetch_json(box, "vector-add", hub.server().endpoint());
+    fs::remove_all(box.cache / ".locks");
+    write_text(box.cache / ".locks", "not a folder");
+    ProcessResult r = box.kh("load", "vector-add", hub.server().endpoint(), {"--offline"});
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
 }
