@@ -23,7 +23,10 @@ namespace kernhub::store {
 // fetch`, say) that this user may read but not write still locks.
 static int open_lock_file(const fs::path& lock_path, bool create) {
     int fd = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0644);
-    if (fd < 0 && errno == EACCES) fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == EACCES) {
+        fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) errno = EACCES;  // the reason the lock cannot be had
+    }
     return fd;
 }
 
