@@ -160,29 +160,16 @@ venv() {
 # made at once; pip is mostly waiting on the disk and the index.
 venv_main=$(venv_path main tests/requirements.txt)
 venv_legacy=$(venv_path kernels-legacy tests/requirements-kernels-legacy.txt)
-# A script's background jobs ignore SIGINT: Ctrl-C (or SIGTERM) while they
-# run ends them, and everything they started, here. An interrupted install
-# leaves no stamp and is redone by the next run.
-kill_tree() {
-  local child
-  for child in $(pgrep -P "$1"); do kill_tree "$child"; done
-  kill -TERM "$1" 2>/dev/null || true
-}
-venv_pids=()
-stop_venvs() {
-  trap - INT TERM
-  local pid
-  for pid in "${venv_pids[@]}"; do kill_tree "$pid"; done
-  exit "$1"
-}
-trap 'stop_venvs 130' INT
-trap 'stop_venvs 143' TERM
+# Ctrl-C (or SIGTERM) while they are made ends them, pip included; an
+# interrupted install leaves no stamp and is redone by the next run.
+source tests/support/background_jobs.sh
+stop_jobs_on_signal
 venv main tests/requirements.txt &
-venv_pids+=($!)
+background_jobs+=($!)
 venv kernels-legacy tests/requirements-kernels-legacy.txt &
-venv_pids+=($!)
+background_jobs+=($!)
 venv_status=0
-for pid in "${venv_pids[@]}"; do wait "$pid" || venv_status=$?; done
+for pid in "${background_jobs[@]}"; do wait "$pid" || venv_status=$?; done
 trap - INT TERM
 if [ "$venv_status" -ne 0 ]; then
   echo "tests/run.sh: making the test venvs in $venv_store failed (exit $venv_status)" >&2

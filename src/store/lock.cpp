@@ -30,6 +30,28 @@ static int open_lock_file(const fs::path& lock_path, bool create) {
     return fd;
 }
 
+// flock(fd, op), waiting. With a cancel flag the wait polls, so that a
+// request to stop is seen even when no signal interrupts flock() (a flag set
+// by another thread); then Error(interrupted), `holder` saying who holds it.
+static void wait_for_flock(int fd, int op, const fs::path& lock_path, const std::atomic<bool>* cancel,
+                           const char* holder) {
+    const int mode = cancel != nullptr ? op | LOCK_NB : op;
+    while (::flock(fd, mode) != 0) {
+        const int err = errno;
+        const bool busy = err == EWOULDBLOCK || err == EINTR;
+        if (busy && cancel != nullptr && cancel->load()) {
+            throw Error(ErrorCode::interrupted,
+                        "interrupted while waiting for the lock " + lock_path.string() + "; " + holder);
+        }
+        if (err == EINTR) continue;
+        if (busy && cancel != nullptr) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            continue;
+        }
+        throw_lock_error(lock_path, err);
+    }
+}
+
 FileLock::FileLock(const fs::path& lock_path, const std::atomic<bool>* cancel) {
     if (int err = detail::make_directories(lock_path.parent_path()); err != 0) {
         throw_lock_error(lock_path, err);
@@ -40,26 +62,12 @@ FileLock::FileLock(const fs::path& lock_path, const std::atomic<bool>* cancel) {
     // create or open a file elsewhere.
     m_fd = open_lock_file(lock_path, true);
     if (m_fd < 0) throw_lock_error(lock_path, errno);
-    // With a cancel flag the wait polls, so that a request to stop is seen
-    // even when no signal interrupts flock() (a flag set by another thread).
-    const int mode = cancel != nullptr ? LOCK_EX | LOCK_NB : LOCK_EX;
-    while (::flock(m_fd, mode) != 0) {
-        int err = errno;
-        bool busy = err == EWOULDBLOCK || err == EINTR;
-        if (busy && cancel != nullptr && cancel->load()) {
-            ::close(m_fd);
-            m_fd = -1;
-            throw Error(ErrorCode::interrupted, "interrupted while waiting for the lock " + lock_path.string() +
-                                                    "; another process is downloading that file");
-        }
-        if (err == EINTR) continue;
-        if (busy && cancel != nullptr) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            continue;
-        }
+    try {
+        wait_for_flock(m_fd, LOCK_EX, lock_path, cancel, "another process is downloading that file");
+    } catch (...) {
         ::close(m_fd);
         m_fd = -1;
-        throw_lock_error(lock_path, err);
+        throw;
     }
 }
 
@@ -76,23 +84,7 @@ std::optional<FileLock> FileLock::shared(const fs::path& lock_path, const std::a
     }
     if (err == EACCES || err == EPERM || err == EROFS) return std::nullopt;
     if (err != 0) throw_lock_error(lock_path, err);
-    // As the exclusive wait: with a cancel flag, polled so that a request to
-    // stop ends it.
-    const int mode = cancel != nullptr ? LOCK_SH | LOCK_NB : LOCK_SH;
-    while (::flock(lock.m_fd, mode) != 0) {
-        const int flock_err = errno;
-        const bool busy = flock_err == EWOULDBLOCK || flock_err == EINTR;
-        if (busy && cancel != nullptr && cancel->load()) {
-            throw Error(ErrorCode::interrupted, "interrupted while waiting for the lock " + lock_path.string() +
-                                                    "; a prune is removing a snapshot");
-        }
-        if (flock_err == EINTR) continue;
-        if (busy && cancel != nullptr) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            continue;
-        }
-        throw_lock_error(lock_path, flock_err);
-    }
+    wait_for_flock(lock.m_fd, LOCK_SH, lock_path, cancel, "a prune is removing a snapshot");
     return lock;
 }
 

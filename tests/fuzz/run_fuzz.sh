@@ -61,31 +61,19 @@ if ! [[ $jobs =~ ^[1-9][0-9]*$ ]]; then
   echo "run_fuzz.sh: KERNHUB_FUZZ_JOBS must be a positive integer, not '$jobs'" >&2
   exit 2
 fi
-# SIGINT or SIGTERM ends the running targets too (a script's background jobs
-# ignore SIGINT) before the scratch folder goes.
-kill_tree() {
-  local child
-  for child in $(pgrep -P "$1"); do kill_tree "$child"; done
-  kill -TERM "$1" 2>/dev/null || true
-}
-pids=()
-stop() {
-  trap - INT TERM
-  local pid
-  for pid in "${pids[@]}"; do kill_tree "$pid"; done
-  exit "$1"
-}
-trap 'stop 130' INT
-trap 'stop 143' TERM
+# SIGINT or SIGTERM ends the running targets too, before the scratch folder
+# goes.
+source tests/support/background_jobs.sh
+stop_jobs_on_signal
 failed=()
 for ((first = 0; first < ${#targets[@]}; first += jobs)); do
-  pids=()
+  background_jobs=()
   batch=("${targets[@]:first:jobs}")
   for name in "${batch[@]}"; do
     fuzz_one "$name" &
-    pids+=($!)
+    background_jobs+=($!)
   done
-  for i in "${!pids[@]}"; do wait "${pids[$i]}" || failed+=("fuzz_${batch[$i]}"); done
+  for i in "${!background_jobs[@]}"; do wait "${background_jobs[$i]}" || failed+=("fuzz_${batch[$i]}"); done
   if [ ${#failed[@]} -gt 0 ]; then
     echo "run_fuzz.sh: findings in ${failed[*]}; see $dir/findings/" >&2
     exit 1
