@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
@@ -212,7 +213,7 @@ std::string linked_etag(const std::string& relpath, const std::string& target) {
     return etag;
 }
 
-void visit_repos(const fs::path& root, const std::function<void(const RepoScan&)>& visit) {
+void visit_repos(const fs::path& root, const std::function<void(RepoScan)>& visit) {
     Walker walker(root);
     for (const Entry& entry : walker.list(root, true).value_or(std::vector<Entry>{})) {
         if (entry.type != EntryType::directory) continue;
@@ -224,7 +225,7 @@ void visit_repos(const fs::path& root, const std::function<void(const RepoScan&)
 
 std::vector<RepoScan> scan_cache(const fs::path& root) {
     std::vector<RepoScan> repos;
-    visit_repos(root, [&](const RepoScan& repo) { repos.push_back(repo); });
+    visit_repos(root, [&](RepoScan repo) { repos.push_back(std::move(repo)); });
     return repos;
 }
 

@@ -88,7 +88,7 @@ std::vector<RepoScan> scan_cache(const fs::path& root);
 // `visit` sees it, so a long run (prune over thousands of repos) reads each
 // repo as it is when its turn comes, not as it was when the run started.
 // Bounded as scan_cache; an exception from `visit` ends the walk.
-void visit_repos(const fs::path& root, const std::function<void(const RepoScan&)>& visit);
+void visit_repos(const fs::path& root, const std::function<void(RepoScan)>& visit);
 
 // Whether `path` is a folder and not a link to one (lstat).
 bool is_real_directory(const fs::path& path);
