@@ -276,7 +276,7 @@ PruneReport prune_cache(const fs::path& root, const PruneRequest& request) {
     report.dry_run = request.dry_run;
     try {
         throw_if_cancelled(request, root);
-        visit_repos(root, [&](RepoScan repo) {
+        visit_repos(root, [&](const RepoScan& repo) {
             throw_if_cancelled(request, repo.folder);
             RepoPruner(repo, request, report).run();
         });
