@@ -74,7 +74,8 @@ Command add_ls(CLI::App& cache) {
     auto flags = std::make_shared<CommonFlags>();
     CLI::App* command = cache.add_subcommand("ls", "List cached repos, refs, commits, variants and sizes");
     add_cache_flags(*command, *flags);
-    return {command, [flags]() {
+    return {command,
+            [flags]() {
                 Client client(make_options(*flags, nullptr));
                 CacheListing listing = client.cache_ls();
                 if (flags->json) {
@@ -83,7 +84,8 @@ Command add_ls(CLI::App& cache) {
                     print_listing(listing);
                 }
                 return 0;
-            }};
+            },
+            k_read_only_interrupted};
 }
 
 Command add_path(CLI::App& cache) {
@@ -97,7 +99,8 @@ Command add_path(CLI::App& cache) {
     command->add_option("--project", flags->project, "Directory holding kernhub.json (default: the current one)");
     command->add_option("--target", flags->targets,
                         "Use this build variant instead of detecting the host (repeatable)");
-    return {command, [flags, ref]() {
+    return {command,
+            [flags, ref]() {
                 Client client(make_options(*flags, nullptr));
                 std::string path = client.cache_path(*ref);
                 if (flags->json) {
@@ -108,7 +111,8 @@ Command add_path(CLI::App& cache) {
                     std::cout << printable(path) << '\n';
                 }
                 return 0;
-            }};
+            },
+            k_read_only_interrupted};
 }
 
 ordered_json verify_json(const CacheVerifyReport& report) {
@@ -116,8 +120,8 @@ ordered_json verify_json(const CacheVerifyReport& report) {
     for (const auto& p : report.problems) {
         problems.push_back({{"path", p.path}, {"problem", p.problem}, {"repaired", p.repaired}});
     }
-    bool ok =
-        std::all_of(report.problems.begin(), report.problems.end(), [](const CacheProblem& p) { return p.repaired; });
+    bool ok = !report.interrupted && std::all_of(report.problems.begin(), report.problems.end(),
+                                                 [](const CacheProblem& p) { return p.repaired; });
     return {{"root", report.root},
             {"blobs_checked", report.blobs_checked},
             {"links_checked", report.links_checked},
@@ -139,6 +143,16 @@ Error damage_error(const CacheVerifyReport& report) {
                                               "; run 'kernhub cache verify --repair' to remove them, then fetch again");
 }
 
+// What an interrupted verify leaves: a repair removes the damaged variant
+// records before anything else (cache::verify_cache), so a damaged file it
+// did not reach is no longer vouched for and the next fetch checks it.
+const char* verify_interrupted_note(bool repair) {
+    return repair ? "what was removed is listed above (a damaged file's variant record goes before the file, so the "
+                    "next fetch checks it again); run kernhub cache verify --repair again to finish"
+                  : "nothing was changed; the damage found so far is listed above; run kernhub cache verify again "
+                    "to check the rest";
+}
+
 Command add_verify(CLI::App& cache) {
     auto flags = std::make_shared<CommonFlags>();
     auto repair = std::make_shared<bool>(false);
@@ -146,12 +160,14 @@ Command add_verify(CLI::App& cache) {
         "verify", "Re-hash every blob against its name and check every snapshot link and variant record");
     command->add_flag("--repair", *repair, "Remove what is damaged so that the next fetch downloads it again");
     add_cache_flags(*command, *flags);
-    return {command, [flags, repair]() {
+    return {command,
+            [flags, repair]() {
                 Client client(make_options(*flags, nullptr));
                 CacheVerifyReport report = client.cache_verify(*repair);
-                const bool damaged = !*repair && !report.problems.empty();
+                const bool damaged = !*repair && !report.problems.empty() && !report.interrupted;
                 if (flags->json) {
                     ordered_json out = verify_json(report);
+                    out["interrupted"] = report.interrupted;
                     if (damaged) {
                         Error error = damage_error(report);
                         out["error"] = {{"code", static_cast<int>(error.code())},
@@ -164,6 +180,11 @@ Command add_verify(CLI::App& cache) {
                         std::cout << printable(p.path) << ": " << printable(p.problem)
                                   << (p.repaired ? " (removed)" : "") << '\n';
                     }
+                }
+                if (report.interrupted) {
+                    // What was found (and removed) before the stop is listed above.
+                    std::cerr << "kernhub: " << interrupted_line(verify_interrupted_note(*repair)) << '\n';
+                    return interrupted_exit_code();
                 }
                 const std::string checked = "checked " + std::to_string(report.blobs_checked) + " blobs, " +
                                             std::to_string(report.links_checked) + " links and " +
@@ -182,7 +203,8 @@ Command add_verify(CLI::App& cache) {
                 status(*flags, checked + ": removed " + std::to_string(report.problems.size()) +
                                    " damaged files; the next fetch downloads them again");
                 return 0;
-            }};
+            },
+            verify_interrupted_note(false)};
 }
 
 constexpr const char* k_prune_interrupted =

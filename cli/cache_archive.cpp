@@ -29,7 +29,8 @@ Command add_export_command(CLI::App& cache) {
     command->add_option("--to", *to, "Archive to write; .tar.zst, .tar.gz, .tar.xz or .tar picks the compression")
         ->required();
     add_archive_flags(*command, *flags);
-    return {command, [flags, to, refs]() {
+    return {command,
+            [flags, to, refs]() {
                 Client client(make_options(*flags, nullptr));
                 ExportReport report = client.cache_export(*to, *refs);
                 if (flags->json) {
@@ -45,7 +46,8 @@ Command add_export_command(CLI::App& cache) {
                     for (const auto& repo : report.repos) status(*flags, "  " + repo);
                 }
                 return 0;
-            }};
+            },
+            "no archive was written and the target is as it was"};
 }
 
 Command add_import_command(CLI::App& cache) {
@@ -55,7 +57,8 @@ Command add_import_command(CLI::App& cache) {
         "import", "Add a cache archive to the cache after checking its layout and every blob against its name");
     command->add_option("file", *file, "A tar written by `kernhub cache export` (plain, gzip, xz or zstd)")->required();
     add_archive_flags(*command, *flags);
-    return {command, [flags, file]() {
+    return {command,
+            [flags, file]() {
                 Client client(make_options(*flags, nullptr));
                 ImportReport report = client.cache_import(*file);
                 if (flags->json) {
@@ -75,7 +78,9 @@ Command add_import_command(CLI::App& cache) {
                     for (const auto& repo : report.repos) status(*flags, "  " + repo);
                 }
                 return 0;
-            }};
+            },
+            "nothing unverified entered the cache: what was moved in is complete and the unpacked rest "
+            "was removed; run kernhub cache import again to finish"};
 }
 
 }  // namespace

@@ -14,9 +14,13 @@ struct Command {
     CLI::App* app = nullptr;
     std::function<int()> run;
     // What an interruption (SIGINT, SIGTERM) leaves behind, said on the one
-    // line the CLI prints then.
+    // line the CLI prints then: true of this command, whatever it had done.
     const char* interrupted_note = "partial downloads are kept for the next run";
 };
+
+// The note of a command that downloads nothing and changes no file an
+// interruption could leave half-written (it writes only atomically).
+inline constexpr const char* k_read_only_interrupted = "nothing was left half-written; run the command again";
 
 Command add_fetch_command(CLI::App& app);
 Command add_load_command(CLI::App& app);

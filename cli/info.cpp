@@ -34,7 +34,8 @@ Command add_info_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("info", "Show the commit, the variants and which one this host selects");
     command->add_option("kernel", *ref, "Registry name or ORG/REPO[@REVISION]")->required();
     add_fetch_flags(*command, *flags);
-    return {command, [flags, ref]() {
+    return {command,
+            [flags, ref]() {
                 ProgressPrinter progress(flags->quiet);
                 Client client(make_options(*flags, &progress));
                 InfoResult info = client.info(*ref);
@@ -71,7 +72,8 @@ Command add_info_command(CLI::App& app) {
                     if (info.signature) std::cout << "signature: " << describe_signature(*info.signature) << '\n';
                 }
                 return 0;
-            }};
+            },
+            k_read_only_interrupted};
 }
 
 }  // namespace kernhub::cli

@@ -58,7 +58,8 @@ Command add_inspect_command(CLI::App& app) {
     command->add_option("file", *file, "A shared object, CUDA fatbin or cubin")->required();
     command->add_option("--cc", *cc, "Compute capability to check, e.g. 9.0");
     command->add_flag("--json", *json, "Print one JSON object on stdout");
-    return {command, [file, cc, json]() {
+    return {command,
+            [file, cc, json]() {
                 std::optional<ComputeCapability> capability;
                 if (!cc->empty()) capability = parse_compute_capability(*cc);
                 InspectResult result = inspect_file(*file, capability);
@@ -68,7 +69,8 @@ Command add_inspect_command(CLI::App& app) {
                     print_human(result);
                 }
                 return 0;
-            }};
+            },
+            k_read_only_interrupted};
 }
 
 }  // namespace kernhub::cli

@@ -13,7 +13,8 @@ Command add_list_command(CLI::App& app) {
     auto flags = std::make_shared<CommonFlags>();
     CLI::App* command = app.add_subcommand("list", "List the kernel names the stacked registries know");
     add_registry_flags(*command, *flags);
-    return {command, [flags]() {
+    return {command,
+            [flags]() {
                 Client client(make_options(*flags, nullptr));
                 auto entries = client.list();
                 if (flags->json) {
@@ -39,7 +40,8 @@ Command add_list_command(CLI::App& app) {
                               << printable(e.symbol) << (e.file.empty() ? "" : "  (" + printable(e.file) + ")") << '\n';
                 }
                 return 0;
-            }};
+            },
+            k_read_only_interrupted};
 }
 
 }  // namespace kernhub::cli

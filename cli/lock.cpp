@@ -44,7 +44,8 @@ Command add_lock_command(CLI::App& app) {
     update->expected(0, -1);
     command->add_flag("--check", flags->check,
                       "Write nothing; exit 8 with a diff when kernhub.lock is not what `kernhub lock` would write");
-    return {command, [flags, update]() {
+    return {command,
+            [flags, update]() {
                 ProgressPrinter progress(flags->common.quiet);
                 Client client(make_options(flags->common, &progress));
                 LockOptions options;
@@ -94,7 +95,8 @@ Command add_lock_command(CLI::App& app) {
                     return static_cast<int>(ErrorCode::lock_outdated);
                 }
                 return 0;
-            }};
+            },
+            "the lock file was not changed; run the command again"};
 }
 
 }  // namespace kernhub::cli

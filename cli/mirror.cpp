@@ -63,7 +63,8 @@ Command add_mirror_command(CLI::App& app) {
     command->add_option("--listen", options->listen, "Where that server block listens (default 127.0.0.1:8080)")
         ->needs(conf);
     add_fetch_flags(*command, *flags);
-    return {command, [flags, refs, options]() {
+    return {command,
+            [flags, refs, options]() {
                 ProgressPrinter progress(flags->quiet);
                 Client client(make_options(*flags, &progress));
                 MirrorReport report = client.mirror(*refs, *options);
@@ -73,7 +74,9 @@ Command add_mirror_command(CLI::App& app) {
                     print_report(*flags, report, options->listen);
                 }
                 return 0;
-            }};
+            },
+            "partial downloads are kept in the cache and the files already placed in the tree stay (a "
+            "revision names a commit only once all its files are there); run kernhub mirror again to finish"};
 }
 
 }  // namespace kernhub::cli

@@ -20,7 +20,8 @@ Command add_verify_command(CLI::App& app) {
     command->add_option("--certificate-github-workflow-repository", policy->repository,
                         "The source repository the certificate must name (ORG/REPO or a URI)");
     add_fetch_flags(*command, *flags);
-    return {command, [flags, ref, policy]() {
+    return {command,
+            [flags, ref, policy]() {
                 if (policy->issuer.empty() != policy->identities.empty()) {
                     throw Error(ErrorCode::usage,
                                 "--certificate-identity and --certificate-oidc-issuer go together; give both");
@@ -60,7 +61,8 @@ Command add_verify_command(CLI::App& app) {
                                  "--certificate-identity and --certificate-oidc-issuer)\n";
                 }
                 return 0;
-            }};
+            },
+            k_read_only_interrupted};
 }
 
 }  // namespace kernhub::cli

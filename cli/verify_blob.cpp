@@ -58,7 +58,8 @@ Command add_verify_blob_command(CLI::App& app) {
         "--trusted-root", options->trusted_root,
         "A Sigstore trusted_root.json (env KERNHUB_SIGSTORE_TRUSTED_ROOT; default: the public-good root built in)");
     command->add_flag("--json", *json, "Print one JSON object on stdout");
-    return {command, [options, json]() {
+    return {command,
+            [options, json]() {
                 const SignatureReport report = verify_blob(*options);
                 if (!report.root_warning.empty())
                     std::cerr << "kernhub: warning: " << printable(report.root_warning) << '\n';
@@ -75,7 +76,8 @@ Command add_verify_blob_command(CLI::App& app) {
                 std::cout << "  log time:  " << utc(report.signature.log_time) << '\n'
                           << "  log index: " << report.signature.log_index << '\n';
                 return 0;
-            }};
+            },
+            k_read_only_interrupted};
 }
 
 }  // namespace kernhub::cli

@@ -48,6 +48,8 @@ KERNHUB_API std::string printable(std::string_view text);
 class KERNHUB_API Error : public std::runtime_error {
 public:
     // The message (cut at 4 KiB) and context (1 KiB) go through printable().
+    // A cut takes bytes out of the middle, so the end of a message (the
+    // reason and the next step, after a long path) is always kept.
     Error(ErrorCode code, const std::string& message, std::string context = {});
 
     ErrorCode code() const noexcept { return m_code; }

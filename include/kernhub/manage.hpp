@@ -121,6 +121,11 @@ struct CacheVerifyReport {
     std::size_t links_checked = 0;
     std::size_t records_checked = 0;  // kernhub's variant records
     std::vector<CacheProblem> problems;
+    // Options::cancel stopped it: `problems` are what was found before it
+    // stopped, and `repaired` says which of them were removed. A repair
+    // removes the damaged variant records before anything else, so no
+    // record names a damaged file at any instant of it.
+    bool interrupted = false;
 };
 
 struct PruneOptions {

@@ -8,8 +8,11 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "cache/inventory.hpp"
+#include "common/crash_point.hpp"
 #include "common/text.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
@@ -68,6 +71,11 @@ public:
     RepoVerifier(const RepoScan& repo, const VerifyOptions& options, CacheVerifyReport& report)
         : m_repo(repo), m_options(options), m_report(report) {}
 
+    // Everything is judged before anything is removed, and a repair removes
+    // the damaged variant records first: a record vouches for its files (a
+    // fetch trusts the files it names without hashing them again), so at no
+    // instant of a repair, even one killed halfway, does a record still
+    // name a damaged file that the next fetch would keep.
     void run() {
         for (const Entry& blob : m_repo.blobs) check_blob(blob);
         for (const Snapshot& snapshot : m_repo.snapshots) check_snapshot(snapshot);
@@ -75,24 +83,36 @@ public:
         for (const Ref& ref : m_repo.refs) {
             if (ref.problem.empty()) continue;
             const fs::path path = m_repo.folder / "refs" / ref.revision;
-            report(path, ref.problem, [&] { remove_entry(m_repo.folder, path); });
+            report(path, ref.problem, [this, path] { remove_entry(m_repo.folder, path); });
         }
+        repair(m_record_repairs);
+        repair(m_repairs);
     }
 
 private:
-    void report(const fs::path& path, const std::string& problem, const std::function<void()>& repair) {
-        CacheProblem found{printable(path.string()), printable(problem), false};
-        if (m_options.repair) {
-            repair();
-            found.repaired = true;
+    using Repairs = std::vector<std::pair<std::size_t, std::function<void()>>>;
+
+    void report(const fs::path& path, const std::string& problem, std::function<void()> repair,
+                bool is_record = false) {
+        m_report.problems.push_back(CacheProblem{printable(path.string()), printable(problem), false});
+        if (!m_options.repair) return;
+        (is_record ? m_record_repairs : m_repairs).emplace_back(m_report.problems.size() - 1, std::move(repair));
+    }
+
+    // Each repair marks its problem repaired once done, so an interrupted
+    // run reports what it fixed and what it left.
+    void repair(const Repairs& repairs) {
+        for (const auto& [problem, action] : repairs) {
+            check_cancel();
+            action();
+            m_report.problems[problem].repaired = true;
+            crash_point("repaired");
         }
-        m_report.problems.push_back(std::move(found));
     }
 
     void check_cancel() const {
         if (m_options.cancel != nullptr && m_options.cancel->load()) {
-            throw Error(ErrorCode::interrupted, "interrupted while verifying " + m_repo.folder.string() +
-                                                    "; nothing damaged was kept unreported, run it again");
+            throw Error(ErrorCode::interrupted, "interrupted while verifying " + m_repo.folder.string());
         }
     }
 
@@ -114,7 +134,7 @@ private:
         ++m_report.blobs_checked;
         std::string damage = blob_damage(path, blob.name, blob.type, state);
         state.ok = damage.empty();
-        if (!state.ok) report(path, damage, [&] { remove_blob(blob.name); });
+        if (!state.ok) report(path, damage, [this, etag = blob.name] { remove_blob(etag); });
         m_blobs[blob.name] = state;
     }
 
@@ -142,13 +162,14 @@ private:
         check_cancel();
         const fs::path dir = m_repo.folder / "snapshots" / snapshot.commit;
         if (!snapshot.is_directory) {
-            report(dir, "is not a folder (a snapshot is a folder of links)", [&] { remove_entry(m_repo.folder, dir); });
+            report(dir, "is not a folder (a snapshot is a folder of links)",
+                   [this, dir] { remove_entry(m_repo.folder, dir); });
             return;
         }
         for (const Entry& entry : snapshot.entries) {
             const fs::path path = dir / entry.name;
             if (entry.type == EntryType::other) {
-                report(path, "is neither a link nor a file", [&] { remove_entry(m_repo.folder, path); });
+                report(path, "is neither a link nor a file", [this, path] { remove_entry(m_repo.folder, path); });
             }
             if (entry.type != EntryType::symlink) continue;  // folders; files copied by tools without symlinks
             ++m_report.links_checked;
@@ -158,8 +179,8 @@ private:
                 continue;
             }
             // Only the link that was judged: fetch may have replaced it since.
-            report(path, damage, [&] {
-                if (read_link_now(path) == entry.link) remove_entry(m_repo.folder, path);
+            report(path, damage, [this, path, link = entry.link] {
+                if (read_link_now(path) == link) remove_entry(m_repo.folder, path);
             });
         }
     }
@@ -177,7 +198,10 @@ private:
     void check_record(const Record& record) {
         ++m_report.records_checked;
         std::string damage = record_damage(record);
-        if (!damage.empty()) report(record.path, damage, [&] { remove_entry(m_repo.folder, record.path); });
+        if (!damage.empty()) {
+            report(
+                record.path, damage, [this, path = record.path] { remove_entry(m_repo.folder, path); }, true);
+        }
     }
 
     std::string record_damage(const Record& record) const {
@@ -199,6 +223,8 @@ private:
     CacheVerifyReport& m_report;
     std::map<std::string, BlobState> m_blobs;     // etag -> what hashing found
     std::map<std::string, std::string> m_linked;  // "<commit>/<relpath>" -> etag, good links only
+    Repairs m_record_repairs;                     // (index in m_report.problems, removal)
+    Repairs m_repairs;
 };
 
 }  // namespace
@@ -206,7 +232,14 @@ private:
 CacheVerifyReport verify_cache(const fs::path& root, const VerifyOptions& options) {
     CacheVerifyReport report;
     report.root = root.string();
-    for (const RepoScan& repo : scan_cache(root)) RepoVerifier(repo, options, report).run();
+    try {
+        for (const RepoScan& repo : scan_cache(root)) RepoVerifier(repo, options, report).run();
+    } catch (const Error& error) {
+        // Each problem is in the report once found, and marked repaired once
+        // removed, so the report is exactly what was done before the stop.
+        if (error.code() != ErrorCode::interrupted) throw;
+        report.interrupted = true;
+    }
     return report;
 }
 

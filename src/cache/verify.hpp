@@ -23,7 +23,8 @@ struct VerifyOptions {
 
 // Problems are reported, not thrown: the caller decides what damage means.
 // Error(internal) when the cache cannot be read or a repair cannot remove a
-// file; Error(interrupted) when *cancel is set.
+// file. When *cancel is set it stops between two units of work and returns
+// what it found and removed so far, with CacheVerifyReport::interrupted set.
 CacheVerifyReport verify_cache(const std::filesystem::path& root, const VerifyOptions& options);
 
 }  // namespace kernhub::cache

@@ -37,10 +37,17 @@ static std::string join_what(const std::string& message, const std::string& cont
 }
 
 // A message may quote what a hub sent (a parser's error names the token it
-// stopped at, which can be megabytes): each part is cut before escaping.
+// stopped at, which can be megabytes) or a path of up to PATH_MAX: each part
+// is cut before escaping. The cut is in the middle, keeping the last quarter,
+// because messages end with the reason and the next step ("cannot create
+// PATH: No space left on device; free some space"), which a cut at the end
+// would lose with the long path before them.
 static std::string bounded(const std::string& text, std::size_t max_bytes) {
     if (text.size() <= max_bytes) return printable(text);
-    return printable(text.substr(0, max_bytes)) + "... (" + std::to_string(text.size() - max_bytes) + " more bytes)";
+    const std::size_t tail = max_bytes / 4;
+    const std::size_t head = max_bytes - tail;
+    return printable(text.substr(0, head)) + "... (" + std::to_string(text.size() - max_bytes) + " bytes cut) ..." +
+           printable(text.substr(text.size() - tail));
 }
 
 constexpr std::size_t k_max_message_bytes = 4096;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -40,6 +41,54 @@ ProcessResult cache_cmd(const Sandbox& box, const std::string& sub, const std::v
 
 fs::path blob_behind(const fs::path& link) {
     return (link.parent_path() / fs::read_symlink(link)).lexically_normal();
+}
+
+struct Interrupted {
+    bool started = false;  // `started` held before the signal was sent
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+// Runs the CLI with `args` in the background and sends it `signo` once
+// `started` holds (polled every millisecond, at most 60 s): a signal that
+// lands while the command is under way, whatever the machine's speed.
+Interrupted interrupt_when(const Sandbox& box, const std::vector<std::string>& args, int signo,
+                           const std::function<bool()>& started) {
+    const fs::path out = box.dir.path() / "interrupted.out";
+    const fs::path err = box.dir.path() / "interrupted.err";
+    UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    UniqueFd out_fd(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    UniqueFd err_fd(::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    REQUIRE((in.get() > 2 && out_fd.get() > 2 && err_fd.get() > 2));
+    std::vector<std::string> argv{KERNHUB_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const pid_t pid = spawn_process(argv, box.env(), box.dir.path().string(), in.get(), out_fd.get(), err_fd.get());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    Interrupted result;
+    while (!(result.started = started()) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ::kill(pid, signo);
+    result.exit_code = wait_process(pid);
+    result.out = read_text(out);
+    result.err = read_text(err);
+    return result;
+}
+
+// `count` repos named kernels--org--rNNNNN, each holding one blob named
+// aaaa… (64 a) with `content`; returns that blob's path in repo `i`.
+std::function<fs::path(int)> fill_repos(const Sandbox& box, int count, const std::string& content) {
+    auto blob_of = [root = box.cache](int i) {
+        char name[32];
+        std::snprintf(name, sizeof name, "kernels--org--r%05d", i);
+        return root / name / "blobs" / std::string(64, 'a');
+    };
+    for (int i = 0; i < count; ++i) {
+        fs::create_directories(blob_of(i).parent_path());
+        write_text(blob_of(i), content);
+    }
+    return blob_of;
 }
 
 }  // namespace
@@ -274,44 +323,20 @@ TEST_CASE("cache prune stops at SIGINT or SIGTERM with 130 or 143 and one line t
         // Many repos, each holding one unreferenced blob two hours old: a
         // prune that removes them one repo after another for seconds.
         constexpr int k_repos = 2000;
-        auto blob_of = [&](int i) {
-            char name[32];
-            std::snprintf(name, sizeof name, "kernels--org--r%05d", i);
-            return box.cache / name / "blobs" / std::string(64, 'a');
-        };
-        for (int i = 0; i < k_repos; ++i) {
-            fs::create_directories(blob_of(i).parent_path());
-            write_text(blob_of(i), "unreferenced");
-        }
+        const auto blob_of = fill_repos(box, k_repos, "unreferenced");
         age(box.cache, 2);
-
-        const fs::path out = box.dir.path() / "prune.out";
-        const fs::path err = box.dir.path() / "prune.err";
-        UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-        UniqueFd out_fd(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-        UniqueFd err_fd(::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-        REQUIRE((in.get() > 2 && out_fd.get() > 2 && err_fd.get() > 2));
-        const pid_t pid = spawn_process({KERNHUB_CLI_PATH, "cache", "prune", "--cache-dir", box.cache.string()},
-                                        box.env(), box.dir.path().string(), in.get(), out_fd.get(), err_fd.get());
         // The signal comes once prune is under way: the first repo's blob is gone.
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        while (fs::exists(blob_of(0)) && std::chrono::steady_clock::now() < deadline) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
-        const bool started = !fs::exists(blob_of(0));
-        ::kill(pid, signo);
-        const int code = wait_process(pid);
-        REQUIRE(started);
-        const std::string text = read_text(err);
-        INFO(text);
-        CHECK(code == 128 + signo);
-        CHECK_THAT(text,
+        const Interrupted r = interrupt_when(box, {"cache", "prune", "--cache-dir", box.cache.string()}, signo,
+                                             [&] { return !fs::exists(blob_of(0)); });
+        REQUIRE(r.started);
+        INFO(r.err);
+        CHECK(r.exit_code == 128 + signo);
+        CHECK_THAT(r.err,
                    Catch::Contains(std::string("kernhub: interrupted by ") + (signo == SIGINT ? "SIGINT" : "SIGTERM") +
                                    "; what was removed is gone (listed above) and everything else is kept"));
-        CHECK(text.find("partial downloads") == std::string::npos);
+        CHECK(r.err.find("partial downloads") == std::string::npos);
         // What went before the stop is listed: at least the first repo's blob.
-        const std::string listed = read_text(out);
-        CHECK(listed.find("removed " + blob_of(0).string() + "\n") != std::string::npos);
+        CHECK(r.out.find("removed " + blob_of(0).string() + "\n") != std::string::npos);
         // It stopped: the last repos were never reached.
         CHECK(fs::exists(blob_of(k_repos - 1)));
 
@@ -321,6 +346,31 @@ TEST_CASE("cache prune stops at SIGINT or SIGTERM with 130 or 143 and one line t
         CHECK(again.exit_code == 0);
         CHECK_FALSE(fs::exists(blob_of(k_repos - 1)));
     }
+}
+
+TEST_CASE("cache verify --repair stops at SIGINT, lists what it removed and says what is true of a repair",
+          "[cli][cache]") {
+    Sandbox box;
+    // Many repos, each holding one blob whose content does not match its name.
+    constexpr int k_repos = 2000;
+    const auto blob_of = fill_repos(box, k_repos, "damaged");
+    const Interrupted r = interrupt_when(box, {"cache", "verify", "--repair", "--cache-dir", box.cache.string()},
+                                         SIGINT, [&] { return !fs::exists(blob_of(0)); });
+    REQUIRE(r.started);
+    INFO(r.err);
+    CHECK(r.exit_code == 130);
+    CHECK_THAT(r.err, Catch::Contains("kernhub: interrupted by SIGINT; what was removed is listed above"));
+    CHECK_THAT(r.err, Catch::Contains("run kernhub cache verify --repair again to finish"));
+    CHECK(r.err.find("partial downloads") == std::string::npos);
+    CHECK_THAT(r.out, Catch::Contains(blob_of(0).string() + ": content does not match its name"));
+    CHECK_THAT(r.out, Catch::Contains("(removed)"));
+    CHECK(fs::exists(blob_of(k_repos - 1)));
+
+    // Run again, the repair finishes.
+    ProcessResult again = cache_cmd(box, "verify", {"--repair", "--quiet"});
+    INFO(describe(again));
+    CHECK(again.exit_code == 0);
+    CHECK_FALSE(fs::exists(blob_of(k_repos - 1)));
 }
 
 TEST_CASE("a warm fetch marks its snapshot in use, so that a prune keeps it for the grace period", "[cli][cache]") {
@@ -356,4 +406,23 @@ TEST_CASE("a .locks that is a file does not stop a warm load", "[cli][cache]") {
     ProcessResult r = box.kh("load", "vector-add", hub.server().endpoint(), {"--offline"});
     INFO(describe(r));
     CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("an error about a 4,080-byte cache path keeps its reason: the path is cut, never the errno text",
+          "[cli][cache]") {
+    Sandbox box;
+    // Below a regular file, so creating the cache fails with ENOTDIR; folder
+    // names of 200 bytes, each under NAME_MAX, to 4,080 bytes in all.
+    const fs::path file = box.dir.path() / "a-file";
+    write_text(file, "not a folder");
+    std::string path = file.string();
+    while (path.size() + 201 <= 4080) path += "/" + std::string(200, 'd');
+    path += "/" + std::string(4080 - path.size() - 1, 'e');
+    REQUIRE(path.size() == 4080);
+    ProcessResult r = box.run({"cache", "import", (box.dir.path() / "missing.tar").string(), "--cache-dir", path});
+    INFO(describe(r));
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("bytes cut)"));
+    CHECK_THAT(r.err, Catch::EndsWith("eee: Not a directory; check permissions\n"));
+    CHECK(r.err.size() < 4400);
 }

@@ -201,3 +201,62 @@ TEST_CASE("killed at any step while the hub sends corrupt bytes, the cache still
         }
     }
 }
+
+TEST_CASE("cache verify --repair killed after any removal leaves no record vouching for a damaged file",
+          "[cli][durability][crash][needs:test-hooks]") {
+    CrashHub hub;
+    int kills = 0;
+    for (int hit = 1; hit <= 8; ++hit) {
+        Sandbox box;
+        ProcessResult fetched = box.kh("fetch", k_repo, hub.server->endpoint(), {"--quiet"});
+        REQUIRE(fetched.exit_code == 0);
+        // Two large files damaged in place, sizes kept: a fetch that trusts
+        // its variant record checks sizes, not content.
+        const fs::path variant = box.cache / k_folder / "snapshots";
+        int damaged = 0;
+        for (fs::recursive_directory_iterator it(variant), end; it != end; ++it) {
+            const std::string name = it->path().filename().string();
+            if (name != "weights-a.bin" && name != "weights-b.bin") continue;
+            const fs::path blob = fs::canonical(it->path());
+            std::string bytes = read_text(blob);
+            bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5a);
+            fs::permissions(blob, fs::perms::owner_write, fs::perm_options::add);
+            write_text(blob, bytes);
+            ++damaged;
+        }
+        REQUIRE(damaged == 2);
+
+        const std::string plan = "repaired:" + std::to_string(hit);
+        ProcessResult crashed = box.run({"cache", "verify", "--repair", "--quiet", "--cache-dir", box.cache.string()},
+                                        {{"KERNHUB_TEST_CRASH_AT", plan}});
+        INFO(plan << ": " << describe(crashed));
+        if (crashed.exit_code == 0) {
+            CHECK(hit > 1);  // fewer removals than `hit`
+            break;
+        }
+        REQUIRE(crashed.exit_code == 128 + SIGKILL);
+        ++kills;
+        // Every record left names only files that are there and verify:
+        // a record naming a damaged one would let the next fetch keep it.
+        const fs::path records = box.cache / k_folder / ".kernhub" / "variants";
+        std::error_code ec;
+        for (fs::recursive_directory_iterator it(records, ec), end; !ec && it != end; it.increment(ec)) {
+            if (!it->is_regular_file()) continue;
+            const json record = json::parse(read_text(it->path()));
+            const fs::path dir = box.cache / k_folder / "snapshots" / record["commit"].get<std::string>() / "build" /
+                                 record["variant"].get<std::string>();
+            for (const auto& file : record["files"]) {
+                const fs::path link = dir / file["path"].get<std::string>();
+                INFO("recorded " << link);
+                REQUIRE(fs::exists(link));
+                CHECK(sha256_of(link) == file["sha256"].get<std::string>());
+            }
+        }
+        // The next fetch puts the right bytes back.
+        ProcessResult again = box.kh("fetch", k_repo, hub.server->endpoint(), {"--quiet"});
+        REQUIRE(again.exit_code == 0);
+        CHECK(check_cache_consistent(box.cache, "after the fetch that followed " + plan) == 6);
+    }
+    // The record, the two blobs, and the links to them went one by one.
+    CHECK(kills >= 3);
+}

@@ -66,11 +66,24 @@ TEST_CASE("printable escapes what a terminal would obey and keeps everything els
 TEST_CASE("an Error's message and context are cut, so a hub's megabyte token cannot flood a terminal", "[common]") {
     Error e(ErrorCode::network, "hub sent " + std::string(100000, '1'), std::string(50000, 'x'));
     CHECK(e.message().size() < 4200);
-    CHECK(e.message().find("more bytes)") != std::string::npos);
+    CHECK(e.message().find("bytes cut)") != std::string::npos);
     CHECK(e.context().size() < 1100);
     CHECK(std::string(e.what()).size() < 5400);
     Error small(ErrorCode::network, "short", "ctx");
     CHECK(std::string(small.what()) == "short (ctx)");
+}
+
+TEST_CASE("a long path is cut out of an Error's message, never the reason after it", "[common]") {
+    // A cache path near PATH_MAX before the errno text: the cut must leave
+    // the start of the sentence and its end, the reason and the next step.
+    const std::string path = "/tmp/" + std::string(4075, 'd');
+    Error e(ErrorCode::internal, "cannot create " + path + ": Not a directory; check permissions");
+    CHECK(e.message().size() < 4200);
+    CHECK(e.message().rfind("cannot create /tmp/ddd", 0) == 0);
+    const std::string end = "ddd: Not a directory; check permissions";
+    REQUIRE(e.message().size() > end.size());
+    CHECK(e.message().compare(e.message().size() - end.size(), end.size(), end) == 0);
+    CHECK(e.message().find("bytes cut)") != std::string::npos);
 }
 
 TEST_CASE("an Error is one printable line, message and context alike", "[common]") {
