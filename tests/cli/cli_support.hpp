@@ -3,17 +3,22 @@
 // registry variables leak in; cwd is a fresh temp dir without kernhub.json).
 #pragma once
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/build_paths.hpp"
@@ -147,5 +152,38 @@ inline bool tree_has_name(const fs::path& dir, const std::string& part) {
 
 inline const std::string k_vector_add_folder = "kernels--kernhub-test--vector-add";
 inline const std::string k_dead_endpoint = "http://127.0.0.1:9";
+
+struct Interrupted {
+    bool started = false;  // `started` held before the signal was sent
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+// Runs the CLI with `args` in the background and sends it `signo` once
+// `started` holds (polled every millisecond, at most 60 s): a signal that
+// lands while the command is under way, whatever the machine's speed.
+inline Interrupted interrupt_when(const Sandbox& box, const std::vector<std::string>& args, int signo,
+                                  const std::function<bool()>& started) {
+    const fs::path out = box.dir.path() / "interrupted.out";
+    const fs::path err = box.dir.path() / "interrupted.err";
+    UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    UniqueFd out_fd(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    UniqueFd err_fd(::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    REQUIRE((in.get() > 2 && out_fd.get() > 2 && err_fd.get() > 2));
+    std::vector<std::string> argv{KERNHUB_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const pid_t pid = spawn_process(argv, box.env(), box.dir.path().string(), in.get(), out_fd.get(), err_fd.get());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    Interrupted result;
+    while (!(result.started = started()) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ::kill(pid, signo);
+    result.exit_code = wait_process(pid);
+    result.out = read_text(out);
+    result.err = read_text(err);
+    return result;
+}
 
 }  // namespace kernhub::test::cli

@@ -43,39 +43,6 @@ fs::path blob_behind(const fs::path& link) {
     return (link.parent_path() / fs::read_symlink(link)).lexically_normal();
 }
 
-struct Interrupted {
-    bool started = false;  // `started` held before the signal was sent
-    int exit_code = -1;
-    std::string out;
-    std::string err;
-};
-
-// Runs the CLI with `args` in the background and sends it `signo` once
-// `started` holds (polled every millisecond, at most 60 s): a signal that
-// lands while the command is under way, whatever the machine's speed.
-Interrupted interrupt_when(const Sandbox& box, const std::vector<std::string>& args, int signo,
-                           const std::function<bool()>& started) {
-    const fs::path out = box.dir.path() / "interrupted.out";
-    const fs::path err = box.dir.path() / "interrupted.err";
-    UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    UniqueFd out_fd(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    UniqueFd err_fd(::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    REQUIRE((in.get() > 2 && out_fd.get() > 2 && err_fd.get() > 2));
-    std::vector<std::string> argv{KERNHUB_CLI_PATH};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const pid_t pid = spawn_process(argv, box.env(), box.dir.path().string(), in.get(), out_fd.get(), err_fd.get());
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    Interrupted result;
-    while (!(result.started = started()) && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    ::kill(pid, signo);
-    result.exit_code = wait_process(pid);
-    result.out = read_text(out);
-    result.err = read_text(err);
-    return result;
-}
-
 // `count` repos named kernels--org--rNNNNN, each holding one blob named
 // aaaa… (64 a) with `content`; returns that blob's path in repo `i`.
 std::function<fs::path(int)> fill_repos(const Sandbox& box, int count, const std::string& content) {

@@ -3,10 +3,13 @@
 // cache that then works offline; hostile archives exit 4 and change nothing
 // (README.md, "Cache archives").
 #include <chrono>
+#include <random>
 
 #include "archive/tar_builder.hpp"
 #include "cache/cache_fixture.hpp"
 #include "cli/cli_support.hpp"
+#include "support/hub_builder.hpp"
+#include "support/hub_server.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;
@@ -279,4 +282,61 @@ TEST_CASE("an import whose links are already there marks their snapshot in use, 
     INFO(describe(r));
     CHECK(r.exit_code == 0);
     CHECK(fs::is_directory(commit));
+}
+
+TEST_CASE("export and import stopped by SIGINT each say what is true of them and leave nothing behind", "[cli]") {
+    // A kernel with a 48 MiB file of random bytes: an xz export of it, and
+    // the unpacking of its archive, run long enough to be stopped halfway.
+    TempDir dir;
+    std::string bytes(48u << 20, '\0');
+    std::mt19937 random(7);
+    for (auto& c : bytes) c = static_cast<char>(random());
+    write_text(dir.path() / "big.bin", bytes);
+    const std::string variant = "build/" + host_cpu_variant() + "/";
+    json spec = {
+        {"repos",
+         {{{"repo_id", "kernhub-test/big"},
+           {"type", "kernel"},
+           {"commits",
+            {{{"message", "big"},
+              {"branches", {"main"}},
+              {"metadata", true},
+              {"files", {{variant + "big.bin", {{"path", (dir.path() / "big.bin").string()}, {"lfs", true}}}}}}}}}}}};
+    make_hub(spec, dir.path() / "hub");
+    HubServer server(dir.path() / "hub");
+    Sandbox box;
+    REQUIRE(box.kh("fetch", "kernhub-test/big", server.endpoint(), {"--quiet"}).exit_code == 0);
+
+    const fs::path out = box.dir.path() / "out";
+    fs::create_directories(out);
+    const auto has_entry = [](const fs::path& folder, const std::string& prefix) {
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(folder, ec)) {
+            if (entry.path().filename().string().rfind(prefix, 0) == 0) return true;
+        }
+        return false;
+    };
+    const Interrupted exported = interrupt_when(
+        box, {"cache", "export", "--to", (out / "cache.tar.xz").string(), "--cache-dir", box.cache.string()}, SIGINT,
+        [&] { return has_entry(out, ".cache.tar.xz."); });
+    REQUIRE(exported.started);
+    INFO(exported.err);
+    CHECK(exported.exit_code == 130);
+    CHECK_THAT(exported.err,
+               Catch::Contains("interrupted by SIGINT; no archive was written and the target is as it was"));
+    CHECK(fs::is_empty(out));
+
+    // A plain tar, quick to write, imported into an empty cache.
+    REQUIRE(export_cache(box, out / "cache.tar").exit_code == 0);
+    Sandbox target;
+    fs::create_directories(target.cache);
+    const Interrupted imported =
+        interrupt_when(target, {"cache", "import", (out / "cache.tar").string(), "--cache-dir", target.cache.string()},
+                       SIGINT, [&] { return has_entry(target.cache, ".kernhub-extract-"); });
+    REQUIRE(imported.started);
+    INFO(imported.err);
+    CHECK(imported.exit_code == 130);
+    CHECK_THAT(imported.err, Catch::Contains("interrupted by SIGINT; nothing unverified entered the cache"));
+    CHECK(imported.err.find("partial downloads") == std::string::npos);
+    CHECK_FALSE(has_entry(target.cache, ".kernhub-extract-"));
 }

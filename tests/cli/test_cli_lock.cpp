@@ -403,3 +403,22 @@ TEST_CASE("prewarm reads the kernels library's kernels.lock in its current and o
     check_error(p.run("prewarm", {"--lock", legacy.string(), "--target", "native-cuda"}), 4,
                 {"native-cuda", "variant hash"});
 }
+
+TEST_CASE("lock stopped by SIGINT while the hub is slow says the lock file was not changed, and it was not") {
+    LockProject p;
+    HubServer server(p.hub);
+    REQUIRE(p.run("lock", {"--target", k_cuda}, server.endpoint()).exit_code == 0);
+    const std::string before = read_text(p.lock_file());
+    // --update asks the hub again; its answers now take a minute.
+    server.add_faults({{{"match", "/api/"}, {"action", "delay"}, {"seconds", 60}}});
+    const Interrupted r = interrupt_when(p.sandbox,
+                                         {"lock", "--update", "--endpoint", server.endpoint(), "--cache-dir",
+                                          p.sandbox.cache.string(), "--project", p.project.string()},
+                                         SIGINT, [&] { return server.count_requests("/api/") > 0; });
+    REQUIRE(r.started);
+    INFO(r.err);
+    CHECK(r.exit_code == 130);
+    CHECK_THAT(r.err, Catch::Contains("kernhub: interrupted by SIGINT; the lock file was not changed"));
+    CHECK(r.err.find("partial downloads") == std::string::npos);
+    CHECK(read_text(p.lock_file()) == before);
+}
