@@ -22,7 +22,8 @@ nlohmann::ordered_json lock_json(const LockReport& report) {
                            {"revision", kernel.revision},
                            {"commit", kernel.commit},
                            {"variants", kernel.variants},
-                           {"pin_kept", kernel.pin_kept}});
+                           {"pin_kept", kernel.pin_kept},
+                           {"pin_problem", kernel.pin_problem}});
     }
     return {{"path", report.path},
             {"changed", report.changed},
@@ -56,13 +57,26 @@ Command add_lock_command(CLI::App& app) {
                 options.update_all = update->count() > 0 && options.update.empty();
                 options.check = flags->check;
                 LockReport report = client.lock(options);
-                const bool stale = flags->check && report.changed;
+                const bool stale = flags->check && (report.changed || report.pins_disagree);
+                // Each kernel whose pin contradicts its own commit, by name and field.
+                std::string disagreements;
+                for (const auto& kernel : report.kernels) {
+                    if (kernel.pin_problem.empty()) continue;
+                    const std::string line = "kernel '" + kernel.name + "': the pin does not describe its commit (" +
+                                             kernel.pin_problem + ")";
+                    disagreements += "; " + line;
+                    if (!flags->check) {
+                        std::cerr << "kernhub: warning: " << printable(line) << "; locked again from "
+                                  << printable(kernel.revision) << '\n';
+                    }
+                }
                 if (flags->common.json) {
                     nlohmann::ordered_json out = lock_json(report);
                     if (stale) {
-                        out["error"] = {{"code", static_cast<int>(ErrorCode::lock_outdated)},
-                                        {"kind", to_string(ErrorCode::lock_outdated)},
-                                        {"message", report.path + " is out of date; run `kernhub lock`"}};
+                        out["error"] = {
+                            {"code", static_cast<int>(ErrorCode::lock_outdated)},
+                            {"kind", to_string(ErrorCode::lock_outdated)},
+                            {"message", report.path + " is out of date" + disagreements + "; run `kernhub lock`"}};
                     }
                     print_json(out);
                 } else {
@@ -90,8 +104,9 @@ Command add_lock_command(CLI::App& app) {
                     }
                 }
                 if (stale) {
-                    std::cerr << "kernhub: error: " << printable(report.path)
-                              << " is out of date (the diff above shows how); run `kernhub lock` and commit it\n";
+                    std::cerr << "kernhub: error: " << printable(report.path) << " is out of date"
+                              << (report.changed ? " (the diff above shows how)" : "") << printable(disagreements)
+                              << "; run `kernhub lock` and commit it\n";
                     return static_cast<int>(ErrorCode::lock_outdated);
                 }
                 return 0;

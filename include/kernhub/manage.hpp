@@ -37,6 +37,11 @@ struct LockedKernel {
     std::vector<std::string> missing_targets;
     // The signature verified for the locked variants, when a policy applies.
     std::optional<SignatureInfo> signature;
+    // Why the existing lock's pin does not describe its own commit (a bad
+    // merge, a hand edit), naming the variant, file and field; empty when it
+    // does. `lock` then resolved the kernel again (pin_kept false); with
+    // LockOptions::check it did not, and LockReport::pins_disagree is set.
+    std::string pin_problem;
 };
 
 struct LockReport {
@@ -46,6 +51,9 @@ struct LockReport {
     std::string diff;      // line diff from the old file to content, when changed
     std::vector<LockedKernel> kernels;
     std::uint64_t requests = 0;
+    // With LockOptions::check: a kept pin does not describe its own commit
+    // (LockedKernel::pin_problem says how); the lock is out of date.
+    bool pins_disagree = false;
 };
 
 // ---- kernhub prewarm --------------------------------------------------------

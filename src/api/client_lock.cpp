@@ -57,8 +57,49 @@ bool signer_accepted(const std::optional<lock::LockedSigner>& signer, const Sign
            std::find(policy.identities.begin(), policy.identities.end(), signer->identity) != policy.identities.end();
 }
 
+// Why a kept pin does not describe the listing of its own commit (what a
+// bad merge or a hand edit makes), naming the variant, the file and the
+// field; empty when it does. The listing gives every file's size, an LFS
+// file's SHA-256 and, through the variant hash, every file's hub hash, so
+// a pin from another commit or with a changed field disagrees. A plain
+// file's SHA-256 is not in the listing: prewarm checks it as it streams.
+std::string pin_disagreement(const std::vector<hub::TreeEntry>& listing, const std::string& commit,
+                             const std::string& variant, const lock::LockedVariant& pin) {
+    const std::string at = " at commit " + commit.substr(0, 12);
+    const std::string prefix = "build/" + variant + "/";
+    std::size_t listed = 0;
+    for (const hub::TreeEntry& entry : listing) {
+        if (!entry.is_file || entry.path.rfind(prefix, 0) != 0) continue;
+        const std::string relpath = entry.path.substr(prefix.size());
+        if (hub::is_python_bytecode(relpath)) continue;
+        ++listed;
+        const std::string where = "variant " + variant + ", file " + relpath + ": ";
+        const auto file = pin.files.find(relpath);
+        if (file == pin.files.end()) return where + "listed" + at + " but not in the lock";
+        if (file->second.size != entry.size) {
+            return where + "size " + std::to_string(file->second.size) + " in the lock, " + std::to_string(entry.size) +
+                   at;
+        }
+        if (entry.is_lfs() && file->second.sha256 != entry.lfs_sha256) {
+            return where + "sha256 " + file->second.sha256 + " in the lock, " + entry.lfs_sha256 + at;
+        }
+    }
+    if (listed == 0) return "variant " + variant + ": not" + at;
+    for (const auto& [relpath, file] : pin.files) {
+        (void)file;
+        const bool found = std::any_of(listing.begin(), listing.end(), [&](const hub::TreeEntry& entry) {
+            return entry.is_file && entry.path == prefix + relpath;
+        });
+        if (!found) return "variant " + variant + ", file " + relpath + ": in the lock but not" + at;
+    }
+    const std::string hash = hub::listing_variant_hash(listing, variant);
+    if (pin.hash != hash) return "variant " + variant + ": hash " + pin.hash + " in the lock, " + hash + at;
+    return {};
+}
+
 struct Locker {
     Client::Impl& impl;
+    bool check = false;  // --check: a disagreeing pin is reported, not replaced
 
     // Describes one variant at a commit: every file's size and SHA-256 (LFS
     // files from the listing, plain files fetched through the cache) and
@@ -77,11 +118,30 @@ struct Locker {
         return locked;
     }
 
+    // Checks a kept pin against the listing of its commit, which the last
+    // choose() read: from the cache when it holds that listing, else from
+    // the hub (one request). A listing rebuilt from snapshot links shows
+    // only what is cached, so offline without the listing it is exit 6.
+    std::string kept_pin_problem(const registry::KernelSpec& spec, const lock::LockedKernel& previous,
+                                 const hub::Fetcher& fetcher) const {
+        if (fetcher.last_listing_source() == hub::ListingSource::snapshot) {
+            throw Error(ErrorCode::offline, "kernel '" + spec.name + "': the listing of its pinned commit " +
+                                                previous.commit.substr(0, 12) +
+                                                " is not in the cache, so its pin cannot be checked; run kernhub "
+                                                "lock once online (offline mode is on)");
+        }
+        for (const auto& [variant, pin] : previous.variants) {
+            std::string problem = pin_disagreement(fetcher.last_listing(), previous.commit, variant, pin);
+            if (!problem.empty()) return problem;
+        }
+        return {};
+    }
+
     // The commit and the variants to lock for one kernel: this host's
     // choice, the --target list, or (re-locking without --target) the
     // variants the previous lock had.
-    lock::LockedKernel lock_kernel(const registry::KernelSpec& spec, const lock::LockedKernel* previous, bool keep_pin,
-                                   std::vector<std::string>& out_missing) {
+    lock::LockedKernel lock_kernel(const registry::KernelSpec& spec, const lock::LockedKernel* previous, bool& keep_pin,
+                                   std::vector<std::string>& out_missing, std::string& out_pin_problem) {
         lock::LockedKernel out;
         out.repo_id = spec.repo_id;
         out.repo_type = spec.repo_type;
@@ -95,7 +155,28 @@ struct Locker {
         // up to KERNHUB_REF_TTL seconds ago.
         request.ref_ttl_seconds = 0;
         hub::Fetcher fetcher(impl.settings.cache_root, impl.hub_client(), impl.options.events);
-        hub::VariantChoice choice = fetcher.choose(request);
+        hub::VariantChoice choice;
+        try {
+            choice = fetcher.choose(request);
+            if (keep_pin) out_pin_problem = kept_pin_problem(spec, *previous, fetcher);
+        } catch (const Error& error) {
+            if (keep_pin && error.code() == ErrorCode::offline && error.message().rfind("kernel '", 0) != 0) {
+                throw Error(ErrorCode::offline,
+                            "kernel '" + spec.name + "': its pin cannot be checked: " + error.message());
+            }
+            // A pinned commit the hub does not have is a pin that describes nothing.
+            if (!keep_pin || error.code() != ErrorCode::not_found) throw;
+            out_pin_problem = "commit " + previous->commit + " is not on the hub (" + error.message() + ")";
+        }
+        if (keep_pin) {
+            if (!out_pin_problem.empty() && check) return *previous;
+            if (!out_pin_problem.empty()) {
+                // Resolved again from the revision, as --update would.
+                keep_pin = false;
+                request.revision = impl.request_for(spec).revision;
+                choice = fetcher.choose(request);
+            }
+        }
         out.commit = choice.commit;
 
         std::vector<std::string> wanted;
@@ -182,35 +263,38 @@ LockReport Client::lock(const LockOptions& options) {
     LockReport report;
     report.path = lock_path.string();
     const std::uint64_t requests_before = m_impl->requests();
-    Locker locker{*m_impl};
+    Locker locker{*m_impl, options.check};
     lock::KernhubLock next;
     // The kernels are locked side by side; the report keeps the manifest's order.
     std::vector<lock::LockedKernel> results(specs.size());
     std::vector<std::vector<std::string>> missing(specs.size());
     std::vector<char> kept(specs.size(), 0);
+    std::vector<std::string> pin_problems(specs.size());
     hub::run_parallel(specs.size(), api::parallel_kernels(m_impl->settings), [&](std::size_t i) {
         const registry::KernelSpec& spec = specs[i];
         auto found = previous.kernels.find(spec.name);
         const lock::LockedKernel* prior = found == previous.kernels.end() ? nullptr : &found->second;
         // As with cargo and uv, a pin stays until asked to move or until the
         // manifest names something else.
-        const bool keep_pin = prior != nullptr && !options.update_all && !contains(options.update, spec.name) &&
-                              prior->repo_id == spec.repo_id && prior->repo_type == spec.repo_type &&
-                              prior->revision == spec.effective_revision();
+        bool keep_pin = prior != nullptr && !options.update_all && !contains(options.update, spec.name) &&
+                        prior->repo_id == spec.repo_id && prior->repo_type == spec.repo_type &&
+                        prior->revision == spec.effective_revision();
+        results[i] = locker.lock_kernel(spec, prior, keep_pin, missing[i], pin_problems[i]);
         kept[i] = keep_pin ? 1 : 0;
-        results[i] = locker.lock_kernel(spec, prior, keep_pin, missing[i]);
     });
     for (std::size_t i = 0; i < specs.size(); ++i) {
         const registry::KernelSpec& spec = specs[i];
         lock::LockedKernel& locked = results[i];
-        LockedKernel summary{spec.name, locked.repo_id, locked.revision, locked.commit,
-                             {},        kept[i] != 0,   missing[i],      {}};
+        LockedKernel summary{
+            spec.name, locked.repo_id, locked.revision, locked.commit, {}, kept[i] != 0, missing[i], {}, {}};
         for (const auto& [variant, data] : locked.variants) {
             summary.variants.push_back(variant);
             if (data.signer && !summary.signature) {
                 summary.signature = SignatureInfo{data.signer->identity, data.signer->issuer, {}, 0, 0};
             }
         }
+        summary.pin_problem = pin_problems[i];
+        if (!summary.pin_problem.empty() && options.check) report.pins_disagree = true;
         report.kernels.push_back(std::move(summary));
         next.kernels.emplace(spec.name, std::move(locked));
     }

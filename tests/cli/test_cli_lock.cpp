@@ -409,16 +409,88 @@ TEST_CASE("lock stopped by SIGINT while the hub is slow says the lock file was n
     HubServer server(p.hub);
     REQUIRE(p.run("lock", {"--target", k_cuda}, server.endpoint()).exit_code == 0);
     const std::string before = read_text(p.lock_file());
-    // --update asks the hub again; its answers now take a minute.
+    // --update asks the hub again; its answers now take a minute. The
+    // signal goes once the hub is answering this run's first request (a
+    // request is in the stats only once answered).
+    server.reset();
     server.add_faults({{{"match", "/api/"}, {"action", "delay"}, {"seconds", 60}}});
     const Interrupted r = interrupt_when(p.sandbox,
                                          {"lock", "--update", "--endpoint", server.endpoint(), "--cache-dir",
                                           p.sandbox.cache.string(), "--project", p.project.string()},
-                                         SIGINT, [&] { return server.count_requests("/api/") > 0; });
+                                         SIGINT, [&] { return server.stats()["peak_in_flight"].value("hub", 0) > 0; });
     REQUIRE(r.started);
     INFO(r.err);
     CHECK(r.exit_code == 130);
     CHECK_THAT(r.err, Catch::Contains("kernhub: interrupted by SIGINT; the lock file was not changed"));
     CHECK(r.err.find("partial downloads") == std::string::npos);
     CHECK(read_text(p.lock_file()) == before);
+}
+
+TEST_CASE("a kept pin that contradicts its commit fails lock --check naming the field, and lock re-resolves it") {
+    LockProject p(lock_hub_spec("fatbin bytes v1", true));
+    json manifest = {{"format", 1},
+                     {"kernels", {{"kern", {{"repo_id", k_repo}, {"revision", "main"}, {"symbol", "kh_vector_add"}}}}}};
+    write_text(p.project / "kernhub.json", manifest.dump());
+    HubServer server(p.hub);
+    REQUIRE(p.run("lock", {"--target", "native-cuda"}, server.endpoint()).exit_code == 0);
+    const std::string good = read_text(p.lock_file());
+    const std::string main_commit = sha_of(p.hub, "main");
+    const std::string v1_commit = sha_of(p.hub, "v1");
+    REQUIRE(main_commit != v1_commit);
+
+    SECTION("one file's size off by one byte: the listing is cached, no request is made") {
+        json lock = json::parse(good);
+        json& size = lock["kernels"]["kern"]["variants"]["native-cuda"]["files"]["kern.fatbin"]["size"];
+        size = size.get<std::uint64_t>() + 1;
+        write_text(p.lock_file(), lock.dump(2) + "\n");
+        const std::string bad = read_text(p.lock_file());
+        server.reset();
+        ProcessResult check = p.run("lock", {"--check"}, server.endpoint());
+        INFO(describe(check));
+        CHECK(check.exit_code == 8);
+        CHECK_THAT(check.err, Catch::Contains("kernel 'kern': the pin does not describe its commit (variant "
+                                              "native-cuda, file kern.fatbin: size"));
+        CHECK(server.stats()["requests"].empty());
+        CHECK(read_text(p.lock_file()) == bad);
+        ProcessResult as_json = p.run("lock", {"--check", "--json"}, server.endpoint());
+        CHECK(as_json.exit_code == 8);
+        json report = parse_stdout(as_json);
+        CHECK_THAT(report["kernels"][0]["pin_problem"].get<std::string>(), Catch::Contains("kern.fatbin: size"));
+        CHECK(report["error"]["code"] == 8);
+
+        // Offline, with the listing in the cache, the check works the same.
+        CHECK(p.run("lock", {"--check", "--offline"}, server.endpoint()).exit_code == 8);
+    }
+    SECTION("the commit of another revision (what a bad merge leaves)") {
+        std::string bad = good;
+        const std::size_t at = bad.find(main_commit);
+        REQUIRE(at != std::string::npos);
+        bad.replace(at, main_commit.size(), v1_commit);
+        write_text(p.lock_file(), bad);
+        ProcessResult check = p.run("lock", {"--check"}, server.endpoint());
+        INFO(describe(check));
+        CHECK(check.exit_code == 8);
+        CHECK_THAT(check.err, Catch::Contains("kernel 'kern': the pin does not describe its commit (variant "
+                                              "native-cuda, file kern.fatbin: sha256"));
+        CHECK(read_text(p.lock_file()) == bad);
+
+        // Offline with no cached listing of that commit: exit 6 naming the kernel.
+        Sandbox fresh;
+        ProcessResult offline = fresh.run({"lock", "--check", "--offline", "--endpoint", server.endpoint(),
+                                           "--cache-dir", fresh.cache.string(), "--project", p.project.string()});
+        INFO(describe(offline));
+        CHECK(offline.exit_code == 6);
+        CHECK_THAT(offline.err, Catch::Contains("kernel 'kern'"));
+    }
+    // Either way `lock` resolves the kernel again, says so, and the lock
+    // then describes main's commit and passes --check; prewarm uses it.
+    ProcessResult relock = p.run("lock", {"--json"}, server.endpoint());
+    INFO(describe(relock));
+    REQUIRE(relock.exit_code == 0);
+    CHECK(parse_stdout(relock)["kernels"][0]["pin_kept"] == false);
+    CHECK_THAT(relock.err, Catch::Contains("kernhub: warning: kernel 'kern': the pin does not describe its commit"));
+    CHECK_THAT(relock.err, Catch::Contains("locked again from main"));
+    CHECK(read_text(p.lock_file()) == good);
+    CHECK(p.run("lock", {"--check"}, server.endpoint()).exit_code == 0);
+    CHECK(p.run("prewarm", {"--target", "native-cuda"}, server.endpoint()).exit_code == 0);
 }
