@@ -155,7 +155,9 @@ struct WriteStats {
 // names, modes 0755 (directories), 0644 or 0444 (files), 0777 (symlinks), and
 // no timestamp in a gzip header, so the same entries give the same bytes.
 // Compression follows compression_for(file). The archive is written to a
-// temp file beside `file`, fsynced and renamed over it. A source that is
+// temp file beside `file`, fsynced and renamed over it; its mode is 0666
+// less the process's umask, as for any file a program creates (0600 where
+// the umask cannot be read). A source that is
 // not a regular file, or changes size while read, is Error(internal)
 // naming it; Error(interrupted) when *cancel becomes true.
 WriteStats write_archive(const fs::path& file, std::vector<WriteEntry> entries,

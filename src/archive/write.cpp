@@ -8,8 +8,11 @@
 #include <array>
 #include <cerrno>
 #include <clocale>  // newlocale, uselocale (POSIX)
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <optional>
 
 #include "archive/archive.hpp"
 #include "archive/detail.hpp"
@@ -53,6 +56,34 @@ using detail::libarchive;
 [[noreturn]] void write_error(const fs::path& path, int err) {
     throw Error(ErrorCode::internal, "cannot write " + printable(path.string()) + ": " + std::strerror(err) +
                                          "; check permissions and free space");
+}
+
+// The process's umask, from the "Umask:" line of /proc/self/status (Linux
+// 4.7 and later). umask() cannot be read without being set, and a file
+// another thread creates between setting and restoring it gets the wrong
+// mode. nullopt where the line cannot be read.
+std::optional<mode_t> process_umask() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("Umask:", 0) != 0) continue;
+        const char* digits = line.c_str() + 6;
+        char* end = nullptr;
+        const unsigned long mask = std::strtoul(digits, &end, 8);
+        if (end == digits || mask > 0777) return std::nullopt;
+        return static_cast<mode_t>(mask);
+    }
+    return std::nullopt;
+}
+
+// The mode of a new archive: what open(2) gives a file created with 0666,
+// as any tool's output gets, so that an export of a cache holding private
+// repos is only as readable as the user's umask lets files be. Where the
+// umask cannot be read, 0600 (mkstemp's mode): a file too private is one
+// chmod away from right, a file too open may have been read already.
+mode_t archive_mode() {
+    const std::optional<mode_t> mask = process_umask();
+    return mask ? static_cast<mode_t>(0666 & ~*mask) : static_cast<mode_t>(0600);
 }
 
 // The temp file beside the archive: unlinked unless the rename happened.
@@ -246,7 +277,7 @@ WriteStats write_archive(const fs::path& file, std::vector<WriteEntry> entries, 
     temp.fd = ::mkostemp(pattern.data(), O_CLOEXEC);
     if (temp.fd < 0) write_error(file, errno);
     temp.path = pattern;
-    if (::fchmod(temp.fd, 0644) != 0) write_error(temp.path, errno);
+    if (::fchmod(temp.fd, archive_mode()) != 0) write_error(temp.path, errno);
     {
         Writer writer(file, temp.fd, stats.compression, cancel);
         for (const auto& entry : entries) stats.bytes += writer.add(entry);

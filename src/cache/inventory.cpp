@@ -111,8 +111,8 @@ private:
     }
 
     [[noreturn]] static void fail(const fs::path& dir, int err) {
-        throw Error(ErrorCode::internal,
-                    "cannot read the folder " + dir.string() + ": " + std::strerror(err) + "; check permissions");
+        throw Error(ErrorCode::internal, "cannot read the folder " + dir.string() + ": " + std::strerror(err) + "; " +
+                                             store::refusal_advice(dir, err, "check permissions"));
     }
 
     fs::path m_root;

@@ -17,6 +17,7 @@
 #include "hub/fetcher.hpp"
 #include "kernhub/error.hpp"
 #include "select/variant.hpp"
+#include "store/cache.hpp"
 
 namespace kernhub::hub {
 
@@ -141,7 +142,10 @@ void Fetcher::unpack_archives(const FetchRequest& request, const std::vector<con
     const fs::path staging = cache.staging_dir();
     std::error_code ec;
     fs::create_directories(staging, ec);
-    if (ec) throw Error(ErrorCode::internal, "cannot create " + staging.string() + ": " + ec.message());
+    if (ec) {
+        throw Error(ErrorCode::internal, "cannot create " + staging.string() + ": " + ec.message() + "; " +
+                                             store::refusal_advice(staging, ec.value(), "check permissions"));
+    }
 
     // Every archive is unpacked and checked before any of it becomes
     // visible: a refusal leaves only the private temp folders, which the

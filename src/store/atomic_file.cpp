@@ -11,15 +11,16 @@
 
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
+#include "store/io_error.hpp"
 #include "store/posix_io.hpp"
 
 namespace kernhub::store {
 
 namespace {
 
-[[noreturn]] void throw_write_error(const fs::path& path, int err) {
-    throw Error(ErrorCode::internal, "cannot write " + path.string() + ": " + detail::errno_text(err) +
-                                         "; check permissions and free space");
+// `refused`: where the failing call was refused, when not at `path`.
+[[noreturn]] void throw_write_error(const fs::path& path, int err, const fs::path& refused = {}) {
+    detail::throw_io_error("write", path, err, "check permissions and free space", refused);
 }
 
 // Writes, syncs (unless told not to) and closes `fd`; returns 0 or the
@@ -37,16 +38,16 @@ void write_file_atomic(const fs::path& path, const std::string& content, const f
                        Durability durability) {
     fs::path dir = path.parent_path();
     if (dir.empty()) dir = ".";
-    if (int err = detail::make_directories(dir); err != 0) throw_write_error(path, err);
+    if (int err = detail::make_directories(dir); err != 0) throw_write_error(path, err, dir);
     fs::path staging = temp_dir.empty() ? dir : temp_dir;
-    if (int err = detail::make_directories(staging); err != 0) throw_write_error(path, err);
+    if (int err = detail::make_directories(staging); err != 0) throw_write_error(path, err, staging);
 
     // A dot name keeps the temp out of casual listings; the random part keeps
     // concurrent writers of the same file from colliding.
     // The target's name is not part of it: a 255-byte name must still fit.
     fs::path temp = staging / (".write." + detail::random_hex(16) + ".tmp");
     int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) throw_write_error(path, errno);
+    if (fd < 0) throw_write_error(path, errno, temp);
 
     int err = finish_temp(fd, content, durability);
     if (err == 0 && ::rename(temp.c_str(), path.c_str()) != 0) err = errno;
@@ -62,8 +63,7 @@ void sync_directory(const fs::path& dir) {
     // A folder on a read-only filesystem, or one this user may not open,
     // holds no name this process made: whoever made them flushes them.
     if (err != 0 && err != EROFS && err != EACCES && err != EPERM) {
-        throw Error(ErrorCode::internal,
-                    "cannot flush " + dir.string() + " to disk: " + detail::errno_text(err) + "; check the disk");
+        detail::throw_io_error("flush", dir, err, "check the disk");
     }
 }
 

@@ -13,6 +13,7 @@
 
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
+#include "store/io_error.hpp"
 #include "store/posix_io.hpp"
 
 namespace kernhub::store {
@@ -311,8 +312,7 @@ IncompleteBlob RepoCache::begin_blob(const std::string& etag) const {
     fs::path final_path = blob_path(etag);
     fs::path blobs = final_path.parent_path();
     if (int err = make_real_blobs_folder(blobs); err != 0) {
-        throw Error(ErrorCode::internal, "cannot create " + blobs.string() + ": " + detail::errno_text(err) +
-                                             "; check permissions and free space");
+        detail::throw_io_error("create", blobs, err, "check permissions and free space");
     }
     fs::path tag = m_root / "CACHEDIR.TAG";
     std::error_code ec;
@@ -337,8 +337,7 @@ bool RepoCache::adopt_blob(const std::string& etag, const fs::path& verified) co
     if (err == 0 && ::rename(verified.c_str(), final_path.c_str()) != 0) err = errno;
     if (err == 0) err = detail::fsync_directory(final_path.parent_path());
     if (err != 0) {
-        throw Error(ErrorCode::internal, "cannot place " + final_path.string() + ": " + detail::errno_text(err) +
-                                             "; check permissions and free space");
+        detail::throw_io_error("place", final_path, err, "check permissions and free space");
     }
     return true;
 }
@@ -409,9 +408,8 @@ IncompleteBlob RepoCache::open_partial(const std::string& etag, bool adopt) cons
 void RepoCache::remove_blob(const std::string& etag) const {
     const fs::path path = blob_path(etag);
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-        int err = errno;
-        throw Error(ErrorCode::internal, "cannot remove the damaged blob " + path.string() + ": " +
-                                             detail::errno_text(err) + "; remove it by hand and fetch again");
+        const int err = errno;
+        detail::throw_io_error("remove the damaged blob", path, err, "remove it by hand and fetch again");
     }
 }
 
@@ -463,8 +461,7 @@ void RepoCache::unlink_linked_folders() const {
         if (::lstat(dir.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
         if (::unlink(dir.c_str()) != 0 && errno != ENOENT) {
             const int err = errno;
-            throw Error(ErrorCode::internal, "cannot replace the linked folder " + dir.string() + ": " +
-                                                 detail::errno_text(err) + "; remove it by hand and fetch again");
+            detail::throw_io_error("replace the linked folder", dir, err, "remove it by hand and fetch again");
         }
     }
 }
@@ -491,8 +488,7 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& relp
         struct stat st {};
         if (::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && ::unlink(dir.c_str()) != 0) {
             const int err = errno;
-            throw Error(ErrorCode::internal, "cannot replace the linked folder " + dir.string() + ": " +
-                                                 detail::errno_text(err) + "; remove it by hand and fetch again");
+            detail::throw_io_error("replace the linked folder", dir, err, "remove it by hand and fetch again");
         }
     }
     if (!has_blob(etag)) {
@@ -503,8 +499,13 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& relp
     std::error_code read_ec;
     if (fs::read_symlink(link, read_ec) == fs::path(target) && !read_ec) return;
     fs::path dir = link.parent_path();
+    // `refused`: where a failure happened, for the message.
+    fs::path refused = dir;
     int err = detail::make_directories(dir);
-    if (err == 0) err = detail::make_directories(staging_dir());
+    if (err == 0) {
+        refused = staging_dir();
+        err = detail::make_directories(refused);
+    }
     // symlink() cannot replace an entry, so build the link under a temp name
     // and rename it over: readers see the old link or the new one. The temp
     // lives outside snapshots/ so a crash leaves no stray entry there; the
@@ -512,16 +513,18 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& relp
     fs::path temp = staging_dir() / (".link." + detail::random_hex(16) + ".tmp");  // fits any name
     if (err == 0 && ::symlink(target.c_str(), temp.c_str()) != 0) {
         err = errno;
+        refused = temp;
     }
     if (err == 0 && ::rename(temp.c_str(), link.c_str()) != 0) {
         err = errno;
+        refused = link;
         ::unlink(temp.c_str());
     }
-    if (err == 0 && sync_directory) err = detail::fsync_directory(dir);
-    if (err != 0) {
-        throw Error(ErrorCode::internal, "cannot link " + link.string() + ": " + detail::errno_text(err) +
-                                             "; check permissions and free space");
+    if (err == 0 && sync_directory) {
+        err = detail::fsync_directory(dir);
+        refused = dir;
     }
+    if (err != 0) detail::throw_io_error("link", link, err, "check permissions and free space", refused);
 }
 
 std::vector<RepoCache::SnapshotFile> RepoCache::list_snapshot(const std::string& commit,
@@ -578,8 +581,7 @@ void RepoCache::remove_tree(const std::string& commit) const {
     const fs::path path = m_folder / ".kernhub" / "trees" / (commit + ".json");
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
         const int err = errno;
-        throw Error(ErrorCode::internal, "cannot remove " + path.string() + ": " + detail::errno_text(err) +
-                                             "; remove it by hand and fetch again");
+        detail::throw_io_error("remove", path, err, "remove it by hand and fetch again");
     }
 }
 

@@ -104,11 +104,30 @@ ReadStatus read_file_into(const fs::path& path, std::vector<std::uint8_t>& conte
 // Error(verification) naming the path otherwise. Never blocks on a FIFO.
 std::optional<std::string> read_cache_file(const fs::path& path, std::size_t max_bytes, const char* what);
 
+// What to tell a user whose change at `refused` was refused with `err`;
+// it follows "cannot <do what> <path>: <errno text>; " in a message. A
+// refusal by permissions (EACCES, EPERM) usually means another user owns
+// part of the cache (root, after one `sudo kernhub fetch`): when `refused`
+// (if it exists) or the nearest folder above it that exists belongs to
+// another user than this process's effective one, the advice names that
+// entry and its owner, "<entry> is owned by root, not <you>", and, for a
+// path in a cache (below a .locks or repo folder), the command that gives
+// the whole cache back: "run: sudo chown -R <you> <cache root>" (or "sudo
+// install -d -o <you> <cache root>" when the root is missing). Outside a
+// cache `advice` follows the owner. Root, refused only where a file system
+// refuses root (NFS with root squashing), is told which user to run
+// kernhub as. Anything else: `advice` alone.
+std::string refusal_advice(const fs::path& refused, int err, const std::string& advice);
+
 // An exclusive advisory lock (flock) held for the object's lifetime.
 class FileLock {
 public:
     // Blocks until acquired. With `cancel`, the wait polls instead and throws
-    // Error(interrupted) once *cancel becomes true.
+    // Error(interrupted) once *cancel becomes true. The lock file (and its
+    // folder) is created when missing; one this user may not write (another
+    // user's) is opened read-only, which locks as well. Error(internal) when
+    // it can be neither created nor opened, with refusal_advice's words when
+    // another user's entry is the reason.
     explicit FileLock(const fs::path& lock_path, const std::atomic<bool>* cancel = nullptr);
     ~FileLock();
     FileLock(FileLock&& other) noexcept;

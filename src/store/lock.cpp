@@ -9,13 +9,18 @@
 
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
+#include "store/io_error.hpp"
 #include "store/posix_io.hpp"
 
 namespace kernhub::store {
 
+// A lock that cannot be had at all stops the command: running on without
+// it would let a prune remove a blob this process is about to link. When
+// another user's entry is the reason (a lock file this user may not even
+// read, or a folder of .locks this user may not create one in), the message
+// names it, its owner and the chown that gives the cache back.
 [[noreturn]] static void throw_lock_error(const fs::path& path, int err) {
-    throw Error(ErrorCode::internal, "cannot lock " + path.string() + ": " + detail::errno_text(err) +
-                                         "; check permissions on the cache's .locks folder");
+    detail::throw_io_error("lock", path, err, "check permissions on the cache's .locks folder");
 }
 
 // Opens (with `create`, creates) a lock file. flock works on a read-only

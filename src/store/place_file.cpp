@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "kernhub/error.hpp"
+#include "store/io_error.hpp"
 #include "store/posix_io.hpp"
 
 namespace kernhub::store {
@@ -15,9 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-[[noreturn]] void fail(const fs::path& path, int err) {
-    throw Error(ErrorCode::internal, "cannot write " + path.string() + ": " + detail::errno_text(err) +
-                                         "; check permissions and free space");
+[[noreturn]] void fail(const fs::path& path, int err, const fs::path& refused = {}) {
+    detail::throw_io_error("write", path, err, "check permissions and free space", refused);
 }
 
 // Copies source into the new file `temp`, fsynced and read-only. Returns 0
@@ -52,8 +52,8 @@ int copy_into(const fs::path& source, const fs::path& temp) {
 
 Placed place_file(const fs::path& source, const fs::path& target, const fs::path& temp_dir) {
     const fs::path dir = target.parent_path();
-    if (int err = detail::make_directories(dir); err != 0) fail(target, err);
-    if (int err = detail::make_directories(temp_dir); err != 0) fail(target, err);
+    if (int err = detail::make_directories(dir); err != 0) fail(target, err, dir);
+    if (int err = detail::make_directories(temp_dir); err != 0) fail(target, err, temp_dir);
     const fs::path temp = temp_dir / (".place." + detail::random_hex(16) + ".tmp");  // fits any name
 
     Placed placed = Placed::linked;
@@ -62,7 +62,7 @@ Placed place_file(const fs::path& source, const fs::path& target, const fs::path
         // filesystem without links; EMLINK: the blob has too many names.
         const int err = errno;
         if (err != EXDEV && err != EPERM && err != EMLINK && err != ENOTSUP) fail(target, err);
-        if (int copy_err = copy_into(source, temp); copy_err != 0) fail(target, copy_err);
+        if (int copy_err = copy_into(source, temp); copy_err != 0) fail(target, copy_err, temp);
         placed = Placed::copied;
     }
     int err = ::rename(temp.c_str(), target.c_str()) != 0 ? errno : 0;

@@ -11,6 +11,7 @@
 
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
+#include "store/io_error.hpp"
 #include "store/posix_io.hpp"
 
 namespace kernhub::store {
@@ -105,8 +106,7 @@ std::optional<std::string> read_file(const fs::path& path) {
     if (status.error == 0) return content;
     // ENOTDIR: a path component is a file, which also means "not there".
     if (!status.opened && (status.error == ENOENT || status.error == ENOTDIR)) return std::nullopt;
-    throw Error(ErrorCode::internal, "cannot read " + path.string() + ": " + detail::errno_text(status.error) +
-                                         (status.opened ? "; check the disk" : "; check permissions"));
+    detail::throw_io_error("read", path, status.error, status.opened ? "check the disk" : "check permissions");
 }
 
 std::optional<std::string> read_cache_file(const fs::path& path, std::size_t max_bytes, const char* what) {
@@ -118,9 +118,8 @@ std::optional<std::string> read_cache_file(const fs::path& path, std::size_t max
     };
     if (fd < 0 && errno == ELOOP) throw refuse("is a symbolic link, where kernhub expects a plain file");
     if (fd < 0) {
-        int err = errno;
-        throw Error(ErrorCode::internal,
-                    "cannot read " + path.string() + ": " + detail::errno_text(err) + "; check permissions");
+        const int err = errno;
+        detail::throw_io_error("read", path, err, "check permissions");
     }
     struct stat info {};
     if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
@@ -133,8 +132,7 @@ std::optional<std::string> read_cache_file(const fs::path& path, std::size_t max
         throw refuse("is larger than the " + std::to_string(max_bytes >> 10) + " KiB limit for " + what);
     }
     if (status.error != 0) {
-        throw Error(ErrorCode::internal,
-                    "cannot read " + path.string() + ": " + detail::errno_text(status.error) + "; check the disk");
+        detail::throw_io_error("read", path, status.error, "check the disk");
     }
     return content;
 }

@@ -15,6 +15,7 @@
 
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
+#include "store/io_error.hpp"
 #include "store/posix_io.hpp"
 
 namespace kernhub::store {
@@ -87,8 +88,7 @@ int empty_folder(int dir, int depth) {
 
 void remove_beneath(const fs::path& base, const fs::path& relative) {
     const auto fail = [&](int err) {
-        throw Error(ErrorCode::internal, "cannot remove " + (base / relative).string() + ": " +
-                                             detail::errno_text(err) + "; check permissions on the cache");
+        detail::throw_io_error("remove", base / relative, err, "check permissions on the cache");
     };
     std::vector<std::string> parts;
     for (const auto& part : relative) {

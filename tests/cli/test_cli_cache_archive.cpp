@@ -127,6 +127,25 @@ TEST_CASE("export, then import into an empty cache: fetch --offline works and th
     CHECK(parse_stdout(r)["requests"] == 0);
 }
 
+TEST_CASE("the exported archive gets 0666 less the umask, so an export is no more readable than other new files",
+          "[cli]") {
+    FilledCache filled;
+    const Sandbox& box = filled.box;
+    const std::vector<std::pair<std::string, int>> cases{{"077", 0600}, {"027", 0640}, {"022", 0644}, {"002", 0664}};
+    for (const auto& [umask, mode] : cases) {
+        INFO("umask " << umask);
+        const fs::path archive = box.dir.path() / ("umask-" + umask + ".tar");
+        // The shell sets the umask of the kernhub it becomes, not this process's.
+        const std::vector<std::string> argv{"/bin/sh", "-c", "umask " + umask + " && exec \"$@\"", "sh",
+                                            KERNHUB_CLI_PATH, "cache", "export", "--to", archive.string(),
+                                            "--cache-dir", box.cache.string()};
+        ProcessResult r = run_process(argv, box.env(), box.dir.path().string());
+        INFO(describe(r));
+        REQUIRE(r.exit_code == 0);
+        CHECK(static_cast<int>(fs::status(archive).permissions() & fs::perms::all) == mode);
+    }
+}
+
 TEST_CASE("plain, gzip, xz and zstd cache archives import, recognised by content", "[cli]") {
     FilledCache filled;
     const Sandbox& box = filled.box;
