@@ -36,10 +36,17 @@
  *     9   kernel error: a tvm-ffi function called with kh_tvm_call()
  *         raised an error (only kh_tvm_call returns it)
  *
- * Threading: a handle is used by one thread at a time (calls on one handle
- * must not overlap; handing a handle to another thread between calls is
- * fine). Separate handles are independent and may be used from separate
- * threads at the same time; this layer keeps no global mutable state.
+ * Threading: every function may be called from many threads at once, on
+ * one handle or on separate ones; only kh_hub_free() must come after every
+ * other call on its handle has returned, and none may follow it. The
+ * handle is locked only for moments, never across network or disk work: a
+ * kh_prewarm() that is fetching does not hold up kh_symbol(), kh_hub_set(),
+ * kh_last_error() or a kh_prewarm() of another kernel on the same handle
+ * (one that needs the very files being fetched waits for them, as with
+ * kernhub::Client). Each thread has its own kh_last_error() text per
+ * handle. Separate handles share nothing but the cache on disk and the
+ * process-wide table of resolved kernels; the only state this layer keeps
+ * outside its handles is each thread's error texts.
  *
  * No C++ exception ever leaves a function of this header.
  *
@@ -63,7 +70,8 @@
 extern "C" {
 #endif
 
-/* Settings, the kernels prewarmed through it, and its last error. Opaque. */
+/* Settings, the kernels prewarmed through it, and each thread's last error
+ * on it. Opaque. */
 typedef struct kh_hub kh_hub;
 
 /* A new handle with default settings: everything the environment and the
@@ -73,10 +81,11 @@ typedef struct kh_hub kh_hub;
  * Returns NULL only when out of memory. Free it with kh_hub_free(). */
 KH_API kh_hub* kh_hub_new(void);
 
-/* Frees the handle and everything it owns, including the strings
- * kh_last_error() returned. Kernels already resolved stay loaded and every
- * pointer kh_symbol() returned stays valid: kernhub never unloads a kernel.
- * NULL is allowed and does nothing. */
+/* Frees the handle and everything it owns; the strings kh_last_error()
+ * returned for it, on any thread, are no longer valid. No other call on the
+ * handle may be running or follow. Kernels already resolved stay loaded and
+ * every pointer kh_symbol() returned stays valid: kernhub never unloads a
+ * kernel. NULL is allowed and does nothing. */
 KH_API void kh_hub_free(kh_hub* hub);
 
 /* Sets one setting of the handle. `key` and `value` are copied; the caller
@@ -146,8 +155,16 @@ KH_API void kh_hub_free(kh_hub* hub);
  * registry files and targets are checked by the next kh_prewarm(): a bad
  * endpoint or registry file makes it return 2, a target no variant
  * matches 3, a cache_dir that cannot be written 1; a project folder without
- * kernhub.json simply adds no registry. Settings changed after a kh_prewarm() apply from the next
- * kh_prewarm() on; kernels already prewarmed stay available.
+ * kernhub.json simply adds no registry. Settings changed after a
+ * kh_prewarm() apply from the next kh_prewarm() on; kernels already
+ * prewarmed stay available.
+ *
+ * A kh_prewarm() runs to its end with the settings the handle had when it
+ * started: a kh_hub_set() from another thread meanwhile returns at once,
+ * does not affect that kh_prewarm(), and applies to every kh_prewarm()
+ * that starts after it returned. Calls of kh_hub_set() from several
+ * threads apply one after the other, in some order; appends to a
+ * repeatable key are all kept.
  *
  * Returns 0, or 2 (kh_last_error() says why) for a NULL handle, key or
  * value, an unknown key, a bad boolean, or a value over the limits; the
@@ -164,12 +181,16 @@ KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
  *
  * Returns 0 on success, else one of the codes listed at the top of this
  * file (2 for a NULL handle or name) and kh_last_error() says why. A failure
- * leaves an earlier successful kh_prewarm() of the same name in place. */
+ * leaves an earlier successful kh_prewarm() of the same name in place.
+ * Other threads may use the handle while it runs (see kh_hub_set() for
+ * settings changed meanwhile). */
 KH_API int kh_prewarm(kh_hub* hub, const char* name);
 
-/* The entry point of `name` recorded by the latest successful kh_prewarm()
- * of the very same `name` string on this handle (not the dlsym symbol
- * name), or NULL when there was none (kh_last_error() then says so). The
+/* The entry point of `name` recorded by the successful kh_prewarm() of the
+ * very same `name` string on this handle (not the dlsym symbol name) that
+ * started last, or NULL when there was none (kh_last_error() then says
+ * so); when kh_prewarm() calls of one name overlap on several threads, one
+ * that started earlier but ended later does not replace it. The
  * pointer stays valid for the life of the process, also after
  * kh_hub_free(). For a shared-object kernel, cast it to the kernel's
  * function type; for a CUDA kernel (a fatbin or cubin) it is the driver's
@@ -214,8 +235,8 @@ typedef int (*kh_tvm_safe_call)(void* self, const kh_tvm_any* args, int32_t num_
  * kh_last_error() then gives (cut at 4 KiB); 2 for a NULL handle or
  * function, a negative num_args, NULL args with arguments, or a function
  * that returned anything else (a string or a tensor; an object is
- * released, as kernhub holds none). The handle only carries the error
- * text, so one handle per calling thread. */
+ * released, as kernhub holds none). The handle only carries the calling
+ * thread's error text, so threads may share it. */
 KH_API int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int32_t num_args, kh_tvm_any* result);
 
 /* Sets the tvm-ffi runtime's current stream for CUDA device `device` on
@@ -225,11 +246,13 @@ KH_API int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int3
  * tvm-ffi kernel was prewarmed in this process or the runtime refused. */
 KH_API int kh_tvm_set_stream(kh_hub* hub, int32_t device, void* stream, void** previous);
 
-/* The last failure on this handle as one printable line
+/* The calling thread's last failure on this handle as one printable line
  * ("<kind>: <message>", the wording of the command-line tool), or NULL when
- * the last call on the handle succeeded. Owned by the handle; valid until
- * the next call on the same handle (kh_last_error() itself excepted) or
- * kh_hub_free(). For a NULL handle: a constant message saying so. */
+ * the calling thread's last call on the handle succeeded or it made none.
+ * Other threads' calls on the handle do not change it. Owned by kernhub;
+ * valid until the calling thread's next call on the same handle
+ * (kh_last_error() itself excepted) or kh_hub_free(). For a NULL handle: a
+ * constant message saying so. */
 KH_API const char* kh_last_error(const kh_hub* hub);
 
 /* The kind of a return code, for example "not found" for 3 or "offline"

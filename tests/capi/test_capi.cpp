@@ -270,6 +270,47 @@ TEST_CASE("separate handles work from separate threads at once", "[capi]") {
     }
 }
 
+TEST_CASE("kh_last_error belongs to the calling thread and to the handle, not to its address", "[capi]") {
+    // Another thread's failure is not this thread's.
+    Hub hub = new_hub();
+    std::string other_thread_error;
+    std::thread([&] {
+        CHECK(kh_hub_set(hub.get(), "colour", "blue") == 2);
+        other_thread_error = last_error(hub);
+    }).join();
+    CHECK(other_thread_error.find("unknown setting 'colour'") != std::string::npos);
+    CHECK(kh_last_error(hub.get()) == nullptr);
+
+    // A failure's text stays in place while the same thread uses other handles.
+    REQUIRE(kh_hub_set(hub.get(), "offline", "maybe") == 2);
+    const char* text = kh_last_error(hub.get());
+    REQUIRE(text != nullptr);
+    const std::string copy = text;
+    {
+        Hub other = new_hub();
+        CHECK(kh_hub_set(other.get(), "colour", "red") == 2);
+        CHECK(kh_hub_set(other.get(), "offline", "1") == 0);
+        CHECK(kh_hub_set(other.get(), "shade", "dark") == 2);
+    }
+    CHECK(kh_last_error(hub.get()) == text);
+    CHECK(std::string(text) == copy);
+
+    // A handle made right after one that failed was freed starts with no
+    // error: the texts follow the handle, not its address. glibc's
+    // allocator hands the freed block straight back, so the new handle
+    // usually lies where the old one did; AddressSanitizer never reuses a
+    // block that soon, and there this checks only that a new handle starts
+    // clean.
+    for (int i = 0; i < 8; ++i) {
+        kh_hub* failed = kh_hub_new();
+        REQUIRE(failed != nullptr);
+        CHECK(kh_hub_set(failed, "colour", "green") == 2);
+        kh_hub_free(failed);
+        Hub fresh = new_hub();
+        CHECK(kh_last_error(fresh.get()) == nullptr);
+    }
+}
+
 TEST_CASE("a token never appears in any error text", "[capi]") {
     const std::string token = "hf_capi_secret_7d41b9";
     DemoEnv env;

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <thread>
 
 #include <openssl/evp.h>
 #include <catch2/catch.hpp>
@@ -329,6 +330,41 @@ TEST_CASE("the hub server injects faults as told", "[hubserver]") {
     const auto start = std::chrono::steady_clock::now();
     CHECK(get(api + "/refs").status == 200);
     CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(300));
+}
+
+TEST_CASE("the hub server holds requests at a gate until it is released or reset", "[hubserver]") {
+    DemoHub hub;
+    HubServer server(hub.root);
+    const std::string api = server.endpoint() + "/api/kernels/acme/demo";
+    server.add_faults({{{"match", "/refs"}, {"action", "hold"}, {"gate", "g"}, {"count", 2}}});
+    HttpReply first;
+    HttpReply second;
+    std::thread one([&] { first = get(api + "/refs"); });
+    std::thread two([&] { second = get(api + "/refs"); });
+    const bool both_held = server.wait_held("g", 2);
+    const json held = server.stats()["held"];
+    // Other requests pass while those wait.
+    const long other = get(api + "/revision/main").status;
+    server.release("g");
+    one.join();
+    two.join();
+    CHECK(both_held);
+    CHECK(held["g"] == 2);
+    CHECK(other == 200);
+    CHECK(first.status == 200);
+    CHECK(second.status == 200);
+    CHECK(server.stats()["held"]["g"] == 0);
+
+    // A reset lets a held request go too, and closes the gate again.
+    server.reset();
+    server.add_faults({{{"match", "/refs"}, {"action", "hold"}, {"gate", "g"}}});
+    HttpReply third;
+    std::thread three([&] { third = get(api + "/refs"); });
+    const bool third_held = server.wait_held("g");
+    server.reset();
+    three.join();
+    CHECK(third_held);
+    CHECK(third.status == 200);
 }
 
 TEST_CASE("the hub server records requests, but not control calls", "[hubserver]") {

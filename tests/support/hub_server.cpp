@@ -207,6 +207,16 @@ void HubServer::add_faults(const nlohmann::json& faults_array) {
     control("POST", "/_faults", nlohmann::json{{"faults", faults_array}}.dump());
 }
 
+bool HubServer::wait_held(const std::string& gate, int count) const {
+    const auto answer =
+        nlohmann::json::parse(control("POST", "/_held", nlohmann::json{{"gate", gate}, {"count", count}}.dump()).body);
+    return answer["held"].get<int>() >= count;
+}
+
+void HubServer::release(const std::string& gate) {
+    control("POST", "/_release", nlohmann::json{{"gate", gate}}.dump());
+}
+
 size_t HubServer::count_requests(const std::string& path_substring) const {
     const auto requests = stats()["requests"];
     return static_cast<size_t>(std::count_if(requests.begin(), requests.end(), [&](const nlohmann::json& request) {

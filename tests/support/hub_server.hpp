@@ -60,6 +60,11 @@ public:
     nlohmann::json stats() const;
     void reset();
     void add_faults(const nlohmann::json& faults_array);
+    // For "hold" fault rules: waits until `count` requests are held at
+    // `gate` and says whether they are (false after about 20 s with fewer);
+    // release() lets them, and every later request at the gate, go on.
+    bool wait_held(const std::string& gate, int count = 1) const;
+    void release(const std::string& gate);
 
     // Requests (both hosts) whose target, as sent, contains path_substring.
     size_t count_requests(const std::string& path_substring) const;

@@ -8,18 +8,27 @@ steer it through control endpoints on the hub host, which are never counted
 and never faulted:
 
   GET  /_stats   {"requests": [{"host","method","path","status","auth","range","sent"}],
-                  "connections": {"hub": N, "cdn": N}, "peak_in_flight": {"hub": N, "cdn": N}}
+                  "connections": {"hub": N, "cdn": N}, "peak_in_flight": {"hub": N, "cdn": N},
+                  "held": {GATE: N}}
                  "path" is the request target as sent (percent-encoded, with query);
                  "sent" counts the body bytes written so far (final once the reply ended);
                  "connections" counts TCP connections accepted, "peak_in_flight" the most
-                 requests (control ones aside) one host was answering at the same time
-  POST /_reset   forget requests and fault rules
+                 requests (control ones aside) one host was answering at the same time,
+                 "held" the requests waiting at each gate of a "hold" rule now
+  POST /_reset   forget requests and fault rules; let every held request go on
+  POST /_release {"gate": G} lets the requests held at gate G go on, and later ones
+                 pass it, until /_reset
+  POST /_held    {"gate": G, "count"?: N, "seconds"?: S} answers {"held": n} as soon as
+                 N (default 1) requests wait at gate G, or after S seconds (default 20)
+                 with fewer: a test waits for a request to be in flight without sleeping
   POST /_faults  {"faults": [RULE, ...]} appends rules; the first rule whose
                  "match" is a substring of the request target applies:
                  {"action": "status", "status": 503, "retry_after"?, "error_code"?}
                  {"action": "truncate", "after_bytes": N}   true Content-Length, N bytes, close
                  {"action": "corrupt"}                      one body byte flipped
                  {"action": "delay", "seconds": S}
+                 {"action": "hold", "gate": G, "seconds"?: S}  the reply waits until /_release
+                     opens gate G or /_reset (at most S seconds, default 60)
                  {"action": "throttle", "bytes_per_second": N}  body sent at about N B/s
                  {"action": "pad_tree", "entries": N, "prefix"?: P}  a tree page gets N more
                      file entries, paths P0, P1, ... numbered on across pages (default
@@ -51,11 +60,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
-CONTROL_PATHS = ("/_stats", "/_reset", "/_faults")
+CONTROL_PATHS = ("/_stats", "/_reset", "/_faults", "/_release", "/_held")
 # Each fault action and the field it cannot do without.
-FAULT_ACTIONS = {"status": "status", "truncate": "after_bytes", "corrupt": "match", "delay": "seconds",
+FAULT_ACTIONS = {"status": "status", "truncate": "after_bytes", "corrupt": "match", "delay": "seconds", "hold": "gate",
                  "throttle": "bytes_per_second", "pad_tree": "entries", "twin_tree": "suffix", "bloat_answer": "match"}
 CHUNK = 1 << 16
+# The longest a held request waits for its gate unless its rule says: a test
+# that fails before it releases the gate then costs a minute, not its timeout.
+HOLD_SECONDS = 60
+# The longest /_held waits unless asked: below the test client's 30 s timeout.
+HELD_WAIT_SECONDS = 20
 
 
 def dump_json(value) -> bytes:
@@ -201,6 +215,11 @@ class Control:
     def __init__(self):
         self.lock, self.requests, self.faults = threading.Lock(), [], []
         self.connections, self.in_flight, self.peak = {}, {}, {}
+        # Gates of "hold" rules: the requests waiting at each, the gates
+        # released, and a count of resets, each of which lets every waiting
+        # request go on.
+        self.changed = threading.Condition(self.lock)
+        self.held, self.opened, self.resets = {}, set(), 0
 
     def record(self, entry):
         with self.lock:
@@ -240,12 +259,33 @@ class Control:
                     return rule
         return None
 
+    def hold(self, gate, seconds):
+        with self.changed:
+            resets = self.resets
+            self.held[gate] = self.held.get(gate, 0) + 1
+            self.changed.notify_all()
+            self.changed.wait_for(lambda: gate in self.opened or self.resets != resets, timeout=seconds)
+            self.held[gate] -= 1
+
+    def release(self, gate):
+        with self.changed:
+            self.opened.add(gate)
+            self.changed.notify_all()
+
+    def wait_held(self, gate, count, seconds):
+        with self.changed:
+            self.changed.wait_for(lambda: self.held.get(gate, 0) >= count, timeout=seconds)
+            return self.held.get(gate, 0)
+
     def reset(self):
-        with self.lock:
+        with self.changed:
             self.requests.clear()
             self.faults.clear()
             self.connections.clear()
             self.peak = dict(self.in_flight)
+            self.opened.clear()
+            self.resets += 1
+            self.changed.notify_all()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -290,6 +330,8 @@ class Handler(BaseHTTPRequestHandler):
             reply = error_reply(int(rule["status"]), rule.get("error_code", ""), rule.get("message", "Injected fault"), extra)
         elif rule and rule["action"] == "delay":
             time.sleep(float(rule["seconds"]))
+        elif rule and rule["action"] == "hold":
+            control.hold(str(rule["gate"]), float(rule.get("seconds", HOLD_SECONDS)))
         elif rule and rule["action"] == "truncate":
             limit = int(rule["after_bytes"])
         elif rule and rule["action"] == "corrupt":
@@ -360,7 +402,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_stats" and method in ("GET", "HEAD"):
             with control.lock:
                 data = dump_json({"requests": control.requests, "connections": control.connections,
-                                  "peak_in_flight": control.peak})
+                                  "peak_in_flight": control.peak, "held": control.held})
             return Reply(200, [("Content-Type", "application/json")], data)
         if path == "/_reset" and method == "POST":
             control.reset()
@@ -371,6 +413,20 @@ class Handler(BaseHTTPRequestHandler):
             except (ValueError, AttributeError) as e:
                 return error_reply(400, "", f"bad fault rules: {e}")
             return Reply(200, [("Content-Type", "application/json")], b"{}")
+        if path in ("/_release", "/_held") and method == "POST":
+            try:
+                request = json.loads(body or b"{}")
+                gate = request["gate"]
+                if not isinstance(gate, str):
+                    raise ValueError("'gate' must be a string")
+                if path == "/_release":
+                    control.release(gate)
+                    return Reply(200, [("Content-Type", "application/json")], b"{}")
+                count = int(request.get("count", 1))
+                held = control.wait_held(gate, count, float(request.get("seconds", HELD_WAIT_SECONDS)))
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                return error_reply(400, "", f"bad {path[2:]} request: {e!r}")
+            return Reply(200, [("Content-Type", "application/json")], dump_json({"held": held}))
         return error_reply(405, "", f"{method} {path} is not supported")
 
     def route(self, method, segs, url) -> Reply:

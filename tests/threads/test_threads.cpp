@@ -4,15 +4,11 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <condition_variable>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,94 +17,18 @@
 #include "kernhub/kernhub.h"
 #include "kernhub/kernhub.hpp"
 #include "store/cache.hpp"
+#include "support/barrier.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
 #include "support/kernel_hub.hpp"
+#include "threads/threads_common.hpp"
 
 using namespace kernhub;
 using namespace kernhub::test;
+using namespace kernhub::test::threads;
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr int k_threads = 8;
-constexpr int k_rounds = 3;  // loads per thread and name; small enough for TSan
-
-// Registry names over three repos and two commits: vector-add and
-// vector-add-v1 name the same commit and file, vector-add-v2 another commit
-// of the same repo (same blob), model-kernel another repo and object.
-const std::vector<std::string> k_names = {"vector-add", "vector-add-v1", "vector-add-v2", "model-kernel"};
-
-struct Env {
-    TempDir dir;
-    fs::path cache = dir.path() / "cache";
-    fs::path registry = write_standard_registry(dir.path());
-
-    Options options(const std::string& endpoint) const {
-        Options o;
-        o.endpoint = endpoint;
-        o.cache_dir = cache.string();
-        o.registries = {registry.string()};
-        o.project_dir = dir.path().string();
-        o.no_default_registry = true;
-        o.retries = 2;
-        return o;
-    }
-};
-
-// Starts every thread at once (a latch: std::latch is C++20), then joins.
-void run_together(int threads, const std::function<void(int)>& body) {
-    std::mutex mutex;
-    std::condition_variable ready;
-    int waiting = threads;
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-        pool.emplace_back([&, t] {
-            {
-                std::unique_lock<std::mutex> lock(mutex);
-                if (--waiting == 0) ready.notify_all();
-                ready.wait(lock, [&] { return waiting == 0; });
-            }
-            body(t);
-        });
-    }
-    for (auto& thread : pool) thread.join();
-}
-
-// Calls the kernel behind `address` for `name` and says whether it computed
-// the right answer.
-bool computes(const std::string& name, void* address) {
-    if (address == nullptr) return false;
-    if (name == "model-kernel") return KernelFn<int(int, int)>{address}(40, 2) == 42;
-    float a[3] = {1, 2, 3}, b[3] = {10, 20, 30}, out[3] = {};
-    if (name == "vector-add-v2") {
-        KernelFn<void(float, const float*, const float*, float*, std::size_t)> saxpy{address};
-        saxpy(2.0f, a, b, out, 3);
-        return out[0] == 12.0f && out[2] == 36.0f;
-    }
-    KernelFn<void(const float*, const float*, float*, std::size_t)> add{address};
-    add(a, b, out, 3);
-    return out[0] == 11.0f && out[2] == 33.0f;
-}
-
-// What the threads saw, checked on the main thread (Catch's assertions are
-// not thread-safe).
-struct Observed {
-    std::mutex mutex;
-    std::map<std::string, std::set<void*>> addresses;
-    std::vector<std::string> failures;
-
-    void record(const std::string& name, void* address) {
-        bool ok = computes(name, address) && resolved_address(name) != nullptr;
-        std::lock_guard<std::mutex> lock(mutex);
-        addresses[name].insert(address);
-        if (!ok) failures.push_back(name + ": wrong or missing kernel");
-    }
-    void fail(const std::string& what) {
-        std::lock_guard<std::mutex> lock(mutex);
-        failures.push_back(what);
-    }
-};
 
 // Thread t loads every name k_rounds times, starting at a different name
 // than its neighbour, so that the same name and different names overlap.
@@ -123,20 +43,6 @@ void load_all(Client& client, Observed& seen, int t) {
             }
         }
     }
-}
-
-// One address per name, vector-add and vector-add-v1 the same one (same
-// file, same dlopen handle), and the resolved table agreeing.
-void check_addresses(const Observed& seen) {
-    CHECK(seen.failures.empty());
-    for (const auto& failure : seen.failures) UNSCOPED_INFO(failure);
-    for (const auto& name : k_names) {
-        INFO(name);
-        REQUIRE(seen.addresses.count(name) == 1);
-        CHECK(seen.addresses.at(name).size() == 1);
-        CHECK(resolved_address(name) == *seen.addresses.at(name).begin());
-    }
-    CHECK(seen.addresses.at("vector-add") == seen.addresses.at("vector-add-v1"));
 }
 
 // Downloads (file bodies, not API calls) by URL path: LFS blobs come from

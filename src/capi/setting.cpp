@@ -1,0 +1,175 @@
+// kh_hub_set's keys and values (include/kernhub/kernhub.h): parsed,
+// bounded, and applied to kernhub::Options.
+#include "capi/setting.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/settings.hpp"
+#include "common/text.hpp"
+
+namespace kernhub::capi {
+namespace {
+
+// A setting value is a path, a URL, a token or a variant name: 4096 bytes
+// (PATH_MAX on Linux) holds any of them.
+constexpr std::size_t k_max_setting_bytes = 4096;
+// Registry files or targets per handle; more is a caller's loop gone wrong.
+constexpr std::size_t k_max_repeated_values = 256;
+
+constexpr int k_usage = static_cast<int>(ErrorCode::usage);
+
+// The boolean settings: "" -> the environment decides (nullopt).
+std::optional<bool> parse_bool(const char* key, const char* value) {
+    if (*value == '\0') return std::nullopt;
+    if (std::strcmp(value, "1") == 0 || std::strcmp(value, "true") == 0) return true;
+    if (std::strcmp(value, "0") == 0 || std::strcmp(value, "false") == 0) return false;
+    throw Refusal{k_usage, "setting '" + std::string(key) +
+                               "' takes \"1\", \"0\", \"true\" or \"false\" (or \"\" for the " +
+                               "environment's choice), not " + quoted(value)};
+}
+
+void append(std::vector<std::string>& list, const char* key, const char* value) {
+    if (*value == '\0') {
+        list.clear();
+        return;
+    }
+    if (list.size() >= k_max_repeated_values) {
+        throw Refusal{k_usage, "setting '" + std::string(key) + "' holds at most " +
+                                   std::to_string(k_max_repeated_values) +
+                                   " values (k_max_repeated_values); set it to \"\" to clear the list"};
+    }
+    list.emplace_back(value);
+}
+
+// "a, b" as {"a", "b"}; "" as nullopt (the environment decides). The
+// names are checked when the next Client is made from the options.
+std::optional<std::vector<std::string>> split_commas(const char* value) {
+    if (*value == '\0') return std::nullopt;
+    std::vector<std::string> names;
+    std::string_view text(value);
+    std::size_t begin = 0;
+    while (begin <= text.size()) {
+        std::size_t end = std::min(text.find(',', begin), text.size());
+        names.emplace_back(text.substr(begin, end - begin));
+        begin = end + 1;
+    }
+    return names;
+}
+
+// The numeric settings: "" -> nullopt (the environment decides), else
+// decimal digits only. The range of each is checked with the other
+// settings when the next Client is made (kh_prewarm returns 2).
+std::optional<std::uint64_t> parse_count(const char* key, const char* value, std::uint64_t max) {
+    if (*value == '\0') return std::nullopt;
+    constexpr std::size_t k_max_digits = 18;  // below UINT64_MAX
+    std::uint64_t parsed = 0;
+    bool ok = std::strlen(value) <= k_max_digits;
+    for (const char* c = value; ok && *c != '\0'; ++c) {
+        ok = *c >= '0' && *c <= '9';
+        parsed = parsed * 10 + static_cast<std::uint64_t>(*c - '0');
+    }
+    if (!ok || parsed > max) {
+        throw Refusal{k_usage, "setting '" + std::string(key) + "' takes a whole number from 0 to " +
+                                   std::to_string(max) + " (or \"\" for the environment's choice), not " +
+                                   quoted(value)};
+    }
+    return parsed;
+}
+
+std::optional<int> parse_int(const char* key, const char* value) {
+    auto parsed = parse_count(key, value, static_cast<std::uint64_t>(std::numeric_limits<int>::max()));
+    if (!parsed) return std::nullopt;
+    return static_cast<int>(*parsed);
+}
+
+}  // namespace
+
+std::string quoted(const char* text) {
+    return quoted_name(std::string_view(text, strnlen(text, k_max_quoted_bytes + 1)));
+}
+
+void apply_setting(Options& options, const char* key, const char* value) {
+    const std::string k(key);
+    if (strnlen(value, k_max_setting_bytes + 1) > k_max_setting_bytes) {
+        throw Refusal{k_usage, "the value of setting " + quoted(key) + " is longer than " +
+                                   std::to_string(k_max_setting_bytes) + " bytes (k_max_setting_bytes)"};
+    }
+    if (k == "endpoint") {
+        options.endpoint = value;
+    } else if (k == "cache_dir") {
+        options.cache_dir = value;
+    } else if (k == "registry") {
+        append(options.registries, key, value);
+    } else if (k == "project") {
+        options.project_dir = value;
+    } else if (k == "offline") {
+        options.offline = parse_bool(key, value);
+    } else if (k == "target") {
+        append(options.targets, key, value);
+    } else if (k == "token") {
+        if (*value == '\0') {
+            options.token.reset();
+        } else if (trim(value).empty()) {
+            throw Refusal{k_usage, "the token is only white space; pass \"\" to use HF_TOKEN or the token file"};
+        } else if (!api::token_is_well_formed(trim(value))) {
+            throw Refusal{k_usage,
+                          "the token contains a space, a control character or a non-ASCII byte, which cannot go "
+                          "into an HTTP header"};
+        } else {
+            options.token = value;
+        }
+    } else if (k == "verify_on_load") {
+        options.verify_on_load = parse_bool(key, value);
+    } else if (k == "allowed_orgs") {
+        options.allowed_orgs = split_commas(value);
+    } else if (k == "require_signatures") {
+        options.require_signatures = parse_bool(key, value);
+    } else if (k == "sigstore_trusted_root") {
+        options.sigstore_trusted_root = value;
+    } else if (k == "tvm_ffi_library") {
+        options.tvm_ffi_library = value;
+    } else if (k == "retries") {
+        options.retries = parse_int(key, value);
+    } else if (k == "max_wait_seconds") {
+        options.max_wait_seconds = parse_int(key, value);
+    } else if (k == "max_listing_entries") {
+        options.max_listing_entries = parse_int(key, value);
+    } else if (k == "max_listing_bytes") {
+        options.max_listing_bytes = parse_int(key, value);
+    } else if (k == "api_timeout_seconds") {
+        options.api_timeout_seconds = parse_int(key, value);
+    } else if (k == "min_rate") {
+        options.min_rate = parse_int(key, value);
+    } else if (k == "min_rate_window_seconds") {
+        options.min_rate_window_seconds = parse_int(key, value);
+    } else if (k == "max_connections") {
+        options.max_connections = parse_int(key, value);
+    } else if (k == "ref_ttl") {
+        options.ref_ttl_seconds = parse_int(key, value);
+    } else if (k == "archive_max_bytes") {
+        options.archive_max_bytes = parse_count(key, value, 999'999'999'999'999'999ull);  // 18 digits
+    } else if (k == "archive_max_entries") {
+        options.archive_max_entries = parse_int(key, value);
+    } else if (k == "archive_max_path") {
+        options.archive_max_path = parse_int(key, value);
+    } else {
+        throw Refusal{k_usage,
+                      "unknown setting " + quoted(key) +
+                          "; the settings are endpoint, cache_dir, registry, project, offline, target, token, "
+                          "verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, tvm_ffi_library, "
+                          "retries, "
+                          "max_wait_seconds, max_listing_entries, "
+                          "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, max_connections, "
+                          "ref_ttl, "
+                          "archive_max_bytes, archive_max_entries, archive_max_path"};
+    }
+}
+
+}  // namespace kernhub::capi
