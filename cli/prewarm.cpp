@@ -68,7 +68,8 @@ Command add_prewarm_command(CLI::App& app) {
                                               ": " + what + ", verified against the lock" + refs);
                 }
                 for (const auto& missing : report.missing_targets) {
-                    status(flags->common, "warning: no variant for " + missing + " (the other targets were fetched)");
+                    status(flags->common,
+                           "skipped " + missing + ": the lock records that the kernel has no build for it");
                 }
                 status(flags->common, "prewarmed " + std::to_string(report.kernels.size()) + " variant(s) from " +
                                           report.lock_file + " (" + report.lock_format +

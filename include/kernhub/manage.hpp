@@ -33,7 +33,8 @@ struct LockedKernel {
     std::string commit;
     std::vector<std::string> variants;
     bool pin_kept = false;  // the commit came from the existing lock
-    // --target variants this kernel does not have (others were locked).
+    // Targets this kernel has no build for at its commit, recorded in the
+    // lock as "missing_targets" (prewarm --target skips the kernel for them).
     std::vector<std::string> missing_targets;
     // The signature verified for the locked variants, when a policy applies.
     std::optional<SignatureInfo> signature;
@@ -74,8 +75,10 @@ struct PrewarmedKernel {
 
 struct PrewarmReport {
     std::string lock_file;
-    // "<name>: <target>" for each --target a kernel does not offer (the
-    // kernel's other targets were fetched); an image builder should look.
+    // "<name>: <target>" for each --target the lock records the kernel has
+    // no build for (`lock --target` wrote "missing_targets"): skipped, not
+    // fetched. A target a kernel lacks that the lock does not mark is
+    // Error(not_found) naming every such kernel.
     std::vector<std::string> missing_targets;
     std::string lock_format;  // "kernhub.lock", "kernels.lock" or "kernels.lock (0.16)"
     std::vector<PrewarmedKernel> kernels;

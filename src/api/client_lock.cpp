@@ -180,23 +180,27 @@ struct Locker {
         out.commit = choice.commit;
 
         std::vector<std::string> wanted;
-        const std::vector<std::string>& targets = impl.settings.targets;
+        // The targets to lock: --target, or re-locking without it, the ones
+        // the previous lock had (its variants and its missing targets).
+        std::vector<std::string> targets = impl.settings.targets;
+        if (targets.empty() && previous != nullptr && previous->repo_id == spec.repo_id &&
+            !(previous->variants.empty() && previous->missing_targets.empty())) {
+            for (const auto& [name, variant] : previous->variants) targets.push_back(name);
+            targets.insert(targets.end(), previous->missing_targets.begin(), previous->missing_targets.end());
+        }
         if (!targets.empty()) {
+            // A target the kernel has no build for is recorded as missing,
+            // so that prewarm --target skips the kernel for it; a kernel
+            // with none of them is locked with no variant at all.
             std::vector<std::string> offered = candidate_names(choice);
             for (const auto& target : targets) {
                 if (!contains(offered, target)) {
-                    out_missing.push_back(target);
+                    if (!contains(out_missing, target)) out_missing.push_back(target);
                 } else if (!contains(wanted, target)) {
                     wanted.push_back(target);
                 }
             }
-            if (wanted.empty()) {
-                throw Error(ErrorCode::not_found, "kernel '" + spec.name + "' (" + spec.repo_id + "@" +
-                                                      choice.commit.substr(0, 12) + ") has none of the targets " +
-                                                      join(targets) + "; it has " + join(offered));
-            }
-        } else if (previous != nullptr && !previous->variants.empty() && previous->repo_id == spec.repo_id) {
-            for (const auto& [name, variant] : previous->variants) wanted.push_back(name);
+            out.missing_targets.insert(out_missing.begin(), out_missing.end());
         } else if (choice.selection.chosen) {
             wanted.push_back(*choice.selection.chosen);
         } else {
@@ -322,6 +326,8 @@ struct LockJob {
     std::string commit;
     std::string file;
     std::optional<std::map<std::string, hub::VariantPins>> pins;
+    // Targets kernhub.lock records the kernel has no build for.
+    std::set<std::string> missing_targets;
     // The signers kernhub.lock recorded for the kernel's variants: a prewarm
     // then requires one of them (README, "Signatures").
     std::optional<SignaturePolicy> signers;
@@ -358,6 +364,7 @@ std::vector<LockJob> jobs_from(const lock::AnyLock& parsed, const std::string& s
                         kernel.commit,
                         kernel.file,
                         {},
+                        kernel.missing_targets,
                         locked_signers(name, kernel, source)};
             job.pins.emplace();
             for (const auto& [variant, locked] : kernel.variants) {
@@ -373,7 +380,7 @@ std::vector<LockJob> jobs_from(const lock::AnyLock& parsed, const std::string& s
         return jobs;
     }
     for (const auto& entry : parsed.kernels) {
-        LockJob job{entry.repo_id, entry.repo_id, RepoType::kernel, entry.revision, entry.commit, {}, {}, {}};
+        LockJob job{entry.repo_id, entry.repo_id, RepoType::kernel, entry.revision, entry.commit, {}, {}, {}, {}};
         if (parsed.format == lock::Format::kernels_legacy) {
             job.pins.emplace();
             for (const auto& [variant, hash] : entry.variant_hashes)
@@ -446,6 +453,7 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
         hub::FetchRequest request;
     };
     std::vector<Task> tasks;
+    std::vector<std::string> unmarked;  // kernel (target) pairs with no build and no mark
     const std::vector<LockJob> jobs = jobs_from(parsed, path.string());
     for (const LockJob& job : jobs) {
         registry::KernelSpec spec = spec_at_commit(job.name, job.repo_id, job.repo_type, job.commit, job.file);
@@ -470,19 +478,17 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
                 hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
                 offered = candidate_names(fetcher.choose(base));
             }
+            // A target the lock marks as having no build is skipped and
+            // listed; one it neither locks nor marks is an error, reported
+            // for every such kernel at once below.
             for (const auto& target : targets) {
                 if (contains(offered, target)) {
                     runs.push_back({target});
-                } else {
+                } else if (job.missing_targets.count(target) != 0) {
                     report.missing_targets.push_back(job.name + ": " + target);
+                } else {
+                    unmarked.push_back("'" + job.name + "' (" + target + ")");
                 }
-            }
-            if (runs.empty()) {
-                throw Error(ErrorCode::not_found, "kernel '" + job.name + "' has none of the targets " + join(targets) +
-                                                      (job.pins ? " in the lock file (it locks " + join(offered) +
-                                                                      "); lock them with `kernhub lock --target`"
-                                                                : " at commit " + job.commit.substr(0, 12) +
-                                                                      " (it has " + join(offered) + ")"));
             }
         }
         for (const auto& run : runs) {
@@ -490,6 +496,15 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
             if (!run.empty()) request.host.targets = run;
             tasks.push_back(Task{&job, std::move(request)});
         }
+    }
+    if (!unmarked.empty()) {
+        throw Error(ErrorCode::not_found,
+                    "no build in " + path.string() + " for kernel " + join(unmarked) +
+                        (parsed.format == lock::Format::kernhub
+                             ? "; lock with `kernhub lock --target` for those targets: a kernel the hub has no "
+                               "build of is then recorded as such, and prewarm skips it"
+                             : "; a kernels.lock cannot record that a kernel has no build, so pass only "
+                               "targets each of its kernels has"));
     }
     std::vector<PrewarmedKernel> done(tasks.size());
     std::mutex refs_mutex;  // two targets of one kernel write the same ref

@@ -207,7 +207,8 @@ LockedVariant parse_kernhub_variant(const json& value, const std::string& source
 
 LockedKernel parse_kernhub_kernel(const json& value, const std::string& source, const std::string& where) {
     if (!value.is_object()) fail(source, where + ": must be an object");
-    check_keys(value, {"repo_id", "repo_type", "revision", "commit", "symbol", "variants"}, {"file"}, source, where);
+    check_keys(value, {"repo_id", "repo_type", "revision", "commit", "symbol", "variants"}, {"file", "missing_targets"},
+               source, where);
     LockedKernel kernel;
     kernel.repo_id = checked_repo_id(string_field(value, "repo_id", source, where), source, where);
     const std::string& type = string_field(value, "repo_type", source, where);
@@ -227,6 +228,21 @@ LockedKernel parse_kernhub_kernel(const json& value, const std::string& source, 
         const std::string at = where + ", variant " + quote_json(name);
         if (!safe_variant(name)) fail(source, at + ": not a valid variant name");
         kernel.variants.emplace(name, parse_kernhub_variant(variant, source, at));
+    }
+    if (value.contains("missing_targets")) {
+        const json& missing = value.at("missing_targets");
+        if (!missing.is_array()) fail(source, where + ": field \"missing_targets\" must be an array");
+        check_count(missing.size(), k_max_lock_variants, "k_max_lock_variants", where, source);
+        for (const json& target : missing) {
+            if (!target.is_string() || !safe_variant(target.get_ref<const std::string&>())) {
+                fail(source, where + ": \"missing_targets\" holds something that is not a variant name");
+            }
+            const std::string& name = target.get_ref<const std::string&>();
+            if (kernel.variants.count(name) != 0) {
+                fail(source, where + ": variant " + quote_json(name) + " is both locked and in \"missing_targets\"");
+            }
+            kernel.missing_targets.insert(name);
+        }
     }
     return kernel;
 }
@@ -365,6 +381,7 @@ std::string write_kernhub_lock(const KernhubLock& lock) {
                       {"revision", kernel.revision}, {"commit", kernel.commit},
                       {"symbol", kernel.symbol},     {"variants", std::move(variants)}};
         if (!kernel.file.empty()) entry["file"] = kernel.file;
+        if (!kernel.missing_targets.empty()) entry["missing_targets"] = kernel.missing_targets;
         kernels[name] = std::move(entry);
     }
     json document = {{"format", k_format}, {"kernels", std::move(kernels)}};

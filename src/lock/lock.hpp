@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,10 @@ struct LockedKernel {
     std::string symbol;
     std::string file;  // may be empty
     std::map<std::string, LockedVariant> variants;
+    // Targets (`lock --target`) the kernel has no build for at `commit`:
+    // prewarm --target skips the kernel for them instead of failing.
+    // Written as "missing_targets" only when not empty.
+    std::set<std::string> missing_targets;
 };
 
 // kernhub.lock: {"format": 1, "kernels": {NAME: {...}}}.

@@ -251,12 +251,10 @@ TEST_CASE("prewarm fetches the locked CUDA target on a CPU-only machine, verifie
         {"fetch", k_repo + "@v1", "--target", "native-cuda", "--offline", "--cache-dir", p.image_cache.string()});
     CHECK(offline.exit_code == 0);
 
-    // A target the kernel lacks, beside one it has: fetched what exists,
-    // and the missing one is reported, not silently dropped.
-    ProcessResult partial = p.run("prewarm", {"--target", "no-such-variant", "--target", "native-cuda", "--json"});
-    INFO(describe(partial));
-    REQUIRE(partial.exit_code == 0);
-    CHECK(parse_stdout(partial)["missing_targets"] == json::array({"kern: no-such-variant"}));
+    // A target the kernel lacks that the lock does not mark, beside one it
+    // has: refused, naming the kernel and the target, not silently dropped.
+    check_error(p.run("prewarm", {"--target", "no-such-variant", "--target", "native-cuda"}), 3,
+                {"'kern' (no-such-variant)", "kernhub lock --target"});
 
     // A target the lock does not have is refused.
     check_error(p.run("prewarm", {"--target", k_cuda}), 3, {"kern", k_cuda, "kernhub lock --target"});
@@ -409,15 +407,15 @@ TEST_CASE("lock stopped by SIGINT while the hub is slow says the lock file was n
     HubServer server(p.hub);
     REQUIRE(p.run("lock", {"--target", k_cuda}, server.endpoint()).exit_code == 0);
     const std::string before = read_text(p.lock_file());
-    // --update asks the hub again; its answers now take a minute. The
-    // signal goes once the hub is answering this run's first request (a
-    // request is in the stats only once answered).
+    // --update asks the hub again; its answers are now held at a gate, and
+    // the signal goes once this run's first request waits there.
     server.reset();
-    server.add_faults({{{"match", "/api/"}, {"action", "delay"}, {"seconds", 60}}});
+    server.add_faults({{{"match", "/api/"}, {"action", "hold"}, {"gate", "lock"}, {"count", -1}}});
     const Interrupted r = interrupt_when(p.sandbox,
                                          {"lock", "--update", "--endpoint", server.endpoint(), "--cache-dir",
                                           p.sandbox.cache.string(), "--project", p.project.string()},
-                                         SIGINT, [&] { return server.stats()["peak_in_flight"].value("hub", 0) > 0; });
+                                         SIGINT, [&] { return server.wait_held("lock"); });
+    server.release("lock");
     REQUIRE(r.started);
     INFO(r.err);
     CHECK(r.exit_code == 130);
@@ -493,4 +491,51 @@ TEST_CASE("a kept pin that contradicts its commit fails lock --check naming the 
     CHECK(read_text(p.lock_file()) == good);
     CHECK(p.run("lock", {"--check"}, server.endpoint()).exit_code == 0);
     CHECK(p.run("prewarm", {"--target", "native-cuda"}, server.endpoint()).exit_code == 0);
+}
+
+TEST_CASE("lock --target records the kernels without that build, and prewarm --target skips exactly those") {
+    // Two kernels: kern has the CUDA build, cpuonly does not.
+    json spec = lock_hub_spec();
+    const std::string cpu = "build/" + host_cpu_variant() + "/";
+    json files = json::object();
+    files[cpu + "libcpu.so"] = {{"path", vector_add_so().string()}, {"lfs", true}};
+    json commit = {{"message", "cpu only"}, {"branches", {"main", "v1"}}, {"metadata", true}, {"files", files}};
+    spec["repos"].push_back({{"repo_id", "locktest/cpuonly"}, {"type", "kernel"}, {"commits", json::array({commit})}});
+    LockProject p(spec);
+    json manifest = {{"format", 1},
+                     {"kernels",
+                      {{"kern", {{"repo_id", k_repo}, {"version", 1}, {"symbol", "kh_vector_add"}}},
+                       {"cpuonly", {{"repo_id", "locktest/cpuonly"}, {"version", 1}, {"symbol", "kh_vector_add"}}}}}};
+    write_text(p.project / "kernhub.json", manifest.dump());
+
+    ProcessResult locked = p.run("lock", {"--target", k_cuda, "--json"});
+    INFO(describe(locked));
+    REQUIRE(locked.exit_code == 0);
+    json lock = json::parse(read_text(p.lock_file()));
+    CHECK(lock["kernels"]["cpuonly"]["missing_targets"] == json::array({k_cuda}));
+    CHECK(lock["kernels"]["cpuonly"]["variants"].empty());
+    CHECK_FALSE(lock["kernels"]["kern"].contains("missing_targets"));
+    // Re-locking without --target keeps both the variant and the mark.
+    ProcessResult again = p.run("lock");
+    REQUIRE(again.exit_code == 0);
+    CHECK(json::parse(read_text(p.lock_file())) == lock);
+    CHECK(p.run("lock", {"--check"}).exit_code == 0);
+
+    ProcessResult prewarm = p.run("prewarm", {"--target", k_cuda, "--json"});
+    INFO(describe(prewarm));
+    REQUIRE(prewarm.exit_code == 0);
+    json report = parse_stdout(prewarm);
+    CHECK(report["missing_targets"] == json::array({"cpuonly: " + k_cuda}));
+    REQUIRE(report["kernels"].size() == 1);
+    CHECK(report["kernels"][0]["name"] == "kern");
+    CHECK_FALSE(fs::exists(p.image_cache / "kernels--locktest--cpuonly"));
+    ProcessResult plain = p.sandbox.run({"prewarm", "--target", k_cuda, "--endpoint", p.endpoint, "--cache-dir",
+                                         p.image_cache.string(), "--project", p.project.string()});
+    CHECK(plain.exit_code == 0);
+    CHECK_THAT(plain.err, Catch::Contains("skipped cpuonly: " + k_cuda));
+
+    // A target the lock neither locks nor marks, for any kernel, is exit 3
+    // naming every kernel that lacks it.
+    check_error(p.run("prewarm", {"--target", "native-cu126-x86_64-linux"}), 3,
+                {"'cpuonly' (native-cu126-x86_64-linux)", "'kern' (native-cu126-x86_64-linux)"});
 }
