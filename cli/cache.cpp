@@ -42,12 +42,20 @@ ordered_json listing_json(const CacheListing& listing) {
                          {"partials", repo.partials},
                          {"size", repo.size}});
     }
-    return {{"root", listing.root}, {"size", listing.size}, {"repos", repos}};
+    return {{"root", listing.root},
+            {"size", listing.size},
+            {"repos", repos},
+            {"leftovers", listing.leftovers},
+            {"leftover_bytes", listing.leftover_bytes}};
 }
 
 void print_listing(const CacheListing& listing) {
-    std::cout << printable(listing.root) << "  " << listing.repos.size() << " repos, " << human_size(listing.size)
-              << '\n';
+    std::cout << printable(listing.root) << "  " << listing.repos.size() << " repos, " << human_size(listing.size);
+    if (listing.leftovers > 0) {
+        std::cout << "; " << listing.leftovers << " leftovers of interrupted commands, "
+                  << human_size(listing.leftover_bytes) << " (see kernhub cache prune --partials)";
+    }
+    std::cout << '\n';
     for (const auto& repo : listing.repos) {
         std::cout << repo.repo_type << ' ' << printable(repo.repo_id) << "  " << repo.blobs << " blobs, "
                   << human_size(repo.size);
@@ -216,6 +224,8 @@ Command add_prune(CLI::App& cache) {
     CLI::App* command =
         cache.add_subcommand("prune", "Remove unreferenced blobs and snapshots and abandoned partial downloads");
     command->add_flag("--dry-run", options->dry_run, "Print what would be removed and remove nothing");
+    command->add_flag("--partials", options->partials,
+                      "Also remove at once every partial download and unpack folder that no running process holds");
     command->add_option("--keep-lock", options->keep_locks,
                         "Keep the commits this kernhub.lock or kernels.lock pins (repeatable)");
     add_cache_flags(*command, *flags);

@@ -118,6 +118,13 @@ struct CacheListing {
     std::string root;
     std::vector<CachedRepo> repos;
     std::uint64_t size = 0;
+    // What killed commands left inside the root: `cache import` unpack
+    // folders (<root>/.kernhub-extract-*) and each repo's temporary files
+    // and unpack folders (<repo>/.kernhub/tmp/*). `cache prune` removes those
+    // untouched for 24 hours, and with --partials at once the unpack
+    // folders no live process holds. Not in `size`.
+    std::size_t leftovers = 0;
+    std::uint64_t leftover_bytes = 0;
 };
 
 struct CacheProblem {
@@ -141,6 +148,11 @@ struct CacheVerifyReport {
 
 struct PruneOptions {
     bool dry_run = false;
+    // Also remove at once, whatever their age, every partial download whose
+    // blob lock is free and every unpack folder whose lock is free: what
+    // killed or failed commands left, which a full disk may need back now.
+    // Where file locks do not work, nothing is removed early.
+    bool partials = false;
     // Lock files (kernhub.lock or kernels.lock) whose commits are kept even
     // when no ref points at them.
     std::vector<std::string> keep_locks;

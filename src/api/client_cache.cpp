@@ -74,6 +74,7 @@ PruneReport Client::cache_prune(const PruneOptions& options) {
     const std::filesystem::path root = absolute_root(m_impl->settings);
     cache::PruneRequest request;
     request.dry_run = options.dry_run;
+    request.partials = options.partials;
     for (const auto& file : options.keep_locks) {
         for (const auto& [folder, commits] : cache::locked_commits(file)) {
             request.keep[folder].insert(commits.begin(), commits.end());

@@ -92,9 +92,13 @@ Error refusal(const fs::path& file, const std::string& entry, const std::string&
 
 // The extracted entries in a fresh private directory, removed with
 // everything in it when the object is destroyed (unless released).
+// An unpack folder's lock: extract() holds flock(LOCK_EX) on the folder
+// itself from the moment it exists until ExtractedTree has removed it, so a
+// cleaner (cache prune) that can take the same lock knows that the process
+// which made the folder is gone (unpack_folder_abandoned).
 class ExtractedTree {
 public:
-    ExtractedTree(fs::path root, std::vector<Entry> entries, std::uint64_t bytes);
+    ExtractedTree(fs::path root, std::vector<Entry> entries, std::uint64_t bytes, int lock_fd);
     ~ExtractedTree();
     ExtractedTree(ExtractedTree&& other) noexcept;
     ExtractedTree& operator=(ExtractedTree&&) = delete;
@@ -111,7 +115,14 @@ private:
     fs::path m_root;
     std::vector<Entry> m_entries;
     std::uint64_t m_bytes = 0;
+    int m_lock_fd = -1;  // the folder, flocked; closed after the folder is removed
 };
+
+// Whether an unpack folder that extract() made was left by a process that
+// is gone: no one holds its lock. Returns a descriptor holding that lock
+// (keep it while removing the folder), or -1 when a live process holds it
+// or the folder cannot be opened. Only meaningful where flock excludes.
+int lock_abandoned_unpack_folder(const fs::path& folder);
 
 // Extracts the tar archive `file` (plain, gzip, bzip2, xz, lzma or zstd,
 // recognised by content, not by name) into a new directory created inside

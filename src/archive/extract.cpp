@@ -3,11 +3,13 @@
 // descriptors that never follow a symlink (docs/ARCHITECTURE.md, "Cache
 // archives").
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "archive/archive.hpp"
 #include "archive/detail.hpp"
@@ -37,6 +39,7 @@ public:
     Fd(const Fd&) = delete;
     Fd& operator=(const Fd&) = delete;
     int get() const noexcept { return m_fd; }
+    int release() noexcept { return std::exchange(m_fd, -1); }
 
 private:
     int m_fd;
@@ -344,19 +347,58 @@ void Extraction::write_symlink(const Entry& entry) const {
 
 }  // namespace
 
-ExtractedTree::ExtractedTree(fs::path root, std::vector<Entry> entries, std::uint64_t bytes)
-    : m_root(std::move(root)), m_entries(std::move(entries)), m_bytes(bytes) {}
+ExtractedTree::ExtractedTree(fs::path root, std::vector<Entry> entries, std::uint64_t bytes, int lock_fd)
+    : m_root(std::move(root)), m_entries(std::move(entries)), m_bytes(bytes), m_lock_fd(lock_fd) {}
 
 ExtractedTree::~ExtractedTree() {
-    if (m_root.empty()) return;
-    std::error_code ec;
-    fs::remove_all(m_root, ec);  // never follows the symlinks inside
+    if (!m_root.empty()) {
+        std::error_code ec;
+        fs::remove_all(m_root, ec);  // never follows the symlinks inside
+    }
+    if (m_lock_fd >= 0) ::close(m_lock_fd);
 }
 
 ExtractedTree::ExtractedTree(ExtractedTree&& other) noexcept
-    : m_root(std::move(other.m_root)), m_entries(std::move(other.m_entries)), m_bytes(other.m_bytes) {
+    : m_root(std::move(other.m_root)),
+      m_entries(std::move(other.m_entries)),
+      m_bytes(other.m_bytes),
+      m_lock_fd(other.m_lock_fd) {
     other.m_root.clear();
+    other.m_lock_fd = -1;
 }
+
+int lock_abandoned_unpack_folder(const fs::path& folder) {
+    Fd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dir.get() < 0) return -1;
+    while (::flock(dir.get(), LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EINTR) return -1;
+    }
+    return dir.release();
+}
+
+namespace {
+
+// A new unpack folder in `parent`, locked (see ExtractedTree) before
+// anything is written into it. A cleaner can take the lock in the instant
+// between mkdtemp and flock and remove the empty folder; the folder is then
+// unlinked (no links left) and another is made.
+std::pair<std::string, Fd> locked_unpack_folder(const fs::path& parent) {
+    for (int attempt = 0;; ++attempt) {
+        std::string path = (parent / ".kernhub-extract-XXXXXX").string();
+        if (::mkdtemp(path.data()) == nullptr) disk_error(parent, errno);
+        Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        struct stat st {};
+        if (dir.get() < 0 || ::flock(dir.get(), LOCK_EX | LOCK_NB) != 0 || ::fstat(dir.get(), &st) != 0) {
+            const int err = errno;
+            ::rmdir(path.c_str());
+            disk_error(path, err);
+        }
+        if (st.st_nlink > 0) return {path, std::move(dir)};
+        if (attempt == 3) disk_error(path, ENOENT);
+    }
+}
+
+}  // namespace
 
 ExtractedTree extract(const fs::path& file, const fs::path& temp_parent, const ExtractionPolicy& policy,
                       const std::atomic<bool>* cancel) {
@@ -375,13 +417,12 @@ ExtractedTree extract(const fs::path& file, const fs::path& temp_parent, const E
         throw Error(ErrorCode::usage,
                     "archive " + printable(file.string()) + " is not a regular file; pass a tar file");
     }
-    std::string pattern = (temp_parent / ".kernhub-extract-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) disk_error(temp_parent, errno);
+    auto [pattern, lock] = locked_unpack_folder(temp_parent);
     RemoveOnThrow guard{pattern};
 
     Extraction extraction(file, policy, cancel);
     extraction.run(input.get(), static_cast<std::uint64_t>(st.st_size), pattern);
-    ExtractedTree tree(pattern, extraction.take_entries(), extraction.bytes());
+    ExtractedTree tree(pattern, extraction.take_entries(), extraction.bytes(), lock.release());
     guard.dir.clear();
     return tree;
 }

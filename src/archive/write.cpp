@@ -1,6 +1,7 @@
 // The reproducible writer: the same entries give the same bytes, whoever
 // writes them and whenever (docs/ARCHITECTURE.md, "Cache archives").
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "archive/archive.hpp"
 #include "archive/detail.hpp"
@@ -87,14 +89,64 @@ mode_t archive_mode() {
 }
 
 // The temp file beside the archive: unlinked unless the rename happened.
+// The archive being written, beside its target. Its descriptor holds
+// flock(LOCK_EX) for the whole write, so the next export to the same target
+// can tell a temporary a killed export left (lock free) from one a running
+// export writes (remove_abandoned_temps). Unlinked before the lock goes.
 struct TempFile {
     fs::path path;
     int fd = -1;
+    TempFile() = default;
+    TempFile(TempFile&& other) noexcept : path(std::move(other.path)), fd(std::exchange(other.fd, -1)) {
+        other.path.clear();
+    }
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+    TempFile& operator=(TempFile&&) = delete;
     ~TempFile() {
-        if (fd >= 0) ::close(fd);
         if (!path.empty()) ::unlink(path.c_str());
+        if (fd >= 0) ::close(fd);
     }
 };
+
+// Entries of the target's folder looked at for abandoned temporaries: a
+// folder holding more is not searched further.
+constexpr std::size_t k_max_temp_scan = 100000;
+
+// Removes what killed exports to `file` left beside it: regular files named
+// .NAME.XXXXXX (the temp names below) whose lock no process holds.
+void remove_abandoned_temps(const fs::path& dir, const fs::path& file) {
+    const std::string prefix = "." + file.filename().string() + ".";
+    std::error_code ec;
+    std::size_t seen = 0;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end && ++seen <= k_max_temp_scan; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+        const int fd = ::open(it->path().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat st {};
+        if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            ::unlink(it->path().c_str());
+        }
+        ::close(fd);
+    }
+}
+
+// A new temporary for `file`, locked before anything is written. A cleaner
+// may take the lock between mkostemp and flock and unlink the empty file;
+// then another is made.
+TempFile locked_temp(const fs::path& dir, const fs::path& file) {
+    for (int attempt = 0;; ++attempt) {
+        std::string pattern = (dir / ("." + file.filename().string() + ".XXXXXX")).string();
+        TempFile temp;
+        temp.fd = ::mkostemp(pattern.data(), O_CLOEXEC);
+        if (temp.fd < 0) write_error(file, errno);
+        temp.path = pattern;
+        struct stat st {};
+        if (::flock(temp.fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(temp.fd, &st) == 0 && st.st_nlink > 0) return temp;
+        if (attempt == 3) write_error(temp.path, errno != 0 ? errno : ENOENT);
+    }
+}
 
 class Writer {
 public:
@@ -217,7 +269,8 @@ std::uint64_t Writer::copy_file(struct archive_entry* header, const WriteEntry& 
         int err = errno;
         throw Error(ErrorCode::internal, "cannot read " + source + ": " + std::strerror(err) + "; check permissions");
     }
-    TempFile closer{{}, fd};  // closes fd; unlinks nothing
+    TempFile closer;  // closes fd; unlinks nothing
+    closer.fd = fd;
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         throw Error(ErrorCode::internal, source + " is not a regular file; it cannot go into an archive");
@@ -272,11 +325,8 @@ WriteStats write_archive(const fs::path& file, std::vector<WriteEntry> entries, 
     stats.compression = compression_for(file);
     check_entries(file, entries);
     fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-    std::string pattern = (dir / ("." + file.filename().string() + ".XXXXXX")).string();
-    TempFile temp;
-    temp.fd = ::mkostemp(pattern.data(), O_CLOEXEC);
-    if (temp.fd < 0) write_error(file, errno);
-    temp.path = pattern;
+    remove_abandoned_temps(dir, file);
+    TempFile temp = locked_temp(dir, file);
     if (::fchmod(temp.fd, archive_mode()) != 0) write_error(temp.path, errno);
     {
         Writer writer(file, temp.fd, stats.compression, cancel);

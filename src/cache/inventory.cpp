@@ -223,6 +223,28 @@ void visit_repos(const fs::path& root, const std::function<void(RepoScan)>& visi
     }
 }
 
+std::vector<Entry> root_leftovers(const fs::path& root) {
+    Walker walker(root);
+    std::vector<Entry> found;
+    for (Entry& entry : walker.list(root, true).value_or(std::vector<Entry>{})) {
+        if (entry.name.rfind(".kernhub-extract-", 0) == 0) found.push_back(std::move(entry));
+    }
+    return found;
+}
+
+std::uint64_t leftover_bytes(const fs::path& path, const Entry& entry) {
+    if (entry.type == EntryType::file) return entry.size;
+    if (entry.type != EntryType::directory) return 0;
+    std::uint64_t bytes = 0;
+    std::error_code ec;
+    std::size_t seen = 0;
+    for (auto it = fs::recursive_directory_iterator(path, ec);
+         !ec && it != fs::recursive_directory_iterator() && ++seen <= k_max_leftover_walk; it.increment(ec)) {
+        if (it->is_regular_file(ec) && !it->is_symlink(ec)) bytes += it->file_size(ec);
+    }
+    return bytes;
+}
+
 std::vector<RepoScan> scan_cache(const fs::path& root) {
     std::vector<RepoScan> repos;
     visit_repos(root, [&](RepoScan repo) { repos.push_back(std::move(repo)); });

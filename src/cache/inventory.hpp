@@ -90,6 +90,15 @@ std::vector<RepoScan> scan_cache(const fs::path& root);
 // Bounded as scan_cache; an exception from `visit` ends the walk.
 void visit_repos(const fs::path& root, const std::function<void(RepoScan)>& visit);
 
+// <root>/.kernhub-extract-*: unpack folders of `cache import`, named by
+// archive::extract; one that outlived its process is a leftover. A missing
+// root has none. Bounded as scan_cache.
+std::vector<Entry> root_leftovers(const fs::path& root);
+// The file bytes below a leftover (its own size for a file), counted over
+// at most k_max_leftover_walk entries, never through a link.
+inline constexpr std::size_t k_max_leftover_walk = 200000;
+std::uint64_t leftover_bytes(const fs::path& path, const Entry& entry);
+
 // Whether `path` is a folder and not a link to one (lstat).
 bool is_real_directory(const fs::path& path);
 

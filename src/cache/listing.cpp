@@ -103,6 +103,14 @@ CacheListing list_cache(const fs::path& root) {
     for (const RepoScan& repo : scan_cache(root)) {
         listing.repos.push_back(list_repo(repo));
         listing.size += listing.repos.back().size;
+        for (const Entry& temp : repo.temps) {
+            ++listing.leftovers;
+            listing.leftover_bytes += leftover_bytes(repo.folder / ".kernhub" / "tmp" / temp.name, temp);
+        }
+    }
+    for (const Entry& entry : root_leftovers(root)) {
+        ++listing.leftovers;
+        listing.leftover_bytes += leftover_bytes(root / entry.name, entry);
     }
     return listing;
 }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "archive/archive.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
 #include "store/cache.hpp"
@@ -24,10 +25,6 @@ constexpr const char* k_locked = "its blob lock is held: a fetch is downloading 
 // Blob locks held at once while removing blobs, which bounds the descriptors
 // prune keeps open; snapshots/ is walked again once per batch.
 constexpr std::size_t k_prune_lock_batch = 256;
-
-// Entries of an abandoned unpack folder counted for the freed-bytes figure;
-// the folder is removed whole either way.
-constexpr std::size_t k_max_temp_walk = 200000;
 
 // Removal below the repo folder never follows a link, even one swapped in
 // while prune runs (store::remove_beneath).
@@ -52,6 +49,45 @@ void throw_if_cancelled(const PruneRequest& request, const fs::path& at) {
     throw Error(ErrorCode::interrupted, "interrupted while pruning " + printable(at.string()) +
                                             "; what was removed is gone and everything else is kept: run "
                                             "kernhub cache prune again to finish");
+}
+
+// A leftover of a killed command: a temp file or an unpack folder below a
+// repo's .kernhub/tmp, or an import's unpack folder at the root. A temp
+// file has no lock: a process writes it for seconds to minutes, so one
+// untouched for store::k_stale_partial_age was left by a process that
+// died. An unpack folder is locked by the process unpacking into it
+// (archive::ExtractedTree): one whose lock is held stays, one whose lock is
+// free goes after that age, or at once with --partials. Links inside go,
+// never their targets; `base` is the folder removal stays below.
+void prune_leftover(const fs::path& base, const fs::path& path, const Entry& entry, const PruneRequest& request,
+                    PruneReport& report) {
+    const auto keep = [&](const char* reason) { report.kept.push_back(PruneKept{printable(path.string()), reason}); };
+    if (!entry_exists(path)) return;
+    // Only folders archive::extract made carry its lock.
+    const bool unpack_folder = entry.type == EntryType::directory && request.use_locks &&
+                               path.filename().string().rfind(".kernhub-extract-", 0) == 0;
+    int lock_fd = -1;
+    if (unpack_folder) {
+        // Also in a dry run: taking a folder's lock creates nothing.
+        lock_fd = archive::lock_abandoned_unpack_folder(path);
+        if (lock_fd < 0) return keep("a running process is unpacking into it (its folder lock is held)");
+    }
+    struct Closer {
+        int fd;
+        ~Closer() {
+            if (fd >= 0) ::close(fd);
+        }
+    } closer{lock_fd};
+    const bool at_once = request.partials && unpack_folder;
+    if (!at_once && entry.modified > request.now - store::k_stale_partial_age) {
+        return keep(
+            "a temporary file or unpack folder is taken for abandoned only after 24 hours "
+            "(store::k_stale_partial_age); kernhub cache prune --partials removes an unpack folder no process holds");
+    }
+    const std::uint64_t bytes = leftover_bytes(path, entry);
+    if (!request.dry_run) store::remove_beneath(base, path.lexically_relative(base));
+    report.removed.push_back(printable(path.string()));
+    report.bytes += bytes;
 }
 
 class RepoPruner {
@@ -214,7 +250,9 @@ private:
     void prune_partial(const Entry& partial) {
         if (partial.type != EntryType::file) return;
         const fs::path path = m_repo.folder / "blobs" / partial.name;
-        if (fresh(partial.modified)) return kept(path, k_fresh);
+        // --partials: the blob lock alone decides (a live download holds it).
+        const bool at_once = m_request.partials && m_request.use_locks;
+        if (!at_once && fresh(partial.modified)) return kept(path, k_fresh);
         if (!m_request.use_locks && partial.modified > m_request.now - store::k_stale_partial_age) {
             return kept(path,
                         "file locks do not work on this cache's filesystem (or KERNHUB_NO_FLOCK is set), so a partial "
@@ -238,29 +276,10 @@ private:
         return true;
     }
 
-    // A temp entry has no lock: a process writes or unpacks into it for
-    // seconds to minutes, so one untouched for store::k_stale_partial_age
-    // was left by a process that died. Links inside go, never their targets.
     void prune_temp(const Entry& temp) {
         const fs::path path = m_repo.folder / ".kernhub" / "tmp" / temp.name;
-        if (temp.modified > m_request.now - store::k_stale_partial_age) {
-            return kept(path,
-                        "a temporary file or unpack folder is taken for abandoned only after 24 hours "
-                        "(store::k_stale_partial_age)");
-        }
-        if (!entry_exists(path) || !parents_are_real(path)) return;
-        std::uint64_t bytes = temp.type == EntryType::file ? temp.size : 0;
-        if (temp.type == EntryType::directory) {
-            // Counted for the report only, over at most k_max_temp_walk entries.
-            std::error_code ec;
-            std::size_t seen = 0;
-            for (auto it = fs::recursive_directory_iterator(path, ec);
-                 !ec && it != fs::recursive_directory_iterator() && ++seen <= k_max_temp_walk; it.increment(ec)) {
-                if (it->is_regular_file(ec) && !it->is_symlink(ec)) bytes += it->file_size(ec);
-            }
-        }
-        if (!m_request.dry_run) remove_tree(m_repo.folder, path);
-        removed(path, bytes);
+        if (!parents_are_real(path)) return;
+        prune_leftover(m_repo.folder, path, temp, m_request, m_report);
     }
 
     const RepoScan& m_repo;
@@ -280,6 +299,10 @@ PruneReport prune_cache(const fs::path& root, const PruneRequest& request) {
             throw_if_cancelled(request, repo.folder);
             RepoPruner(repo, request, report).run();
         });
+        for (const Entry& entry : root_leftovers(root)) {
+            throw_if_cancelled(request, root);
+            prune_leftover(root, root / entry.name, entry, request, report);
+        }
     } catch (const Error& error) {
         // Every entry is reported once it is gone, so what the report holds
         // is exactly what was removed before the stop.

@@ -32,6 +32,9 @@ struct PruneRequest {
     // and KERNHUB_NO_FLOCK is not set. Without them a partial download is
     // only taken for abandoned after store::k_stale_partial_age.
     bool use_locks = true;
+    // --partials (PruneOptions::partials): partial downloads and unpack
+    // folders whose lock is free go at once, not after the grace periods.
+    bool partials = false;
     KeptCommits keep;
     Clock::time_point now = Clock::now();
     // Checked between units of work (a repo, a snapshot, a batch of blobs,

@@ -3,6 +3,7 @@
 // listings, then revision/<commit>, and last revision/<name> and refs, so a
 // revision never names a commit whose files are not there yet.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -66,7 +67,23 @@ fs::path created(fs::path root) {
 
 }  // namespace
 
-HubTree::HubTree(fs::path root) : m_root(created(absolute_root(std::move(root)))), m_lock(m_root / k_lock_name) {}
+HubTree::HubTree(fs::path root) : m_root(created(absolute_root(std::move(root)))), m_lock(m_root / k_lock_name) {
+    // What a killed run left: the lock is ours, so no live run writes here.
+    // remove_all removes a link, never what it points to.
+    std::error_code ec;
+    fs::remove_all(m_root / k_staging_name, ec);
+    if (ec) {
+        throw Error(ErrorCode::internal, "cannot remove the temporaries " + (m_root / k_staging_name).string() +
+                                             " a killed mirror run left: " + ec.message() +
+                                             "; remove that folder by hand");
+    }
+}
+
+HubTree::~HubTree() {
+    // Empty once every atomic write is done; a failed run's leftovers (the
+    // folder is not empty) go at the start of the next.
+    ::rmdir((m_root / k_staging_name).c_str());
+}
 
 PlaceCounts HubTree::add_files(const hub::RepoRef& repo, const std::string& commit,
                                const std::vector<MirrorFile>& files) {

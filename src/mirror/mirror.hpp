@@ -46,10 +46,17 @@ struct PlaceCounts {
 
 // A static hub tree being added to. Holds <root>/.kernhub-mirror.lock for
 // its lifetime, so two mirror runs into one tree merge their listings one
-// after the other instead of losing one of them.
+// after the other instead of losing one of them. Temporaries are staged in
+// <root>/.kernhub-tmp: made by this run, emptied of what a killed run left
+// before anything else (under the lock, so no live run writes there) and
+// removed when the run ends, so a tree served or uploaded as is never
+// holds a temporary between runs.
 class HubTree {
 public:
     explicit HubTree(fs::path root);
+    ~HubTree();
+    HubTree(const HubTree&) = delete;
+    HubTree& operator=(const HubTree&) = delete;
 
     const fs::path& root() const noexcept { return m_root; }
 

@@ -393,3 +393,27 @@ TEST_CASE("an error about a 4,080-byte cache path keeps its reason: the path is 
     CHECK_THAT(r.err, Catch::EndsWith("eee: Not a directory; check permissions\n"));
     CHECK(r.err.size() < 4400);
 }
+
+TEST_CASE("cache prune --partials removes fresh partial downloads at once, but never one a live download holds",
+          "[cli][cache]") {
+    Sandbox box;
+    kernhub::store::RepoCache repo(box.cache, kernhub::RepoType::kernel, k_repo);
+    const std::string free_etag(64, '3');
+    const std::string busy_etag(64, '4');
+    const fs::path blobs = repo.folder() / "blobs";
+    fs::create_directories(blobs);
+    // Fresh: what a fetch that hit a full disk a minute ago left.
+    write_text(blobs / (free_etag + ".aaaa.incomplete"), std::string(1 << 20, 'x'));
+    write_text(blobs / (busy_etag + ".bbbb.incomplete"), "in flight");
+    auto lock = repo.lock_blob(busy_etag);  // this test process is the live download
+
+    ProcessResult plain = cache_cmd(box, "prune");
+    CHECK(plain.exit_code == 0);
+    CHECK(fs::exists(blobs / (free_etag + ".aaaa.incomplete")));  // within the grace period
+    ProcessResult r = cache_cmd(box, "prune", {"--partials"});
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "removed " + (blobs / (free_etag + ".aaaa.incomplete")).string() + "\n");
+    CHECK(fs::exists(blobs / (busy_etag + ".bbbb.incomplete")));
+    CHECK(r.err.find("lock is held") != std::string::npos);
+}

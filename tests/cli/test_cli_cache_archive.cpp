@@ -2,8 +2,10 @@
 // filled from the loopback hub travels through an archive into an empty
 // cache that then works offline; hostile archives exit 4 and change nothing
 // (README.md, "Cache archives").
+#include <sys/file.h>
 #include <chrono>
 #include <random>
+#include <thread>
 
 #include "archive/tar_builder.hpp"
 #include "cache/cache_fixture.hpp"
@@ -136,9 +138,17 @@ TEST_CASE("the exported archive gets 0666 less the umask, so an export is no mor
         INFO("umask " << umask);
         const fs::path archive = box.dir.path() / ("umask-" + umask + ".tar");
         // The shell sets the umask of the kernhub it becomes, not this process's.
-        const std::vector<std::string> argv{"/bin/sh", "-c", "umask " + umask + " && exec \"$@\"", "sh",
-                                            KERNHUB_CLI_PATH, "cache", "export", "--to", archive.string(),
-                                            "--cache-dir", box.cache.string()};
+        const std::vector<std::string> argv{"/bin/sh",
+                                            "-c",
+                                            "umask " + umask + " && exec \"$@\"",
+                                            "sh",
+                                            KERNHUB_CLI_PATH,
+                                            "cache",
+                                            "export",
+                                            "--to",
+                                            archive.string(),
+                                            "--cache-dir",
+                                            box.cache.string()};
         ProcessResult r = run_process(argv, box.env(), box.dir.path().string());
         INFO(describe(r));
         REQUIRE(r.exit_code == 0);
@@ -358,4 +368,122 @@ TEST_CASE("export and import stopped by SIGINT each say what is true of them and
     CHECK_THAT(imported.err, Catch::Contains("interrupted by SIGINT; nothing unverified entered the cache"));
     CHECK(imported.err.find("partial downloads") == std::string::npos);
     CHECK_FALSE(has_entry(target.cache, ".kernhub-extract-"));
+}
+
+TEST_CASE("the next export to a target removes what a killed export left beside it, never a live one's", "[cli]") {
+    FilledCache filled;
+    const Sandbox& box = filled.box;
+    const fs::path out = box.dir.path() / "out";
+    fs::create_directories(out);
+    // What an export killed halfway leaves, and what a running one holds.
+    const fs::path abandoned = out / ".cache.tar.zst.Ab12Cd";
+    const fs::path live = out / ".cache.tar.zst.Ef34Gh";
+    write_text(abandoned, std::string(1 << 16, 'x'));
+    write_text(live, "being written");
+    UniqueFd held(::open(live.c_str(), O_RDONLY | O_CLOEXEC));
+    REQUIRE(::flock(held.get(), LOCK_EX) == 0);  // this test process is the running export
+    // Another target's temporary is not this export's business.
+    const fs::path other = out / ".other.tar.zst.Ij56Kl";
+    write_text(other, "another target");
+
+    ProcessResult r = export_cache(box, out / "cache.tar.zst");
+    INFO(describe(r));
+    REQUIRE(r.exit_code == 0);
+    CHECK_FALSE(fs::exists(abandoned));
+    CHECK(fs::exists(live));
+    CHECK(fs::exists(other));
+    CHECK(fs::exists(out / "cache.tar.zst"));
+}
+
+TEST_CASE("an import killed while unpacking leaves a folder that cache ls counts and prune --partials removes",
+          "[cli]") {
+    // A 48 MiB file of random bytes, so the unpacking can be caught halfway.
+    TempDir dir;
+    std::string bytes(48u << 20, '\0');
+    std::mt19937 random(11);
+    for (auto& c : bytes) c = static_cast<char>(random());
+    write_text(dir.path() / "big.bin", bytes);
+    json files = json::object();
+    files["build/" + host_cpu_variant() + "/big.bin"] = {{"path", (dir.path() / "big.bin").string()}, {"lfs", true}};
+    json commit = {{"message", "big"}, {"branches", {"main"}}, {"metadata", true}, {"files", files}};
+    make_hub({{"repos", json::array({{{"repo_id", "kernhub-test/big"}, {"type", "kernel"}, {"commits", {commit}}}})}},
+             dir.path() / "hub");
+    HubServer server(dir.path() / "hub");
+    Sandbox box;
+    REQUIRE(box.kh("fetch", "kernhub-test/big", server.endpoint(), {"--quiet"}).exit_code == 0);
+    const fs::path archive = box.dir.path() / "cache.tar";
+    REQUIRE(export_cache(box, archive).exit_code == 0);
+
+    Sandbox target;
+    fs::create_directories(target.cache);
+    const auto unpack_folder = [&]() -> fs::path {
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(target.cache, ec)) {
+            if (entry.path().filename().string().rfind(".kernhub-extract-", 0) == 0) return entry.path();
+        }
+        return {};
+    };
+    const auto prune = [&](const std::vector<std::string>& more) {
+        std::vector<std::string> args{"cache", "prune", "--cache-dir", target.cache.string()};
+        args.insert(args.end(), more.begin(), more.end());
+        return target.run(args);
+    };
+    // A running import holds its unpack folder: --partials keeps it.
+    {
+        std::vector<std::string> argv{KERNHUB_CLI_PATH, "cache",       "import",
+                                      archive.string(), "--cache-dir", target.cache.string()};
+        UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+        UniqueFd sink(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+        const pid_t pid =
+            spawn_process(argv, target.env(), target.dir.path().string(), in.get(), sink.get(), sink.get());
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        // Stopped once it has written some of the file.
+        const auto unpacked_bytes = [&] {
+            std::uintmax_t written = 0;
+            std::error_code ec;
+            const fs::path folder = unpack_folder();
+            if (folder.empty()) return written;
+            for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+                if (it->is_regular_file(ec)) written += it->file_size(ec);
+            }
+            return written;
+        };
+        while (unpacked_bytes() == 0 && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        ::kill(pid, SIGSTOP);  // held mid-unpack, its lock with it
+        const fs::path folder = unpack_folder();
+        REQUIRE_FALSE(folder.empty());
+        ProcessResult busy = prune({"--partials"});
+        INFO(describe(busy));
+        CHECK(busy.exit_code == 0);
+        CHECK(fs::exists(folder));
+        CHECK_THAT(busy.err, Catch::Contains("a running process is unpacking into it"));
+        ::kill(pid, SIGKILL);
+        ::kill(pid, SIGCONT);
+        CHECK(wait_process(pid) == 128 + SIGKILL);
+    }
+    const fs::path left = unpack_folder();
+    REQUIRE_FALSE(left.empty());
+
+    ProcessResult ls = target.run({"cache", "ls", "--cache-dir", target.cache.string(), "--json"});
+    INFO(describe(ls));
+    REQUIRE(ls.exit_code == 0);
+    json listing = parse_stdout(ls);
+    CHECK(listing["leftovers"] == 1);
+    CHECK(listing["leftover_bytes"].get<std::uint64_t>() > 0);
+    ProcessResult plain = target.run({"cache", "ls", "--cache-dir", target.cache.string()});
+    CHECK_THAT(plain.out, Catch::Contains("1 leftovers of interrupted commands"));
+
+    // Fresh, so a plain prune keeps it for 24 hours; --partials removes it now.
+    ProcessResult kept = prune({});
+    CHECK(kept.exit_code == 0);
+    CHECK(fs::exists(left));
+    CHECK_THAT(kept.err, Catch::Contains("24 hours"));
+    ProcessResult removed = prune({"--partials", "--json"});
+    INFO(describe(removed));
+    CHECK(removed.exit_code == 0);
+    CHECK(parse_stdout(removed)["removed"] == json::array({left.string()}));
+    CHECK_FALSE(fs::exists(left));
+    CHECK(parse_stdout(target.run({"cache", "ls", "--cache-dir", target.cache.string(), "--json"}))["leftovers"] == 0);
 }

@@ -188,16 +188,17 @@ TEST_CASE("a fetch that must write into root's folders exits 1 naming the folder
     const fs::path locks = shared.box.cache / ".locks" / k_vector_add_folder;
     const std::vector<std::string> other_variant{"--target", "native-cpu-aarch64-linux"};
     r = shared.fetch(As::owner, "vector-add", other_variant);
-    check_error(r, 1, {"cannot lock " + locks.string() + "/", "Permission denied",
-                       locks.string() + " is owned by root, not " + owner, chown});
+    check_error(r, 1,
+                {"cannot lock " + locks.string() + "/", "Permission denied",
+                 locks.string() + " is owned by root, not " + owner, chown});
 
     // With that folder its own, the owner's fetch must put the new blob into
     // root's blobs/.
     REQUIRE(::chown(locks.c_str(), k_owner, k_owner) == 0);
     const fs::path blobs = shared.box.cache / k_vector_add_folder / "blobs";
     r = shared.fetch(As::owner, "vector-add", other_variant);
-    check_error(r, 1, {"cannot write " + blobs.string() + "/", blobs.string() + " is owned by root, not " + owner,
-                       chown});
+    check_error(r, 1,
+                {"cannot write " + blobs.string() + "/", blobs.string() + " is owned by root, not " + owner, chown});
 
     // The command offered gives the cache back: the same fetch then works.
     run_suggested(r);
@@ -225,12 +226,14 @@ TEST_CASE("after root fetched with umask 077, what the owner may not read is nam
     // Root's lock files of the new blobs are 0600: not even a read-only
     // descriptor can lock them.
     r = shared.fetch(As::owner, "vector-add-v2");
-    check_error(r, 1, {"cannot lock " + (shared.box.cache / ".locks" / k_vector_add_folder).string() + "/",
-                       ".lock is owned by root, not " + owner, chown});
+    check_error(r, 1,
+                {"cannot lock " + (shared.box.cache / ".locks" / k_vector_add_folder).string() + "/",
+                 ".lock is owned by root, not " + owner, chown});
     // verify cannot read root's snapshot folder (0700).
     r = shared.owner_cache("verify");
-    check_error(r, 1, {"cannot read the folder " + (shared.box.cache / k_vector_add_folder / "snapshots").string(),
-                       "is owned by root, not " + owner, chown});
+    check_error(r, 1,
+                {"cannot read the folder " + (shared.box.cache / k_vector_add_folder / "snapshots").string(),
+                 "is owned by root, not " + owner, chown});
 
     run_suggested(r);
     r = shared.fetch(As::owner, "vector-add-v2");

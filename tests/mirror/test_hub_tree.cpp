@@ -316,3 +316,26 @@ TEST_CASE("nginx accepts the generated configuration", "[mirror][nginx][needs:ng
     INFO(check.err);
     CHECK(check.exit_code == 0);
 }
+
+TEST_CASE("a killed run's temporaries go before anything else, and a finished run leaves no staging folder",
+          "[mirror]") {
+    TempDir dir;
+    const fs::path root = dir.path() / "tree";
+    // What a mirror killed while placing a file leaves inside the tree.
+    fs::create_directories(root / ".kernhub-tmp");
+    std::ofstream(root / ".kernhub-tmp" / ".place.Ab12Cd.tmp") << std::string(4096, 'x');
+    {
+        mirror::HubTree tree(root);
+        CHECK_FALSE(fs::exists(root / ".kernhub-tmp" / ".place.Ab12Cd.tmp"));
+        std::vector<mirror::MirrorFile> files = {
+            blob(dir.path(), "build/native-cpu-x86_64-linux/libk.so", "shared object bytes", true)};
+        tree.add_files(k_repo, k_commit_a, files);
+        tree.set_revision(k_repo, "main", k_commit_a);
+    }
+    // Served or uploaded as is, the tree holds no temporary and no staging folder.
+    CHECK_FALSE(fs::exists(root / ".kernhub-tmp"));
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+        INFO(entry.path());
+        CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);
+    }
+}
