@@ -72,7 +72,8 @@ TEST_CASE("cache ls lists what fetch cached: repos, refs, commits, variants and 
     INFO(describe(r));
     REQUIRE(r.exit_code == 0);
     json ls = parse_stdout(r);
-    CHECK(keys_of(ls) == std::vector<std::string>{"repos", "root", "size"});
+    CHECK(keys_of(ls) == std::vector<std::string>{"leftover_bytes", "leftovers", "repos", "root", "size"});
+    CHECK(ls["leftovers"] == 0);
     CHECK(ls["root"] == box.cache.string());
     REQUIRE(ls["repos"].size() == 2);
     json kernel = ls["repos"][0];  // kernels--... sorts before models--...
