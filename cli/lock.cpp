@@ -23,6 +23,7 @@ nlohmann::ordered_json lock_json(const LockReport& report) {
                            {"commit", kernel.commit},
                            {"variants", kernel.variants},
                            {"pin_kept", kernel.pin_kept},
+                           {"missing_targets", kernel.missing_targets},
                            {"pin_problem", kernel.pin_problem}});
     }
     return {{"path", report.path},
@@ -83,9 +84,12 @@ Command add_lock_command(CLI::App& app) {
                     for (const auto& kernel : report.kernels) {
                         std::string variants;
                         for (const auto& v : kernel.variants) variants += (variants.empty() ? "" : ", ") + v;
+                        std::string missing;
+                        for (const auto& m : kernel.missing_targets) missing += (missing.empty() ? "" : ", ") + m;
                         status(flags->common, "locked " + kernel.name + " (" + kernel.repo_id + "@" + kernel.revision +
                                                   " = " + short_commit(kernel.commit) + ") " + variants +
-                                                  (kernel.pin_kept ? "" : " [resolved]"));
+                                                  (kernel.pin_kept ? "" : " [resolved]") +
+                                                  (missing.empty() ? "" : "; no build for " + missing));
                     }
                     if (stale) {
                         // One escaped line per diff line: the lock quotes names and hashes a hub sent.

@@ -85,12 +85,12 @@ std::string pin_disagreement(const std::vector<hub::TreeEntry>& listing, const s
         }
     }
     if (listed == 0) return "variant " + variant + ": not" + at;
-    for (const auto& [relpath, file] : pin.files) {
-        (void)file;
+    for (const auto& pinned : pin.files) {
+        const std::string listed_path = prefix + pinned.first;
         const bool found = std::any_of(listing.begin(), listing.end(), [&](const hub::TreeEntry& entry) {
-            return entry.is_file && entry.path == prefix + relpath;
+            return entry.is_file && entry.path == listed_path;
         });
-        if (!found) return "variant " + variant + ", file " + relpath + ": in the lock but not" + at;
+        if (!found) return "variant " + variant + ", file " + pinned.first + ": in the lock but not" + at;
     }
     const std::string hash = hub::listing_variant_hash(listing, variant);
     if (pin.hash != hash) return "variant " + variant + ": hash " + pin.hash + " in the lock, " + hash + at;
@@ -116,6 +116,57 @@ struct Locker {
         if (outcome.signature)
             locked.signer = lock::LockedSigner{outcome.signature->identity, outcome.signature->issuer};
         return locked;
+    }
+
+    // The variants to lock for one kernel at the chosen commit: the
+    // --target list, or re-locking without it, the previous lock's targets
+    // (its variants and its missing targets), else this host's choice.
+    // Targets the kernel lacks go into `out_missing`.
+    std::vector<std::string> wanted_variants(const registry::KernelSpec& spec, const lock::LockedKernel* previous,
+                                             const hub::VariantChoice& choice, const hub::FetchRequest& request,
+                                             std::vector<std::string>& out_missing) const {
+        std::vector<std::string> wanted;
+        std::vector<std::string> targets = impl.settings.targets;
+        const bool from_previous = targets.empty() && previous != nullptr && previous->repo_id == spec.repo_id &&
+                                   !(previous->variants.empty() && previous->missing_targets.empty());
+        if (from_previous) {
+            for (const auto& [name, variant] : previous->variants) targets.push_back(name);
+            targets.insert(targets.end(), previous->missing_targets.begin(), previous->missing_targets.end());
+        }
+        if (!targets.empty()) {
+            // A --target the kernel has no build for is recorded as missing,
+            // so that prewarm --target skips the kernel for it (a kernel
+            // with none of them is locked with no variant). A variant the
+            // previous lock had that is gone now is not quietly dropped.
+            std::vector<std::string> offered = candidate_names(choice);
+            for (const auto& target : targets) {
+                const bool was_locked = from_previous && previous->variants.count(target) != 0;
+                if (!contains(offered, target) && was_locked) {
+                    throw Error(ErrorCode::not_found, "kernel '" + spec.name + "' (" + spec.repo_id + "@" +
+                                                          choice.commit.substr(0, 12) + ") no longer has the variant " +
+                                                          target + " that " + k_lock_name + " locks; it has " +
+                                                          join(offered) + "; lock again with --target to choose");
+                }
+                if (!contains(offered, target)) {
+                    if (!contains(out_missing, target)) out_missing.push_back(target);
+                } else if (!contains(wanted, target)) {
+                    wanted.push_back(target);
+                }
+            }
+        } else if (choice.selection.chosen) {
+            wanted.push_back(*choice.selection.chosen);
+        } else {
+            // As for fetch: a variant that only lacks its runtime is a load
+            // failure (install the runtime), not a missing variant.
+            const bool runtime_missing = !choice.selection.runtime_problem.empty();
+            throw Error(runtime_missing ? ErrorCode::load : ErrorCode::not_found,
+                        "no build variant of kernel '" + spec.name + "' fits this host (" +
+                            select::describe(request.host) + "): " + hub::describe_rejections(choice.selection) +
+                            (choice.selection.runtime_problem.empty() ? std::string()
+                                                                      : "; " + choice.selection.runtime_problem) +
+                            "; lock for other machines with --target");
+        }
+        return wanted;
     }
 
     // Checks a kept pin against the listing of its commit, which the last
@@ -156,18 +207,21 @@ struct Locker {
         request.ref_ttl_seconds = 0;
         hub::Fetcher fetcher(impl.settings.cache_root, impl.hub_client(), impl.options.events);
         hub::VariantChoice choice;
+        bool listed = true;
         try {
             choice = fetcher.choose(request);
-            if (keep_pin) out_pin_problem = kept_pin_problem(spec, *previous, fetcher);
         } catch (const Error& error) {
-            if (keep_pin && error.code() == ErrorCode::offline && error.message().rfind("kernel '", 0) != 0) {
+            if (!keep_pin) throw;
+            if (error.code() == ErrorCode::offline) {
                 throw Error(ErrorCode::offline,
                             "kernel '" + spec.name + "': its pin cannot be checked: " + error.message());
             }
             // A pinned commit the hub does not have is a pin that describes nothing.
-            if (!keep_pin || error.code() != ErrorCode::not_found) throw;
+            if (error.code() != ErrorCode::not_found) throw;
             out_pin_problem = "commit " + previous->commit + " is not on the hub (" + error.message() + ")";
+            listed = false;
         }
+        if (keep_pin && listed) out_pin_problem = kept_pin_problem(spec, *previous, fetcher);
         if (keep_pin) {
             if (!out_pin_problem.empty() && check) return *previous;
             if (!out_pin_problem.empty()) {
@@ -179,41 +233,8 @@ struct Locker {
         }
         out.commit = choice.commit;
 
-        std::vector<std::string> wanted;
-        // The targets to lock: --target, or re-locking without it, the ones
-        // the previous lock had (its variants and its missing targets).
-        std::vector<std::string> targets = impl.settings.targets;
-        if (targets.empty() && previous != nullptr && previous->repo_id == spec.repo_id &&
-            !(previous->variants.empty() && previous->missing_targets.empty())) {
-            for (const auto& [name, variant] : previous->variants) targets.push_back(name);
-            targets.insert(targets.end(), previous->missing_targets.begin(), previous->missing_targets.end());
-        }
-        if (!targets.empty()) {
-            // A target the kernel has no build for is recorded as missing,
-            // so that prewarm --target skips the kernel for it; a kernel
-            // with none of them is locked with no variant at all.
-            std::vector<std::string> offered = candidate_names(choice);
-            for (const auto& target : targets) {
-                if (!contains(offered, target)) {
-                    if (!contains(out_missing, target)) out_missing.push_back(target);
-                } else if (!contains(wanted, target)) {
-                    wanted.push_back(target);
-                }
-            }
-            out.missing_targets.insert(out_missing.begin(), out_missing.end());
-        } else if (choice.selection.chosen) {
-            wanted.push_back(*choice.selection.chosen);
-        } else {
-            // As for fetch: a variant that only lacks its runtime is a load
-            // failure (install the runtime), not a missing variant.
-            const bool runtime_missing = !choice.selection.runtime_problem.empty();
-            throw Error(runtime_missing ? ErrorCode::load : ErrorCode::not_found,
-                        "no build variant of kernel '" + spec.name + "' fits this host (" +
-                            select::describe(request.host) + "): " + hub::describe_rejections(choice.selection) +
-                            (choice.selection.runtime_problem.empty() ? std::string()
-                                                                      : "; " + choice.selection.runtime_problem) +
-                            "; lock for other machines with --target");
-        }
+        const std::vector<std::string> wanted = wanted_variants(spec, previous, choice, request, out_missing);
+        out.missing_targets.insert(out_missing.begin(), out_missing.end());
         registry::KernelSpec at_commit = spec_at_commit(spec.name, spec.repo_id, spec.repo_type, out.commit, spec.file);
         at_commit.signature = spec.signature;
         for (const auto& variant : wanted) {

@@ -379,22 +379,25 @@ int lock_abandoned_unpack_folder(const fs::path& folder) {
 namespace {
 
 // A new unpack folder in `parent`, locked (see ExtractedTree) before
-// anything is written into it. A cleaner can take the lock in the instant
-// between mkdtemp and flock and remove the empty folder; the folder is then
-// unlinked (no links left) and another is made.
+// anything is written into it. A cleaner (prune --partials) can find the
+// folder in the instant between mkdtemp and flock, take its lock and remove
+// it: the open then fails (ENOENT), the flock finds it held (EWOULDBLOCK),
+// or the folder, locked, has no link left; each time another is made.
 std::pair<std::string, Fd> locked_unpack_folder(const fs::path& parent) {
-    for (int attempt = 0;; ++attempt) {
+    constexpr int k_attempts = 8;
+    for (int attempt = 1;; ++attempt) {
         std::string path = (parent / ".kernhub-extract-XXXXXX").string();
         if (::mkdtemp(path.data()) == nullptr) disk_error(parent, errno);
         Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        int err = dir.get() < 0 ? errno : 0;
+        if (err == 0 && ::flock(dir.get(), LOCK_EX | LOCK_NB) != 0) err = errno;
         struct stat st {};
-        if (dir.get() < 0 || ::flock(dir.get(), LOCK_EX | LOCK_NB) != 0 || ::fstat(dir.get(), &st) != 0) {
-            const int err = errno;
-            ::rmdir(path.c_str());
-            disk_error(path, err);
-        }
-        if (st.st_nlink > 0) return {path, std::move(dir)};
-        if (attempt == 3) disk_error(path, ENOENT);
+        if (err == 0 && ::fstat(dir.get(), &st) != 0) err = errno;
+        if (err == 0 && st.st_nlink > 0) return {path, std::move(dir)};
+        if (err == 0) err = ENOENT;
+        const bool raced = err == ENOENT || err == EWOULDBLOCK;
+        if (!raced) ::rmdir(path.c_str());
+        if (!raced || attempt == k_attempts) disk_error(path, err);
     }
 }
 

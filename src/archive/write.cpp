@@ -88,7 +88,6 @@ mode_t archive_mode() {
     return mask ? static_cast<mode_t>(0666 & ~*mask) : static_cast<mode_t>(0600);
 }
 
-// The temp file beside the archive: unlinked unless the rename happened.
 // The archive being written, beside its target. Its descriptor holds
 // flock(LOCK_EX) for the whole write, so the next export to the same target
 // can tell a temporary a killed export left (lock free) from one a running
@@ -133,18 +132,23 @@ void remove_abandoned_temps(const fs::path& dir, const fs::path& file) {
 }
 
 // A new temporary for `file`, locked before anything is written. A cleaner
-// may take the lock between mkostemp and flock and unlink the empty file;
-// then another is made.
+// may take the lock between mkostemp and flock and unlink the empty file
+// (the flock then finds it held, or the file has no link left); then
+// another is made.
 TempFile locked_temp(const fs::path& dir, const fs::path& file) {
-    for (int attempt = 0;; ++attempt) {
+    constexpr int k_attempts = 8;
+    for (int attempt = 1;; ++attempt) {
         std::string pattern = (dir / ("." + file.filename().string() + ".XXXXXX")).string();
         TempFile temp;
         temp.fd = ::mkostemp(pattern.data(), O_CLOEXEC);
         if (temp.fd < 0) write_error(file, errno);
         temp.path = pattern;
+        int err = ::flock(temp.fd, LOCK_EX | LOCK_NB) != 0 ? errno : 0;
         struct stat st {};
-        if (::flock(temp.fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(temp.fd, &st) == 0 && st.st_nlink > 0) return temp;
-        if (attempt == 3) write_error(temp.path, errno != 0 ? errno : ENOENT);
+        if (err == 0 && ::fstat(temp.fd, &st) != 0) err = errno;
+        if (err == 0 && st.st_nlink > 0) return temp;
+        if (err == 0) err = ENOENT;
+        if ((err != ENOENT && err != EWOULDBLOCK) || attempt == k_attempts) write_error(temp.path, err);
     }
 }
 

@@ -5,7 +5,11 @@
 #include "cache/cache_archive.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -590,6 +594,25 @@ ExportStats export_cache(const fs::path& root, const std::vector<ExportSelection
     return stats;
 }
 
+namespace {
+
+// The archive unpacked into a folder inside the root. A root this user may
+// not write (another user's cache) gets the owner and the chown that fixes
+// it, as every other refused write into the cache does.
+archive::ExtractedTree extract_into(const fs::path& root, const fs::path& file, const std::atomic<bool>* cancel) {
+    try {
+        return archive::extract(file, root, import_policy(), cancel);
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::internal || ::access(root.c_str(), W_OK) == 0) throw;
+        const int err = errno;
+        throw Error(ErrorCode::internal, "cannot unpack " + printable(file.string()) + " into the cache " +
+                                             printable(root.string()) + ": " + std::strerror(err) + "; " +
+                                             store::refusal_advice(root, err, "check permissions"));
+    }
+}
+
+}  // namespace
+
 ImportStats import_cache(const fs::path& root, const fs::path& file, const std::atomic<bool>* cancel) {
     // The extraction goes inside the root, on the cache's filesystem, so
     // blobs are renamed in rather than copied.
@@ -600,7 +623,7 @@ ImportStats import_cache(const fs::path& root, const fs::path& file, const std::
                                              "; check permissions");
     }
     try {
-        archive::ExtractedTree tree = archive::extract(file, root, import_policy(), cancel);
+        archive::ExtractedTree tree = extract_into(root, file, cancel);
         StagedCache staged = stage(root, file, tree, cancel);
         ImportStats stats;
         stats.entries = tree.entries().size();

@@ -1,5 +1,7 @@
 #include "kernhub/error.hpp"
 
+#include <algorithm>
+
 #include "common/text.hpp"
 
 namespace kernhub {
@@ -37,17 +39,46 @@ static std::string join_what(const std::string& message, const std::string& cont
 }
 
 // A message may quote what a hub sent (a parser's error names the token it
-// stopped at, which can be megabytes) or a path of up to PATH_MAX: each part
-// is cut before escaping. The cut is in the middle, keeping the last quarter,
-// because messages end with the reason and the next step ("cannot create
-// PATH: No space left on device; free some space"), which a cut at the end
-// would lose with the long path before them.
+// stopped at, which can be megabytes) or name paths of up to PATH_MAX, often
+// more than one (the file, the folder in the way, the cache root): each part
+// is cut before escaping. Long words (runs without a space: paths, tokens)
+// are shortened first, keeping their start and end, so that the sentence
+// around them (the reason and the next step, "…: Permission denied; run:
+// chown …") survives; only if that is not enough is the middle of the whole
+// text cut, keeping its last quarter, where messages put the reason.
+static std::string shorten_words(const std::string& text, std::size_t max_bytes) {
+    constexpr std::size_t k_long_word = 512;
+    constexpr std::size_t k_kept_each_end = 160;
+    std::string out;
+    out.reserve(std::min(text.size(), max_bytes * 2));
+    std::size_t excess = text.size() - max_bytes;
+    for (std::size_t at = 0; at < text.size();) {
+        std::size_t end = text.find(' ', at);
+        if (end == std::string::npos) end = text.size();
+        const std::size_t length = end - at;
+        if (excess > 0 && length > k_long_word) {
+            const std::size_t cut = length - 2 * k_kept_each_end;
+            out.append(text, at, k_kept_each_end);
+            out += "...(" + std::to_string(cut) + " bytes cut)...";
+            out.append(text, end - k_kept_each_end, k_kept_each_end);
+            excess = cut >= excess ? 0 : excess - cut;
+        } else {
+            out.append(text, at, length);
+        }
+        if (end < text.size()) out += ' ';
+        at = end + 1;
+    }
+    return out;
+}
+
 static std::string bounded(const std::string& text, std::size_t max_bytes) {
     if (text.size() <= max_bytes) return printable(text);
+    const std::string shorter = shorten_words(text, max_bytes);
+    if (shorter.size() <= max_bytes) return printable(shorter);
     const std::size_t tail = max_bytes / 4;
     const std::size_t head = max_bytes - tail;
-    return printable(text.substr(0, head)) + "... (" + std::to_string(text.size() - max_bytes) + " bytes cut) ..." +
-           printable(text.substr(text.size() - tail));
+    return printable(shorter.substr(0, head)) + "... (" + std::to_string(shorter.size() - max_bytes) +
+           " bytes cut) ..." + printable(shorter.substr(shorter.size() - tail));
 }
 
 constexpr std::size_t k_max_message_bytes = 4096;

@@ -539,3 +539,20 @@ TEST_CASE("lock --target records the kernels without that build, and prewarm --t
     check_error(p.run("prewarm", {"--target", "native-cu126-x86_64-linux"}), 3,
                 {"'cpuonly' (native-cu126-x86_64-linux)", "'kern' (native-cu126-x86_64-linux)"});
 }
+
+TEST_CASE("re-locking a kernel whose locked variant is gone from its new commit is exit 3, not a silent drop") {
+    LockProject p;
+    REQUIRE(p.run("lock", {"--target", "native-cuda"}).exit_code == 0);
+    const std::string before = read_text(p.lock_file());
+    // The publisher moves v1 to a commit without the native-cuda build.
+    json spec = lock_hub_spec();
+    json& files = spec["repos"][0]["commits"][0]["files"];
+    for (const char* path :
+         {"build/native-cuda/kern.fatbin", "build/native-cuda/metadata.json", "build/native-cuda/README.txt"}) {
+        files.erase(path);
+    }
+    spec["repos"][0]["commits"][0]["message"] = "native-cuda dropped";
+    make_hub(spec, p.hub);
+    check_error(p.run("lock", {"--update"}), 3, {"'kern'", "no longer has the variant native-cuda", "--target"});
+    CHECK(read_text(p.lock_file()) == before);
+}

@@ -243,3 +243,28 @@ TEST_CASE("after root fetched with umask 077, what the owner may not read is nam
     INFO(describe(r));
     CHECK(r.exit_code == 0);
 }
+
+TEST_CASE("an import into a cache root owned by root exits 1 naming root as its owner", "[cli][needs:other-user]") {
+    SharedCache shared;
+    ProcessResult r = shared.fetch(As::owner, "vector-add");
+    REQUIRE(r.exit_code == 0);
+    const fs::path archive = shared.box.dir.path() / "cache.tar";
+    r = run_process({shared.cli.string(), "cache", "export", "--to", archive.string(), "--cache-dir",
+                     shared.box.cache.string(), "--quiet"},
+                    shared.box.env(), shared.box.dir.path().string());
+    INFO(describe(r));
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(::chmod(archive.c_str(), 0644) == 0);
+    const fs::path root_cache = shared.box.dir.path() / "root-cache";
+    fs::create_directories(root_cache);  // root's, 0755
+    std::vector<std::string> argv = k_as_owner;
+    for (const std::string& arg : {shared.cli.string(), std::string("cache"), std::string("import"), archive.string(),
+                                   std::string("--cache-dir"), root_cache.string()}) {
+        argv.push_back(arg);
+    }
+    r = run_process(argv, shared.box.env(), shared.box.dir.path().string());
+    check_error(r, 1,
+                {"cannot unpack " + archive.string(), "Permission denied",
+                 root_cache.string() + " is owned by root, not " + login_name(k_owner)});
+    CHECK(fs::is_empty(root_cache));
+}

@@ -76,3 +76,61 @@ TEST_CASE("README's usage lines name exactly the options each command's --help l
         CHECK(long_options(line->second) == long_options(help.out));
     }
 }
+
+TEST_CASE("every usage line elsewhere in README names only options its command takes", "[cli]") {
+    // Usage lines in the other sections (lines starting "kernhub COMMAND"
+    // with a "[--" in fenced blocks, and their indented continuations) may
+    // show fewer options than the CLI block, never one the command refuses.
+    const std::string readme = slurp(std::string(KERNHUB_SOURCE_DIR) + "/README.md");
+    const std::size_t cli_block = readme.find("## CLI\n\n```\n");
+    const std::size_t cli_end = readme.find("```\n", cli_block + 12);
+    std::istringstream lines(readme.substr(0, cli_block) + readme.substr(cli_end + 4));
+    std::map<std::string, std::set<std::string>> help;
+    std::string line;
+    std::string command;
+    std::string usage;
+    std::size_t checked = 0;
+    const auto check = [&] {
+        if (command.empty()) return;
+        if (help.count(command) == 0) {
+            std::vector<std::string> args;
+            std::istringstream words(command);
+            for (std::string word; words >> word;) args.push_back(word);
+            args.push_back("--help");
+            Sandbox box;
+            ProcessResult r = box.run(args);
+            INFO("kernhub " << command << " --help");
+            REQUIRE(r.exit_code == 0);
+            help[command] = long_options(r.out);
+        }
+        for (const std::string& option : long_options(usage)) {
+            INFO(usage);
+            CHECK(help[command].count(option) == 1);
+        }
+        ++checked;
+        command.clear();
+    };
+    bool in_block = false;
+    while (std::getline(lines, line)) {
+        if (line.rfind("```", 0) == 0) {
+            check();
+            in_block = !in_block;
+            continue;
+        }
+        if (!in_block) continue;
+        if (!command.empty() && line.rfind("  ", 0) == 0) {
+            usage += " " + line;
+            continue;
+        }
+        check();
+        if (line.rfind("kernhub ", 0) != 0 || line.find("[--") == std::string::npos) continue;
+        std::istringstream words(line.substr(8));
+        std::string word;
+        while (words >> word && std::regex_match(word, std::regex("[a-z][a-z-]*"))) {
+            command += (command.empty() ? "" : " ") + word;
+        }
+        usage = line;
+    }
+    check();
+    CHECK(checked >= 8);
+}

@@ -86,6 +86,20 @@ TEST_CASE("a long path is cut out of an Error's message, never the reason after 
     CHECK(e.message().find("bytes cut)") != std::string::npos);
 }
 
+TEST_CASE("a message naming a long path three times keeps its reason and advice", "[common]") {
+    // What a refusal by another user's file says: the file, the folder in
+    // the way and the cache root, each near PATH_MAX.
+    const std::string root = "/tmp/" + std::string(3990, 'r');
+    const std::string message = "cannot lock " + root + "/.locks/x.lock: Permission denied; " + root +
+                                "/.locks is owned by root, not nobody; run: sudo chown -R nobody " + root;
+    Error e(ErrorCode::internal, message);
+    CHECK(e.message().size() <= 4096);
+    CHECK_THAT(e.message(), Catch::Contains(": Permission denied; "));
+    CHECK_THAT(e.message(), Catch::Contains("/.locks is owned by root, not nobody; run: sudo chown -R nobody /tmp/"));
+    CHECK_THAT(e.message(), Catch::StartsWith("cannot lock /tmp/rrr"));
+    CHECK_THAT(e.message(), Catch::EndsWith("rrr"));
+}
+
 TEST_CASE("an Error is one printable line, message and context alike", "[common]") {
     Error e(ErrorCode::verification, "hub sent \033[2Jbuild/x\n.so", "detail\033[31m");
     CHECK(e.message() == "hub sent \\x1b[2Jbuild/x\\n.so");
