@@ -52,7 +52,7 @@ ordered_json listing_json(const CacheListing& listing) {
 void print_listing(const CacheListing& listing) {
     std::cout << printable(listing.root) << "  " << listing.repos.size() << " repos, " << human_size(listing.size);
     if (listing.leftovers > 0) {
-        std::cout << "; " << listing.leftovers << " leftovers of interrupted commands, "
+        std::cout << "; " << listing.leftovers << " temporaries of killed or running commands, "
                   << human_size(listing.leftover_bytes) << " (see kernhub cache prune --partials)";
     }
     std::cout << '\n';

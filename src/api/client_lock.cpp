@@ -8,6 +8,7 @@
 
 #include "api/client_impl.hpp"
 #include "common/join.hpp"
+#include "digest/digest.hpp"
 #include "hub/parallel.hpp"
 #include "lock/lock.hpp"
 #include "store/cache.hpp"
@@ -57,14 +58,28 @@ bool signer_accepted(const std::optional<lock::LockedSigner>& signer, const Sign
            std::find(policy.identities.begin(), policy.identities.end(), signer->identity) != policy.identities.end();
 }
 
+// The SHA-256 of the cached blob holding a listed plain file, when the
+// cache holds it and its content is that file (its git blob id matches);
+// empty otherwise.
+std::string cached_sha256(const store::RepoCache& cache, const hub::TreeEntry& entry) {
+    const fs::path blob = cache.blob_path(entry.oid);
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(blob, ec)) || fs::file_size(blob, ec) != entry.size || ec) return {};
+    if (digest::git_blob_sha1_file_hex(blob) != entry.oid) return {};
+    return digest::sha256_file_hex(blob);
+}
+
 // Why a kept pin does not describe the listing of its own commit (what a
 // bad merge or a hand edit makes), naming the variant, the file and the
 // field; empty when it does. The listing gives every file's size, an LFS
 // file's SHA-256 and, through the variant hash, every file's hub hash, so
 // a pin from another commit or with a changed field disagrees. A plain
-// file's SHA-256 is not in the listing: prewarm checks it as it streams.
+// file's SHA-256 is not in the listing: it is checked against the blob the
+// cache holds under the file's git id (locking put it there), without a
+// request; with no such blob, prewarm checks it as the file streams.
 std::string pin_disagreement(const std::vector<hub::TreeEntry>& listing, const std::string& commit,
-                             const std::string& variant, const lock::LockedVariant& pin) {
+                             const std::string& variant, const lock::LockedVariant& pin,
+                             const store::RepoCache& cache) {
     const std::string at = " at commit " + commit.substr(0, 12);
     const std::string prefix = "build/" + variant + "/";
     std::size_t listed = 0;
@@ -82,6 +97,12 @@ std::string pin_disagreement(const std::vector<hub::TreeEntry>& listing, const s
         }
         if (entry.is_lfs() && file->second.sha256 != entry.lfs_sha256) {
             return where + "sha256 " + file->second.sha256 + " in the lock, " + entry.lfs_sha256 + at;
+        }
+        if (!entry.is_lfs()) {
+            const std::string cached = cached_sha256(cache, entry);
+            if (!cached.empty() && cached != file->second.sha256) {
+                return where + "sha256 " + file->second.sha256 + " in the lock, " + cached + at;
+            }
         }
     }
     if (listed == 0) return "variant " + variant + ": not" + at;
@@ -181,8 +202,9 @@ struct Locker {
                                                 " is not in the cache, so its pin cannot be checked; run kernhub "
                                                 "lock once online (offline mode is on)");
         }
+        const store::RepoCache cache(impl.settings.cache_root, spec.repo_type, spec.repo_id);
         for (const auto& [variant, pin] : previous.variants) {
-            std::string problem = pin_disagreement(fetcher.last_listing(), previous.commit, variant, pin);
+            std::string problem = pin_disagreement(fetcher.last_listing(), previous.commit, variant, pin, cache);
             if (!problem.empty()) return problem;
         }
         return {};

@@ -89,7 +89,8 @@ void check_pin(const Expectation& expect, const std::string& sha256_hex) {
         throw DeclaredDigestMismatch(ErrorCode::verification,
                                      expect.label + " has sha256 " + sha256_hex + ", but the lock file pins " +
                                          *expect.pinned_sha256 +
-                                         "; the hub changed what was locked, the file was not used");
+                                         "; the hub serves other bytes than were locked, or the lock was edited "
+                                         "(kernhub lock --check tells which); the file was not used");
     }
 }
 

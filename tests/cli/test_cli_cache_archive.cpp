@@ -473,7 +473,7 @@ TEST_CASE("an import killed while unpacking leaves a folder that cache ls counts
     CHECK(listing["leftovers"] == 1);
     CHECK(listing["leftover_bytes"].get<std::uint64_t>() > 0);
     ProcessResult plain = target.run({"cache", "ls", "--cache-dir", target.cache.string()});
-    CHECK_THAT(plain.out, Catch::Contains("1 leftovers of interrupted commands"));
+    CHECK_THAT(plain.out, Catch::Contains("1 temporaries of killed or running commands"));
 
     // Fresh, so a plain prune keeps it for 24 hours; --partials removes it now.
     ProcessResult kept = prune({});

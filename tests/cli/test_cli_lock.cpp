@@ -459,6 +459,18 @@ TEST_CASE("a kept pin that contradicts its commit fails lock --check naming the 
         // Offline, with the listing in the cache, the check works the same.
         CHECK(p.run("lock", {"--check", "--offline"}, server.endpoint()).exit_code == 8);
     }
+    SECTION("a plain file's sha256 edited: checked against the blob the cache holds, with no request") {
+        json lock = json::parse(good);
+        lock["kernels"]["kern"]["variants"]["native-cuda"]["files"]["README.txt"]["sha256"] = std::string(64, '0');
+        write_text(p.lock_file(), lock.dump(2) + "\n");
+        server.reset();
+        ProcessResult check = p.run("lock", {"--check"}, server.endpoint());
+        INFO(describe(check));
+        CHECK(check.exit_code == 8);
+        CHECK_THAT(check.err, Catch::Contains("variant native-cuda, file README.txt: sha256 " + std::string(64, '0') +
+                                              " in the lock"));
+        CHECK(server.stats()["requests"].empty());
+    }
     SECTION("the commit of another revision (what a bad merge leaves)") {
         std::string bad = good;
         const std::size_t at = bad.find(main_commit);
