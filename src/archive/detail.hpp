@@ -2,6 +2,7 @@
 // handle over libarchive's struct archive, and the wording of refusals.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -10,6 +11,20 @@
 #include "archive/libarchive.hpp"
 
 namespace kernhub::archive::detail {
+
+// Attempts to make a locked temporary (unpack folder, export temp) before
+// giving up on a cleaner that keeps removing them.
+inline constexpr int k_locked_temp_attempts = 8;
+
+// Takes flock(LOCK_EX) on `fd`, the descriptor of an entry just made under
+// a fresh temp name, and checks that the entry still has a link. 0 when it
+// is locked and linked; else the errno. ENOENT and EWOULDBLOCK mean that a
+// cleaner found it between its creation and the lock (it holds the lock or
+// has unlinked it): make another.
+int lock_fresh_temp(int fd);
+inline bool cleaner_raced(int err) {
+    return err == ENOENT || err == EWOULDBLOCK;
+}
 
 // Owns one libarchive read or write handle.
 class Handle {

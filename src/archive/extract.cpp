@@ -384,24 +384,28 @@ namespace {
 // it: the open then fails (ENOENT), the flock finds it held (EWOULDBLOCK),
 // or the folder, locked, has no link left; each time another is made.
 std::pair<std::string, Fd> locked_unpack_folder(const fs::path& parent) {
-    constexpr int k_attempts = 8;
     for (int attempt = 1;; ++attempt) {
         std::string path = (parent / ".kernhub-extract-XXXXXX").string();
         if (::mkdtemp(path.data()) == nullptr) disk_error(parent, errno);
         Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        int err = dir.get() < 0 ? errno : 0;
-        if (err == 0 && ::flock(dir.get(), LOCK_EX | LOCK_NB) != 0) err = errno;
-        struct stat st {};
-        if (err == 0 && ::fstat(dir.get(), &st) != 0) err = errno;
-        if (err == 0 && st.st_nlink > 0) return {path, std::move(dir)};
-        if (err == 0) err = ENOENT;
-        const bool raced = err == ENOENT || err == EWOULDBLOCK;
+        const int err = dir.get() < 0 ? errno : detail::lock_fresh_temp(dir.get());
+        if (err == 0) return {path, std::move(dir)};
+        const bool raced = detail::cleaner_raced(err);
         if (!raced) ::rmdir(path.c_str());
-        if (!raced || attempt == k_attempts) disk_error(path, err);
+        if (!raced || attempt == detail::k_locked_temp_attempts) disk_error(path, err);
     }
 }
 
 }  // namespace
+
+int detail::lock_fresh_temp(int fd) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return errno;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return errno;
+    return st.st_nlink > 0 ? 0 : ENOENT;
+}
+
+namespace {}  // namespace
 
 ExtractedTree extract(const fs::path& file, const fs::path& temp_parent, const ExtractionPolicy& policy,
                       const std::atomic<bool>* cancel) {

@@ -136,19 +136,15 @@ void remove_abandoned_temps(const fs::path& dir, const fs::path& file) {
 // (the flock then finds it held, or the file has no link left); then
 // another is made.
 TempFile locked_temp(const fs::path& dir, const fs::path& file) {
-    constexpr int k_attempts = 8;
     for (int attempt = 1;; ++attempt) {
         std::string pattern = (dir / ("." + file.filename().string() + ".XXXXXX")).string();
         TempFile temp;
         temp.fd = ::mkostemp(pattern.data(), O_CLOEXEC);
         if (temp.fd < 0) write_error(file, errno);
         temp.path = pattern;
-        int err = ::flock(temp.fd, LOCK_EX | LOCK_NB) != 0 ? errno : 0;
-        struct stat st {};
-        if (err == 0 && ::fstat(temp.fd, &st) != 0) err = errno;
-        if (err == 0 && st.st_nlink > 0) return temp;
-        if (err == 0) err = ENOENT;
-        if ((err != ENOENT && err != EWOULDBLOCK) || attempt == k_attempts) write_error(temp.path, err);
+        const int err = detail::lock_fresh_temp(temp.fd);
+        if (err == 0) return temp;
+        if (!detail::cleaner_raced(err) || attempt == detail::k_locked_temp_attempts) write_error(temp.path, err);
     }
 }
 

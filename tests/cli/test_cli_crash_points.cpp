@@ -84,6 +84,29 @@ bool blob_matches_name(const fs::path& blob) {
     return false;
 }
 
+// Every variant record names only files that are linked and whose bytes
+// are the recorded ones: a record naming anything else would let the next
+// fetch trust it (a fetch does not hash what its record vouches for).
+void check_records_vouch_only_for_verified(const fs::path& cache) {
+    const fs::path folder = cache / k_folder;
+    const fs::path records = folder / ".kernhub" / "variants";
+    std::error_code ec;
+    if (!fs::exists(records, ec)) return;
+    for (fs::recursive_directory_iterator it(records), end; it != end; ++it) {
+        if (!it->is_regular_file()) continue;
+        const json record = json::parse(read_text(it->path()), nullptr, false);
+        if (record.is_discarded()) continue;  // an empty record (power loss) counts as absent
+        const fs::path variant_dir =
+            folder / "snapshots" / record["commit"].get<std::string>() / "build" / record["variant"].get<std::string>();
+        for (const auto& file : record["files"]) {
+            const fs::path link = variant_dir / file["path"].get<std::string>();
+            INFO("recorded " << link);
+            REQUIRE(fs::exists(link));
+            CHECK(sha256_of(link) == file["sha256"].get<std::string>());
+        }
+    }
+}
+
 // What another reader of the cache may see after the crash: every blob is
 // verified content under its name, every snapshot entry is a link to such a
 // blob (a process killed, unlike a machine losing power, never leaves a
@@ -117,22 +140,7 @@ std::size_t check_cache_consistent(const fs::path& cache, const std::string& con
             }
         }
     }
-    const fs::path records = folder / ".kernhub" / "variants";
-    if (fs::exists(records, ec)) {
-        for (fs::recursive_directory_iterator it(records), end; it != end; ++it) {
-            if (!it->is_regular_file()) continue;
-            const json record = json::parse(read_text(it->path()), nullptr, false);
-            if (record.is_discarded()) continue;  // an empty record (power loss) counts as absent
-            const fs::path variant_dir = folder / "snapshots" / record["commit"].get<std::string>() / "build" /
-                                         record["variant"].get<std::string>();
-            for (const auto& file : record["files"]) {
-                const fs::path link = variant_dir / file["path"].get<std::string>();
-                INFO("recorded " << link);
-                REQUIRE(fs::exists(link));
-                CHECK(sha256_of(link) == file["sha256"].get<std::string>());
-            }
-        }
-    }
+    check_records_vouch_only_for_verified(cache);
     return blobs;
 }
 
@@ -236,22 +244,8 @@ TEST_CASE("cache verify --repair killed after any removal leaves no record vouch
         }
         REQUIRE(crashed.exit_code == 128 + SIGKILL);
         ++kills;
-        // Every record left names only files that are there and verify:
-        // a record naming a damaged one would let the next fetch keep it.
-        const fs::path records = box.cache / k_folder / ".kernhub" / "variants";
-        std::error_code ec;
-        for (fs::recursive_directory_iterator it(records, ec), end; !ec && it != end; it.increment(ec)) {
-            if (!it->is_regular_file()) continue;
-            const json record = json::parse(read_text(it->path()));
-            const fs::path dir = box.cache / k_folder / "snapshots" / record["commit"].get<std::string>() / "build" /
-                                 record["variant"].get<std::string>();
-            for (const auto& file : record["files"]) {
-                const fs::path link = dir / file["path"].get<std::string>();
-                INFO("recorded " << link);
-                REQUIRE(fs::exists(link));
-                CHECK(sha256_of(link) == file["sha256"].get<std::string>());
-            }
-        }
+        // Every record left names only files that are there and verify.
+        check_records_vouch_only_for_verified(box.cache);
         // The next fetch puts the right bytes back.
         ProcessResult again = box.kh("fetch", k_repo, hub.server->endpoint(), {"--quiet"});
         REQUIRE(again.exit_code == 0);

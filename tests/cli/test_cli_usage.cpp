@@ -22,6 +22,19 @@ std::set<std::string> long_options(const std::string& text) {
     return found;
 }
 
+// The long options `kernhub COMMAND --help` lists.
+std::set<std::string> help_options(const std::string& command) {
+    std::vector<std::string> args;
+    std::istringstream words(command);
+    for (std::string word; words >> word;) args.push_back(word);
+    args.push_back("--help");
+    Sandbox box;
+    ProcessResult help = box.run(args);
+    INFO("kernhub " << command << " --help");
+    REQUIRE(help.exit_code == 0);
+    return long_options(help.out);
+}
+
 // Each usage entry of README's CLI block, by command ("cache prune"), with
 // its continuation lines joined.
 std::map<std::string, std::string> readme_usage() {
@@ -66,14 +79,7 @@ TEST_CASE("README's usage lines name exactly the options each command's --help l
         INFO("kernhub " << command);
         const auto line = usage.find(command);
         REQUIRE(line != usage.end());
-        std::vector<std::string> args;
-        std::istringstream words(command);
-        for (std::string word; words >> word;) args.push_back(word);
-        args.push_back("--help");
-        Sandbox box;
-        ProcessResult help = box.run(args);
-        REQUIRE(help.exit_code == 0);
-        CHECK(long_options(line->second) == long_options(help.out));
+        CHECK(long_options(line->second) == help_options(command));
     }
 }
 
@@ -92,17 +98,7 @@ TEST_CASE("every usage line elsewhere in README names only options its command t
     std::size_t checked = 0;
     const auto check = [&] {
         if (command.empty()) return;
-        if (help.count(command) == 0) {
-            std::vector<std::string> args;
-            std::istringstream words(command);
-            for (std::string word; words >> word;) args.push_back(word);
-            args.push_back("--help");
-            Sandbox box;
-            ProcessResult r = box.run(args);
-            INFO("kernhub " << command << " --help");
-            REQUIRE(r.exit_code == 0);
-            help[command] = long_options(r.out);
-        }
+        if (help.count(command) == 0) help[command] = help_options(command);
         for (const std::string& option : long_options(usage)) {
             INFO(usage);
             CHECK(help[command].count(option) == 1);

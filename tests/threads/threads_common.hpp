@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "hub/hub_env.hpp"
 #include "kernhub/kernhub.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/temp_dir.hpp"
@@ -25,22 +26,8 @@ inline constexpr int k_rounds = 3;  // loads per thread and name; small enough f
 // of the same repo (same blob), model-kernel another repo and object.
 inline const std::vector<std::string> k_names = {"vector-add", "vector-add-v1", "vector-add-v2", "model-kernel"};
 
-struct Env {
-    TempDir dir;
-    std::filesystem::path cache = dir.path() / "cache";
-    std::filesystem::path registry = write_standard_registry(dir.path());
-
-    Options options(const std::string& endpoint) const {
-        Options o;
-        o.endpoint = endpoint;
-        o.cache_dir = cache.string();
-        o.registries = {registry.string()};
-        o.project_dir = dir.path().string();
-        o.no_default_registry = true;
-        o.retries = 2;
-        return o;
-    }
-};
+// The sandbox and Options of tests/hub/ (hub_env.hpp): one copy for both.
+using hub_env::Env;
 
 // Calls the kernel behind `address` for `name` and says whether it computed
 // the right answer.
