@@ -152,7 +152,7 @@ Error damage_error(const CacheVerifyReport& report) {
 }
 
 // What an interrupted verify leaves: a repair removes the damaged variant
-// records before anything else (cache::verify_cache), so a damaged file it
+// records before anything else (cacheadmin::verify_cache), so a damaged file it
 // did not reach is no longer vouched for and the next fetch checks it.
 const char* verify_interrupted_note(bool repair) {
     return repair ? "what was removed is listed above (a damaged file's variant record goes before the file, so the "

@@ -13,8 +13,8 @@
 #include "digest/digest.hpp"
 #include "elf/elf_inspect.hpp"
 #include "fatbin/fatbin.hpp"
-#include "hub/fetcher.hpp"
-#include "hub/parallel.hpp"
+#include "fetch/fetcher.hpp"
+#include "fetch/parallel.hpp"
 #include "kernhub/kernhub.hpp"
 #include "loader/loader.hpp"
 #include "registry/registry.hpp"
@@ -211,7 +211,7 @@ void* load_cuda_image(const std::vector<std::uint8_t>& image, const std::string&
 
 namespace api {
 
-registry::Registry load_registries(const Options& options, const store::EnvLookup& env) {
+registry::Registry load_registries(const Options& options, const cache::EnvLookup& env) {
     registry::StackSources sources;
     if (!options.no_default_registry) {
         std::filesystem::path found = find_default_registry();
@@ -320,11 +320,11 @@ FetchResult Client::fetch(const std::string& ref) {
 }
 
 FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
-    hub::FetchRequest request = request_for(spec);
+    fetch::FetchRequest request = request_for(spec);
     std::uint64_t before = requests();
-    hub::Fetcher fetcher(settings.cache_root, hub_client(), options.events);
+    fetch::Fetcher fetcher(settings.cache_root, hub_client(), options.events);
     fetcher.use_memo(&memo);
-    hub::FetchOutcome outcome = fetcher.fetch(request);
+    fetch::FetchOutcome outcome = fetcher.fetch(request);
 
     FetchResult result;
     result.name = spec.name;
@@ -395,7 +395,7 @@ LoadResult Client::Impl::load_verified(const registry::KernelSpec& spec, const s
         throw Error(ErrorCode::verification, result.file + " is not among the verified files of variant " +
                                                  result.fetch.variant + "; fetch again");
     }
-    store::RepoCache cache(settings.cache_root, spec.repo_type, spec.repo_id);
+    cache::RepoCache cache(settings.cache_root, spec.repo_type, spec.repo_id);
     const api::VerifiedSource source =
         api::verified_source(cache, result.fetch.commit, "build/" + result.fetch.variant + "/" + artifact, it->sha256,
                              it->size, result.file);
@@ -423,11 +423,11 @@ LoadResult Client::Impl::load_verified(const registry::KernelSpec& spec, const s
 
 InfoResult Client::info(const std::string& ref) {
     registry::KernelSpec spec = api::resolve_ref(m_impl->registry, ref);
-    hub::FetchRequest request = m_impl->request_for(spec);
+    fetch::FetchRequest request = m_impl->request_for(spec);
     std::uint64_t before = m_impl->requests();
-    hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
+    fetch::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
     fetcher.use_memo(&m_impl->memo);
-    hub::VariantChoice choice = fetcher.choose(request);
+    fetch::VariantChoice choice = fetcher.choose(request);
 
     InfoResult info;
     info.name = spec.name;
@@ -480,8 +480,8 @@ std::vector<LoadResult> Client::prewarm(const std::vector<std::string>& refs) {
     // Side by side (load is thread-safe); after a failure no further kernel
     // starts, and the first failure in the order given is thrown.
     std::vector<LoadResult> results(refs.size());
-    hub::run_parallel(refs.size(), api::parallel_kernels(m_impl->settings),
-                      [&](std::size_t i) { results[i] = load(refs[i]); });
+    fetch::run_parallel(refs.size(), api::parallel_kernels(m_impl->settings),
+                        [&](std::size_t i) { results[i] = load(refs[i]); });
     return results;
 }
 

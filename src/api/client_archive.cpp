@@ -2,7 +2,7 @@
 // "Cache archives"): names resolve through the registry and the cache's
 // refs, never the network; the cache module does the rest.
 #include "api/client_impl.hpp"
-#include "cache/cache_archive.hpp"
+#include "cacheadmin/cache_archive.hpp"
 
 namespace kernhub {
 
@@ -10,10 +10,10 @@ namespace {
 
 // The commit `ref` names in the cache: a commit id as given, else the
 // cache's refs/<revision> (a prewarmed image has no hub to ask).
-cache::ExportSelection cached_selection(const registry::Registry& registry, const std::filesystem::path& root,
-                                        const std::string& ref) {
+cacheadmin::ExportSelection cached_selection(const registry::Registry& registry, const std::filesystem::path& root,
+                                             const std::string& ref) {
     registry::KernelSpec spec = api::resolve_ref(registry, ref);
-    store::RepoCache repo(root, spec.repo_type, spec.repo_id);
+    cache::RepoCache repo(root, spec.repo_type, spec.repo_id);
     const std::string revision = spec.effective_revision();
     std::optional<std::string> commit =
         is_commit_sha(revision) ? std::optional<std::string>(revision) : repo.read_ref(revision);
@@ -22,18 +22,18 @@ cache::ExportSelection cached_selection(const registry::Registry& registry, cons
                                             " is not in the cache " + root.string() + " (no refs/" + revision +
                                             "); fetch or prewarm it first");
     }
-    return cache::ExportSelection{spec.repo_type, spec.repo_id, *commit};
+    return cacheadmin::ExportSelection{spec.repo_type, spec.repo_id, *commit};
 }
 
 }  // namespace
 
 ExportReport Client::cache_export(const std::string& file, const std::vector<std::string>& refs) {
-    std::vector<cache::ExportSelection> selections;
+    std::vector<cacheadmin::ExportSelection> selections;
     selections.reserve(refs.size());
     for (const auto& ref : refs)
         selections.push_back(cached_selection(m_impl->registry, m_impl->settings.cache_root, ref));
-    cache::ExportStats stats =
-        cache::export_cache(m_impl->settings.cache_root, selections, file, m_impl->options.cancel);
+    cacheadmin::ExportStats stats =
+        cacheadmin::export_cache(m_impl->settings.cache_root, selections, file, m_impl->options.cancel);
     ExportReport report;
     report.file = file;
     report.entries = stats.entries;
@@ -44,7 +44,7 @@ ExportReport Client::cache_export(const std::string& file, const std::vector<std
 }
 
 ImportReport Client::cache_import(const std::string& file) {
-    cache::ImportStats stats = cache::import_cache(m_impl->settings.cache_root, file, m_impl->options.cancel);
+    cacheadmin::ImportStats stats = cacheadmin::import_cache(m_impl->settings.cache_root, file, m_impl->options.cancel);
     ImportReport report;
     report.file = file;
     report.entries = stats.entries;

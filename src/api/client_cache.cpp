@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "api/client_impl.hpp"
-#include "cache/inventory.hpp"
-#include "cache/prune.hpp"
-#include "cache/verify.hpp"
+#include "cacheadmin/inventory.hpp"
+#include "cacheadmin/prune.hpp"
+#include "cacheadmin/verify_cache.hpp"
 
 namespace kernhub {
 
@@ -18,14 +18,14 @@ std::filesystem::path absolute_root(const api::Settings& settings) {
 }
 
 // Whether blob locks mean anything here, as fetch decides it.
-bool locks_work(const store::EnvLookup& env, const std::filesystem::path& root) {
-    return !api::env_flag(env, "KERNHUB_NO_FLOCK") && store::flock_excludes(root);
+bool locks_work(const cache::EnvLookup& env, const std::filesystem::path& root) {
+    return !api::env_flag(env, "KERNHUB_NO_FLOCK") && cache::flock_excludes(root);
 }
 
 }  // namespace
 
 CacheListing Client::cache_ls() {
-    return cache::list_cache(absolute_root(m_impl->settings));
+    return cacheadmin::list_cache(absolute_root(m_impl->settings));
 }
 
 // The selection fetch would make, from the cache alone: the ref, the cached
@@ -35,21 +35,21 @@ std::string Client::cache_path(const std::string& ref) {
     const std::filesystem::path root = absolute_root(m_impl->settings);
     if (ref.empty()) return root.string();
     registry::KernelSpec spec = api::resolve_ref(m_impl->registry, ref);
-    hub::FetchRequest request = m_impl->request_for(spec);
+    fetch::FetchRequest request = m_impl->request_for(spec);
     request.offline = true;
-    hub::Fetcher fetcher(root, nullptr, m_impl->options.events);
-    hub::VariantChoice choice = fetcher.choose(request);
+    fetch::Fetcher fetcher(root, nullptr, m_impl->options.events);
+    fetch::VariantChoice choice = fetcher.choose(request);
     const std::string at = spec.repo_id + "@" + request.revision;
     if (!choice.selection.chosen) {
         // As fetch: with the whole listing, nothing fits at all (not found);
         // with links alone, only nothing cached fits.
-        const bool links_only = fetcher.last_listing_source() == hub::ListingSource::snapshot;
+        const bool links_only = fetcher.last_listing_source() == fetch::ListingSource::snapshot;
         throw Error(links_only ? ErrorCode::offline : ErrorCode::not_found,
                     std::string(links_only ? "no cached" : "no") + " build variant of " + at +
-                        " fits: " + hub::describe_rejections(choice.selection) + "; pick one with --target");
+                        " fits: " + fetch::describe_rejections(choice.selection) + "; pick one with --target");
     }
     const std::string variant = *choice.selection.chosen;
-    store::RepoCache cache(root, spec.repo_type, spec.repo_id);
+    cache::RepoCache cache(root, spec.repo_type, spec.repo_id);
     for (const auto& entry : fetcher.last_listing()) {
         if (!entry.is_file || entry.path.rfind("build/" + variant + "/", 0) != 0) continue;
         if (!cache.snapshot_complete(choice.commit, entry.path)) {
@@ -62,27 +62,27 @@ std::string Client::cache_path(const std::string& ref) {
 
 CacheVerifyReport Client::cache_verify(bool repair) {
     const std::filesystem::path root = absolute_root(m_impl->settings);
-    cache::VerifyOptions options;
+    cacheadmin::VerifyOptions options;
     options.repair = repair;
     // Taking a blob lock is only needed to remove a blob; the probe writes.
     options.use_locks = repair && locks_work(m_impl->env, root);
     options.cancel = m_impl->options.cancel;
-    return cache::verify_cache(root, options);
+    return cacheadmin::verify_cache(root, options);
 }
 
 PruneReport Client::cache_prune(const PruneOptions& options) {
     const std::filesystem::path root = absolute_root(m_impl->settings);
-    cache::PruneRequest request;
+    cacheadmin::PruneRequest request;
     request.dry_run = options.dry_run;
     request.partials = options.partials;
     for (const auto& file : options.keep_locks) {
-        for (const auto& [folder, commits] : cache::locked_commits(file)) {
+        for (const auto& [folder, commits] : cacheadmin::locked_commits(file)) {
             request.keep[folder].insert(commits.begin(), commits.end());
         }
     }
     request.use_locks = locks_work(m_impl->env, root);
     request.cancel = m_impl->options.cancel;
-    PruneReport report = cache::prune_cache(root, request);
+    PruneReport report = cacheadmin::prune_cache(root, request);
     std::sort(report.removed.begin(), report.removed.end());
     return report;
 }

@@ -1,5 +1,5 @@
 // Client::Impl, shared by the files that implement Client's methods
-// (client.cpp: fetch, load, info; client_lock.cpp: lock and prewarm from a
+// (client.cpp: fetch, load, info; client_lockfile.cpp: lock and prewarm from a
 // lock; client_cache.cpp, client_archive.cpp, client_mirror.cpp: cache
 // management, cache archives and mirrors).
 #pragma once
@@ -9,15 +9,15 @@
 #include <string>
 
 #include "api/settings.hpp"
+#include "cache/cache.hpp"
 #include "common/repo.hpp"
 #include "common/text.hpp"
 #include "cuda/driver.hpp"
-#include "hub/fetcher.hpp"
+#include "fetch/fetcher.hpp"
 #include "kernhub/kernhub.hpp"
 #include "registry/registry.hpp"
 #include "select/variant.hpp"
 #include "sigstore/sigstore.hpp"
-#include "store/cache.hpp"
 #include "tvmffi/runtime.hpp"
 
 namespace kernhub {
@@ -26,7 +26,7 @@ namespace api {
 
 // The registry stack Options name: the installed default, the project's
 // kernhub.json, KERNHUB_REGISTRY, then Options::registries.
-registry::Registry load_registries(const Options& options, const store::EnvLookup& env);
+registry::Registry load_registries(const Options& options, const cache::EnvLookup& env);
 
 // "name[@rev]" from the registry, or "org/repo[@rev]" directly.
 registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::string& ref);
@@ -38,7 +38,7 @@ std::optional<SignaturePolicy> registry_policy(const registry::Registry& registr
                                                const std::string& name);
 
 // The public view of a recorded signature.
-SignatureInfo signature_info(const store::RecordedSignature& recorded);
+SignatureInfo signature_info(const cache::RecordedSignature& recorded);
 
 }  // namespace api
 
@@ -68,7 +68,7 @@ private:
 struct __attribute__((visibility("hidden"))) Client::Impl {
     Options options;  // options.events is the SerialSink around the caller's sink
     std::unique_ptr<SerialSink> serial_events;
-    store::EnvLookup env = store::process_env();
+    cache::EnvLookup env = cache::process_env();
     api::Settings settings;
     registry::Registry registry;
     select::HostFacts host;
@@ -76,7 +76,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     std::mutex hub_mutex;
     std::unique_ptr<hub::HubClient> hub;
     // Listings and variant records parsed by earlier fetches of this client.
-    hub::SideDataMemo memo;
+    fetch::SideDataMemo memo;
     // The Sigstore trusted root, read on the first kernel with a policy.
     std::mutex root_mutex;
     std::optional<sigstore::RootDocument> root;
@@ -169,15 +169,15 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     // The signature check for `spec`: its policy with the trusted root, or
     // nullopt; Error(verification) when signatures are required and the
     // entry has no policy (README, "Signatures").
-    std::optional<hub::SignatureCheck> signature_check(const registry::KernelSpec& spec);
+    std::optional<fetch::SignatureCheck> signature_check(const registry::KernelSpec& spec);
 
     // Every fetch, load, info, lock and prewarm asks here first, so the
     // organisation allow-list and the signature policy apply before a
     // request or a cached file.
-    hub::FetchRequest request_for(const registry::KernelSpec& spec) {
+    fetch::FetchRequest request_for(const registry::KernelSpec& spec) {
         api::check_allowed_org(settings, spec.repo_id);
-        std::optional<hub::SignatureCheck> signature = signature_check(spec);
-        hub::FetchRequest request;
+        std::optional<fetch::SignatureCheck> signature = signature_check(spec);
+        fetch::FetchRequest request;
         request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
         request.revision = spec.effective_revision();
         request.required_file = spec.file;

@@ -6,7 +6,7 @@
 
 #include "api/client_impl.hpp"
 #include "common/join.hpp"
-#include "hub/parallel.hpp"
+#include "fetch/parallel.hpp"
 #include "mirror/mirror.hpp"
 
 namespace kernhub {
@@ -14,7 +14,7 @@ namespace kernhub {
 namespace {
 
 // The variants of the repo to mirror: the --target ones it has, or all.
-std::vector<std::string> variants_to_mirror(const hub::VariantChoice& choice, const std::vector<std::string>& targets,
+std::vector<std::string> variants_to_mirror(const fetch::VariantChoice& choice, const std::vector<std::string>& targets,
                                             const std::string& where) {
     std::vector<std::string> available;
     for (const auto& candidate : choice.candidates) available.push_back(candidate.name);
@@ -37,7 +37,7 @@ struct MirrorRun {
     const api::Settings& settings;
     bool use_locks;
     const std::atomic<bool>* cancel;
-    hub::Fetcher& fetcher;
+    fetch::Fetcher& fetcher;
     // For the fetchers of variants fetched side by side.
     hub::HubClient* client;
     EventSink* events;
@@ -69,7 +69,7 @@ MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOp
     const std::uint64_t before = m_impl->requests();
     if (!specs.empty()) {
         mirror::HubTree tree(report.to);
-        hub::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
+        fetch::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
         MirrorRun run{m_impl->settings,
                       !api::env_flag(m_impl->env, "KERNHUB_NO_FLOCK"),
                       m_impl->options.cancel,
@@ -83,7 +83,7 @@ MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOp
     if (!options.nginx_conf.empty()) {
         report.nginx_conf = std::filesystem::absolute(options.nginx_conf, ec).lexically_normal().string();
         if (ec) report.nginx_conf = options.nginx_conf;
-        store::write_file_atomic(report.nginx_conf, mirror::nginx_conf(report.to, options.listen));
+        cache::write_file_atomic(report.nginx_conf, mirror::nginx_conf(report.to, options.listen));
     }
     report.requests = m_impl->requests() - before;
     return report;
@@ -93,10 +93,10 @@ namespace {
 
 MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
     const api::Settings& settings = run.settings;
-    hub::Fetcher& fetcher = run.fetcher;
+    fetch::Fetcher& fetcher = run.fetcher;
     MirrorReport& report = run.report;
     api::check_allowed_org(settings, spec.repo_id);
-    hub::FetchRequest request;
+    fetch::FetchRequest request;
     request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
     request.revision = spec.effective_revision();
     request.offline = settings.offline;
@@ -104,7 +104,7 @@ MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
     request.cancel = run.cancel;
     request.max_connections = settings.max_connections;
     // The registry's "file" picks a variant to load; a mirror serves them all.
-    const hub::VariantChoice choice = fetcher.choose(request);
+    const fetch::VariantChoice choice = fetcher.choose(request);
     const std::string where =
         (spec.repo_type == RepoType::kernel ? "kernel repo " : "model repo ") + spec.repo_id + "@" + request.revision;
 
@@ -119,14 +119,14 @@ MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
     // By commit from here on: the listing is cached now, so each variant
     // costs no revision or listing request.
     request.revision = choice.commit;
-    store::RepoCache cache(settings.cache_root, spec.repo_type, spec.repo_id);
+    cache::RepoCache cache(settings.cache_root, spec.repo_type, spec.repo_id);
     std::vector<mirror::MirrorFile> files;
     // The variants are fetched side by side, each by a fetcher of its own.
     std::vector<std::uint64_t> downloaded(kernel.variants.size(), 0);
-    hub::run_parallel(kernel.variants.size(), api::parallel_kernels(settings), [&](std::size_t i) {
-        hub::FetchRequest one = request;
+    fetch::run_parallel(kernel.variants.size(), api::parallel_kernels(settings), [&](std::size_t i) {
+        fetch::FetchRequest one = request;
         one.host.targets = {kernel.variants[i]};
-        hub::Fetcher variant_fetcher(settings.cache_root, run.client, run.events);
+        fetch::Fetcher variant_fetcher(settings.cache_root, run.client, run.events);
         downloaded[i] = variant_fetcher.fetch(one).bytes_downloaded;
     });
     for (std::size_t i = 0; i < kernel.variants.size(); ++i) {

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "cache/cache.hpp"
 #include "kernhub/error.hpp"
-#include "store/cache.hpp"
 
 namespace kernhub::api {
 
@@ -20,7 +20,7 @@ std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
         throw Error(ErrorCode::not_found, "file " + path + " does not exist or is not a regular file");
     }
     std::vector<std::uint8_t> bytes;
-    const store::ReadStatus status = store::read_file_into(path, bytes);
+    const cache::ReadStatus status = cache::read_file_into(path, bytes);
     if (status.error != 0 && !status.opened) {
         throw Error(ErrorCode::internal, "cannot open " + path + "; check permissions");
     }

@@ -1,5 +1,5 @@
 // Whole-file reads for artifacts the api layer parses (fatbins, cubins,
-// inspected files): store::read_file_into with the api's error wording, and
+// inspected files): cache::read_file_into with the api's error wording, and
 // a header-first read for `inspect`.
 #pragma once
 

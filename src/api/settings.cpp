@@ -9,7 +9,7 @@ namespace kernhub::api {
 
 namespace {
 
-std::optional<std::string> non_empty(const store::EnvLookup& env, const std::string& name) {
+std::optional<std::string> non_empty(const cache::EnvLookup& env, const std::string& name) {
     auto value = env(name);
     if (value && value->empty()) return std::nullopt;
     return value;
@@ -25,7 +25,7 @@ const char* const k_token_malformed =
 // The token and where it came from; `problem` says why it cannot be used
 // (never quoting it). An unreadable token file (another user's, a
 // directory, a FIFO) means no token, as for huggingface_hub.
-std::string token_from_sources(const Options& options, const store::EnvLookup& env, std::string& problem) {
+std::string token_from_sources(const Options& options, const cache::EnvLookup& env, std::string& problem) {
     std::string source = "Options::token";
     std::string token;
     if (options.token) {
@@ -46,7 +46,7 @@ std::string token_from_sources(const Options& options, const store::EnvLookup& e
         }
         source = (home / "token").string();
         std::string text;
-        const store::ReadStatus read = store::read_file_into(home / "token", text, k_max_token_file_bytes);
+        const cache::ReadStatus read = cache::read_file_into(home / "token", text, k_max_token_file_bytes);
         if (read.error == EFBIG) {
             problem = "the token file " + source + " is larger than " + std::to_string(k_max_token_file_bytes) +
                       " bytes (k_max_token_file_bytes); make it hold only the token";
@@ -88,7 +88,7 @@ std::optional<int> parse_in_range(std::string_view text, const IntRange& range) 
 
 // The option when set, else the variable when set (even to ""), else the
 // fallback.
-int resolve_int(const std::optional<int>& option, const char* option_name, const store::EnvLookup& env,
+int resolve_int(const std::optional<int>& option, const char* option_name, const cache::EnvLookup& env,
                 const char* variable, const IntRange& range) {
     if (option) {
         if (*option < range.min || *option > range.max) {
@@ -122,7 +122,7 @@ bool is_org_name(std::string_view name) {
 // Options::allowed_orgs, else KERNHUB_ALLOWED_ORGS split at commas (white
 // space around a name is dropped). Every name must be one the hub could
 // hold: a typo must not silently shut out, or let in, an organisation.
-std::optional<std::vector<std::string>> resolve_allowed_orgs(const Options& options, const store::EnvLookup& env) {
+std::optional<std::vector<std::string>> resolve_allowed_orgs(const Options& options, const cache::EnvLookup& env) {
     constexpr std::size_t k_max_allowed_orgs = 1024;
     std::vector<std::string> names;
     const char* source = "Options::allowed_orgs";
@@ -166,7 +166,7 @@ std::optional<std::vector<std::string>> resolve_allowed_orgs(const Options& opti
 // A byte count of at least 1: the option when set, else the variable when
 // set, else 0 (no count given).
 std::uint64_t resolve_bytes(const std::optional<std::uint64_t>& option, const char* option_name,
-                            const store::EnvLookup& env, const char* variable) {
+                            const cache::EnvLookup& env, const char* variable) {
     if (option) {
         if (*option == 0) {
             throw Error(ErrorCode::usage, std::string("Options::") + option_name + " must be at least 1 byte");
@@ -217,7 +217,7 @@ bool token_is_well_formed(std::string_view token) {
     return true;
 }
 
-bool env_flag(const store::EnvLookup& env, const std::string& name) {
+bool env_flag(const cache::EnvLookup& env, const std::string& name) {
     auto value = env(name);
     if (!value) return false;
     const std::string v = ascii_lowercase(*value);
@@ -227,7 +227,7 @@ bool env_flag(const store::EnvLookup& env, const std::string& name) {
 // A switch whose silent "off" would weaken a check: the values env_flag
 // takes for on, "0", "false", "no", "off" or empty for off, and anything
 // else a usage error naming it rather than a guess.
-bool strict_env_flag(const store::EnvLookup& env, const std::string& name) {
+bool strict_env_flag(const cache::EnvLookup& env, const std::string& name) {
     auto value = env(name);
     if (!value) return false;
     const std::string v = ascii_lowercase(*value);
@@ -238,7 +238,7 @@ bool strict_env_flag(const store::EnvLookup& env, const std::string& name) {
     throw Error(ErrorCode::usage, name + " must be 1, true, yes or on (or 0, false, no, off), not '" + shown + "'");
 }
 
-Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
+Settings resolve_settings(const Options& options, const cache::EnvLookup& env) {
     Settings settings;
     if (!options.endpoint.empty()) {
         settings.endpoint = options.endpoint;
@@ -251,7 +251,7 @@ Settings resolve_settings(const Options& options, const store::EnvLookup& env) {
     }
     while (settings.endpoint.size() > 1 && settings.endpoint.back() == '/') settings.endpoint.pop_back();
     settings.token = token_from_sources(options, env, settings.token_problem);
-    settings.cache_root = store::resolve_cache_root(options.cache_dir, env);
+    settings.cache_root = cache::resolve_cache_root(options.cache_dir, env);
     settings.offline =
         options.offline ? *options.offline : env_flag(env, "KERNHUB_OFFLINE") || env_flag(env, "HF_HUB_OFFLINE");
     settings.verify_on_load =

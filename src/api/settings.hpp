@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/cache.hpp"
 #include "kernhub/kernhub.hpp"
-#include "store/cache.hpp"
 
 namespace kernhub::api {
 
@@ -64,7 +64,7 @@ inline int parallel_kernels(const Settings& settings) {
 // for a numeric value that is not a plain decimal number inside the range:
 // KERNHUB_RETRIES=3abc, " 3", "-1" or "" are mistakes worth stopping for,
 // not values to guess at or clamp.
-Settings resolve_settings(const Options& options, const store::EnvLookup& env);
+Settings resolve_settings(const Options& options, const cache::EnvLookup& env);
 
 // True when the token could go into an HTTP header as it is: visible ASCII
 // only (no space, no control character such as CR or LF, which would end the
@@ -76,6 +76,6 @@ bool token_is_well_formed(std::string_view token);
 void check_allowed_org(const Settings& settings, const std::string& repo_id);
 
 // True for "1", "true", "yes", "on" (any case).
-bool env_flag(const store::EnvLookup& env, const std::string& name);
+bool env_flag(const cache::EnvLookup& env, const std::string& name);
 
 }  // namespace kernhub::api

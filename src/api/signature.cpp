@@ -4,11 +4,11 @@
 
 #include "api/client_impl.hpp"
 #include "api/settings.hpp"
+#include "cache/cache.hpp"
 #include "digest/digest.hpp"
-#include "hub/fetcher.hpp"
+#include "fetch/fetcher.hpp"
 #include "kernhub/kernhub.hpp"
 #include "sigstore/sigstore.hpp"
-#include "store/cache.hpp"
 
 namespace kernhub {
 
@@ -33,7 +33,7 @@ std::int64_t now_seconds() {
 
 namespace api {
 
-SignatureInfo signature_info(const store::RecordedSignature& recorded) {
+SignatureInfo signature_info(const cache::RecordedSignature& recorded) {
     return SignatureInfo{recorded.identity, recorded.issuer, recorded.repository, recorded.log_time,
                          recorded.log_index};
 }
@@ -62,7 +62,7 @@ const sigstore::RootDocument& Client::Impl::trusted_root() {
     return *document;
 }
 
-std::optional<hub::SignatureCheck> Client::Impl::signature_check(const registry::KernelSpec& spec) {
+std::optional<fetch::SignatureCheck> Client::Impl::signature_check(const registry::KernelSpec& spec) {
     if (!spec.signature) {
         if (!settings.require_signatures) return std::nullopt;
         throw Error(ErrorCode::verification,
@@ -74,7 +74,7 @@ std::optional<hub::SignatureCheck> Client::Impl::signature_check(const registry:
     }
     check_policy(*spec.signature, "the \"signature\" policy of " + quoted_name(spec.name));
     const sigstore::RootDocument& document = trusted_root();
-    return hub::SignatureCheck{to_policy(*spec.signature), document.root, document.sha256};
+    return fetch::SignatureCheck{to_policy(*spec.signature), document.root, document.sha256};
 }
 
 VerifyReport Client::verify(const std::string& ref, const SignaturePolicy& policy) {
@@ -83,11 +83,11 @@ VerifyReport Client::verify(const std::string& ref, const SignaturePolicy& polic
         check_policy(policy, "the signature policy given for " + quoted_name(ref));
         spec.signature = policy;
     }
-    hub::FetchRequest request = m_impl->request_for(spec);
+    fetch::FetchRequest request = m_impl->request_for(spec);
     request.offline = true;
     request.reverify = true;
-    hub::Fetcher fetcher(m_impl->settings.cache_root, nullptr, m_impl->options.events);
-    hub::FetchOutcome outcome = fetcher.fetch(request);
+    fetch::Fetcher fetcher(m_impl->settings.cache_root, nullptr, m_impl->options.events);
+    fetch::FetchOutcome outcome = fetcher.fetch(request);
 
     VerifyReport report;
     report.name = spec.name;

@@ -18,7 +18,7 @@ Error changed(const VerifiedSource& source, const std::string& what) {
 
 }  // namespace
 
-VerifiedSource verified_source(const store::RepoCache& cache, const std::string& commit, const std::string& relpath,
+VerifiedSource verified_source(const cache::RepoCache& cache, const std::string& commit, const std::string& relpath,
                                const std::string& sha256, std::uint64_t size, const std::filesystem::path& label) {
     VerifiedSource source;
     source.label = label;

@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "store/cache.hpp"
+#include "cache/cache.hpp"
 
 namespace kernhub::api {
 
@@ -23,7 +23,7 @@ struct VerifiedSource {
 // The snapshot link of `relpath` must be exactly the one kernhub writes,
 // through real folders, to a blob named by a hash. Error(verification)
 // naming the link otherwise.
-VerifiedSource verified_source(const store::RepoCache& cache, const std::string& commit, const std::string& relpath,
+VerifiedSource verified_source(const cache::RepoCache& cache, const std::string& commit, const std::string& relpath,
                                const std::string& sha256, std::uint64_t size, const std::filesystem::path& label);
 
 // Opens the blob once, hands its bytes in order to `sink` while hashing

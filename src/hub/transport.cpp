@@ -13,8 +13,8 @@
 #include <mutex>
 #include <optional>
 
+#include "cache/cache.hpp"
 #include "kernhub/error.hpp"
-#include "store/cache.hpp"
 
 namespace kernhub::hub {
 
@@ -75,7 +75,7 @@ public:
         // As an HTTP answer kept in memory: the caller's cap (a listing's
         // KERNHUB_MAX_LISTING_BYTES), else k_max_file_answer bytes.
         const std::size_t cap = limits.max_body.value_or(k_max_file_answer);
-        const store::ReadStatus read = store::read_file_into(path, response.body, cap);
+        const cache::ReadStatus read = cache::read_file_into(path, response.body, cap);
         if (read.error == EFBIG && limits.max_body && !limits.over_body_message.empty()) {
             throw Error(ErrorCode::network, limits.over_body_message);
         }

@@ -7,11 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/place_file.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "mirror/mirror.hpp"
 #include "mirror/tree_files.hpp"
-#include "store/place_file.hpp"
 
 namespace kernhub::mirror {
 
@@ -88,17 +88,17 @@ HubTree::~HubTree() {
 PlaceCounts HubTree::add_files(const hub::RepoRef& repo, const std::string& commit,
                                const std::vector<MirrorFile>& files) {
     validate_repo_id(repo.repo_id);
-    store::check_commit(commit);
+    cache::check_commit(commit);
     PlaceCounts counts;
     const fs::path resolve = m_root / resolve_prefix(repo) / "resolve" / commit;
     std::map<std::string, hub::TreeEntry> listing = read_listing(m_root, repo, commit);
     for (const MirrorFile& file : files) {
-        store::check_relative_path(file.entry.path);
-        store::check_etag(file.entry.etag());
+        cache::check_relative_path(file.entry.path);
+        cache::check_etag(file.entry.etag());
         const fs::path target = resolve / file.entry.path;
         if (already_there(target, file)) {
             ++counts.unchanged;
-        } else if (store::place_file(file.source, target, m_root / k_staging_name) == store::Placed::linked) {
+        } else if (cache::place_file(file.source, target, m_root / k_staging_name) == cache::Placed::linked) {
             ++counts.linked;
         } else {
             ++counts.copied;
@@ -113,15 +113,15 @@ PlaceCounts HubTree::add_files(const hub::RepoRef& repo, const std::string& comm
     }
     const fs::path api = api_dir(m_root, repo);
     const fs::path staging = m_root / k_staging_name;
-    store::write_file_atomic(api / "tree" / commit / "build", listing_json(build), staging);
-    store::write_file_atomic(api / "tree" / (commit + ".json"), listing_json(all), staging);
-    store::write_file_atomic(api / "revision" / commit, revision_document(repo, commit, listing).dump(), staging);
+    cache::write_file_atomic(api / "tree" / commit / "build", listing_json(build), staging);
+    cache::write_file_atomic(api / "tree" / (commit + ".json"), listing_json(all), staging);
+    cache::write_file_atomic(api / "revision" / commit, revision_document(repo, commit, listing).dump(), staging);
     // Other names of this commit list its files too.
     for (const auto& [name, path] : revision_files(api / "revision")) {
         if (name == commit) continue;
         std::optional<std::string> text = read_document(path);
         if (text && revision_commit(path, *text) == commit) {
-            store::write_file_atomic(path, revision_document(repo, commit, listing).dump(), staging);
+            cache::write_file_atomic(path, revision_document(repo, commit, listing).dump(), staging);
         }
     }
     return counts;
@@ -129,7 +129,7 @@ PlaceCounts HubTree::add_files(const hub::RepoRef& repo, const std::string& comm
 
 void HubTree::set_revision(const hub::RepoRef& repo, const std::string& revision, const std::string& commit) {
     validate_repo_id(repo.repo_id);
-    store::check_commit(commit);
+    cache::check_commit(commit);
     if (std::string problem = revision_problem(revision); !problem.empty() || is_commit_sha(revision)) {
         throw Error(ErrorCode::usage, "revision '" + revision + "' cannot name a file of the hub tree" +
                                           (problem.empty() ? ": it is a commit id" : ": it " + problem));
@@ -137,7 +137,7 @@ void HubTree::set_revision(const hub::RepoRef& repo, const std::string& revision
     const fs::path api = api_dir(m_root, repo);
     const fs::path staging = m_root / k_staging_name;
     const auto listing = read_listing(m_root, repo, commit);
-    store::write_file_atomic(api / "revision" / revision, revision_document(repo, commit, listing).dump(), staging);
+    cache::write_file_atomic(api / "revision" / revision, revision_document(repo, commit, listing).dump(), staging);
 
     json refs = {{"branches", json::array()}, {"tags", json::array()}, {"converts", json::array()}};
     const fs::path refs_path = api / "refs";
@@ -164,7 +164,7 @@ void HubTree::set_revision(const hub::RepoRef& repo, const std::string& revision
     if (!found) {
         refs["branches"].push_back({{"name", revision}, {"ref", "refs/heads/" + revision}, {"targetCommit", commit}});
     }
-    store::write_file_atomic(refs_path, refs.dump(), staging);
+    cache::write_file_atomic(refs_path, refs.dump(), staging);
 }
 
 }  // namespace kernhub::mirror

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "cache/cache.hpp"
 #include "hub/hub_client.hpp"
-#include "store/cache.hpp"
 
 namespace kernhub::mirror {
 
@@ -70,7 +70,7 @@ public:
 
 private:
     fs::path m_root;
-    store::FileLock m_lock;
+    cache::FileLock m_lock;
 };
 
 // Throws Error(usage) unless `listen` is PORT, HOST:PORT or [IPv6]:PORT.

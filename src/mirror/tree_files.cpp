@@ -4,9 +4,9 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "cache/cache.hpp"
 #include "kernhub/error.hpp"
 #include "mirror/mirror.hpp"
-#include "store/cache.hpp"
 
 namespace kernhub::mirror::detail {
 
@@ -31,7 +31,7 @@ static Error damaged(const fs::path& path, const std::string& why) {
 
 std::optional<std::string> read_document(const fs::path& path) {
     std::string content;
-    const store::ReadStatus status = store::read_file_into(path, content, k_max_tree_document_bytes);
+    const cache::ReadStatus status = cache::read_file_into(path, content, k_max_tree_document_bytes);
     if (!status.opened && (status.error == ENOENT || status.error == ENOTDIR)) return std::nullopt;
     if (status.error == EFBIG) {
         throw damaged(path, "is larger than k_max_tree_document_bytes (" +
@@ -61,8 +61,8 @@ std::map<std::string, hub::TreeEntry> read_listing(const fs::path& root, const h
         }
         for (auto& entry : entries) {
             if (!entry.is_file) continue;
-            store::check_relative_path(entry.path);
-            store::check_etag(entry.etag());
+            cache::check_relative_path(entry.path);
+            cache::check_etag(entry.etag());
             files[entry.path] = std::move(entry);
         }
         break;

@@ -3,9 +3,9 @@
 #include <cerrno>
 #include <system_error>
 
+#include "cache/cache.hpp"
 #include "kernhub/error.hpp"
 #include "registry/parse.hpp"
-#include "store/cache.hpp"
 
 namespace kernhub::registry {
 
@@ -26,7 +26,7 @@ std::string read_registry_file(const fs::path& path) {
     if (fs::is_directory(status)) detail::fail(source, "is a directory; name a JSON file");
 
     std::string text;
-    const store::ReadStatus read = store::read_file_into(path, text, k_max_file_size);
+    const cache::ReadStatus read = cache::read_file_into(path, text, k_max_file_size);
     if (read.error == EFBIG) detail::fail(source, "is larger than 16 MiB; a registry is a small JSON file");
     if (read.not_regular || read.error == EISDIR) {
         detail::fail(source, "is not a regular file (a directory, FIFO or device); a registry is a small JSON file");

@@ -20,7 +20,7 @@ using kernhub::test::error_from;
 
 namespace {
 
-store::EnvLookup env_of(std::map<std::string, std::string> values) {
+cache::EnvLookup env_of(std::map<std::string, std::string> values) {
     return [values](const std::string& name) -> std::optional<std::string> {
         auto it = values.find(name);
         if (it == values.end()) return std::nullopt;
@@ -81,7 +81,7 @@ TEST_CASE("a malformed token is a problem named by its source, never shown", "[a
     test::TempDir home;
     std::ofstream(home.path() / "token") << injected << "\n";
     Options o = with_cache();
-    const auto refused = [](const Options& options, const store::EnvLookup& env, const std::string& source) {
+    const auto refused = [](const Options& options, const cache::EnvLookup& env, const std::string& source) {
         const api::Settings settings = api::resolve_settings(options, env);
         CHECK(settings.token.empty());
         CHECK_THAT(settings.token_problem, Catch::Contains("the token from " + source));

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "archive/tar_builder.hpp"
-#include "cache/cache_archive.hpp"
+#include "cacheadmin/cache_archive.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "support/slurp.hpp"
@@ -95,7 +95,7 @@ TEST_CASE("import moves a checked cache archive in, and a second import adds not
         TarBuilder tar(s.tar, TarBuilder::Filter::zstd);
         valid.add_to(tar);
     }
-    auto stats = kernhub::cache::import_cache(s.root, s.tar);
+    auto stats = kernhub::cacheadmin::import_cache(s.root, s.tar);
     CHECK(stats.blobs == 2);
     CHECK(stats.links == 2);
     CHECK(stats.refs == 2);
@@ -120,7 +120,7 @@ TEST_CASE("import moves a checked cache archive in, and a second import adds not
     CHECK((!fs::exists(repo / ".kernhub/tmp") || fs::is_empty(repo / ".kernhub/tmp")));
 
     const auto before = tree_state(s.root);
-    auto again = kernhub::cache::import_cache(s.root, s.tar);
+    auto again = kernhub::cacheadmin::import_cache(s.root, s.tar);
     CHECK(again.blobs + again.links + again.refs + again.side_files == 0);
     CHECK(again.skipped == 7);
     CHECK(tree_state(s.root) == before);
@@ -214,7 +214,7 @@ TEST_CASE("import refuses anything outside the cache layout and leaves the cache
             TarBuilder tar(filled.tar);
             valid.add_to(tar);
         }
-        kernhub::cache::import_cache(filled.root, filled.tar);
+        kernhub::cacheadmin::import_cache(filled.root, filled.tar);
         return true;
     }();
     REQUIRE(imported);
@@ -232,7 +232,7 @@ TEST_CASE("import refuses anything outside the cache layout and leaves the cache
             std::string message;
             ErrorCode code = ErrorCode::ok;
             try {
-                kernhub::cache::import_cache(s.root, s.tar);
+                kernhub::cacheadmin::import_cache(s.root, s.tar);
             } catch (const Error& e) {
                 code = e.code();
                 message = e.what();
@@ -257,7 +257,7 @@ TEST_CASE("import refuses a commit's file that differs from what the cache holds
         TarBuilder tar(s.tar);
         valid.add_to(tar);
     }
-    kernhub::cache::import_cache(s.root, s.tar);
+    kernhub::cacheadmin::import_cache(s.root, s.tar);
     const fs::path repo = s.root / valid.folder;
     // kernhub's listing copy and variant record came in the archive, but
     // the cache holds neither: they are this cache's own trust.
@@ -279,7 +279,7 @@ TEST_CASE("import refuses a commit's file that differs from what the cache holds
     const auto before = tree_state(s.root);
     std::string message;
     try {
-        kernhub::cache::import_cache(s.root, second.tar);
+        kernhub::cacheadmin::import_cache(s.root, second.tar);
     } catch (const Error& e) {
         CHECK(e.code() == ErrorCode::verification);
         message = e.what();
@@ -294,6 +294,6 @@ TEST_CASE("import refuses a commit's file that differs from what the cache holds
 TEST_CASE("a refused import into a missing cache leaves no cache behind", "[archive]") {
     Scratch s;
     TarBuilder(s.tar).file("README", "x").finish();
-    CHECK_THROWS_AS(kernhub::cache::import_cache(s.root, s.tar), Error);
+    CHECK_THROWS_AS(kernhub::cacheadmin::import_cache(s.root, s.tar), Error);
     CHECK(!fs::exists(s.root));
 }

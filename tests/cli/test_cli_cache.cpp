@@ -9,14 +9,14 @@
 #include <set>
 #include <thread>
 
-#include "cache/cache_fixture.hpp"
+#include "cacheadmin/cache_fixture.hpp"
 #include "cli/cli_support.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;
-using kernhub::test::cache::age;
-using kernhub::test::cache::flip_first_byte;
-using kernhub::test::cache::tree_of;
+using kernhub::test::cacheadmin::age;
+using kernhub::test::cacheadmin::flip_first_byte;
+using kernhub::test::cacheadmin::tree_of;
 
 namespace {
 
@@ -265,7 +265,7 @@ TEST_CASE("cache prune keeps fresh and referenced snapshots and removes the rest
 
 TEST_CASE("cache prune removes a stale partial but keeps one whose blob lock another process holds", "[cli][cache]") {
     Sandbox box;
-    kernhub::store::RepoCache repo(box.cache, kernhub::RepoType::kernel, k_repo);
+    kernhub::cache::RepoCache repo(box.cache, kernhub::RepoType::kernel, k_repo);
     const std::string free_etag(64, '1');
     const std::string busy_etag(64, '2');
     const fs::path blobs = repo.folder() / "blobs";
@@ -398,7 +398,7 @@ TEST_CASE("an error about a 4,080-byte cache path keeps its reason: the path is 
 TEST_CASE("cache prune --partials removes fresh partial downloads at once, but never one a live download holds",
           "[cli][cache]") {
     Sandbox box;
-    kernhub::store::RepoCache repo(box.cache, kernhub::RepoType::kernel, k_repo);
+    kernhub::cache::RepoCache repo(box.cache, kernhub::RepoType::kernel, k_repo);
     const std::string free_etag(64, '3');
     const std::string busy_etag(64, '4');
     const fs::path blobs = repo.folder() / "blobs";

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "archive/tar_builder.hpp"
-#include "cache/cache_fixture.hpp"
+#include "cacheadmin/cache_fixture.hpp"
 #include "cli/cli_support.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
@@ -297,7 +297,7 @@ TEST_CASE("an import whose links are already there marks their snapshot in use, 
     const Sandbox& box = filled.box;
     const fs::path archive = box.dir.path() / "cache.tar.gz";
     REQUIRE(export_cache(box, archive).exit_code == 0);
-    kernhub::test::cache::age(box.cache, 2);
+    kernhub::test::cacheadmin::age(box.cache, 2);
     const fs::path snapshots = box.cache / k_vector_add_folder / "snapshots";
     const fs::path commit = fs::directory_iterator(snapshots)->path();
     const auto before = fs::last_write_time(commit);

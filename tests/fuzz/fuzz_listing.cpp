@@ -4,8 +4,8 @@
 // tree_to_json, since that copy is what a warm fetch reads back.
 #include <cstdlib>
 
+#include "fetch/fetcher.hpp"
 #include "fuzz_target.hpp"
-#include "hub/fetcher.hpp"
 #include "hub/hub_client.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto entries = kernhub::hub::parse_tree_page(text, "fuzz listing");
         auto again = kernhub::hub::parse_tree_page(kernhub::hub::tree_to_json(entries), "round trip");
         if (again.size() != entries.size()) std::abort();
-        for (const auto& entry : entries) (void)kernhub::hub::excluded_from_digest(entry.path);
+        for (const auto& entry : entries) (void)kernhub::fetch::excluded_from_digest(entry.path);
     });
     // As HubClient reads a page: files under build/ only, and a cap that
     // stops parsing part way (the entry count decides where).
@@ -30,6 +30,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if (entry.path.rfind("build/", 0) != 0 || !entry.is_file) std::abort();
         }
     });
-    fuzz::expect_error_or_success([&] { (void)kernhub::hub::parse_hf_tree_cache(text); });
+    fuzz::expect_error_or_success([&] { (void)kernhub::fetch::parse_hf_tree_cache(text); });
     return 0;
 }

@@ -4,15 +4,15 @@
 #include <cstdlib>
 
 #include "fuzz_target.hpp"
-#include "lock/lock.hpp"
+#include "lockfile/lockfile.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string text = fuzz::as_text(data, size);
     fuzz::expect_error_or_success([&] {
-        kernhub::lock::AnyLock parsed = kernhub::lock::parse_lock(text, "fuzz.lock");
-        if (parsed.format != kernhub::lock::Format::kernhub) return;
-        const std::string written = kernhub::lock::write_kernhub_lock(parsed.kernhub);
-        kernhub::lock::AnyLock again = kernhub::lock::parse_lock(written, "rewritten");
+        kernhub::lockfile::AnyLock parsed = kernhub::lockfile::parse_lock(text, "fuzz.lock");
+        if (parsed.format != kernhub::lockfile::Format::kernhub) return;
+        const std::string written = kernhub::lockfile::write_kernhub_lock(parsed.kernhub);
+        kernhub::lockfile::AnyLock again = kernhub::lockfile::parse_lock(written, "rewritten");
         if (again.kernhub.kernels.size() != parsed.kernhub.kernels.size()) std::abort();
     });
     return 0;

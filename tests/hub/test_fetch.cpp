@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cache/cache.hpp"
 #include "hub/hub_env.hpp"
 #include "kernhub/cuda.hpp"
 #include "kernhub/kernhub.hpp"
-#include "store/cache.hpp"
 #include "support/build_paths.hpp"
 #include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
@@ -665,7 +665,7 @@ TEST_CASE("fetch links a blob already in the cache only while holding that blob'
     REQUIRE(!link.empty());
     const std::string etag = fs::read_symlink(link).filename().string();
     fs::remove(link);
-    store::RepoCache cache(env.cache, RepoType::kernel, "kernhub-test/vector-add");
+    cache::RepoCache cache(env.cache, RepoType::kernel, "kernhub-test/vector-add");
     REQUIRE(cache.has_blob(etag));
 
     Options o = env.options(hub.server().endpoint());
@@ -674,7 +674,7 @@ TEST_CASE("fetch links a blob already in the cache only while holding that blob'
     o.cancel = &cancel;
     {
         // What cache prune holds while it decides to remove the blob.
-        store::FileLock held = cache.lock_blob(etag);
+        cache::FileLock held = cache.lock_blob(etag);
         // Cancels once the fetch waits on the blob's lock: when this process
         // has the lock file open twice (the lock held here, the fetch's).
         std::thread stop([&] {

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "digest/digest.hpp"
-#include "hub/fetcher.hpp"
+#include "fetch/fetcher.hpp"
 #include "hub/hub_env.hpp"
 #include "kernhub/kernhub.hpp"
 #include "support/hub_builder.hpp"
@@ -173,13 +173,13 @@ TEST_CASE("excluded_from_digest follows the kernels rule", "[hub][verify]") {
     for (const char* path : {"metadata.json", "metadata.json.sigstore", "__pycache__/a.cpython-311.pyc",
                              "pkg/__pycache__/deep/notes.txt", "pkg/mod.pyc", "x.pyc"}) {
         INFO(path);
-        CHECK(hub::excluded_from_digest(path));
+        CHECK(fetch::excluded_from_digest(path));
     }
     for (const char* path :
          {"pkg/metadata.json", "pkg/metadata.json.sigstore", "notmetadata.json", "metadata.json.sigstore.txt",
           "__pycache__x/a.py", "a__pycache__/b.py", "mod.pyc.txt", "_ops.py", "lib.abi3.so"}) {
         INFO(path);
-        CHECK_FALSE(hub::excluded_from_digest(path));
+        CHECK_FALSE(fetch::excluded_from_digest(path));
     }
 }
 

@@ -9,13 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "hub/fetcher.hpp"
+#include "cache/cache.hpp"
+#include "fetch/fetcher.hpp"
 #include "hub/hub_client.hpp"
 #include "hub/hub_env.hpp"
 #include "hub/transport.hpp"
 #include "kernhub/kernhub.hpp"
 #include "select/variant.hpp"
-#include "store/cache.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/manual_clock.hpp"
 #include "support/slurp.hpp"
@@ -233,19 +233,19 @@ TEST_CASE("ref TTL: a side file from the future, malformed or naming another com
 
 TEST_CASE("ref resolution files: names are encoded into .kernhub/refs/, nothing escapes it", "[hub]") {
     TempDir dir;
-    store::RepoCache cache(dir.path(), RepoType::kernel, "org/name");
+    cache::RepoCache cache(dir.path(), RepoType::kernel, "org/name");
     const std::string commit(40, 'b');
-    CHECK(store::ref_resolution_name("main") == "main.json");
-    CHECK(store::ref_resolution_name("release/v1") == "release%2Fv1.json");
-    CHECK(store::ref_resolution_name("a%2Fb") == "a%252Fb.json");
-    CHECK(store::ref_resolution_name("..x") == "..x.json");
-    CHECK(store::ref_resolution_name("caf\xc3\xa9") == "caf%C3%A9.json");
-    CHECK(store::ref_resolution_name(std::string(251, 'x')) == std::nullopt);  // over NAME_MAX with .json
+    CHECK(cache::ref_resolution_name("main") == "main.json");
+    CHECK(cache::ref_resolution_name("release/v1") == "release%2Fv1.json");
+    CHECK(cache::ref_resolution_name("a%2Fb") == "a%252Fb.json");
+    CHECK(cache::ref_resolution_name("..x") == "..x.json");
+    CHECK(cache::ref_resolution_name("caf\xc3\xa9") == "caf%C3%A9.json");
+    CHECK(cache::ref_resolution_name(std::string(251, 'x')) == std::nullopt);  // over NAME_MAX with .json
 
     for (const std::string revision : {"release/v1", "a%2Fb", "v1.0", "..x", "x/y/z"}) {
         INFO(revision);
-        cache.write_ref_resolution(revision, store::RefResolution{commit, 1234});
-        const fs::path expected = cache.folder() / ".kernhub" / "refs" / *store::ref_resolution_name(revision);
+        cache.write_ref_resolution(revision, cache::RefResolution{commit, 1234});
+        const fs::path expected = cache.folder() / ".kernhub" / "refs" / *cache::ref_resolution_name(revision);
         CHECK(fs::is_regular_file(expected));
         auto back = cache.read_ref_resolution(revision);
         REQUIRE(back);
@@ -266,11 +266,11 @@ TEST_CASE("ref resolution files: names are encoded into .kernhub/refs/, nothing 
         INFO(revision);
         CHECK(code_of([&] { cache.read_ref_resolution(revision); }) == ErrorCode::usage);
         CHECK(code_of([&] {
-                  cache.write_ref_resolution(revision, store::RefResolution{commit, 1});
+                  cache.write_ref_resolution(revision, cache::RefResolution{commit, 1});
               }) == ErrorCode::usage);
     }
     // A revision too long to name a file is simply not recorded.
-    cache.write_ref_resolution(std::string(251, 'x'), store::RefResolution{commit, 1});
+    cache.write_ref_resolution(std::string(251, 'x'), cache::RefResolution{commit, 1});
     CHECK_FALSE(cache.read_ref_resolution(std::string(251, 'x')));
 }
 
@@ -336,8 +336,8 @@ TEST_CASE("ref TTL: a resolution's age is read on the hub client's clock", "[hub
     config.endpoint = endpoint;
     config.policy.clock = clock;
     hub::HubClient client(endpoint, hub::make_transport(config), false);
-    hub::Fetcher fetcher(env.cache, &client, nullptr);
-    hub::FetchRequest request;
+    fetch::Fetcher fetcher(env.cache, &client, nullptr);
+    fetch::FetchRequest request;
     request.repo = {RepoType::kernel, "kernhub-test/vector-add"};
     request.revision = "main";
     request.host = select::detect_host();

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "cache/place_file.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "mirror/mirror.hpp"
 #include "mirror/serve_support.hpp"
-#include "store/place_file.hpp"
 #include "support/process.hpp"
 #include "support/requirements.hpp"
 #include "support/slurp.hpp"
@@ -213,7 +213,7 @@ TEST_CASE("a tree on another filesystem gets read-only copies", "[mirror][needs:
         }
     } cleanup{other};
     const fs::path target = other / "tree/file";
-    CHECK(store::place_file(file.source, target, other / "tmp") == store::Placed::copied);
+    CHECK(cache::place_file(file.source, target, other / "tmp") == cache::Placed::copied);
     CHECK(read_text(target) == "bytes to copy");
     CHECK_FALSE(same_inode(target, file.source));
     CHECK((fs::status(target).permissions() & fs::perms::all) ==

@@ -13,10 +13,10 @@
 #include <thread>
 #include <vector>
 
+#include "cache/cache.hpp"
 #include "kernhub/events.hpp"
 #include "kernhub/kernhub.h"
 #include "kernhub/kernhub.hpp"
-#include "store/cache.hpp"
 #include "support/barrier.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
@@ -63,7 +63,7 @@ std::map<std::string, int> downloads(HubServer& server) {
 // other thread wait and then find the blob: each file goes over the wire
 // once. Without it, each thread may download its own copy.
 void check_no_duplicate_downloads(HubServer& server, const fs::path& cache) {
-    const int allowed = store::flock_excludes(cache) ? 1 : k_threads;
+    const int allowed = cache::flock_excludes(cache) ? 1 : k_threads;
     const auto counted = downloads(server);
     CHECK_FALSE(counted.empty());
     for (const auto& [path, count] : counted) {

@@ -1,0 +1,28 @@
+// Small POSIX helpers shared by the store module's files. Internal to store:
+// they return errno values so each caller can phrase its own message.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+namespace kernhub::cache::detail {
+
+// `chars` lowercase hex characters from the OS random source. Not a seeded
+// PRNG on purpose: forked processes must not pick the same temp names.
+std::string random_hex(std::size_t chars);
+
+// Writes all of `size` bytes, retrying short writes and EINTR.
+// Returns 0 or the errno that stopped it.
+int write_all(int fd, const void* data, std::size_t size);
+
+// Makes a rename or create inside `dir` durable. Returns 0 or an errno;
+// filesystems that cannot fsync a directory (EINVAL) count as success.
+int fsync_directory(const std::filesystem::path& dir);
+
+// Creates `dir` and its parents. Returns 0 or an errno.
+int make_directories(const std::filesystem::path& dir);
+
+std::string errno_text(int err);
+
+}  // namespace kernhub::cache::detail

@@ -1,0 +1,27 @@
+// --keep-lock: the commits a lock file pins stay through prune.
+#include "cache/cache.hpp"
+#include "cacheadmin/prune.hpp"
+#include "kernhub/error.hpp"
+#include "lockfile/lockfile.hpp"
+
+namespace kernhub::cacheadmin {
+
+KeptCommits locked_commits(const std::filesystem::path& lock_file) {
+    const std::optional<std::string> text = lockfile::read_lock_file(lock_file);
+    if (!text) {
+        throw Error(ErrorCode::not_found, "cannot open the lock file " + lock_file.string() +
+                                              " given with --keep-lock: it does not exist; check the path");
+    }
+    const lockfile::AnyLock parsed = lockfile::parse_lock(*text, lock_file.string());
+    KeptCommits kept;
+    for (const auto& [name, kernel] : parsed.kernhub.kernels) {
+        kept[cache::repo_folder_name(kernel.repo_type, kernel.repo_id)].insert(kernel.commit);
+    }
+    // kernels.lock names kernel repos only.
+    for (const auto& entry : parsed.kernels) {
+        kept[cache::repo_folder_name(RepoType::kernel, entry.repo_id)].insert(entry.commit);
+    }
+    return kept;
+}
+
+}  // namespace kernhub::cacheadmin

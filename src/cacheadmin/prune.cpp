@@ -1,0 +1,325 @@
+#include "cacheadmin/prune.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "archive/archive.hpp"
+#include "cache/cache.hpp"
+#include "common/text.hpp"
+#include "kernhub/error.hpp"
+
+namespace kernhub::cacheadmin {
+
+namespace {
+
+constexpr const char* k_fresh = "modified within the last hour (k_prune_grace); a fetch may be using it";
+constexpr const char* k_locked = "its blob lock is held: a fetch is downloading or linking it";
+
+// Blob locks held at once while removing blobs, which bounds the descriptors
+// prune keeps open; snapshots/ is walked again once per batch.
+constexpr std::size_t k_prune_lock_batch = 256;
+
+// Removal below the repo folder never follows a link, even one swapped in
+// while prune runs (cache::remove_beneath).
+void remove_tree(const fs::path& repo_folder, const fs::path& path) {
+    cache::remove_beneath(repo_folder, path.lexically_relative(repo_folder));
+}
+
+bool entry_exists(const fs::path& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::optional<Clock::time_point> modified_now(const fs::path& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+    auto since_epoch = std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec);
+    return Clock::time_point(std::chrono::duration_cast<Clock::duration>(since_epoch));
+}
+
+void throw_if_cancelled(const PruneRequest& request, const fs::path& at) {
+    if (request.cancel == nullptr || !request.cancel->load()) return;
+    throw Error(ErrorCode::interrupted, "interrupted while pruning " + printable(at.string()) +
+                                            "; what was removed is gone and everything else is kept: run "
+                                            "kernhub cache prune again to finish");
+}
+
+// A leftover of a killed command: a temp file or an unpack folder below a
+// repo's .kernhub/tmp, or an import's unpack folder at the root. A temp
+// file has no lock: a process writes it for seconds to minutes, so one
+// untouched for cache::k_stale_partial_age was left by a process that
+// died. An unpack folder is locked by the process unpacking into it
+// (archive::ExtractedTree): one whose lock is held stays, one whose lock is
+// free goes after that age, or at once with --partials. Links inside go,
+// never their targets; `base` is the folder removal stays below.
+void prune_leftover(const fs::path& base, const fs::path& path, const Entry& entry, const PruneRequest& request,
+                    PruneReport& report) {
+    const auto keep = [&](const char* reason) { report.kept.push_back(PruneKept{printable(path.string()), reason}); };
+    if (!entry_exists(path)) return;
+    // Only folders archive::extract made carry its lock.
+    const bool unpack_folder = entry.type == EntryType::directory && request.use_locks &&
+                               path.filename().string().rfind(".kernhub-extract-", 0) == 0;
+    int lock_fd = -1;
+    if (unpack_folder) {
+        // Also in a dry run: taking a folder's lock creates nothing.
+        lock_fd = archive::lock_abandoned_unpack_folder(path);
+        if (lock_fd < 0) return keep("a running process is unpacking into it (its folder lock is held)");
+    }
+    struct Closer {
+        int fd;
+        ~Closer() {
+            if (fd >= 0) ::close(fd);
+        }
+    } closer{lock_fd};
+    const bool at_once = request.partials && unpack_folder;
+    if (!at_once && entry.modified > request.now - cache::k_stale_partial_age) {
+        return keep(
+            "a temporary file or unpack folder is taken for abandoned only after 24 hours "
+            "(cache::k_stale_partial_age); kernhub cache prune --partials removes an unpack folder no process holds");
+    }
+    const std::uint64_t bytes = leftover_bytes(path, entry);
+    if (!request.dry_run) cache::remove_beneath(base, path.lexically_relative(base));
+    report.removed.push_back(printable(path.string()));
+    report.bytes += bytes;
+}
+
+class RepoPruner {
+public:
+    RepoPruner(const RepoScan& repo, const PruneRequest& request, PruneReport& report)
+        : m_repo(repo),
+          m_request(request),
+          m_report(report),
+          m_cache(repo.folder.parent_path(), repo.type, repo.repo_id) {}
+
+    void run() {
+        std::set<std::string> keep;
+        if (auto it = m_request.keep.find(m_repo.folder_name); it != m_request.keep.end()) keep = it->second;
+        bool refs_readable = true;
+        for (const Ref& ref : m_repo.refs) {
+            if (ref.commit.empty()) refs_readable = false;
+            keep.insert(ref.commit);
+        }
+        if (!refs_readable) {
+            kept(m_repo.folder / "refs",
+                 "a ref does not hold a commit id, so every snapshot is kept; run kernhub cache verify --repair");
+        }
+        // A dry run removes nothing, so the links of the snapshots it would
+        // remove must not keep their blobs.
+        std::set<std::string> gone;
+        for (const Snapshot& snapshot : m_repo.snapshots) {
+            check_cancel();
+            bool named = !refs_readable || keep.count(snapshot.commit) != 0;
+            if (!named && snapshot.is_directory && prune_snapshot(snapshot.commit) && m_request.dry_run) {
+                gone.insert(snapshot.commit);
+            }
+        }
+        // Walked again after the snapshots were settled, every snapshot folder
+        // there is now, so that one a fetch made since the scan counts too.
+        // By the target's file name, whatever its form: a link another tool
+        // wrote differently keeps its blob too.
+        const std::set<std::string> linked = linked_blob_names(m_repo.folder / "snapshots", gone);
+        std::vector<const Entry*> unlinked;
+        for (const Entry& blob : m_repo.blobs) {
+            if (blob.type != EntryType::file && blob.type != EntryType::symlink) continue;  // verify reports those
+            if (linked.count(blob.name) != 0) continue;
+            if (fresh(blob.modified)) {
+                kept(m_repo.folder / "blobs" / blob.name, k_fresh);
+                continue;
+            }
+            unlinked.push_back(&blob);
+        }
+        for (std::size_t first = 0; first < unlinked.size(); first += k_prune_lock_batch) {
+            check_cancel();
+            const std::size_t last = std::min(unlinked.size(), first + k_prune_lock_batch);
+            prune_blobs(std::vector<const Entry*>(unlinked.begin() + first, unlinked.begin() + last),
+                        m_request.dry_run ? gone : std::set<std::string>{});
+        }
+        for (const Entry& partial : m_repo.partials) {
+            check_cancel();
+            prune_partial(partial);
+        }
+        for (const Entry& temp : m_repo.temps) {
+            check_cancel();
+            prune_temp(temp);
+        }
+    }
+
+    void check_cancel() const { throw_if_cancelled(m_request, m_repo.folder); }
+
+private:
+    bool fresh(Clock::time_point modified) const { return modified > m_request.now - k_prune_grace; }
+
+    void kept(const fs::path& path, const std::string& reason) {
+        m_report.kept.push_back(PruneKept{printable(path.string()), reason});
+    }
+
+    void removed(const fs::path& path, std::uint64_t bytes) {
+        m_report.removed.push_back(printable(path.string()));
+        m_report.bytes += bytes;
+    }
+
+    // The snapshot is walked again right before it goes, so links a fetch
+    // added since the scan, or a claim (cache::RepoCache::claim_snapshot)
+    // made since, keep it. Returns whether it was (or would be) removed.
+    bool prune_snapshot(const std::string& commit) {
+        // Exclusive against claim_snapshot: a process that marks this
+        // snapshot in use (to name it in a ref, or to hand its path to a
+        // caller) does so before or after this decision, never inside it.
+        // Where locks do not work (use_locks) the claim's fresh time is the
+        // guard, as for blobs.
+        std::optional<cache::FileLock> guard;
+        if (!m_request.dry_run && m_request.use_locks) guard.emplace(m_cache.lock_snapshots(m_request.cancel));
+        const Snapshot now = scan_snapshot(m_repo.folder / "snapshots", commit);
+        const fs::path dir = m_repo.folder / "snapshots" / commit;
+        if (!now.is_directory) return false;
+        if (fresh(now.newest)) {
+            kept(dir, k_fresh);
+            return false;
+        }
+        std::uint64_t bytes = 0;
+        for (const Entry& entry : now.entries) bytes += entry.type == EntryType::file ? entry.size : 0;
+        // The record goes first: a record must never outlive the links it names.
+        const fs::path record = m_repo.folder / ".kernhub" / "variants" / commit;
+        const fs::path tree = m_repo.folder / ".kernhub" / "trees" / (commit + ".json");
+        for (const fs::path& path : {record, dir, tree}) {
+            if (!entry_exists(path)) continue;
+            if (!parents_are_real(path)) {
+                kept(path, "lies below a symbolic link; kernhub never removes through one");
+                continue;
+            }
+            if (!m_request.dry_run) remove_tree(m_repo.folder, path);
+            removed(path, path == dir ? bytes : 0);
+        }
+        return true;
+    }
+
+    // Runs `remove` while holding the blob's lock, the one fetch takes to
+    // write, continue or replace that blob; keeps `path` when a live process
+    // holds it. Where locks do not exclude there is nothing to hold.
+    void under_blob_lock(const fs::path& path, const std::string& etag, const std::function<void()>& remove) {
+        if (!m_request.use_locks) return remove();
+        auto lock = m_cache.try_lock_blob(etag, !m_request.dry_run);
+        if (!lock) return kept(path, k_locked);
+        remove();
+    }
+
+    // Removes unlinked blobs the way a fetch cannot race: a fetch links a
+    // blob only while holding its lock (Fetcher::ensure_file), so once this
+    // holds the locks of the whole batch, a walk of snapshots/ shows every
+    // link that will ever point to them, until the locks are released. A
+    // busy blob is kept; so is one linked since the first walk.
+    void prune_blobs(const std::vector<const Entry*>& batch, const std::set<std::string>& gone) {
+        std::vector<cache::FileLock> locks;
+        locks.reserve(batch.size());
+        std::vector<const Entry*> held;
+        for (const Entry* blob : batch) {
+            if (m_request.use_locks) {
+                // A dry run creates no lock file; a missing one counts as free.
+                auto lock = m_cache.try_lock_blob(blob->name, !m_request.dry_run);
+                if (!lock) {
+                    kept(m_repo.folder / "blobs" / blob->name, k_locked);
+                    continue;
+                }
+                locks.push_back(std::move(*lock));
+            }
+            held.push_back(blob);
+        }
+        if (held.empty()) return;
+        const std::set<std::string> linked = linked_blob_names(m_repo.folder / "snapshots", gone);
+        for (const Entry* blob : held) {
+            if (linked.count(blob->name) != 0) continue;
+            const fs::path path = m_repo.folder / "blobs" / blob->name;
+            auto modified = modified_now(path);
+            if (!modified) continue;  // gone meanwhile
+            if (fresh(*modified)) {
+                kept(path, k_fresh);
+                continue;
+            }
+            if (!m_request.dry_run) remove_tree(m_repo.folder, path);
+            removed(path, blob->type == EntryType::file ? blob->size : 0);
+        }
+    }
+
+    void prune_partial(const Entry& partial) {
+        if (partial.type != EntryType::file) return;
+        const fs::path path = m_repo.folder / "blobs" / partial.name;
+        // --partials: the blob lock alone decides (a live download holds it).
+        const bool at_once = m_request.partials && m_request.use_locks;
+        if (!at_once && fresh(partial.modified)) return kept(path, k_fresh);
+        if (!m_request.use_locks && partial.modified > m_request.now - cache::k_stale_partial_age) {
+            return kept(path,
+                        "file locks do not work on this cache's filesystem (or KERNHUB_NO_FLOCK is set), so a partial "
+                        "download is taken for abandoned only after 24 hours (cache::k_stale_partial_age)");
+        }
+        // A live download holds its blob's lock for as long as it writes.
+        under_blob_lock(path, partial.name.substr(0, partial.name.find('.')), [&] {
+            if (!entry_exists(path)) return;
+            if (!m_request.dry_run) remove_tree(m_repo.folder, path);
+            removed(path, partial.size);
+        });
+    }
+
+    // The folders from the repo folder down to `path`'s parent are real
+    // folders, not links that lead elsewhere.
+    bool parents_are_real(const fs::path& path) const {
+        for (fs::path dir = path.parent_path(); dir != m_repo.folder && dir.has_relative_path();
+             dir = dir.parent_path()) {
+            if (!is_real_directory(dir)) return false;
+        }
+        return true;
+    }
+
+    void prune_temp(const Entry& temp) {
+        const fs::path path = m_repo.folder / ".kernhub" / "tmp" / temp.name;
+        if (!parents_are_real(path)) return;
+        prune_leftover(m_repo.folder, path, temp, m_request, m_report);
+    }
+
+    const RepoScan& m_repo;
+    const PruneRequest& m_request;
+    PruneReport& m_report;
+    cache::RepoCache m_cache;
+};
+
+}  // namespace
+
+PruneReport prune_cache(const fs::path& root, const PruneRequest& request) {
+    PruneReport report;
+    report.dry_run = request.dry_run;
+    try {
+        throw_if_cancelled(request, root);
+        visit_repos(root, [&](const RepoScan& repo) {
+            throw_if_cancelled(request, repo.folder);
+            RepoPruner(repo, request, report).run();
+        });
+        for (const Entry& entry : root_leftovers(root)) {
+            throw_if_cancelled(request, root);
+            prune_leftover(root, root / entry.name, entry, request, report);
+        }
+    } catch (const Error& error) {
+        // Every entry is reported once it is gone, so what the report holds
+        // is exactly what was removed before the stop.
+        if (error.code() != ErrorCode::interrupted) throw;
+        report.interrupted = true;
+    }
+    return report;
+}
+
+PruneReport prune_scanned(const std::vector<RepoScan>& repos, const PruneRequest& request) {
+    PruneReport report;
+    report.dry_run = request.dry_run;
+    for (const RepoScan& repo : repos) {
+        throw_if_cancelled(request, repo.folder);
+        RepoPruner(repo, request, report).run();
+    }
+    return report;
+}
+
+}  // namespace kernhub::cacheadmin

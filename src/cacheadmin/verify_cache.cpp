@@ -1,0 +1,246 @@
+#include "cacheadmin/verify_cache.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "cache/cache.hpp"
+#include "cacheadmin/inventory.hpp"
+#include "common/crash_point.hpp"
+#include "common/text.hpp"
+#include "digest/digest.hpp"
+#include "kernhub/error.hpp"
+
+namespace kernhub::cacheadmin {
+
+namespace {
+
+struct BlobState {
+    bool ok = false;
+    std::uint64_t size = 0;
+    std::string sha256;
+};
+
+// The digest a blob's name claims (SHA-256 for 64 hex, git blob SHA-1 for
+// 40), computed without following a symlink; `sha256` gets the content's
+// SHA-256 either way, which variant records name.
+std::string name_digest(const fs::path& path, const std::string& etag, std::string& sha256) {
+    digest::Hasher sha(digest::Algorithm::sha256);
+    std::optional<digest::GitBlobHasher> git;
+    digest::read_chunks(
+        path,
+        [&](std::uint64_t size) {
+            if (etag.size() == 40) git.emplace(size);
+        },
+        [&](const void* data, std::size_t size) {
+            sha.update(data, size);
+            if (git) git->update(data, size);
+        },
+        false);
+    sha256 = digest::to_hex(sha.finish());
+    return git ? git->finish_hex() : sha256;
+}
+
+// Removes a file, link or folder below the repo folder without following
+// a link anywhere (cache::remove_beneath); a name already gone is fine.
+void remove_entry(const fs::path& repo_folder, const fs::path& path) {
+    try {
+        cache::remove_beneath(repo_folder, path.lexically_relative(repo_folder));
+    } catch (const Error& e) {
+        throw Error(ErrorCode::internal,
+                    "cannot remove the damaged " + path.string() + "; remove it by hand, then fetch again",
+                    e.message());
+    }
+}
+
+std::string read_link_now(const fs::path& path) {
+    std::error_code ec;
+    fs::path target = fs::read_symlink(path, ec);
+    return ec ? std::string() : target.string();
+}
+
+class RepoVerifier {
+public:
+    RepoVerifier(const RepoScan& repo, const VerifyOptions& options, CacheVerifyReport& report)
+        : m_repo(repo), m_options(options), m_report(report) {}
+
+    // Everything is judged before anything is removed, and a repair removes
+    // the damaged variant records first: a record vouches for its files (a
+    // fetch trusts the files it names without hashing them again), so at no
+    // instant of a repair, even one killed halfway, does a record still
+    // name a damaged file that the next fetch would keep.
+    void run() {
+        for (const Entry& blob : m_repo.blobs) check_blob(blob);
+        for (const Snapshot& snapshot : m_repo.snapshots) check_snapshot(snapshot);
+        for (const Record& record : m_repo.records) check_record(record);
+        for (const Ref& ref : m_repo.refs) {
+            if (ref.problem.empty()) continue;
+            const fs::path path = m_repo.folder / "refs" / ref.revision;
+            report(path, ref.problem, [this, path] { remove_entry(m_repo.folder, path); });
+        }
+        repair(m_record_repairs);
+        repair(m_repairs);
+    }
+
+private:
+    using Repairs = std::vector<std::pair<std::size_t, std::function<void()>>>;
+
+    void report(const fs::path& path, const std::string& problem, std::function<void()> repair,
+                bool is_record = false) {
+        m_report.problems.push_back(CacheProblem{printable(path.string()), printable(problem), false});
+        if (!m_options.repair) return;
+        (is_record ? m_record_repairs : m_repairs).emplace_back(m_report.problems.size() - 1, std::move(repair));
+    }
+
+    // Each repair marks its problem repaired once done, so an interrupted
+    // run reports what it fixed and what it left.
+    void repair(const Repairs& repairs) {
+        for (const auto& [problem, action] : repairs) {
+            check_cancel();
+            action();
+            m_report.problems[problem].repaired = true;
+            crash_point("repaired");
+        }
+    }
+
+    void check_cancel() const {
+        if (m_options.cancel != nullptr && m_options.cancel->load()) {
+            throw Error(ErrorCode::interrupted, "interrupted while verifying " + m_repo.folder.string());
+        }
+    }
+
+    // Why the blob is damaged, or empty when its content matches its name.
+    std::string blob_damage(const fs::path& path, const std::string& etag, EntryType type, BlobState& state) {
+        if (type == EntryType::symlink) return "is a symbolic link where a blob belongs";
+        if (type != EntryType::file) return "is not a regular file";
+        std::string actual = name_digest(path, etag, state.sha256);
+        if (actual == etag) return {};
+        return std::string("content does not match its name (its ") +
+               (etag.size() == 40 ? "git blob SHA-1" : "SHA-256") + " is " + actual + ")";
+    }
+
+    void check_blob(const Entry& blob) {
+        check_cancel();
+        const fs::path path = m_repo.folder / "blobs" / blob.name;
+        BlobState state;
+        state.size = blob.size;
+        ++m_report.blobs_checked;
+        std::string damage = blob_damage(path, blob.name, blob.type, state);
+        state.ok = damage.empty();
+        if (!state.ok) report(path, damage, [this, etag = blob.name] { remove_blob(etag); });
+        m_blobs[blob.name] = state;
+    }
+
+    // Under the blob's lock, as fetch replaces a blob; a fetch may have put a
+    // good copy in place while it was hashed here, and that one stays.
+    void remove_blob(const std::string& etag) {
+        cache::RepoCache cache(m_repo.folder.parent_path(), m_repo.type, m_repo.repo_id);
+        std::optional<cache::FileLock> lock;
+        if (m_options.use_locks) lock.emplace(cache.lock_blob(etag, m_options.cancel));
+        const fs::path path = cache.blob_path(etag);
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0) return;
+        BlobState again;
+        if (blob_damage(path, etag, entry_type_of(st), again).empty()) return;
+        remove_entry(m_repo.folder, path);
+    }
+
+    static EntryType entry_type_of(const struct stat& st) {
+        if (S_ISREG(st.st_mode)) return EntryType::file;
+        if (S_ISLNK(st.st_mode)) return EntryType::symlink;
+        return S_ISDIR(st.st_mode) ? EntryType::directory : EntryType::other;
+    }
+
+    void check_snapshot(const Snapshot& snapshot) {
+        check_cancel();
+        const fs::path dir = m_repo.folder / "snapshots" / snapshot.commit;
+        if (!snapshot.is_directory) {
+            report(dir, "is not a folder (a snapshot is a folder of links)",
+                   [this, dir] { remove_entry(m_repo.folder, dir); });
+            return;
+        }
+        for (const Entry& entry : snapshot.entries) {
+            const fs::path path = dir / entry.name;
+            if (entry.type == EntryType::other) {
+                report(path, "is neither a link nor a file", [this, path] { remove_entry(m_repo.folder, path); });
+            }
+            if (entry.type != EntryType::symlink) continue;  // folders; files copied by tools without symlinks
+            ++m_report.links_checked;
+            std::string damage = link_damage(entry);
+            if (damage.empty()) {
+                m_linked[snapshot.commit + "/" + entry.name] = linked_etag(entry.name, entry.link);
+                continue;
+            }
+            // Only the link that was judged: fetch may have replaced it since.
+            report(path, damage, [this, path, link = entry.link] {
+                if (read_link_now(path) == link) remove_entry(m_repo.folder, path);
+            });
+        }
+    }
+
+    std::string link_damage(const Entry& entry) const {
+        if (entry.link.empty()) return "is a link whose target cannot be read or is over k_max_link_bytes";
+        const std::string etag = linked_etag(entry.name, entry.link);
+        if (etag.empty()) return "links '" + entry.link + "', not the relative link into this repo's blobs/";
+        auto blob = m_blobs.find(etag);
+        if (blob == m_blobs.end()) return "is dangling: blobs/" + etag + " is missing";
+        if (!blob->second.ok) return "links the damaged blob blobs/" + etag;
+        return {};
+    }
+
+    void check_record(const Record& record) {
+        ++m_report.records_checked;
+        std::string damage = record_damage(record);
+        if (!damage.empty()) {
+            report(
+                record.path, damage, [this, path = record.path] { remove_entry(m_repo.folder, path); }, true);
+        }
+    }
+
+    std::string record_damage(const Record& record) const {
+        auto files = read_record(m_repo, record.commit, record.variant);
+        if (!files) return "is not a variant record kernhub can read";
+        for (const RecordedFile& file : *files) {
+            auto link = m_linked.find(record.commit + "/build/" + record.variant + "/" + file.path);
+            const BlobState* blob = nullptr;
+            if (link != m_linked.end()) blob = &m_blobs.at(link->second);
+            if (blob == nullptr || blob->size != file.size || blob->sha256 != file.sha256) {
+                return "names " + file.path + ", which is missing, damaged or different in the snapshot";
+            }
+        }
+        return {};
+    }
+
+    const RepoScan& m_repo;
+    const VerifyOptions& m_options;
+    CacheVerifyReport& m_report;
+    std::map<std::string, BlobState> m_blobs;     // etag -> what hashing found
+    std::map<std::string, std::string> m_linked;  // "<commit>/<relpath>" -> etag, good links only
+    Repairs m_record_repairs;                     // (index in m_report.problems, removal)
+    Repairs m_repairs;
+};
+
+}  // namespace
+
+CacheVerifyReport verify_cache(const fs::path& root, const VerifyOptions& options) {
+    CacheVerifyReport report;
+    report.root = root.string();
+    try {
+        for (const RepoScan& repo : scan_cache(root)) RepoVerifier(repo, options, report).run();
+    } catch (const Error& error) {
+        // Each problem is in the report once found, and marked repaired once
+        // removed, so the report is exactly what was done before the stop.
+        if (error.code() != ErrorCode::interrupted) throw;
+        report.interrupted = true;
+    }
+    return report;
+}
+
+}  // namespace kernhub::cacheadmin

@@ -1,0 +1,365 @@
+// The download half of Fetcher: verified blobs, resumed partials, snapshot
+// links.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "cache/cache.hpp"
+#include "common/crash_point.hpp"
+#include "fetch/fetcher.hpp"
+#include "fetch/parallel.hpp"
+#include "fetch/stream_check.hpp"
+#include "kernhub/error.hpp"
+
+namespace kernhub::fetch {
+
+namespace fs = std::filesystem;
+
+static void check_cancel(const FetchRequest& request, const std::string& what) {
+    if (request.cancel != nullptr && request.cancel->load()) {
+        throw Error(ErrorCode::interrupted, "interrupted before " + what + "; run the command again to continue");
+    }
+}
+
+static std::string not_cached(const FetchRequest& request, const std::string& what, const std::string& root) {
+    return what + " is not in the cache under " + root + "; fetch " + request.repo.repo_id +
+           " once while online (offline mode is on)";
+}
+
+void PendingSyncs::add(const fs::path& dir) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_dirs.insert(dir);
+}
+
+void PendingSyncs::flush() {
+    std::set<fs::path> dirs;
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        dirs.swap(m_dirs);
+    }
+    for (const fs::path& dir : dirs) cache::sync_directory(dir);
+}
+
+std::string Fetcher::ensure_file(const FetchRequest& request, const std::string& commit, const Expectation& expect,
+                                 bool trusted, std::uint64_t& bytes_downloaded, PendingSyncs& syncs) {
+    const hub::TreeEntry& entry = *expect.entry;
+    cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    const std::string& etag = entry.etag();
+    check_cancel(request, expect.label);
+    // Whoever committed the blob may have left its name unflushed (it flushes
+    // at the end of its own variant): this variant's record must not count
+    // on it, so blobs/ is flushed here too, once.
+    syncs.add(cache.blob_path(etag).parent_path());
+    // The blob's lock is held from the has_blob check until the link is
+    // made, so that cache prune, which removes a blob only while holding its
+    // lock and after finding no link to it, cannot remove a blob this fetch
+    // is about to link (docs/ARCHITECTURE.md, "Cache management"). The same
+    // lock serialises downloads of the blob; it is taken once per process,
+    // since two open file descriptions of one file exclude each other even
+    // in one process. Where flock() does not exclude, every process
+    // downloads into a partial of its own and the renames race harmlessly:
+    // the content is the same.
+    const bool locking = request.use_locks && cache::flock_excludes(m_root);
+    std::optional<cache::FileLock> lock;
+    if (locking) lock.emplace(cache.lock_blob(etag, request.cancel));
+    std::string sha256;
+    if (cache.has_blob(etag)) {
+        try {
+            sha256 = verify_cached_blob(cache.blob_path(etag), expect, trusted);
+        } catch (const DeclaredDigestMismatch&) {
+            throw;
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::verification) throw;
+            if (request.offline) {
+                throw Error(ErrorCode::verification,
+                            "the cached copy of " + e.message() + "; fetch it again while online");
+            }
+            emit(Event::Kind::info, "the cached copy of " + entry.path + " does not verify; downloading it again");
+            // Under the lock nobody else is placing a good copy: the damaged
+            // one goes. Without it another process may be renaming a good
+            // copy into place right now, so the name is left to the renames.
+            if (locking) cache.remove_blob(etag);
+        }
+    }
+    if (sha256.empty()) {
+        if (request.offline) throw Error(ErrorCode::offline, not_cached(request, expect.label, m_root.string()));
+        sha256 = download_blob(request, commit, expect, locking, bytes_downloaded);
+    }
+    cache.link_snapshot(commit, entry.path, etag, false);
+    syncs.add(cache.snapshot_path(commit, entry.path).parent_path());
+    crash_point("linked");
+    return sha256;
+}
+
+std::string Fetcher::download_blob(const FetchRequest& request, const std::string& commit, const Expectation& expect,
+                                   bool locked, std::uint64_t& bytes_downloaded) {
+    const hub::TreeEntry& entry = *expect.entry;
+    cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    const std::string& etag = entry.etag();
+    if (!locked && cache.has_blob(etag)) {
+        // Another process renamed a copy into place since ensure_file
+        // looked, or it is the damaged copy found there: either way it is
+        // hashed before use.
+        try {
+            return verify_cached_blob(cache.blob_path(etag), expect, false);
+        } catch (const DeclaredDigestMismatch&) {
+            throw;
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::verification) throw;
+        }
+    }
+    for (bool adopt = locked;; adopt = false) {
+        cache::IncompleteBlob blob = cache.open_partial(etag, adopt);
+        VerifyingTarget target(blob, expect, m_events);
+        const std::uint64_t resumed = target.resumed_bytes();
+        if (resumed > 0) {
+            emit(Event::Kind::info, "resuming " + entry.path + " at byte " + std::to_string(resumed) + " of " +
+                                        std::to_string(entry.size));
+        }
+        emit(Event::Kind::download_start, {}, entry.path, resumed, entry.size, request.repo.repo_id);
+        if (resumed < entry.size) {
+            try {
+                m_client->download(request.repo, commit, entry.path, target);
+            } catch (const Error& e) {
+                target.abandon();  // its thread reads the partial
+                // Too many bytes means the partial is wrong; any other
+                // failure (network, interrupted) keeps it for the next run.
+                if (e.code() == ErrorCode::verification) blob.discard();
+                throw;
+            }
+        }
+        std::string sha256;
+        try {
+            sha256 = target.finish();
+        } catch (const DeclaredDigestMismatch&) {
+            blob.discard();
+            throw;
+        } catch (const Error& e) {
+            blob.discard();
+            if (target.resumed_bytes() > 0) {
+                emit(Event::Kind::info,
+                     "the resumed download of " + entry.path + " does not verify; downloading it from the start");
+                continue;
+            }
+            throw;
+        }
+        crash_point("verified");
+        // The data is synced here, on this file's worker; the blobs/ entry
+        // is synced once for the variant (PendingSyncs).
+        blob.commit(false);
+        crash_point("committed");
+        bytes_downloaded += target.size() - target.resumed_bytes();
+        ++m_files_downloaded;
+        emit(Event::Kind::download_done, {}, entry.path, entry.size, entry.size, request.repo.repo_id);
+        return sha256;
+    }
+}
+
+FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::string& commit,
+                                       const std::string& variant, const std::vector<const hub::TreeEntry*>& entries,
+                                       const std::set<std::string>& trusted) {
+    cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    FetchOutcome outcome;
+    outcome.commit = commit;
+    outcome.variant = variant;
+    outcome.variant_dir = cache.snapshot_dir(commit) / "build" / variant;
+    const std::uint64_t downloads_before = m_files_downloaded;
+    const std::string prefix = "build/" + variant + "/";
+    const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
+    cache.unlink_linked_folders();
+    if (request.offline) {
+        // Name everything that is missing at once, not the first file only.
+        std::string missing;
+        std::size_t count = 0;
+        for (const hub::TreeEntry* entry : entries) {
+            if (cache.has_blob(entry->etag()) || (request.skip_lfs_downloads && entry->is_lfs())) continue;
+            if (++count <= 5) missing += (missing.empty() ? "" : ", ") + entry->path.substr(prefix.size());
+        }
+        if (count > 0) {
+            if (count > 5) missing += " and " + std::to_string(count - 5) + " more";
+            throw Error(ErrorCode::offline, "variant " + variant + " of " + request.repo.repo_id + "@" +
+                                                commit.substr(0, 12) + " is not complete in the cache under " +
+                                                m_root.string() + " (missing " + missing +
+                                                "); fetch it once while online "
+                                                "(offline mode is on)");
+        }
+    }
+    // The signature comes before every other file (README, "Signatures").
+    // The digest that checks the other files is the one in the verified
+    // bytes, and it must exist: without it the signature covers nothing else.
+    std::set<std::string> trusted_paths = trusted;
+    std::optional<MetadataDigest> metadata;
+    std::vector<std::string> linked_before;
+    if (request.signature) {
+        for (const hub::TreeEntry* entry : entries) {
+            std::error_code ec;
+            if (fs::is_symlink(fs::symlink_status(cache.snapshot_path(commit, entry->path), ec))) {
+                linked_before.push_back(entry->path);
+            }
+        }
+        SignedMetadata verified = verify_signature(request, commit, variant, entries);
+        outcome.signature = std::move(verified.signature);
+        metadata = parse_metadata_digest(verified.metadata, variant);
+        if (!metadata) {
+            unlink_new(cache, commit, entries, linked_before);
+            throw Error(ErrorCode::verification,
+                        "the signed metadata.json of " + request.repo.repo_id + " variant " + variant +
+                            " has no \"digest\", so its signature covers no other file of the variant; refusing it "
+                            "(the registry entry's \"signature\" policy requires a signed digest)");
+        }
+        trusted_paths.insert(prefix + "metadata.json");
+        trusted_paths.insert(prefix + "metadata.json.sigstore");
+    }
+    try {
+        download_files(request, commit, variant, entries, trusted_paths, metadata, outcome);
+    } catch (const Error&) {
+        // With a policy, a refused variant leaves nothing of itself visible:
+        // the links this fetch made go again (their blobs verified, and are
+        // left for cache prune).
+        if (request.signature) unlink_new(cache, commit, entries, linked_before);
+        throw;
+    }
+    outcome.files_downloaded = m_files_downloaded - downloads_before;
+    return outcome;
+}
+
+namespace {
+
+// One file of a variant to make present, and what came of it.
+struct FileJob {
+    const hub::TreeEntry* entry = nullptr;
+    std::string relpath;
+    Expectation expect;
+    bool trusted = false;
+    std::string sha256;
+    std::uint64_t bytes_downloaded = 0;
+};
+
+}  // namespace
+
+void Fetcher::download_files(const FetchRequest& request, const std::string& commit, const std::string& variant,
+                             const std::vector<const hub::TreeEntry*>& entries,
+                             const std::set<std::string>& trusted_paths, std::optional<MetadataDigest> metadata,
+                             FetchOutcome& outcome) {
+    cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    const std::string prefix = "build/" + variant + "/";
+    const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
+    const bool signed_metadata = metadata.has_value();
+    const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
+    PendingSyncs syncs;
+
+    // The plan lets a renderer show the variant's total before any file.
+    // Two files with the same content are one download.
+    std::set<std::string> planned;
+    std::uint64_t plan_bytes = 0;
+    for (const hub::TreeEntry* entry : entries) {
+        if (cache.has_blob(entry->etag()) || (request.skip_lfs_downloads && entry->is_lfs())) continue;
+        if (planned.insert(entry->etag()).second) plan_bytes += entry->size;
+    }
+    if (!planned.empty() && !request.offline) {
+        emit(Event::Kind::download_plan, variant, {}, planned.size(), plan_bytes, request.repo.repo_id);
+    }
+    std::atomic<bool> stop{false};  // set by run_parallel when a file fails
+    // What each file must match. The metadata digest is filled in once
+    // metadata.json, which comes first, has been read.
+    std::vector<FileJob> jobs(entries.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        FileJob& job = jobs[i];
+        job.entry = entries[i];
+        job.relpath = entries[i]->path.substr(prefix.size());
+        job.expect.entry = entries[i];
+        job.expect.label = label_base + entries[i]->path;
+        job.expect.cancel = request.cancel;
+        job.expect.stop = &stop;
+        job.expect.repo = request.repo.repo_id;
+        job.trusted = trusted_paths.count(entries[i]->path) != 0;
+        if (pins != nullptr && pins->files) {
+            auto pin = pins->files->find(job.relpath);
+            if (pin != pins->files->end()) job.expect.pinned_sha256 = pin->second.sha256;
+        }
+    }
+    auto expect_digest = [&](FileJob& job) {
+        if (!metadata || excluded_from_digest(job.relpath)) return;
+        auto it = metadata->files.find(job.relpath);
+        if (it == metadata->files.end()) {
+            throw Error(ErrorCode::verification, job.expect.label +
+                                                     " is not covered by the variant's metadata.json digest; "
+                                                     "refusing an unlisted file");
+        }
+        job.expect.metadata_algorithm = metadata->algorithm;
+        job.expect.metadata_digest = it->second;
+    };
+    auto make_present = [&](FileJob& job) {
+        if (request.skip_lfs_downloads && job.entry->is_lfs()) {
+            // Described, not fetched: the listed SHA-256 is the file's name,
+            // and it must agree with the metadata digest and the pin.
+            job.sha256 = job.entry->lfs_sha256;
+            if (job.expect.metadata_digest && job.expect.metadata_algorithm == digest::Algorithm::sha256 &&
+                digest::from_hex(job.sha256) != job.expect.metadata_digest) {
+                throw DeclaredDigestMismatch(ErrorCode::verification,
+                                             job.expect.label + " is listed with sha256 " + job.sha256 +
+                                                 ", which its variant's metadata.json digest does not match");
+            }
+            check_pin(job.expect, job.sha256);
+            return;
+        }
+        job.sha256 = ensure_file(request, commit, job.expect, job.trusted, job.bytes_downloaded, syncs);
+    };
+
+    std::size_t first_parallel = 0;
+    if (!jobs.empty() && jobs[0].relpath == "metadata.json" && !signed_metadata) {
+        // Its digest checks every file after it, so it is fetched alone first.
+        make_present(jobs[0]);
+        auto text = cache::read_file(cache.blob_path(jobs[0].entry->etag()));  // verified just now
+        metadata = parse_metadata_digest(text.value_or(""), variant);
+        first_parallel = 1;
+    }
+    std::vector<FileJob> rest(std::make_move_iterator(jobs.begin() + static_cast<std::ptrdiff_t>(first_parallel)),
+                              std::make_move_iterator(jobs.end()));
+    jobs.resize(first_parallel);
+    // Every file is checked for coverage before any transfer starts.
+    for (FileJob& job : rest) expect_digest(job);
+    run_parallel(
+        rest.size(), request.max_connections, [&](std::size_t i) { make_present(rest[i]); }, &stop);
+    jobs.insert(jobs.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
+    // One durability point for the variant: every blob's data was synced by
+    // its commit; the names made in blobs/ and in the snapshot's folders
+    // are synced here, once per folder, before anything that counts on them
+    // (the variant record) is written.
+    syncs.flush();
+    crash_point("synced");
+
+    for (const FileJob& job : jobs) {
+        outcome.bytes_downloaded += job.bytes_downloaded;
+        outcome.files.push_back(FetchedFile{job.relpath, job.entry->size, job.sha256, {}});
+    }
+    outcome.metadata_digest_checked = metadata.has_value();
+    if (metadata) {
+        for (const auto& [path, digest_bytes] : metadata->files) {
+            const std::string wanted = prefix + path;
+            bool listed =
+                std::any_of(entries.begin(), entries.end(), [&](const hub::TreeEntry* e) { return e->path == wanted; });
+            if (listed) continue;
+            if (m_listing_source == ListingSource::snapshot) {
+                throw Error(ErrorCode::offline, not_cached(request, label_base + prefix + path, m_root.string()));
+            }
+            throw Error(ErrorCode::verification, "metadata.json of " + request.repo.repo_id + " variant " + variant +
+                                                     " lists " + path + ", which the repo does not have");
+        }
+    }
+}
+
+void Fetcher::unlink_new(const cache::RepoCache& cache, const std::string& commit,
+                         const std::vector<const hub::TreeEntry*>& entries,
+                         const std::vector<std::string>& linked_before) {
+    for (const hub::TreeEntry* entry : entries) {
+        if (std::find(linked_before.begin(), linked_before.end(), entry->path) != linked_before.end()) continue;
+        std::error_code ec;
+        const fs::path link = cache.snapshot_path(commit, entry->path);
+        if (fs::is_symlink(fs::symlink_status(link, ec))) fs::remove(link, ec);  // the link, never its target
+    }
+}
+
+}  // namespace kernhub::fetch
