@@ -225,89 +225,6 @@ registry::Registry load_registries(const Options& options, const cache::EnvLooku
     return registry::load_stack(sources);
 }
 
-// "name[@rev]" from the registry, or "org/repo[@rev]" directly.
-bool same_policy(const SignaturePolicy& a, const SignaturePolicy& b) {
-    std::vector<std::string> left = a.identities;
-    std::vector<std::string> right = b.identities;
-    std::sort(left.begin(), left.end());
-    std::sort(right.begin(), right.end());
-    return a.issuer == b.issuer && left == right && a.repository == b.repository;
-}
-
-std::optional<SignaturePolicy> registry_policy(const registry::Registry& registry, const std::string& repo_id,
-                                               const std::string& name) {
-    // The hub compares repo ids ignoring case, so "Org/Repo" must not
-    // escape a policy written for "org/repo".
-    const std::string wanted = ascii_lowercase(repo_id);
-    std::optional<SignaturePolicy> policy;
-    for (const auto& entry : registry.entries()) {
-        if (!entry.signature || (ascii_lowercase(entry.repo_id) != wanted && entry.name != name)) continue;
-        if (policy && !same_policy(*policy, *entry.signature)) {
-            throw Error(ErrorCode::verification,
-                        "registry entries for " + repo_id + " carry different \"signature\" policies (" + entry.name +
-                            " from " + entry.source +
-                            " is one); use the kernel by its registry name, or make the policies agree");
-        }
-        policy = entry.signature;
-    }
-    return policy;
-}
-
-registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::string& ref) {
-    auto at = ref.find('@');
-    std::string base = ref.substr(0, at);
-    std::string revision = at == std::string::npos ? std::string() : ref.substr(at + 1);
-    if (at != std::string::npos && revision.empty()) {
-        throw Error(ErrorCode::usage, quoted_name(ref) + " has an empty revision after '@'");
-    }
-    if (!revision.empty()) {
-        if (std::string problem = revision_problem(revision); !problem.empty()) {
-            throw Error(ErrorCode::usage,
-                        "revision " + quoted_name(revision) + " in " + quoted_name(ref) + " " + problem);
-        }
-    }
-    registry::KernelSpec spec;
-    if (base.find('/') != std::string::npos) {
-        validate_repo_id(base);
-        spec.name = base;
-        spec.repo_id = base;
-        spec.revision = revision.empty() ? "main" : revision;
-        spec.source = "command line";
-        // The registry still knows how to use the repo: each of its symbol,
-        // file and repo type is taken from the entries naming it when they
-        // all agree on that field.
-        std::vector<registry::KernelSpec> naming;
-        for (auto& entry : registry.entries()) {
-            if (entry.repo_id == base) naming.push_back(std::move(entry));
-        }
-        const auto agreed = [&naming](auto field) {
-            return !naming.empty() && std::all_of(naming.begin(), naming.end(), [&](const registry::KernelSpec& e) {
-                return field(e) == field(naming.front());
-            });
-        };
-        if (agreed([](const registry::KernelSpec& e) { return e.symbol; })) spec.symbol = naming.front().symbol;
-        if (agreed([](const registry::KernelSpec& e) { return e.file; })) spec.file = naming.front().file;
-        if (agreed([](const registry::KernelSpec& e) { return e.repo_type; }))
-            spec.repo_type = naming.front().repo_type;
-        spec.signature = registry_policy(registry, base, {});
-        return spec;
-    }
-    const registry::KernelSpec* found = registry.find(base);
-    if (found == nullptr) {
-        throw Error(ErrorCode::not_found, "unknown kernel " + quoted_name(base) +
-                                              "; `kernhub list` shows the known names, or pass ORG/REPO[@REVISION]");
-    }
-    spec = *found;
-    if (!revision.empty()) {
-        spec.revision = revision;
-        spec.version.reset();
-    }
-    // An entry without a policy of its own still gets the one other entries
-    // set for its repo: naming a pinned repo again must not unpin it.
-    if (!spec.signature) spec.signature = registry_policy(registry, spec.repo_id, {});
-    return spec;
-}
-
 }  // namespace api
 
 Client::Client(Options options) : m_impl(std::make_unique<Impl>(std::move(options))) {}
@@ -316,7 +233,7 @@ Client::Client(Client&&) noexcept = default;
 Client& Client::operator=(Client&&) noexcept = default;
 
 FetchResult Client::fetch(const std::string& ref) {
-    return m_impl->fetch(api::resolve_ref(m_impl->registry, ref));
+    return m_impl->fetch(registry::resolve_ref(m_impl->registry, ref));
 }
 
 FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
@@ -342,7 +259,7 @@ FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
 }
 
 LoadResult Client::load(const std::string& ref, const std::string& symbol_override) {
-    registry::KernelSpec spec = api::resolve_ref(m_impl->registry, ref);
+    registry::KernelSpec spec = registry::resolve_ref(m_impl->registry, ref);
     LoadResult result;
     result.symbol = symbol_override.empty() ? spec.symbol : symbol_override;
     if (result.symbol.empty()) {
@@ -422,7 +339,7 @@ LoadResult Client::Impl::load_verified(const registry::KernelSpec& spec, const s
 }
 
 InfoResult Client::info(const std::string& ref) {
-    registry::KernelSpec spec = api::resolve_ref(m_impl->registry, ref);
+    registry::KernelSpec spec = registry::resolve_ref(m_impl->registry, ref);
     fetch::FetchRequest request = m_impl->request_for(spec);
     std::uint64_t before = m_impl->requests();
     fetch::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);

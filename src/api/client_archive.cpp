@@ -12,7 +12,7 @@ namespace {
 // cache's refs/<revision> (a prewarmed image has no hub to ask).
 cacheadmin::ExportSelection cached_selection(const registry::Registry& registry, const std::filesystem::path& root,
                                              const std::string& ref) {
-    registry::KernelSpec spec = api::resolve_ref(registry, ref);
+    registry::KernelSpec spec = registry::resolve_ref(registry, ref);
     cache::RepoCache repo(root, spec.repo_type, spec.repo_id);
     const std::string revision = spec.effective_revision();
     std::optional<std::string> commit =

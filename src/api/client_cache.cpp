@@ -34,7 +34,7 @@ CacheListing Client::cache_ls() {
 std::string Client::cache_path(const std::string& ref) {
     const std::filesystem::path root = absolute_root(m_impl->settings);
     if (ref.empty()) return root.string();
-    registry::KernelSpec spec = api::resolve_ref(m_impl->registry, ref);
+    registry::KernelSpec spec = registry::resolve_ref(m_impl->registry, ref);
     fetch::FetchRequest request = m_impl->request_for(spec);
     request.offline = true;
     fetch::Fetcher fetcher(root, nullptr, m_impl->options.events);

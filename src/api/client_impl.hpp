@@ -15,6 +15,7 @@
 #include "cuda/driver.hpp"
 #include "fetch/fetcher.hpp"
 #include "kernhub/kernhub.hpp"
+#include "registry/reference.hpp"
 #include "registry/registry.hpp"
 #include "select/variant.hpp"
 #include "sigstore/sigstore.hpp"
@@ -27,15 +28,6 @@ namespace api {
 // The registry stack Options name: the installed default, the project's
 // kernhub.json, KERNHUB_REGISTRY, then Options::registries.
 registry::Registry load_registries(const Options& options, const cache::EnvLookup& env);
-
-// "name[@rev]" from the registry, or "org/repo[@rev]" directly.
-registry::KernelSpec resolve_ref(const registry::Registry& registry, const std::string& ref);
-bool same_policy(const SignaturePolicy& a, const SignaturePolicy& b);
-// The policy of the registry entries naming `repo_id` (ASCII case ignored)
-// or called `name`; nullopt when none has one. Error(verification) when
-// they disagree.
-std::optional<SignaturePolicy> registry_policy(const registry::Registry& registry, const std::string& repo_id,
-                                               const std::string& name);
 
 // The public view of a recorded signature.
 SignatureInfo signature_info(const cache::RecordedSignature& recorded);

@@ -505,7 +505,7 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
         // as for any fetch; the signer the lock recorded must then be the
         // one that signed. Without a registry policy, the recorded signer
         // is the policy.
-        const std::optional<SignaturePolicy> policy = api::registry_policy(m_impl->registry, job.repo_id, job.name);
+        const std::optional<SignaturePolicy> policy = registry::registry_policy(m_impl->registry, job.repo_id, job.name);
         spec.signature = policy ? policy : job.signers;
         fetch::FetchRequest base = m_impl->request_for(spec);
         base.pins = job.pins;

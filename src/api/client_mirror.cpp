@@ -60,7 +60,7 @@ MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOp
     // Every name is resolved before anything is written.
     std::vector<registry::KernelSpec> specs;
     specs.reserve(refs.size());
-    for (const auto& ref : refs) specs.push_back(api::resolve_ref(m_impl->registry, ref));
+    for (const auto& ref : refs) specs.push_back(registry::resolve_ref(m_impl->registry, ref));
 
     MirrorReport report;
     std::error_code ec;

@@ -78,7 +78,7 @@ std::optional<fetch::SignatureCheck> Client::Impl::signature_check(const registr
 }
 
 VerifyReport Client::verify(const std::string& ref, const SignaturePolicy& policy) {
-    registry::KernelSpec spec = api::resolve_ref(m_impl->registry, ref);
+    registry::KernelSpec spec = registry::resolve_ref(m_impl->registry, ref);
     if (!policy.issuer.empty() || !policy.identities.empty()) {
         check_policy(policy, "the signature policy given for " + quoted_name(ref));
         spec.signature = policy;
