@@ -14,6 +14,7 @@
 #include <csignal>
 
 #include "commands.hpp"
+#include "hint.hpp"
 #include "interrupt.hpp"
 #include "kernhub/kernhub.hpp"
 
@@ -36,15 +37,16 @@ const char* first_word(int argc, char** argv) {
 }
 
 void report(const kernhub::Error& error, bool json) {
+    const std::string line = kernhub::cli::describe(error);  // the hint as a flag or a command
     const char* no_color = std::getenv("NO_COLOR");
     bool color = isatty(STDERR_FILENO) == 1 && (no_color == nullptr || *no_color == '\0');
-    std::cerr << (color ? "\033[31mkernhub: error:\033[0m " : "kernhub: error: ") << error.what()
+    std::cerr << (color ? "\033[31mkernhub: error:\033[0m " : "kernhub: error: ") << line
               << '\n';  // one printable line: Error sees to it
     if (json) {
         nlohmann::ordered_json out = {{"error",
                                        {{"code", static_cast<int>(error.code())},
                                         {"kind", kernhub::to_string(error.code())},
-                                        {"message", error.what()}}}};
+                                        {"message", line}}}};
         std::cout << out.dump(2, ' ', true, nlohmann::ordered_json::error_handler_t::replace) << std::endl;
     }
 }

@@ -45,23 +45,55 @@ KERNHUB_API const char* to_string(ErrorCode code) noexcept;
 // it is, so printable(printable(x)) == printable(x).
 KERNHUB_API std::string printable(std::string_view text);
 
+// The setting or the operation a message's advice refers to. The message
+// gives the advice in words ("...; fetch it once while online"); the hint
+// names the knob, and each interface names it in its own vocabulary, after
+// the words in parentheses: the C++ API as an Options field or a Client
+// method ("(Client::fetch)"), the C API as a kh_hub_set key or a C function
+// ("(kh_prewarm)"), the command-line tool as a flag or a command
+// ("(`kernhub fetch`)"). docs/ARCHITECTURE.md, "Errors", lists the names.
+struct ErrorHint {
+    enum class Kind { none, setting, action };
+    Kind kind = Kind::none;
+    // A setting: an Options field ("offline", "targets", "cache_dir",
+    // "project_dir", "endpoint", "sigstore_trusted_root") or an operation's
+    // option ("load.symbol", "lock.update", "mirror.to", "mirror.nginx_conf",
+    // "mirror.listen", "prune.partials", "prune.keep_locks"). An action: an
+    // operation ("fetch", "lock", "lock.check", "list", "inspect", "mirror",
+    // "cache.prune", "cache.repair").
+    std::string name;
+};
+
 class KERNHUB_API Error : public std::runtime_error {
 public:
     // The message (cut at 4 KiB) and context (1 KiB) go through printable().
     // A cut takes bytes out of the middle, so the end of a message (the
     // reason and the next step, after a long path) is always kept.
     Error(ErrorCode code, const std::string& message, std::string context = {});
+    // With the setting or operation the message's advice refers to.
+    Error(ErrorCode code, const std::string& message, ErrorHint hint, std::string context = {});
 
     ErrorCode code() const noexcept { return m_code; }
-    // The one-line message without the code prefix.
+    // The one-line message without the code prefix, ending with the hint as
+    // the C++ API names it: "...; fetch it once while online (Client::fetch)".
     const std::string& message() const noexcept { return m_message; }
     // Optional detail such as the underlying library's text; may be empty.
     const std::string& context() const noexcept { return m_context; }
+    // Kind::none when the message refers to no setting or operation.
+    const ErrorHint& hint() const noexcept { return m_hint; }
+    // The message without the hint's name, for a caller that names it in
+    // its own words (what_with) or builds a longer message around it.
+    const std::string& plain_message() const noexcept { return m_plain_message; }
+    // what(), with `hint_name` (the hint in the caller's words, such as a
+    // flag) in place of the C++ name; without a name when it is empty.
+    std::string what_with(const std::string& hint_name) const;
 
 private:
     ErrorCode m_code;
     std::string m_message;
     std::string m_context;
+    ErrorHint m_hint;
+    std::string m_plain_message;
 };
 
 }  // namespace kernhub

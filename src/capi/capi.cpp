@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "capi/hint.hpp"
 #include "capi/setting.hpp"
 #include "capi/thread_errors.hpp"
 #include "kernhub/kernhub.hpp"
@@ -78,13 +79,22 @@ struct kh_hub {
         } catch (const Refusal& e) {
             return fail(e.code, e.message);
         } catch (const kernhub::Error& e) {
-            return fail(static_cast<int>(e.code()), e.what());
+            return fail_with_error(e);
         } catch (const std::bad_alloc&) {
             return fail(k_internal, "out of memory");
         } catch (const std::exception& e) {
             return fail_with_what(e);
         } catch (...) {
             return fail(k_internal, "internal error: unknown exception; please report it");
+        }
+    }
+    // The message names its hint as the C API does: a kh_hub_set key, a C
+    // function.
+    int fail_with_error(const kernhub::Error& e) noexcept {
+        try {
+            return fail(static_cast<int>(e.code()), e.what_with(kernhub::capi::hint_name(e.hint())));
+        } catch (...) {
+            return fail(static_cast<int>(e.code()), e.what());
         }
     }
     int fail_with_what(const std::exception& e) noexcept {

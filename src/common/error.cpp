@@ -1,7 +1,9 @@
 #include "kernhub/error.hpp"
 
 #include <algorithm>
+#include <utility>
 
+#include "common/hint.hpp"
 #include "common/text.hpp"
 
 namespace kernhub {
@@ -84,13 +86,32 @@ static std::string bounded(const std::string& text, std::size_t max_bytes) {
 constexpr std::size_t k_max_message_bytes = 4096;
 constexpr std::size_t k_max_context_bytes = 1024;
 
+// The hint's name, in whichever vocabulary, follows the advice it belongs
+// to in parentheses: the message's last clause is the advice.
+static std::string with_hint(const std::string& message, const std::string& name) {
+    return name.empty() ? message : message + " (" + name + ")";
+}
+
 // Messages quote hub answers, paths and registry text: every Error is one
 // printable line, whoever shows it.
 // NOLINTNEXTLINE(performance-unnecessary-value-param): the exported signature; const& would change its ABI.
 Error::Error(ErrorCode code, const std::string& message, std::string context)
-    : std::runtime_error(join_what(bounded(message, k_max_message_bytes), bounded(context, k_max_context_bytes))),
+    : Error(code, message, ErrorHint{}, std::move(context)) {}
+
+// NOLINTNEXTLINE(performance-unnecessary-value-param): context as in the constructor above.
+Error::Error(ErrorCode code, const std::string& message, ErrorHint hint, std::string context)
+    : std::runtime_error(std::string()),
       m_code(code),
-      m_message(bounded(message, k_max_message_bytes)),
-      m_context(bounded(context, k_max_context_bytes)) {}
+      m_context(bounded(context, k_max_context_bytes)),
+      m_hint(std::move(hint)),
+      m_plain_message(bounded(message, k_max_message_bytes)) {
+    m_message = with_hint(m_plain_message, printable(hint::cpp_name(m_hint)));
+    std::runtime_error::operator=(std::runtime_error(join_what(m_message, m_context)));
+}
+
+std::string Error::what_with(const std::string& hint_name) const {
+    if (m_hint.kind == ErrorHint::Kind::none) return what();
+    return join_what(with_hint(m_plain_message, printable(hint_name)), m_context);
+}
 
 }  // namespace kernhub
