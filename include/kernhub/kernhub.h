@@ -247,8 +247,10 @@ KH_API int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int3
 KH_API int kh_tvm_set_stream(kh_hub* hub, int32_t device, void* stream, void** previous);
 
 /* The calling thread's last failure on this handle as one printable line
- * ("<kind>: <message>", the wording of the command-line tool), or NULL when
- * the calling thread's last call on the handle succeeded or it made none.
+ * ("<kind>: <message>", where a setting or a function the advice refers to
+ * is named as this header names it: (kh_hub_set "offline"), (kh_prewarm)),
+ * or NULL when the calling thread's last call on the handle succeeded or it
+ * made none.
  * Other threads' calls on the handle do not change it. Owned by kernhub;
  * valid until the calling thread's next call on the same handle
  * (kh_last_error() itself excepted) or kh_hub_free(). For a NULL handle: a

@@ -6,6 +6,7 @@
 #include "cacheadmin/inventory.hpp"
 #include "cacheadmin/prune.hpp"
 #include "cacheadmin/verify_cache.hpp"
+#include "common/hint.hpp"
 
 namespace kernhub {
 
@@ -46,7 +47,8 @@ std::string Client::cache_path(const std::string& ref) {
         const bool links_only = fetcher.last_listing_source() == fetch::ListingSource::snapshot;
         throw Error(links_only ? ErrorCode::offline : ErrorCode::not_found,
                     std::string(links_only ? "no cached" : "no") + " build variant of " + at +
-                        " fits: " + fetch::describe_rejections(choice.selection) + "; pick one with --target");
+                        " fits: " + fetch::describe_rejections(choice.selection) + "; name one of them as the target",
+                    hint::setting("targets"));
     }
     const std::string variant = *choice.selection.chosen;
     cache::RepoCache cache(root, spec.repo_type, spec.repo_id);

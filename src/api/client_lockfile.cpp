@@ -8,6 +8,7 @@
 
 #include "api/client_impl.hpp"
 #include "cache/cache.hpp"
+#include "common/hint.hpp"
 #include "common/join.hpp"
 #include "digest/digest.hpp"
 #include "fetch/parallel.hpp"
@@ -163,10 +164,11 @@ struct Locker {
             for (const auto& target : targets) {
                 const bool was_locked = from_previous && previous->variants.count(target) != 0;
                 if (!contains(offered, target) && was_locked) {
-                    throw Error(ErrorCode::not_found, "kernel '" + spec.name + "' (" + spec.repo_id + "@" +
-                                                          choice.commit.substr(0, 12) + ") no longer has the variant " +
-                                                          target + " that " + k_lock_name + " locks; it has " +
-                                                          join(offered) + "; lock again with --target to choose");
+                    throw Error(ErrorCode::not_found,
+                                "kernel '" + spec.name + "' (" + spec.repo_id + "@" + choice.commit.substr(0, 12) +
+                                    ") no longer has the variant " + target + " that " + k_lock_name +
+                                    " locks; it has " + join(offered) + "; lock again naming the targets to keep",
+                                hint::setting("targets"));
                 }
                 if (!contains(offered, target)) {
                     if (!contains(out_missing, target)) out_missing.push_back(target);
@@ -185,7 +187,8 @@ struct Locker {
                             select::describe(request.host) + "): " + fetch::describe_rejections(choice.selection) +
                             (choice.selection.runtime_problem.empty() ? std::string()
                                                                       : "; " + choice.selection.runtime_problem) +
-                            "; lock for other machines with --target");
+                            "; to lock for other machines, name their targets",
+                        hint::setting("targets"));
         }
         return wanted;
     }
@@ -197,10 +200,12 @@ struct Locker {
     std::string kept_pin_problem(const registry::KernelSpec& spec, const lockfile::LockedKernel& previous,
                                  const fetch::Fetcher& fetcher) const {
         if (fetcher.last_listing_source() == fetch::ListingSource::snapshot) {
-            throw Error(ErrorCode::offline, "kernel '" + spec.name + "': the listing of its pinned commit " +
-                                                previous.commit.substr(0, 12) +
-                                                " is not in the cache, so its pin cannot be checked; run kernhub "
-                                                "lock once online (offline mode is on)");
+            throw Error(ErrorCode::offline,
+                        "kernel '" + spec.name + "': the listing of its pinned commit " +
+                            previous.commit.substr(0, 12) +
+                            " is not in the cache, so its pin cannot be checked; lock once online: offline "
+                            "mode is on",
+                        hint::setting("offline"));
         }
         const cache::RepoCache cache(impl.settings.cache_root, spec.repo_type, spec.repo_id);
         for (const auto& [variant, pin] : previous.variants) {
@@ -237,11 +242,12 @@ struct Locker {
             if (!keep_pin) throw;
             if (error.code() == ErrorCode::offline) {
                 throw Error(ErrorCode::offline,
-                            "kernel '" + spec.name + "': its pin cannot be checked: " + error.message());
+                            "kernel '" + spec.name + "': its pin cannot be checked: " + error.plain_message(),
+                            error.hint());
             }
             // A pinned commit the hub does not have is a pin that describes nothing.
             if (error.code() != ErrorCode::not_found) throw;
-            out_pin_problem = "commit " + previous->commit + " is not on the hub (" + error.message() + ")";
+            out_pin_problem = "commit " + previous->commit + " is not on the hub (" + error.plain_message() + ")";
             listed = false;
         }
         if (keep_pin && listed) out_pin_problem = kept_pin_problem(spec, *previous, fetcher);
@@ -283,9 +289,11 @@ LockReport Client::lock(const LockOptions& options) {
     const fs::path lock_path = dir / k_lock_name;
     std::error_code ec;
     if (!fs::is_regular_file(manifest, ec)) {
-        throw Error(ErrorCode::not_found, "no kernhub.json in " + dir.string() +
-                                              "; create one naming the kernels the project uses (the registry "
-                                              "format), or pass --project DIR");
+        throw Error(ErrorCode::not_found,
+                    "no kernhub.json in " + dir.string() +
+                        "; create one naming the kernels the project uses (the registry format), or name the "
+                        "project's folder",
+                    hint::setting("project_dir"));
     }
     registry::Registry project;
     project.add_file(manifest);
@@ -304,7 +312,8 @@ LockReport Client::lock(const LockOptions& options) {
     for (const auto& name : options.update) {
         bool known = std::any_of(specs.begin(), specs.end(), [&](const auto& spec) { return spec.name == name; });
         if (!known) {
-            throw Error(ErrorCode::usage, "--update " + name + ": no kernel of that name in " + manifest.string());
+            throw Error(ErrorCode::usage, "cannot update " + name + ": no kernel of that name in " + manifest.string(),
+                        hint::setting("lock.update"));
         }
     }
 
@@ -478,8 +487,10 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
     std::optional<std::string> text = lockfile::read_lock_file(path);
     if (!text) {
         if (lock_file.empty()) {
-            throw Error(ErrorCode::not_found, "no kernhub.lock in " + path.parent_path().string() +
-                                                  "; run `kernhub lock` there first (or pass --lock FILE)");
+            throw Error(ErrorCode::not_found,
+                        "no kernhub.lock in " + path.parent_path().string() +
+                            "; name the lock file to prewarm from, or lock the project there first",
+                        hint::action("lock"));
         }
         throw Error(ErrorCode::not_found, "lock file " + path.string() + " does not exist");
     }
@@ -545,10 +556,11 @@ PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
         throw Error(ErrorCode::not_found,
                     "no build in " + path.string() + " for kernel " + join(unmarked) +
                         (parsed.format == lockfile::Format::kernhub
-                             ? "; lock with `kernhub lock --target` for those targets: a kernel the hub has no "
-                               "build of is then recorded as such, and prewarm skips it"
-                             : "; a kernels.lock cannot record that a kernel has no build, so pass only "
-                               "targets each of its kernels has"));
+                             ? "; a lock records a kernel the hub has no build of only for the targets it was "
+                               "made for, and prewarming skips it there: lock again naming those targets"
+                             : "; a kernels.lock cannot record that a kernel has no build, so name only "
+                               "targets each of its kernels has"),
+                    hint::setting("targets"));
     }
     std::vector<PrewarmedKernel> done(tasks.size());
     std::mutex refs_mutex;  // two targets of one kernel write the same ref

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "api/client_impl.hpp"
+#include "common/hint.hpp"
 #include "common/join.hpp"
 #include "fetch/parallel.hpp"
 #include "mirror/mirror.hpp"
@@ -26,8 +27,9 @@ std::vector<std::string> variants_to_mirror(const fetch::VariantChoice& choice, 
         if (has && std::find(chosen.begin(), chosen.end(), target) == chosen.end()) chosen.push_back(target);
     }
     if (chosen.empty()) {
-        throw Error(ErrorCode::not_found, "none of the --target variants (" + join(targets) + ") is in " + where +
-                                              "; it has " + join(available));
+        throw Error(ErrorCode::not_found,
+                    "none of the targets (" + join(targets) + ") is in " + where + "; it has " + join(available),
+                    hint::setting("targets"));
     }
     return chosen;
 }
@@ -50,11 +52,15 @@ MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run);
 }  // namespace
 
 MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOptions& options) {
-    if (options.to.empty()) throw Error(ErrorCode::usage, "kernhub mirror needs the tree to write: pass --to DIR");
+    if (options.to.empty()) {
+        throw Error(ErrorCode::usage, "mirroring needs the folder of the static hub tree to write",
+                    hint::setting("mirror.to"));
+    }
     if (refs.empty() && options.nginx_conf.empty()) {
         throw Error(ErrorCode::usage,
-                    "nothing to mirror: name kernels (NAME or ORG/REPO[@REV]), or pass --nginx-conf FILE to write "
-                    "only the nginx configuration of an existing tree");
+                    "nothing to mirror: name kernels (NAME or ORG/REPO[@REV]), or the nginx configuration file to "
+                    "write for an existing tree",
+                    hint::setting("mirror.nginx_conf"));
     }
     if (!options.nginx_conf.empty()) mirror::check_listen(options.listen);
     // Every name is resolved before anything is written.

@@ -64,7 +64,7 @@ std::string read_verified(const VerifiedSource& source, const std::function<void
     } catch (const Error& e) {
         // A blob that became a link, a FIFO or unreadable is refused like a changed one.
         if (e.code() != ErrorCode::internal) throw;
-        throw changed(source, "cannot be read as a regular file (" + e.message() + ")");
+        throw changed(source, "cannot be read as a regular file (" + e.plain_message() + ")");
     }
     std::string actual = digest::to_hex(sha256.finish());
     if (actual != source.sha256) {

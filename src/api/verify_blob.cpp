@@ -54,8 +54,8 @@ SignatureReport verify_blob(const BlobVerifyOptions& options) {
         verified = sigstore::verify_bundle(bundle, artifact, *root.root, policy);
     } catch (const Error& e) {
         // The module knows digests only; name the files the user gave.
-        throw Error(e.code(), e.message() + " (artifact " + options.file + ", bundle " + options.bundle + ")",
-                    e.context());
+        throw Error(e.code(), e.plain_message() + " (artifact " + options.file + ", bundle " + options.bundle + ")",
+                    e.hint(), e.context());
     }
     SignatureReport report;
     report.signature =

@@ -13,6 +13,7 @@
 
 #include "cache/io_error.hpp"
 #include "cache/posix_io.hpp"
+#include "common/hint.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
 
@@ -158,8 +159,9 @@ fs::path resolve_cache_root(const std::string& explicit_dir, const EnvLookup& en
     }
     if (auto home = env_value(env, "HOME")) return fs::path(*home) / ".cache" / "huggingface" / "hub";
     throw Error(ErrorCode::usage,
-                "cannot choose a cache directory: HOME is not set; pass --cache-dir or set "
-                "KERNHUB_CACHE");
+                "cannot choose a cache directory: HOME is not set; set KERNHUB_CACHE or name the cache "
+                "directory",
+                hint::setting("cache_dir"));
 }
 
 std::string repo_folder_name(RepoType type, const std::string& repo_id) {

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "cache/cache.hpp"
+#include "common/hint.hpp"
 #include "common/text.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
@@ -549,7 +550,10 @@ ExportStats export_cache(const fs::path& root, const std::vector<ExportSelection
     std::error_code ec;
     if (!fs::is_directory(root, ec)) {  // the root itself may be a link to where the cache lives
         throw Error(ErrorCode::not_found,
-                    "the cache " + printable(root.string()) + " does not exist; check --cache-dir or KERNHUB_CACHE");
+                    "the cache " + printable(root.string()) +
+                        " does not exist; check KERNHUB_CACHE, or the cache "
+                        "directory given",
+                    hint::setting("cache_dir"));
     }
     ExportPlan plan(root);
     std::set<std::string> repos;

@@ -1,6 +1,7 @@
 // --keep-lock: the commits a lock file pins stay through prune.
 #include "cache/cache.hpp"
 #include "cacheadmin/prune.hpp"
+#include "common/hint.hpp"
 #include "kernhub/error.hpp"
 #include "lockfile/lockfile.hpp"
 
@@ -9,8 +10,10 @@ namespace kernhub::cacheadmin {
 KeptCommits locked_commits(const std::filesystem::path& lock_file) {
     const std::optional<std::string> text = lockfile::read_lock_file(lock_file);
     if (!text) {
-        throw Error(ErrorCode::not_found, "cannot open the lock file " + lock_file.string() +
-                                              " given with --keep-lock: it does not exist; check the path");
+        throw Error(ErrorCode::not_found,
+                    "cannot open the lock file " + lock_file.string() +
+                        " whose pins prune is to keep: it does not exist; check the path",
+                    hint::setting("prune.keep_locks"));
     }
     const lockfile::AnyLock parsed = lockfile::parse_lock(*text, lock_file.string());
     KeptCommits kept;

@@ -12,6 +12,7 @@
 
 #include "archive/archive.hpp"
 #include "cache/cache.hpp"
+#include "common/hint.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
 
@@ -46,9 +47,10 @@ std::optional<Clock::time_point> modified_now(const fs::path& path) {
 
 void throw_if_cancelled(const PruneRequest& request, const fs::path& at) {
     if (request.cancel == nullptr || !request.cancel->load()) return;
-    throw Error(ErrorCode::interrupted, "interrupted while pruning " + printable(at.string()) +
-                                            "; what was removed is gone and everything else is kept: run "
-                                            "kernhub cache prune again to finish");
+    throw Error(ErrorCode::interrupted,
+                "interrupted while pruning " + printable(at.string()) +
+                    "; what was removed is gone and everything else is kept: prune again to finish",
+                hint::action("cache.prune"));
 }
 
 // A leftover of a killed command: a temp file or an unpack folder below a
@@ -82,7 +84,7 @@ void prune_leftover(const fs::path& base, const fs::path& path, const Entry& ent
     if (!at_once && entry.modified > request.now - cache::k_stale_partial_age) {
         return keep(
             "a temporary file or unpack folder is taken for abandoned only after 24 hours "
-            "(cache::k_stale_partial_age); kernhub cache prune --partials removes an unpack folder no process holds");
+            "(cache::k_stale_partial_age); prune's partials option removes an unpack folder no process holds at once");
     }
     const std::uint64_t bytes = leftover_bytes(path, entry);
     if (!request.dry_run) cache::remove_beneath(base, path.lexically_relative(base));
@@ -108,7 +110,8 @@ public:
         }
         if (!refs_readable) {
             kept(m_repo.folder / "refs",
-                 "a ref does not hold a commit id, so every snapshot is kept; run kernhub cache verify --repair");
+                 "a ref does not hold a commit id, so every snapshot is kept; verifying the cache with repair removes "
+                 "the ref");
         }
         // A dry run removes nothing, so the links of the snapshots it would
         // remove must not keep their blobs.

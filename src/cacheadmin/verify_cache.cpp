@@ -56,7 +56,7 @@ void remove_entry(const fs::path& repo_folder, const fs::path& path) {
     } catch (const Error& e) {
         throw Error(ErrorCode::internal,
                     "cannot remove the damaged " + path.string() + "; remove it by hand, then fetch again",
-                    e.message());
+                    e.plain_message());
     }
 }
 

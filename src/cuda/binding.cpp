@@ -32,7 +32,7 @@ std::atomic<const api::EntryPoints*> g_bound_entry_points{nullptr};
 // can answer NOT_FOUND, which elsewhere means a missing kernel).
 Error binding_error(const api::EntryPoints* api, api::Result code, const std::string& what) {
     const Error error = api::make_error(api, code, what);
-    return Error(ErrorCode::load, error.message(), error.context());
+    return Error(ErrorCode::load, error.plain_message(), error.hint(), error.context());
 }
 
 // dlopen handle that is closed unless binding succeeds; a bound driver is

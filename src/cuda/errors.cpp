@@ -2,6 +2,7 @@
 // what it means for someone loading a kernel, and what to do next.
 #include <string>
 
+#include "common/hint.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/entry_points.hpp"
 #include "kernhub/error.hpp"
@@ -14,6 +15,7 @@ struct KnownCode {
     api::Result code;
     const char* name;
     const char* advice;
+    const char* action = nullptr;  // the operation the advice refers to (ErrorHint)
 };
 
 // The codes a user loading a kernel meets, with advice. Names are
@@ -34,11 +36,13 @@ constexpr KnownCode k_known_codes[] = {
      "variant"},
     {101, "CUDA_ERROR_INVALID_DEVICE", "there is no GPU with that index; check nvidia-smi and CUDA_VISIBLE_DEVICES"},
     {200, "CUDA_ERROR_INVALID_IMAGE",
-     "the file is not a usable fatbin, cubin or PTX image (damaged, or not a CUDA binary); fetch it again and "
-     "check it with 'kernhub inspect FILE'"},
+     "the file is not a usable fatbin, cubin or PTX image (damaged, or not a CUDA binary); fetch it again, or see "
+     "what it is",
+     "inspect"},
     {209, "CUDA_ERROR_NO_BINARY_FOR_GPU",
-     "the image has no SASS for this GPU and no PTX the driver can compile for it; see what it holds with "
-     "'kernhub inspect FILE --cc X.Y' and fetch a variant built for this GPU"},
+     "the image has no SASS for this GPU and no PTX the driver can compile for it; fetch a variant built for this "
+     "GPU, or see what the image holds for its compute capability",
+     "inspect"},
     {218, "CUDA_ERROR_INVALID_PTX",
      "the driver's JIT compiler rejected the PTX in the image; fetch a variant with SASS for this GPU"},
     {221, "CUDA_ERROR_JIT_COMPILER_NOT_FOUND",
@@ -97,7 +101,8 @@ Error make_error(const EntryPoints* api, Result code, const std::string& what) {
     std::string message = what + " failed with CUDA error " + std::to_string(code) + " " + error_name(api, code);
     message += known ? std::string(": ") + known->advice : std::string("; see the CUDA Driver API documentation");
     const ErrorCode kind = code == k_error_not_found ? ErrorCode::not_found : ErrorCode::load;
-    return Error(kind, message, driver_description(api, code));
+    const ErrorHint hint = known != nullptr && known->action != nullptr ? hint::action(known->action) : ErrorHint{};
+    return Error(kind, message, hint, driver_description(api, code));
 }
 
 }  // namespace api

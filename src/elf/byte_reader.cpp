@@ -2,15 +2,17 @@
 
 #include <cstring>
 
+#include "common/hint.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::elf::detail {
 
 void ByteReader::fail(const std::string& what, std::uint64_t offset) const {
-    throw Error(ErrorCode::verification, m_source + " is a malformed ELF file: " + what + " (at offset " +
-                                             std::to_string(offset) + " of " + std::to_string(m_size) +
-                                             " bytes); the file is damaged or is not a kernel build: "
-                                             "check what it is with `kernhub inspect`, or fetch it again");
+    throw Error(ErrorCode::verification,
+                m_source + " is a malformed ELF file: " + what + " (at offset " + std::to_string(offset) + " of " +
+                    std::to_string(m_size) +
+                    " bytes); the file is damaged or is not a kernel build: fetch it again, or check what it is",
+                hint::action("inspect"));
 }
 
 Range ByteReader::range(std::uint64_t offset, std::uint64_t length, const char* what) const {

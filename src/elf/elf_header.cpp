@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/hint.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 
@@ -91,14 +92,13 @@ private:
 
 std::string not_elf(const std::filesystem::path& path, const std::string& why) {
     return path.string() + " is not an ELF file (" + why +
-           "); the download is damaged or is not a kernel build: check it with `kernhub inspect`, "
-           "or fetch it again";
+           "); the download is damaged or is not a kernel build: fetch it again, or check what it is";
 }
 
 [[noreturn]] void throw_open_failure(const std::filesystem::path& path, int err) {
     if (err == ENOENT || err == ENOTDIR) {
-        throw Error(ErrorCode::not_found,
-                    "shared object " + path.string() + " does not exist; run `kernhub fetch` again");
+        throw Error(ErrorCode::not_found, "shared object " + path.string() + " does not exist; fetch it again",
+                    hint::action("fetch"));
     }
     throw Error(ErrorCode::internal, "cannot open " + path.string() + "; check its permissions", std::strerror(err));
 }
@@ -110,7 +110,9 @@ std::size_t read_prefix(const std::filesystem::path& path, HeaderBytes& bytes) {
     if (fd.get() < 0) throw_open_failure(path, errno);
     struct stat info {};
     if (::fstat(fd.get(), &info) != 0) throw_open_failure(path, errno);
-    if (!S_ISREG(info.st_mode)) throw Error(ErrorCode::verification, not_elf(path, "not a regular file"));
+    if (!S_ISREG(info.st_mode)) {
+        throw Error(ErrorCode::verification, not_elf(path, "not a regular file"), hint::action("inspect"));
+    }
     std::size_t got = 0;
     while (got < bytes.size()) {
         ssize_t n = ::read(fd.get(), bytes.data() + got, bytes.size() - got);
@@ -161,7 +163,7 @@ ElfHeaderFacts read_elf_header(const std::filesystem::path& path) {
     HeaderBytes bytes{};
     const std::size_t got = read_prefix(path, bytes);
     HeaderParse parse = parse_elf_header(bytes.data(), got);
-    if (!parse.header) throw Error(ErrorCode::verification, not_elf(path, parse.problem));
+    if (!parse.header) throw Error(ErrorCode::verification, not_elf(path, parse.problem), hint::action("inspect"));
     return *parse.header;
 }
 

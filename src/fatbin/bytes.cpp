@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/hint.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::fatbin::detail {
@@ -13,8 +14,8 @@ void Bytes::fail(std::size_t offset, const std::string& problem) const {
     throw Error(ErrorCode::verification,
                 std::string(m_what) + " " + m_source + " is malformed: " + problem + " at byte " +
                     std::to_string(offset) +
-                    "; the download is damaged or is not a CUDA kernel build: check it with `kernhub inspect`, "
-                    "or fetch it again");
+                    "; the download is damaged or is not a CUDA kernel build: fetch it again, or check what it is",
+                hint::action("inspect"));
 }
 
 // Assembled byte by byte so the result does not depend on host endianness

@@ -74,7 +74,7 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
             if (e.code() != ErrorCode::verification) throw;
             if (request.offline) {
                 throw Error(ErrorCode::verification,
-                            "the cached copy of " + e.message() + "; fetch it again while online");
+                            "the cached copy of " + e.plain_message() + "; fetch it again while online");
             }
             emit(Event::Kind::info, "the cached copy of " + entry.path + " does not verify; downloading it again");
             // Under the lock nobody else is placing a good copy: the damaged

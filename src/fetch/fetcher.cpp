@@ -8,6 +8,7 @@
 
 #include "cache/cache.hpp"
 #include "common/crash_point.hpp"
+#include "common/hint.hpp"
 #include "common/text.hpp"
 #include "fetch/stream_check.hpp"
 #include "kernhub/error.hpp"
@@ -151,7 +152,7 @@ void Fetcher::write_side_data(const std::string& what, const std::function<void(
         write();
     } catch (const Error& e) {
         if (e.code() != ErrorCode::internal) throw;
-        emit(Event::Kind::info, "could not record " + what + " in the cache (" + e.message() + "); " + cost);
+        emit(Event::Kind::info, "could not record " + what + " in the cache (" + e.plain_message() + "); " + cost);
     }
 }
 
@@ -219,8 +220,10 @@ std::string Fetcher::resolve_commit(const FetchRequest& request) {
     }
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     if (auto commit = cache.read_ref(request.revision); commit && is_commit_sha(*commit)) return *commit;
-    throw Error(ErrorCode::offline, repo_at(request.repo, request.revision) + " is not in the cache at " +
-                                        m_root.string() + "; fetch it once while online (offline mode is on)");
+    throw Error(ErrorCode::offline,
+                repo_at(request.repo, request.revision) + " is not in the cache at " + m_root.string() +
+                    "; offline mode is on: fetch it once while online",
+                hint::action("fetch"));
 }
 
 // Without any listing, a snapshot another tool filled is described by its
@@ -389,8 +392,10 @@ SideDataMemo::Listing Fetcher::listing(const FetchRequest& request, const std::s
     if (!entries && request.offline) {
         entries = listing_from_snapshot(cache, commit);
         if (entries->empty()) {
-            throw Error(ErrorCode::offline, repo_at(request.repo, commit) + " has no cached listing under " +
-                                                m_root.string() + "; fetch it once while online (offline mode is on)");
+            throw Error(ErrorCode::offline,
+                        repo_at(request.repo, commit) + " has no cached listing under " + m_root.string() +
+                            "; offline mode is on: fetch it once while online",
+                        hint::action("fetch"));
         }
         m_listing_source = ListingSource::snapshot;
     }
@@ -525,19 +530,23 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
         throw Error(ErrorCode::load,
                     "no build variant of " + repo_at(request.repo, request.revision) + " fits this host (" +
                         select::describe(request.host) + "): " + describe_rejections(choice.selection) + "; " +
-                        choice.selection.runtime_problem + " (--target fetches a variant without the runtime)");
+                        choice.selection.runtime_problem +
+                        "; or name a variant as the target to fetch it without the runtime",
+                    hint::setting("targets"));
     }
     if (!choice.selection.chosen && m_listing_source == ListingSource::snapshot) {
-        throw Error(ErrorCode::offline, "no cached build variant of " + repo_at(request.repo, request.revision) +
-                                            " fits: " + describe_rejections(choice.selection) +
-                                            "; fetch it once while online (offline mode is on)");
+        throw Error(ErrorCode::offline,
+                    "no cached build variant of " + repo_at(request.repo, request.revision) + " fits: " +
+                        describe_rejections(choice.selection) + "; offline mode is on: fetch it once while online",
+                    hint::action("fetch"));
     }
     if (!choice.selection.chosen) {
         std::string scope = request.host.targets.empty() ? "this host (" + select::describe(request.host) + ")"
-                                                         : "the requested --target";
-        throw Error(ErrorCode::not_found, "no build variant of " + repo_at(request.repo, request.revision) + " fits " +
-                                              scope + ": " + describe_rejections(choice.selection) +
-                                              "; pick one with --target");
+                                                         : "the requested targets";
+        throw Error(ErrorCode::not_found,
+                    "no build variant of " + repo_at(request.repo, request.revision) + " fits " + scope + ": " +
+                        describe_rejections(choice.selection) + "; name one of them as the target",
+                    hint::setting("targets"));
     }
     const std::string variant = *choice.selection.chosen;
     const std::string& commit = choice.commit;

@@ -135,7 +135,7 @@ SignedMetadata Fetcher::verify_signature(const FetchRequest& request, const std:
     try {
         verified = sigstore::verify_bundle(bundle, artifact, *check.root, check.policy);
     } catch (const Error& e) {
-        throw Error(e.code(), where + ": " + e.message(), e.context());
+        throw Error(e.code(), where + ": " + e.plain_message(), e.hint(), e.context());
     }
     emit(Event::Kind::info, "signature of " + where + " verified: signed by " + verified.identity + " (" +
                                 verified.issuer + "), logged at " + std::to_string(verified.log_time));

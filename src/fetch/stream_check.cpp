@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/crash_point.hpp"
+#include "common/hint.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
 
@@ -89,8 +90,9 @@ void check_pin(const Expectation& expect, const std::string& sha256_hex) {
         throw DeclaredDigestMismatch(ErrorCode::verification,
                                      expect.label + " has sha256 " + sha256_hex + ", but the lock file pins " +
                                          *expect.pinned_sha256 +
-                                         "; the hub serves other bytes than were locked, or the lock was edited "
-                                         "(kernhub lock --check tells which); the file was not used");
+                                         "; the file was not used: the hub serves other bytes than were locked, "
+                                         "or the lock was edited; checking the lock tells which",
+                                     hint::action("lock.check"));
     }
 }
 

@@ -60,7 +60,7 @@ archive::ExtractionPolicy policy_for(const ArchiveLimits& limits) {
 // its place in the repo rather than its blob, and an exceeded cap by the
 // setting that raises it.
 Error reworded(const Error& e, const fs::path& blob, const std::string& label) {
-    std::string text = e.message();
+    std::string text = e.plain_message();
     const std::string blob_text = printable(blob.string());
     if (auto at = text.find(blob_text); at != std::string::npos) text.replace(at, blob_text.size(), label);
     static const std::pair<const char*, const char*> k_settings[] = {
@@ -75,7 +75,7 @@ Error reworded(const Error& e, const fs::path& blob, const std::string& label) {
         text.insert(tail == std::string::npos ? text.size() : tail, hint);
         break;
     }
-    return Error(e.code(), text);
+    return Error(e.code(), text, e.hint());
 }
 
 // Names the variant already uses: its files and the folders they sit in.

@@ -11,7 +11,7 @@ CurlApi bind_curl() {
     const dynlib::Library lib =
         dynlib::open_first({"libcurl.so.4", "libcurl.so"}, "to download kernels",
                            "install libcurl4 (Debian, Ubuntu) or libcurl (other systems); kernels already in the "
-                           "cache load without it (--offline or a pinned commit)");
+                           "cache load without it, offline or at a pinned commit");
     CurlApi api;
     dynlib::resolve(lib, "curl_global_init", api.global_init);
     dynlib::resolve(lib, "curl_easy_init", api.easy_init);

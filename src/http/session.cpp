@@ -19,6 +19,7 @@
 #include "http/curl_api.hpp"
 #include "http/http.hpp"
 
+#include "common/hint.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::http {
@@ -1136,8 +1137,8 @@ Response Session::run(const std::string& url, BodyTarget* target, const GetLimit
             if (transport_failed) {
                 throw Error(ErrorCode::network,
                             "cannot fetch " + redact(url) + " after " + attempts_text(tries + 1) +
-                                "; check the endpoint and your network, or use --offline",
-                            attempt.curl_message);
+                                "; check the endpoint and your network, or work offline from the cache",
+                            hint::setting("offline"), attempt.curl_message);
             }
             return response;
         }

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "cache/cache.hpp"
+#include "common/hint.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::hub {
@@ -165,8 +166,10 @@ std::unique_ptr<Transport> make_transport(const TransportConfig& config) {
     const std::string& endpoint = config.endpoint;
     if (endpoint.rfind("file://", 0) == 0) return std::make_unique<FileTransport>(endpoint);
     if (http::parse_url(endpoint)) return std::make_unique<HttpTransport>(config);
-    throw Error(ErrorCode::usage, "unsupported endpoint '" + http::redact(endpoint) +
-                                      "': use http://, https:// or file:// (set --endpoint or KERNHUB_ENDPOINT)");
+    throw Error(ErrorCode::usage,
+                "unsupported endpoint '" + http::redact(endpoint) +
+                    "': use http://, https:// or file://; check KERNHUB_ENDPOINT, or the endpoint given",
+                hint::setting("endpoint"));
 }
 
 }  // namespace kernhub::hub

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/hint.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::lockfile {
@@ -18,8 +19,8 @@ constexpr std::size_t k_max_name_length = 128;
 constexpr std::size_t k_max_path_length = 4096;
 constexpr std::size_t k_max_depth = 16;
 
-[[noreturn]] void fail(const std::string& source, const std::string& problem) {
-    throw Error(ErrorCode::usage, "lock file " + source + ": " + problem);
+[[noreturn]] void fail(const std::string& source, const std::string& problem, ErrorHint hint = {}) {
+    throw Error(ErrorCode::usage, "lock file " + source + ": " + problem, std::move(hint));
 }
 
 std::string quote_json(const std::string& text) {
@@ -143,7 +144,7 @@ std::string checked_repo_id(const std::string& repo_id, const std::string& sourc
     try {
         validate_repo_id(repo_id);
     } catch (const Error& e) {
-        fail(source, where + ": " + e.message());
+        fail(source, where + ": " + e.plain_message(), e.hint());
     }
     return repo_id;
 }
@@ -251,7 +252,8 @@ KernhubLock parse_kernhub(const json& document, const std::string& source) {
     check_keys(document, {"format", "kernels"}, {}, source, "top level");
     const json& format = document.at("format");
     if (!format.is_number_integer() || format != k_format) {
-        fail(source, "unsupported \"format\" " + format.dump() + " (this kernhub reads format 1); run `kernhub lock`");
+        fail(source, "unsupported \"format\" " + format.dump() + " (this kernhub reads format 1); lock again",
+             hint::action("lock"));
     }
     const json& kernels = document.at("kernels");
     if (!kernels.is_object()) fail(source, "field \"kernels\" must be an object");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/place_file.hpp"
+#include "common/hint.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "mirror/mirror.hpp"
@@ -58,9 +59,11 @@ fs::path created(fs::path root) {
     std::error_code ec;
     fs::create_directories(root, ec);
     if (ec || !fs::is_directory(root, ec)) {
-        throw Error(ErrorCode::internal, "cannot make the hub tree " + root.string() + ": " +
-                                             (ec ? ec.message() : std::string("it is not a directory")) +
-                                             "; pass --to a directory you can write");
+        throw Error(ErrorCode::internal,
+                    "cannot make the hub tree " + root.string() + ": " +
+                        (ec ? ec.message() : std::string("it is not a directory")) +
+                        "; choose a tree folder you can write",
+                    hint::setting("mirror.to"));
     }
     return root;
 }

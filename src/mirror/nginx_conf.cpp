@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/hint.hpp"
 #include "kernhub/error.hpp"
 #include "mirror/mirror.hpp"
 #include "mirror/tree_files.hpp"
@@ -180,7 +181,9 @@ void check_listen(const std::string& listen) {
                    std::stoul(port) >= 1 && std::stoul(port) <= 65535;
     if (!host_ok || !port_ok) {
         throw Error(ErrorCode::usage,
-                    "--listen '" + listen + "' is not PORT, HOST:PORT or [IPv6]:PORT (for example 127.0.0.1:8080)");
+                    "the address to listen on, '" + listen +
+                        "', is not PORT, HOST:PORT or [IPv6]:PORT, such as 127.0.0.1:8080; check the one given",
+                    hint::setting("mirror.listen"));
     }
 }
 
@@ -188,13 +191,15 @@ std::string nginx_conf(const fs::path& root, const std::string& listen) {
     check_listen(listen);
     const std::vector<RepoInTree> repos = scan_tree(root);
     if (repos.empty()) {
-        throw Error(ErrorCode::usage, root.string() +
-                                          " holds no mirrored repo (no api/*/ORG/NAME/tree listings); "
-                                          "mirror kernels into it first with kernhub mirror NAME --to DIR");
+        throw Error(ErrorCode::usage,
+                    root.string() +
+                        " holds no mirrored repo (no api/*/ORG/NAME/tree listings); "
+                        "mirror kernels into it first",
+                    hint::action("mirror"));
     }
     std::ostringstream out;
     out << "# nginx server block for the static hub tree " << root.string() << ",\n"
-        << "# written by `kernhub mirror`. Include it inside http { }; write it again\n"
+        << "# written by kernhub's mirror. Include it inside http { }; write it again\n"
         << "# after adding to the tree. Files resolve by the commits and revision names\n"
         << "# below, with the headers huggingface_hub needs (docs/ARCHITECTURE.md, \"Mirrors\").\n"
         << "server {\n"

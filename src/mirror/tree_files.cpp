@@ -57,7 +57,7 @@ std::map<std::string, hub::TreeEntry> read_listing(const fs::path& root, const h
         try {
             entries = hub::parse_tree_page(*text, path.string());
         } catch (const Error& e) {
-            throw damaged(path, "is not a tree listing (" + e.message() + ")");
+            throw damaged(path, "is not a tree listing (" + e.plain_message() + ")");
         }
         for (auto& entry : entries) {
             if (!entry.is_file) continue;

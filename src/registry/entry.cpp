@@ -212,7 +212,7 @@ KernelSpec parse_entry(const std::string& name, const json& entry, const std::st
     try {
         validate_repo_id(spec.repo_id);
     } catch (const Error& error) {
-        context.fail_field("repo_id", error.message());
+        context.fail_field("repo_id", error.plain_message());
     }
     spec.symbol = parse_symbol(entry, context);
     parse_revision_or_version(entry, context, spec);

@@ -3,6 +3,7 @@
 // repo agree on; and the signature policy those entries set for a repo.
 #include <algorithm>
 
+#include "common/hint.hpp"
 #include "common/repo.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
@@ -77,8 +78,10 @@ KernelSpec resolve_ref(const Registry& registry, const std::string& ref) {
     }
     const KernelSpec* found = registry.find(base);
     if (found == nullptr) {
-        throw Error(ErrorCode::not_found, "unknown kernel " + quoted_name(base) +
-                                              "; `kernhub list` shows the known names, or pass ORG/REPO[@REVISION]");
+        throw Error(ErrorCode::not_found,
+                    "unknown kernel " + quoted_name(base) +
+                        "; give ORG/REPO[@REVISION], or one of the names the registries define",
+                    hint::action("list"));
     }
     spec = *found;
     if (!revision.empty()) {

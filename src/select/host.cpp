@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/hint.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
 #include "select/variant.hpp"
@@ -44,8 +45,8 @@ HostFacts detect_host() {
     struct utsname names {};
     if (uname(&names) != 0) {
         throw Error(ErrorCode::internal,
-                    "cannot read the host's CPU and OS with uname(); pass --target to choose a variant",
-                    std::strerror(errno));
+                    "cannot read the host's CPU and OS with uname(); name the variant to use as the target",
+                    hint::setting("targets"), std::strerror(errno));
     }
     return host_from_uname(names.sysname, names.machine);
 }

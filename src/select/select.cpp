@@ -90,7 +90,7 @@ std::optional<std::string> torch_reason(const HostFacts& host, const Variant& va
                                        : std::string();
     if (!host.torch) {
         const std::string which = need.empty() ? std::string() : " (torch " + need + ")";
-        return "needs Python and libtorch" + which + "; use --target to fetch it anyway";
+        return "needs Python and libtorch" + which + "; naming it as a target fetches it anyway";
     }
     const bool ok = versioned ? built == *host.torch : !stable || built <= *host.torch;
     if (ok) {
@@ -277,9 +277,9 @@ Selection select_by_targets(const std::vector<std::string>& targets, const std::
         if (lacks_file(candidates[i], required_file)) {
             reasons[i] = Mismatch{lacks_reason(*required_file), false, {}};
         } else if (!contains(targets, candidates[i].name)) {
-            reasons[i] = Mismatch{"not a --target", false, {}};
+            reasons[i] = Mismatch{"not a requested target", false, {}};
         } else if (selection.chosen) {
-            reasons[i] = Mismatch{"later --target than " + *selection.chosen, false, {}};
+            reasons[i] = Mismatch{"a later target than " + *selection.chosen, false, {}};
         }
     }
     reject_all_but(candidates, chosen, reasons, selection);

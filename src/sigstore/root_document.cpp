@@ -58,7 +58,8 @@ std::string staleness_warning(const RootDocument& root, std::int64_t now) {
     return "the Sigstore trusted root (" + root.origin + ") has no key newer than " + utc_date(root.newest_key_start) +
            ", more than " + std::to_string(k_root_stale_after_days) +
            " days ago; signatures made with keys Sigstore has added since will not verify. Refresh it "
-           "(README, \"Signatures\") and pass it with --trusted-root or KERNHUB_SIGSTORE_TRUSTED_ROOT";
+           "(README, \"Signatures\") and name the new file in KERNHUB_SIGSTORE_TRUSTED_ROOT or the trusted root "
+           "setting";
 }
 
 }  // namespace kernhub::sigstore

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "common/hint.hpp"
 #include "common/lines.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
@@ -113,9 +114,13 @@ std::shared_ptr<X509> verify_chain(X509* leaf, const TrustedRoot& root, std::int
         fail("certificate-chain", "no certificate authority of " + root.origin + " was valid at the log time " +
                                       when(t) + "; use the trusted root of the instance that signed");
     }
-    fail("certificate-chain", "the leaf certificate does not chain to a Fulcio CA of " + root.origin + " (" + reasons +
-                                  "); the bundle comes from another Sigstore instance (staging, private) or was "
-                                  "altered: pass that instance's trusted root with --trusted-root");
+    // fail()'s "sigstore: STEP: " form, with the setting the advice names.
+    throw Error(ErrorCode::verification,
+                "sigstore: certificate-chain: the leaf certificate does not chain to a Fulcio CA of " + root.origin +
+                    " (" + reasons +
+                    "); the bundle comes from another Sigstore instance (staging, private) or was altered: use that "
+                    "instance's trusted root",
+                hint::setting("sigstore_trusted_root"));
 }
 
 // ---- sct -------------------------------------------------------------------

@@ -290,7 +290,7 @@ Probe probe(const std::string& requested) {
         const auto clamp = [](std::uint32_t value) { return static_cast<int>(std::min<std::uint32_t>(value, 9999)); };
         result.version = std::make_pair(clamp(runtime.version.major), clamp(runtime.version.minor));
     } catch (const Error& e) {
-        result.problem = e.message();
+        result.problem = e.plain_message();
     } catch (const std::exception& e) {
         result.problem = e.what();
     }

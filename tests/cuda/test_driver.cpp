@@ -185,7 +185,7 @@ TEST_CASE("fail() maps CUDA codes to kernhub errors with the code, its name and 
     };
     const Case cases[] = {
         {34, ErrorCode::load, "CUDA_ERROR_STUB_LIBRARY", "install the NVIDIA driver"},
-        {200, ErrorCode::load, "CUDA_ERROR_INVALID_IMAGE", "kernhub inspect"},
+        {200, ErrorCode::load, "CUDA_ERROR_INVALID_IMAGE", "see what it is (kernhub::inspect_file)"},
         {209, ErrorCode::load, "CUDA_ERROR_NO_BINARY_FOR_GPU", "fetch a variant built for this GPU"},
         {218, ErrorCode::load, "CUDA_ERROR_INVALID_PTX", "SASS"},
         {222, ErrorCode::load, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "update the NVIDIA driver"},

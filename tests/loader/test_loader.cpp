@@ -98,13 +98,20 @@ TEST_CASE("a missing file is not_found and says to fetch again", "[loader]") {
     TempDir dir;
     const fs::path missing = dir.path() / "libnothing.so";
     for (auto* call :
-         {+[](const fs::path& p) { read_elf_header(p); }, +[](const fs::path& p) { validate_shared_object(p); },
-          +[](const fs::path& p) { Library::open(p); }}) {
+         {+[](const fs::path& p) { read_elf_header(p); }, +[](const fs::path& p) { validate_shared_object(p); }}) {
         Error e = expect_error([&] { call(missing); });
         CHECK(e.code() == ErrorCode::not_found);
         CHECK_THAT(e.message(), Catch::Contains("shared object " + missing.string() + " does not exist"));
-        CHECK_THAT(e.message(), Catch::Contains("kernhub fetch"));
+        CHECK_THAT(e.message(), Catch::Contains("; fetch it again (Client::fetch)"));
+        CHECK(e.hint().kind == kernhub::ErrorHint::Kind::action);
+        CHECK(e.hint().name == "fetch");
     }
+    // TODO(lead): src/loader/library.cpp's message is converted after the
+    // merge; then Library::open joins the loop above and this goes.
+    Error e = expect_error([&] { Library::open(missing); });
+    CHECK(e.code() == ErrorCode::not_found);
+    CHECK_THAT(e.message(), Catch::Contains("shared object " + missing.string() + " does not exist"));
+    CHECK_THAT(e.message(), Catch::Contains("kernhub fetch"));
 }
 
 TEST_CASE("every truncated header length is a verification error", "[loader]") {
@@ -133,7 +140,7 @@ TEST_CASE("non-ELF inputs are verification errors naming the path", "[loader]") 
         CHECK(e.code() == ErrorCode::verification);
         CHECK(e.message() == file.string() +
                                  " is not an ELF file (no ELF magic number); the download is damaged or is "
-                                 "not a kernel build: check it with `kernhub inspect`, or fetch it again");
+                                 "not a kernel build: fetch it again, or check what it is (kernhub::inspect_file)");
     }
     SECTION("a directory") {
         Error e = expect_error([&] { read_elf_header(dir.path()); });

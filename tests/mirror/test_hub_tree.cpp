@@ -282,7 +282,7 @@ TEST_CASE("the nginx configuration maps revisions onto commits and gives every f
             FAIL("an empty tree was accepted");
         } catch (const Error& e) {
             CHECK(e.code() == ErrorCode::usage);
-            CHECK(std::string(e.what()).find("kernhub mirror NAME --to DIR") != std::string::npos);
+            CHECK(std::string(e.what()).find("mirror kernels into it first (Client::mirror)") != std::string::npos);
         }
     }
     SECTION("a damaged revision document is named") {

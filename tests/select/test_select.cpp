@@ -72,7 +72,7 @@ const std::string cu129 = "native-cu129-x86_64-linux";
 const std::string cu130 = "native-cu130-x86_64-linux";
 const std::string t28cu128 = "torch28-cxx11-cu128-x86_64-linux";
 const std::string no_cuda = "needs CUDA, host has no CUDA driver";
-const std::string use_target = "; use --target to fetch it anyway";
+const std::string use_target = "; naming it as a target fetches it anyway";
 
 // CUDA versions and the host platform.
 std::vector<SelectRow> cuda_and_platform_rows() {
@@ -346,43 +346,44 @@ std::vector<SelectRow> target_rows() {
          {cand(ncpu), cand(cu128), cand(ncuda)},
          {},
          cu128,
-         {why(ncpu, "not a --target"), why(ncuda, "not a --target")}},
+         {why(ncpu, "not a requested target"), why(ncuda, "not a requested target")}},
         {"first target in target order that exists wins",
          with_targets(k_cpu_host, {cu130, cu128, ncpu}),
          {cand(ncpu), cand(cu128)},
          {},
          cu128,
-         {why(ncpu, "later --target than " + cu128), why(cu130, missing)}},
+         {why(ncpu, "a later target than " + cu128), why(cu130, missing)}},
         {"several missing targets: nothing chosen, all reported",
          with_targets(gpu_host(12, 8), {t28cu128, cu130}),
          {cand(ncpu), cand(ncuda)},
          {},
          {},
-         {why(ncpu, "not a --target"), why(ncuda, "not a --target"), why(t28cu128, missing), why(cu130, missing)}},
+         {why(ncpu, "not a requested target"), why(ncuda, "not a requested target"), why(t28cu128, missing),
+          why(cu130, missing)}},
         {"target lacking the required file falls through to the next target",
          with_targets(k_cpu_host, {cu128, ncuda}),
          {cand(cu128, {"lib.so"}), cand(ncuda, {"kernel.fatbin"}), cand(ncpu, {"kernel.fatbin"})},
          "kernel.fatbin",
          ncuda,
-         {why(cu128, "lacks kernel.fatbin"), why(ncpu, "not a --target")}},
+         {why(cu128, "lacks kernel.fatbin"), why(ncpu, "not a requested target")}},
         {"unparseable names are allowed as targets",
          with_targets(k_cpu_host, {"my-custom-build"}),
          {cand(ncpu), cand("my-custom-build")},
          {},
          "my-custom-build",
-         {why(ncpu, "not a --target")}},
+         {why(ncpu, "not a requested target")}},
         {"torch target needs no torch on the host",
          with_targets(k_cpu_host, {t28cu128}),
          {cand(t28cu128), cand(ncpu)},
          {},
          t28cu128,
-         {why(ncpu, "not a --target")}},
+         {why(ncpu, "not a requested target")}},
         {"a target repeated is reported missing once",
          with_targets(k_cpu_host, {cu130, cu130}),
          {cand(ncpu)},
          {},
          {},
-         {why(ncpu, "not a --target"), why(cu130, missing)}},
+         {why(ncpu, "not a requested target"), why(cu130, missing)}},
     };
 }
 

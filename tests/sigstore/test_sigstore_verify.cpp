@@ -149,7 +149,7 @@ TEST_CASE("a bundle of another instance fails without its root", "[sigstore]") {
             ss::verify_bundle(bundle("bundle_v3.txt.sigstore").dump(), digest_of("bundle_v3.txt"), *production(),
                               staging_policy());
         },
-        "certificate-chain", "--trusted-root");
+        "certificate-chain", "use that instance's trusted root (Options::sigstore_trusted_root)");
     check_step(
         [&] {
             ss::verify_bundle(bundle("bundle_v3_github.whl.sigstore").dump(), digest_of("bundle_v3_github.whl"),

@@ -1,0 +1,92 @@
+// The command line names an error's hint (the setting or operation its
+// advice refers to) as a flag or a command: the library's messages hold
+// neither (tests/common/test_cli_words.cpp), the CLI adds them.
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "cli/hint.hpp"
+#include "cli_support.hpp"
+#include "common/hint.hpp"
+
+using namespace kernhub::test;
+using namespace kernhub::test::cli;
+
+namespace {
+
+// The long options `kernhub COMMAND --help` lists, with its exit code.
+std::set<std::string> help_options(const std::string& command) {
+    std::vector<std::string> args;
+    std::istringstream words(command);
+    for (std::string word; words >> word;) args.push_back(word);
+    args.push_back("--help");
+    Sandbox box;
+    ProcessResult help = box.run(args);
+    INFO("kernhub " << command << " --help");
+    REQUIRE(help.exit_code == 0);
+    std::set<std::string> found;
+    static const std::regex option("--[a-z][a-z-]*");
+    for (std::sregex_iterator it(help.out.begin(), help.out.end(), option), end; it != end; ++it) {
+        found.insert(it->str());
+    }
+    return found;
+}
+
+// The command a setting belongs to: an operation's option ("mirror.to") to
+// that operation's command, an Options field to fetch, which takes them all.
+std::string command_of_setting(const std::string& name) {
+    const std::string operation = name.substr(0, name.find('.'));
+    if (operation == name) return "fetch";
+    return operation == "prune" ? "cache prune" : operation;
+}
+
+}  // namespace
+
+TEST_CASE("the command line names every hint the library gives as a flag or a command it has", "[cli]") {
+    std::map<std::string, std::set<std::string>> help;
+    const auto options_of = [&](const std::string& command) -> const std::set<std::string>& {
+        if (help.count(command) == 0) help[command] = help_options(command);
+        return help[command];
+    };
+    for (const kernhub::hint::Known& known : kernhub::hint::known()) {
+        const std::string named = kernhub::cli::hint_name(kernhub::ErrorHint{known.kind, known.name});
+        INFO(known.name << " -> " << named);
+        if (known.kind == kernhub::ErrorHint::Kind::setting) {
+            CHECK(options_of(command_of_setting(known.name)).count(named) == 1);
+            continue;
+        }
+        // "`kernhub cache verify --repair`": the command's words, then its flags.
+        static const std::regex shape("`kernhub ([a-z -]+?)((?: --[a-z-]+)*)`");
+        std::smatch parts;
+        REQUIRE(std::regex_match(named, parts, shape));
+        const std::set<std::string>& options = options_of(parts[1]);
+        std::istringstream flags(parts[2]);
+        for (std::string flag; flags >> flag;) CHECK(options.count(flag) == 1);
+    }
+}
+
+TEST_CASE("an error's setting hint shows as the flag: an unreachable hub, or work offline (--offline)", "[cli]") {
+    Sandbox box;
+    ProcessResult r = box.kh("fetch", "vector-add", k_dead_endpoint, {"--quiet"});
+    check_error(r, 5,
+                {"127.0.0.1:9", "; check the endpoint and your network, or work offline from the cache (--offline)"});
+    CHECK(r.err.find("Options::") == std::string::npos);
+
+    r = box.kh("fetch", "vector-add", k_dead_endpoint, {"--json"});
+    INFO(describe(r));
+    CHECK(r.exit_code == 5);
+    const std::string message = parse_stdout(r)["error"]["message"];
+    CHECK_THAT(message, Catch::Contains("or work offline from the cache (--offline)"));
+}
+
+TEST_CASE("an error's action hint shows as the command: offline and not cached, fetch it (`kernhub fetch`)", "[cli]") {
+    KernelHub hub;
+    Sandbox box;
+    ProcessResult r = box.kh("load", "vector-add", hub.server().endpoint(), {"--offline"});
+    check_error(r, 6,
+                {"kernhub-test/vector-add@main is not in the cache",
+                 "; offline mode is on: fetch it once while online (`kernhub fetch`)"});
+    CHECK(r.err.find("Client::") == std::string::npos);
+    CHECK(hub.server().stats()["requests"].empty());
+}
