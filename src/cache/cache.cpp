@@ -20,12 +20,6 @@ namespace kernhub::cache {
 
 namespace {
 
-// Bounds what a hostile value can add to an error message.
-std::string quoted(const std::string& value) {
-    constexpr std::size_t k_max = 100;
-    return "'" + (value.size() > k_max ? value.substr(0, k_max) + "..." : value) + "'";
-}
-
 bool is_lower_hex(const std::string& text) {
     for (char c : text) {
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
@@ -49,7 +43,7 @@ bool has_only_plain_parts(const std::string& path) {
 void check_variant(const std::string& variant) {
     if (!is_variant_name(variant)) {
         throw Error(ErrorCode::usage,
-                    "invalid variant name " + quoted(variant) + ": use letters, digits, '.', '_', '-' or '+'");
+                    "invalid variant name " + quoted_name(variant) + ": use letters, digits, '.', '_', '-' or '+'");
     }
 }
 
@@ -72,7 +66,7 @@ fs::path expand_home(const std::string& value, const EnvLookup& env) {
 
 void check_revision(const std::string& revision) {
     if (!has_only_plain_parts(revision)) {
-        throw Error(ErrorCode::usage, "invalid revision " + quoted(revision) +
+        throw Error(ErrorCode::usage, "invalid revision " + quoted_name(revision) +
                                           ": it must be a branch, tag or commit without "
                                           "empty, '.' or '..' parts");
     }
@@ -92,14 +86,14 @@ bool is_variant_name(const std::string& name) {
 
 void check_etag(const std::string& etag) {
     if (!is_etag(etag)) {
-        throw Error(ErrorCode::verification, "hub sent an invalid etag " + quoted(etag) +
+        throw Error(ErrorCode::verification, "hub sent an invalid etag " + quoted_name(etag) +
                                                  "; expected 40 or 64 lowercase hex characters, check the endpoint");
     }
 }
 
 void check_commit(const std::string& commit) {
     if (!is_commit_sha(commit)) {
-        throw Error(ErrorCode::verification, "hub sent an invalid commit " + quoted(commit) +
+        throw Error(ErrorCode::verification, "hub sent an invalid commit " + quoted_name(commit) +
                                                  "; expected 40 lowercase hex characters, check the endpoint");
     }
 }
@@ -128,7 +122,7 @@ std::string path_name_problem(const std::string& relpath) {
 void check_relative_path(const std::string& relpath) {
     if (!has_only_plain_parts(relpath)) {
         throw Error(ErrorCode::verification,
-                    "hub sent an unsafe file path " + quoted(relpath) +
+                    "hub sent an unsafe file path " + quoted_name(relpath) +
                         "; refusing to write outside the snapshot, report the repo to its owner");
     }
 }

@@ -32,7 +32,7 @@ std::optional<bool> parse_bool(const char* key, const char* value) {
     if (std::strcmp(value, "0") == 0 || std::strcmp(value, "false") == 0) return false;
     throw Refusal{k_usage, "setting '" + std::string(key) +
                                "' takes \"1\", \"0\", \"true\" or \"false\" (or \"\" for the " +
-                               "environment's choice), not " + quoted(value)};
+                               "environment's choice), not " + quoted_name(value)};
 }
 
 void append(std::vector<std::string>& list, const char* key, const char* value) {
@@ -78,7 +78,7 @@ std::optional<std::uint64_t> parse_count(const char* key, const char* value, std
     if (!ok || parsed > max) {
         throw Refusal{k_usage, "setting '" + std::string(key) + "' takes a whole number from 0 to " +
                                    std::to_string(max) + " (or \"\" for the environment's choice), not " +
-                                   quoted(value)};
+                                   quoted_name(value)};
     }
     return parsed;
 }
@@ -88,14 +88,6 @@ std::optional<int> parse_int(const char* key, const char* value) {
     if (!parsed) return std::nullopt;
     return static_cast<int>(*parsed);
 }
-
-}  // namespace
-
-std::string quoted(const char* text) {
-    return quoted_name(std::string_view(text, strnlen(text, k_max_quoted_bytes + 1)));
-}
-
-namespace {
 
 void set_token(Options& options, const char* value) {
     if (*value == '\0') {
@@ -153,7 +145,7 @@ const SettingRule k_rules[] = {
 
 void apply_setting(Options& options, const char* key, const char* value) {
     if (strnlen(value, k_max_setting_bytes + 1) > k_max_setting_bytes) {
-        throw Refusal{k_usage, "the value of setting " + quoted(key) + " is longer than " +
+        throw Refusal{k_usage, "the value of setting " + quoted_name(key) + " is longer than " +
                                    std::to_string(k_max_setting_bytes) + " bytes (k_max_setting_bytes)"};
     }
     const std::string_view wanted(key);
@@ -162,7 +154,7 @@ void apply_setting(Options& options, const char* key, const char* value) {
         if (wanted == rule.key) return rule.apply(options, key, value);
         known += (known.empty() ? "" : ", ") + std::string(rule.key);
     }
-    throw Refusal{k_usage, "unknown setting " + quoted(key) + "; the settings are " + known};
+    throw Refusal{k_usage, "unknown setting " + quoted_name(key) + "; the settings are " + known};
 }
 
 }  // namespace kernhub::capi
