@@ -9,6 +9,10 @@ No threshold is checked: the output is a report, not a test.
   ratios.py build-bench/bench/bench_load [--min-time 0.2] [--save out.json] [-- BENCHMARK ARGS...]
   ratios.py --json out.json [--binary bench_load]
 
+With `-- --benchmark_repetitions=3` each benchmark runs three times and
+every number is the median of the three (issue-sized comparisons of two
+builds, "before" and "after", use that).
+
 A ratio uses wall-clock time ("real"). Where neither side uses manual timing,
 the CPU-time ratio is printed too: on a busy machine it is the steadier one
 for CPU-bound cases (dispatch, load), while for network cases only wall time
@@ -119,11 +123,19 @@ def fmt_ratio(value):
 
 
 def load_rows(report):
+    """One row per benchmark. With --benchmark_repetitions=N (N > 1) a row
+    holds the median of the N runs (Google Benchmark's "median" aggregate),
+    so one slow run on a busy machine does not move a ratio."""
     rows = {}
+    medians = {}
+    for bench in report.get("benchmarks", []):
+        if bench.get("run_type") == "aggregate" and bench.get("aggregate_name") == "median":
+            medians[normalise(bench.get("run_name", bench["name"]))] = bench
     for bench in report.get("benchmarks", []):
         if bench.get("run_type", "iteration") != "iteration":
-            continue  # aggregates of --benchmark_repetitions: keep the plain runs
+            continue  # the aggregates were read above
         name = normalise(bench["name"])
+        bench = medians.get(name, bench)
         scale = TO_NS.get(bench.get("time_unit", "ns"), 1.0)
         manual = "/manual_time" in bench["name"]
         rows[name] = {

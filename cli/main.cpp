@@ -64,14 +64,12 @@ int report_interrupt(const kernhub::Error& error, bool json, const char* note) {
     return code;
 }
 
-int run_cli(int argc, char** argv) {
-    CLI::App app{"kernhub: fetch, verify, cache and load compute kernels from a Hugging Face-style hub"};
-    app.require_subcommand(1);
-    app.set_version_flag("--version", std::string("kernhub ") + kernhub::version());
-    // Only the command named on the command line is built: describing every
-    // command's options to CLI11 costs a warm `kernhub load` a noticeable
-    // share of its start-up. Without a known command name (--help, a typo)
-    // all are built, so help and error messages list them all.
+// The commands, described to CLI11. Only the command named on the command
+// line is built: describing every command's options to CLI11 costs a warm
+// `kernhub load` a noticeable share of its start-up. Without a known
+// command name (--help, a typo) all are built, so help and error messages
+// list them all.
+std::vector<kernhub::cli::Command> build_commands(CLI::App& app, int argc, char** argv) {
     using Adder = kernhub::cli::Command (*)(CLI::App&);
     const std::pair<const char*, Adder> top_level[] = {
         {"fetch", kernhub::cli::add_fetch_command},     {"load", kernhub::cli::add_load_command},
@@ -95,6 +93,14 @@ int run_cli(int argc, char** argv) {
         kernhub::cli::add_cache_commands(*cache, commands);
         kernhub::cli::add_cache_archive_commands(*cache, commands);
     }
+    return commands;
+}
+
+int run_cli(int argc, char** argv) {
+    CLI::App app{"kernhub: fetch, verify, cache and load compute kernels from a Hugging Face-style hub"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("kernhub ") + kernhub::version());
+    std::vector<kernhub::cli::Command> commands = build_commands(app, argc, argv);
     bool json = wants_json(argc, argv);
     try {
         app.parse(argc, argv);

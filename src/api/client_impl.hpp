@@ -29,6 +29,18 @@ namespace api {
 // kernhub.json, KERNHUB_REGISTRY, then Options::registries.
 registry::Registry load_registries(const Options& options, const cache::EnvLookup& env);
 
+// Shared by Client::lock (client_lockfile.cpp) and Client::prewarm_lock
+// (client_prewarm.cpp).
+inline constexpr const char* k_lock_name = "kernhub.lock";
+// Options::project_dir, else the current directory.
+std::filesystem::path project_dir(const Options& options);
+// A spec fetching `repo_id` at exactly `commit`.
+registry::KernelSpec spec_at_commit(const std::string& name, const std::string& repo_id, RepoType type,
+                                    const std::string& commit, const std::string& file);
+// The candidates a listing offers, as names, in listing order.
+std::vector<std::string> candidate_names(const fetch::VariantChoice& choice);
+bool contains(const std::vector<std::string>& items, const std::string& item);
+
 // The public view of a recorded signature.
 SignatureInfo signature_info(const cache::RecordedSignature& recorded);
 

@@ -1,6 +1,5 @@
-// Client::lock and Client::prewarm_lock (docs/ARCHITECTURE.md, "Locks and
-// prewarming"): pin a project's kernels to commits and file digests, and
-// fill a cache with exactly what a lock pins.
+// Client::lock (docs/ARCHITECTURE.md, "Locks and prewarming"): pin a
+// project's kernels to commits and file digests.
 #include <algorithm>
 #include <filesystem>
 #include <mutex>
@@ -18,9 +17,7 @@ namespace kernhub {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-constexpr const char* k_lock_name = "kernhub.lock";
+namespace api {
 
 fs::path project_dir(const Options& options) {
     return options.project_dir.empty() ? fs::current_path() : fs::path(options.project_dir);
@@ -48,7 +45,7 @@ bool contains(const std::vector<std::string>& items, const std::string& item) {
     return std::find(items.begin(), items.end(), item) != items.end();
 }
 
-}  // namespace
+}  // namespace api
 
 // ---- lock -------------------------------------------------------------------
 
@@ -160,19 +157,19 @@ struct Locker {
             // so that prewarm --target skips the kernel for it (a kernel
             // with none of them is locked with no variant). A variant the
             // previous lock had that is gone now is not quietly dropped.
-            std::vector<std::string> offered = candidate_names(choice);
+            std::vector<std::string> offered = api::candidate_names(choice);
             for (const auto& target : targets) {
                 const bool was_locked = from_previous && previous->variants.count(target) != 0;
-                if (!contains(offered, target) && was_locked) {
+                if (!api::contains(offered, target) && was_locked) {
                     throw Error(ErrorCode::not_found,
                                 "kernel '" + spec.name + "' (" + spec.repo_id + "@" + choice.commit.substr(0, 12) +
-                                    ") no longer has the variant " + target + " that " + k_lock_name +
+                                    ") no longer has the variant " + target + " that " + api::k_lock_name +
                                     " locks; it has " + join(offered) + "; lock again naming the targets to keep",
                                 hint::setting("targets"));
                 }
-                if (!contains(offered, target)) {
-                    if (!contains(out_missing, target)) out_missing.push_back(target);
-                } else if (!contains(wanted, target)) {
+                if (!api::contains(offered, target)) {
+                    if (!api::contains(out_missing, target)) out_missing.push_back(target);
+                } else if (!api::contains(wanted, target)) {
                     wanted.push_back(target);
                 }
             }
@@ -264,7 +261,8 @@ struct Locker {
 
         const std::vector<std::string> wanted = wanted_variants(spec, previous, choice, request, out_missing);
         out.missing_targets.insert(out_missing.begin(), out_missing.end());
-        registry::KernelSpec at_commit = spec_at_commit(spec.name, spec.repo_id, spec.repo_type, out.commit, spec.file);
+        registry::KernelSpec at_commit =
+            api::spec_at_commit(spec.name, spec.repo_id, spec.repo_type, out.commit, spec.file);
         at_commit.signature = spec.signature;
         for (const auto& variant : wanted) {
             const lockfile::LockedVariant* kept = nullptr;
@@ -283,10 +281,11 @@ struct Locker {
 
 }  // namespace
 
-LockReport Client::lock(const LockOptions& options) {
-    const fs::path dir = project_dir(m_impl->options);
+namespace {
+
+// The project's kernhub.json, whose entries are the kernels to lock.
+std::vector<registry::KernelSpec> manifest_specs(const fs::path& dir) {
     const fs::path manifest = dir / "kernhub.json";
-    const fs::path lock_path = dir / k_lock_name;
     std::error_code ec;
     if (!fs::is_regular_file(manifest, ec)) {
         throw Error(ErrorCode::not_found,
@@ -297,18 +296,12 @@ LockReport Client::lock(const LockOptions& options) {
     }
     registry::Registry project;
     project.add_file(manifest);
-    const std::vector<registry::KernelSpec> specs = project.entries();
+    return project.entries();
+}
 
-    lockfile::KernhubLock previous;
-    const std::optional<std::string> old_text = lockfile::read_lock_file(lock_path);
-    if (old_text) {
-        lockfile::AnyLock parsed = lockfile::parse_lock(*old_text, lock_path.string());
-        if (parsed.format != lockfile::Format::kernhub) {
-            throw Error(ErrorCode::usage, lock_path.string() + " is a " + lockfile::describe(parsed.format) +
-                                              ", not a kernhub.lock; move it away or name it kernels.lock");
-        }
-        previous = std::move(parsed.kernhub);
-    }
+// Every --update name must be a kernel of the manifest.
+void check_update_names(const std::vector<registry::KernelSpec>& specs, const LockOptions& options,
+                        const fs::path& manifest) {
     for (const auto& name : options.update) {
         bool known = std::any_of(specs.begin(), specs.end(), [&](const auto& spec) { return spec.name == name; });
         if (!known) {
@@ -316,7 +309,42 @@ LockReport Client::lock(const LockOptions& options) {
                         hint::setting("lock.update"));
         }
     }
+}
 
+// The lock as it is now, when there is one; Error(usage) for another format.
+lockfile::KernhubLock previous_lock(const fs::path& lock_path, const std::optional<std::string>& old_text) {
+    if (!old_text) return {};
+    lockfile::AnyLock parsed = lockfile::parse_lock(*old_text, lock_path.string());
+    if (parsed.format != lockfile::Format::kernhub) {
+        throw Error(ErrorCode::usage, lock_path.string() + " is a " + lockfile::describe(parsed.format) +
+                                          ", not a kernhub.lock; move it away or name it kernels.lock");
+    }
+    return std::move(parsed.kernhub);
+}
+
+// One kernel's line of the report.
+LockedKernel summary_of(const registry::KernelSpec& spec, const lockfile::LockedKernel& locked, bool kept,
+                        const std::vector<std::string>& missing, const std::string& pin_problem) {
+    LockedKernel summary{spec.name, locked.repo_id, locked.revision, locked.commit, {}, kept, missing, {}, {}};
+    for (const auto& [variant, data] : locked.variants) {
+        summary.variants.push_back(variant);
+        if (data.signer && !summary.signature) {
+            summary.signature = SignatureInfo{data.signer->identity, data.signer->issuer, {}, 0, 0};
+        }
+    }
+    summary.pin_problem = pin_problem;
+    return summary;
+}
+
+}  // namespace
+
+LockReport Client::lock(const LockOptions& options) {
+    const fs::path dir = api::project_dir(m_impl->options);
+    const fs::path lock_path = dir / api::k_lock_name;
+    const std::vector<registry::KernelSpec> specs = manifest_specs(dir);
+    const std::optional<std::string> old_text = lockfile::read_lock_file(lock_path);
+    const lockfile::KernhubLock previous = previous_lock(lock_path, old_text);
+    check_update_names(specs, options, dir / "kernhub.json");
     LockReport report;
     report.path = lock_path.string();
     const std::uint64_t requests_before = m_impl->requests();
@@ -333,259 +361,24 @@ LockReport Client::lock(const LockOptions& options) {
         const lockfile::LockedKernel* prior = found == previous.kernels.end() ? nullptr : &found->second;
         // As with cargo and uv, a pin stays until asked to move or until the
         // manifest names something else.
-        bool keep_pin = prior != nullptr && !options.update_all && !contains(options.update, spec.name) &&
+        bool keep_pin = prior != nullptr && !options.update_all && !api::contains(options.update, spec.name) &&
                         prior->repo_id == spec.repo_id && prior->repo_type == spec.repo_type &&
                         prior->revision == spec.effective_revision();
         results[i] = locker.lock_kernel(spec, prior, keep_pin, missing[i], pin_problems[i]);
         kept[i] = keep_pin ? 1 : 0;
     });
     for (std::size_t i = 0; i < specs.size(); ++i) {
-        const registry::KernelSpec& spec = specs[i];
-        lockfile::LockedKernel& locked = results[i];
-        LockedKernel summary{
-            spec.name, locked.repo_id, locked.revision, locked.commit, {}, kept[i] != 0, missing[i], {}, {}};
-        for (const auto& [variant, data] : locked.variants) {
-            summary.variants.push_back(variant);
-            if (data.signer && !summary.signature) {
-                summary.signature = SignatureInfo{data.signer->identity, data.signer->issuer, {}, 0, 0};
-            }
-        }
-        summary.pin_problem = pin_problems[i];
-        if (!summary.pin_problem.empty() && options.check) report.pins_disagree = true;
-        report.kernels.push_back(std::move(summary));
-        next.kernels.emplace(spec.name, std::move(locked));
+        report.kernels.push_back(summary_of(specs[i], results[i], kept[i] != 0, missing[i], pin_problems[i]));
+        if (!pin_problems[i].empty() && options.check) report.pins_disagree = true;
+        next.kernels.emplace(specs[i].name, std::move(results[i]));
     }
     report.content = lockfile::write_kernhub_lock(next);
     report.changed = !old_text || *old_text != report.content;
     if (report.changed) {
-        report.diff = lockfile::line_diff(old_text.value_or(""), report.content, old_text ? k_lock_name : "/dev/null",
-                                          std::string(k_lock_name) + " (new)");
+        report.diff =
+            lockfile::line_diff(old_text.value_or(""), report.content, old_text ? api::k_lock_name : "/dev/null",
+                                std::string(api::k_lock_name) + " (new)");
         if (!options.check) cache::write_file_atomic(lock_path, report.content);
-    }
-    report.requests = m_impl->requests() - requests_before;
-    return report;
-}
-
-// ---- prewarm from a lock ------------------------------------------------------
-
-namespace {
-
-// One kernel of a lock, whatever its format.
-struct LockJob {
-    std::string name;
-    std::string repo_id;
-    RepoType repo_type = RepoType::kernel;
-    std::string revision;  // the ref to point at the commit; may be empty
-    std::string commit;
-    std::string file;
-    std::optional<std::map<std::string, fetch::VariantPins>> pins;
-    // Targets kernhub.lock records the kernel has no build for.
-    std::set<std::string> missing_targets;
-    // The signers kernhub.lock recorded for the kernel's variants: a prewarm
-    // then requires one of them (README, "Signatures").
-    std::optional<SignaturePolicy> signers;
-};
-
-// One policy from the signers a kernhub.lock records for a kernel's
-// variants: their issuer, any of their identities.
-std::optional<SignaturePolicy> locked_signers(const std::string& name, const lockfile::LockedKernel& kernel,
-                                              const std::string& source) {
-    std::optional<SignaturePolicy> policy;
-    for (const auto& [variant, locked] : kernel.variants) {
-        if (!locked.signer) continue;
-        if (!policy) policy = SignaturePolicy{locked.signer->issuer, {}, {}};
-        if (policy->issuer != locked.signer->issuer) {
-            throw Error(ErrorCode::usage,
-                        source + ": kernel '" + name + "' records signers with different issuers; lock it again");
-        }
-        if (std::find(policy->identities.begin(), policy->identities.end(), locked.signer->identity) ==
-            policy->identities.end()) {
-            policy->identities.push_back(locked.signer->identity);
-        }
-    }
-    return policy;
-}
-
-std::vector<LockJob> jobs_from(const lockfile::AnyLock& parsed, const std::string& source) {
-    std::vector<LockJob> jobs;
-    if (parsed.format == lockfile::Format::kernhub) {
-        for (const auto& [name, kernel] : parsed.kernhub.kernels) {
-            LockJob job{name,
-                        kernel.repo_id,
-                        kernel.repo_type,
-                        kernel.revision,
-                        kernel.commit,
-                        kernel.file,
-                        {},
-                        kernel.missing_targets,
-                        locked_signers(name, kernel, source)};
-            job.pins.emplace();
-            for (const auto& [variant, locked] : kernel.variants) {
-                fetch::VariantPins pins;
-                pins.hash = locked.hash;
-                pins.files.emplace();
-                for (const auto& [path, file] : locked.files)
-                    (*pins.files)[path] = fetch::FilePin{file.size, file.sha256};
-                job.pins->emplace(variant, std::move(pins));
-            }
-            jobs.push_back(std::move(job));
-        }
-        return jobs;
-    }
-    for (const auto& entry : parsed.kernels) {
-        LockJob job{entry.repo_id, entry.repo_id, RepoType::kernel, entry.revision, entry.commit, {}, {}, {}, {}};
-        if (parsed.format == lockfile::Format::kernels_legacy) {
-            job.pins.emplace();
-            for (const auto& [variant, hash] : entry.variant_hashes)
-                job.pins->emplace(variant, fetch::VariantPins{hash, {}});
-        }
-        jobs.push_back(std::move(job));
-    }
-    return jobs;
-}
-
-std::vector<std::string> pinned_names(const LockJob& job) {
-    std::vector<std::string> names;
-    for (const auto& [name, pins] : *job.pins) names.push_back(name);
-    return names;
-}
-
-// The lock recorded who signed the kernel: the signature verified now must
-// be by one of them.
-void check_locked_signer(const LockJob& job, const fetch::FetchOutcome& outcome) {
-    if (!job.signers) return;
-    const auto& ids = job.signers->identities;
-    if (!outcome.signature || outcome.signature->issuer != job.signers->issuer ||
-        std::find(ids.begin(), ids.end(), outcome.signature->identity) == ids.end()) {
-        throw Error(ErrorCode::verification,
-                    "kernel '" + job.name + "' (" + job.repo_id + "@" + job.commit.substr(0, 12) +
-                        ") was not signed by the signer its lock records (" + join(ids) + ", " + job.signers->issuer +
-                        "); lock it again if the new signer is expected");
-    }
-}
-
-PrewarmedKernel prewarmed(const LockJob& job, const fetch::FetchOutcome& outcome) {
-    PrewarmedKernel done;
-    done.name = job.name;
-    done.repo_id = job.repo_id;
-    done.repo_type = to_string(job.repo_type);
-    done.revision = job.revision;
-    done.commit = outcome.commit;
-    done.variant = outcome.variant;
-    done.path = outcome.variant_dir.string();
-    done.files = outcome.files.size();
-    done.fetched = static_cast<std::size_t>(outcome.files_downloaded);
-    done.bytes_downloaded = outcome.bytes_downloaded;
-    return done;
-}
-
-}  // namespace
-
-PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
-    fs::path path = lock_file;
-    if (path.empty()) path = project_dir(m_impl->options) / k_lock_name;
-    std::optional<std::string> text = lockfile::read_lock_file(path);
-    if (!text) {
-        if (lock_file.empty()) {
-            throw Error(ErrorCode::not_found,
-                        "no kernhub.lock in " + path.parent_path().string() +
-                            "; name the lock file to prewarm from, or lock the project there first",
-                        hint::action("lock"));
-        }
-        throw Error(ErrorCode::not_found, "lock file " + path.string() + " does not exist");
-    }
-    lockfile::AnyLock parsed = lockfile::parse_lock(*text, path.string());
-
-    PrewarmReport report;
-    report.lock_file = path.string();
-    report.lock_format = lockfile::describe(parsed.format);
-    const std::uint64_t requests_before = m_impl->requests();
-    const std::vector<std::string>& targets = m_impl->settings.targets;
-    // Every kernel's fetches are planned first (which variants, the
-    // requests), then run side by side; the report keeps the lock's order.
-    struct Task {
-        const LockJob* job;
-        fetch::FetchRequest request;
-    };
-    std::vector<Task> tasks;
-    std::vector<std::string> unmarked;  // kernel (target) pairs with no build and no mark
-    const std::vector<LockJob> jobs = jobs_from(parsed, path.string());
-    for (const LockJob& job : jobs) {
-        registry::KernelSpec spec = spec_at_commit(job.name, job.repo_id, job.repo_type, job.commit, job.file);
-        // The registry's policy for the repo (or for the lock's name) holds
-        // as for any fetch; the signer the lock recorded must then be the
-        // one that signed. Without a registry policy, the recorded signer
-        // is the policy.
-        const std::optional<SignaturePolicy> policy = registry::registry_policy(m_impl->registry, job.repo_id, job.name);
-        spec.signature = policy ? policy : job.signers;
-        fetch::FetchRequest base = m_impl->request_for(spec);
-        base.pins = job.pins;
-        // Which variants to fetch: this host's choice among what the lock
-        // allows, or each requested target the kernel offers.
-        std::vector<std::vector<std::string>> runs;
-        if (targets.empty()) {
-            runs.emplace_back();
-        } else {
-            std::vector<std::string> offered;
-            if (job.pins) {
-                offered = pinned_names(job);
-            } else {
-                fetch::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
-                offered = candidate_names(fetcher.choose(base));
-            }
-            // A target the lock marks as having no build is skipped and
-            // listed; one it neither locks nor marks is an error, reported
-            // for every such kernel at once below.
-            for (const auto& target : targets) {
-                if (contains(offered, target)) {
-                    runs.push_back({target});
-                } else if (job.missing_targets.count(target) != 0) {
-                    report.missing_targets.push_back(job.name + ": " + target);
-                } else {
-                    unmarked.push_back("'" + job.name + "' (" + target + ")");
-                }
-            }
-        }
-        for (const auto& run : runs) {
-            fetch::FetchRequest request = base;
-            if (!run.empty()) request.host.targets = run;
-            tasks.push_back(Task{&job, std::move(request)});
-        }
-    }
-    if (!unmarked.empty()) {
-        throw Error(ErrorCode::not_found,
-                    "no build in " + path.string() + " for kernel " + join(unmarked) +
-                        (parsed.format == lockfile::Format::kernhub
-                             ? "; a lock records a kernel the hub has no build of only for the targets it was "
-                               "made for, and prewarming skips it there: lock again naming those targets"
-                             : "; a kernels.lock cannot record that a kernel has no build, so name only "
-                               "targets each of its kernels has"),
-                    hint::setting("targets"));
-    }
-    std::vector<PrewarmedKernel> done(tasks.size());
-    std::mutex refs_mutex;  // two targets of one kernel write the same ref
-    fetch::run_parallel(tasks.size(), api::parallel_kernels(m_impl->settings), [&](std::size_t i) {
-        const LockJob& job = *tasks[i].job;
-        fetch::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
-        fetch::FetchOutcome outcome = fetcher.fetch(tasks[i].request);
-        check_locked_signer(job, outcome);
-        done[i] = prewarmed(job, outcome);
-        // Offline consumers (huggingface_hub, the kernels library, kernhub
-        // itself) resolve the branch or version through refs/: written as
-        // soon as the kernel is in, whatever happens to the others. Flushed,
-        // unlike a fetch's refs: a prewarmed cache is for offline use.
-        if (!job.revision.empty() && job.revision != job.commit) {
-            cache::RepoCache cache(m_impl->settings.cache_root, job.repo_type, job.repo_id);
-            std::lock_guard<std::mutex> lock(refs_mutex);
-            if (cache.read_ref(job.revision) != job.commit) {
-                cache.write_ref(job.revision, job.commit);
-                done[i].refs.push_back(job.revision);
-            }
-        }
-    });
-    for (PrewarmedKernel& kernel : done) {
-        report.bytes_downloaded += kernel.bytes_downloaded;
-        report.kernels.push_back(std::move(kernel));
     }
     report.requests = m_impl->requests() - requests_before;
     return report;

@@ -97,10 +97,9 @@ MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOp
 
 namespace {
 
-MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
+// A mirror's fetch of one repo: every variant, not one to load.
+fetch::FetchRequest mirror_request(const registry::KernelSpec& spec, const MirrorRun& run) {
     const api::Settings& settings = run.settings;
-    fetch::Fetcher& fetcher = run.fetcher;
-    MirrorReport& report = run.report;
     api::check_allowed_org(settings, spec.repo_id);
     fetch::FetchRequest request;
     request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
@@ -110,24 +109,14 @@ MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
     request.cancel = run.cancel;
     request.max_connections = settings.max_connections;
     // The registry's "file" picks a variant to load; a mirror serves them all.
-    const fetch::VariantChoice choice = fetcher.choose(request);
-    const std::string where =
-        (spec.repo_type == RepoType::kernel ? "kernel repo " : "model repo ") + spec.repo_id + "@" + request.revision;
+    return request;
+}
 
-    MirroredKernel kernel;
-    kernel.name = spec.name;
-    kernel.repo_id = spec.repo_id;
-    kernel.repo_type = to_string(spec.repo_type);
-    kernel.revision = request.revision;
-    kernel.commit = choice.commit;
-    kernel.variants = variants_to_mirror(choice, settings.targets, where);
-
-    // By commit from here on: the listing is cached now, so each variant
-    // costs no revision or listing request.
-    request.revision = choice.commit;
-    cache::RepoCache cache(settings.cache_root, spec.repo_type, spec.repo_id);
-    std::vector<mirror::MirrorFile> files;
-    // The variants are fetched side by side, each by a fetcher of its own.
+// Each variant of `kernel` fetched (side by side, each by a fetcher of its
+// own), and the files of all of them as the mirror lays them out.
+std::vector<mirror::MirrorFile> fetch_variants(const fetch::FetchRequest& request, MirroredKernel& kernel,
+                                               MirrorRun& run, const cache::RepoCache& cache) {
+    const api::Settings& settings = run.settings;
     std::vector<std::uint64_t> downloaded(kernel.variants.size(), 0);
     fetch::run_parallel(kernel.variants.size(), api::parallel_kernels(settings), [&](std::size_t i) {
         fetch::FetchRequest one = request;
@@ -135,15 +124,38 @@ MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
         fetch::Fetcher variant_fetcher(settings.cache_root, run.client, run.events);
         downloaded[i] = variant_fetcher.fetch(one).bytes_downloaded;
     });
+    std::vector<mirror::MirrorFile> files;
     for (std::size_t i = 0; i < kernel.variants.size(); ++i) {
-        report.bytes_downloaded += downloaded[i];
+        run.report.bytes_downloaded += downloaded[i];
         const std::string prefix = "build/" + kernel.variants[i] + "/";
-        for (const auto& entry : fetcher.last_listing()) {
+        for (const auto& entry : run.fetcher.last_listing()) {
             if (!entry.is_file || entry.path.rfind(prefix, 0) != 0) continue;
             files.push_back(mirror::MirrorFile{entry, cache.blob_path(entry.etag())});
             kernel.bytes += entry.size;
         }
     }
+    return files;
+}
+
+MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
+    const api::Settings& settings = run.settings;
+    MirrorReport& report = run.report;
+    fetch::FetchRequest request = mirror_request(spec, run);
+    const fetch::VariantChoice choice = run.fetcher.choose(request);
+    const std::string where =
+        (spec.repo_type == RepoType::kernel ? "kernel repo " : "model repo ") + spec.repo_id + "@" + request.revision;
+    MirroredKernel kernel;
+    kernel.name = spec.name;
+    kernel.repo_id = spec.repo_id;
+    kernel.repo_type = to_string(spec.repo_type);
+    kernel.revision = request.revision;
+    kernel.commit = choice.commit;
+    kernel.variants = variants_to_mirror(choice, settings.targets, where);
+    // By commit from here on: the listing is cached now, so each variant
+    // costs no revision or listing request.
+    request.revision = choice.commit;
+    cache::RepoCache cache(settings.cache_root, spec.repo_type, spec.repo_id);
+    const std::vector<mirror::MirrorFile> files = fetch_variants(request, kernel, run, cache);
     kernel.files = files.size();
     mirror::PlaceCounts placed = run.tree.add_files(request.repo, choice.commit, files);
     report.files_linked += placed.linked;

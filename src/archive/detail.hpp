@@ -49,10 +49,6 @@ private:
 // "8 GiB", "512 MiB", "1000 bytes": limits as people write them.
 std::string size_text(std::uint64_t bytes);
 
-// 'value', cut to a length that keeps a message one readable line, with
-// control characters shown as '?'.
-std::string quoted(const std::string& value);
-
 // The one wording of a refusal: Error(verification) naming the archive, the
 // entry and why (which names the limit when one was hit).
 [[noreturn]] void refuse(const std::filesystem::path& file, const std::string& entry, const std::string& why);

@@ -21,7 +21,6 @@ namespace kernhub::archive {
 namespace {
 
 using detail::libarchive;
-using detail::quoted;
 using detail::refuse;
 using detail::size_text;
 
@@ -212,13 +211,14 @@ void Extraction::check_policy(const Entry& entry, struct archive_entry* raw) con
             break;
         case EntryType::symlink:
             if (!m_policy.allow_symlinks) {
-                refuse(m_file, entry.path,
-                       "is a symbolic link (to " + quoted(entry.link_target) + "), which this archive may not hold");
+                refuse(
+                    m_file, entry.path,
+                    "is a symbolic link (to " + quoted_name(entry.link_target) + "), which this archive may not hold");
             }
             break;
         case EntryType::hardlink:
             refuse(m_file, entry.path,
-                   "is a hard link (to " + quoted(entry.link_target) + "); hard links are never extracted");
+                   "is a hard link (to " + quoted_name(entry.link_target) + "); hard links are never extracted");
         default:
             refuse(m_file, entry.path,
                    std::string("is a ") + to_string(entry.type) +
@@ -236,7 +236,7 @@ void Extraction::check_policy(const Entry& entry, struct archive_entry* raw) con
     if (entry.type == EntryType::symlink) {
         if (!resolve_link(entry.path, entry.link_target)) {
             refuse(m_file, entry.path,
-                   "is a symbolic link to " + quoted(entry.link_target) +
+                   "is a symbolic link to " + quoted_name(entry.link_target) +
                        ", which is absolute or leads out of the archive");
         }
         if (m_policy.symlink_rule) {
@@ -268,7 +268,7 @@ Fd Extraction::open_parent(const Entry& entry, std::string& leaf) const {
         }
         if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
             refuse(m_file, entry.path,
-                   "would be written through " + quoted(entry.path.substr(0, slash)) +
+                   "would be written through " + quoted_name(entry.path.substr(0, slash)) +
                        ", an earlier entry that is not a directory");
         }
         if (fd < 0) disk_error(m_dest / entry.path, errno);

@@ -78,7 +78,7 @@ std::optional<std::string> resolve_link(const std::string& link_path, const std:
 }
 
 Error refusal(const fs::path& file, const std::string& entry, const std::string& why) {
-    std::string subject = entry.empty() ? "" : "entry " + detail::quoted(entry) + " ";
+    std::string subject = entry.empty() ? "" : "entry " + quoted_name(entry) + " ";
     return Error(ErrorCode::verification, "refusing archive " + printable(file.string()) + ": " + subject + why +
                                               "; nothing from it was kept, check where the archive came from");
 }
@@ -112,11 +112,6 @@ std::string size_text(std::uint64_t bytes) {
         ++unit;
     }
     return std::to_string(value) + " " + units[unit];
-}
-
-std::string quoted(const std::string& value) {
-    constexpr std::size_t k_max = 160;
-    return "'" + printable(value.size() > k_max ? value.substr(0, k_max) + "..." : value) + "'";
 }
 
 void refuse(const std::filesystem::path& file, const std::string& entry, const std::string& why) {

@@ -47,7 +47,7 @@ Compression compression_for(const fs::path& file) {
     if (ends_with(".tar.gz") || ends_with(".tgz")) return Compression::gzip;
     if (ends_with(".tar.xz") || ends_with(".txz")) return Compression::xz;
     if (ends_with(".tar")) return Compression::none;
-    throw Error(ErrorCode::usage, "cannot tell the compression of " + detail::quoted(name) +
+    throw Error(ErrorCode::usage, "cannot tell the compression of " + quoted_name(name) +
                                       " from its name; end it in .tar.zst, .tar.gz, .tar.xz or .tar");
 }
 
@@ -258,7 +258,7 @@ std::uint64_t Writer::add(const WriteEntry& entry) {
         default:
             break;
     }
-    throw Error(ErrorCode::internal, "cannot archive " + detail::quoted(entry.path) + " as a " + to_string(entry.type) +
+    throw Error(ErrorCode::internal, "cannot archive " + quoted_name(entry.path) + " as a " + to_string(entry.type) +
                                          "; only files, directories and symbolic links are written");
 }
 
@@ -312,7 +312,7 @@ void check_entries(const fs::path& file, std::vector<WriteEntry>& entries) {
         bool clean = normalized.problem.empty() && !normalized.archive_root && normalized.path == entries[i].path;
         if (!clean || (i > 0 && entries[i - 1].path == entries[i].path)) {
             throw Error(ErrorCode::internal, "cannot write archive " + printable(file.string()) + ": entry " +
-                                                 detail::quoted(entries[i].path) +
+                                                 quoted_name(entries[i].path) +
                                                  " is not a plain relative path or appears twice; please report it");
         }
     }

@@ -20,13 +20,14 @@
 #include "capi/hint.hpp"
 #include "capi/setting.hpp"
 #include "capi/thread_errors.hpp"
+#include "common/text.hpp"
 #include "kernhub/kernhub.hpp"
 #include "kernhub/tvm_ffi.hpp"
 #include "tvmffi/runtime.hpp"
 
 namespace {
 
-using kernhub::capi::quoted;
+using kernhub::quoted_name;
 using kernhub::capi::Refusal;
 
 constexpr int k_ok = static_cast<int>(kernhub::ErrorCode::ok);
@@ -158,7 +159,8 @@ int kh_hub_set(kh_hub* hub, const char* key, const char* value) {
     return hub->guarded([&] {
         if (key == nullptr) throw Refusal{k_usage, "kh_hub_set: the key is NULL"};
         if (value == nullptr) {
-            throw Refusal{k_usage, "kh_hub_set: the value of " + quoted(key) + " is NULL; pass \"\" for the default"};
+            throw Refusal{k_usage,
+                          "kh_hub_set: the value of " + quoted_name(key) + " is NULL; pass \"\" for the default"};
         }
         // Under the lock, so that two threads appending to a repeatable key
         // both count; on a copy, so that a refused value leaves the settings
@@ -198,7 +200,7 @@ void* kh_symbol(kh_hub* hub, const char* name) {
         }
         if (!found) {
             throw Refusal{k_not_found,
-                          "kernel " + quoted(name) +
+                          "kernel " + quoted_name(name) +
                               " was not prewarmed on this handle; call kh_prewarm with the same name first"};
         }
     });

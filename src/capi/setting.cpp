@@ -32,7 +32,7 @@ std::optional<bool> parse_bool(const char* key, const char* value) {
     if (std::strcmp(value, "0") == 0 || std::strcmp(value, "false") == 0) return false;
     throw Refusal{k_usage, "setting '" + std::string(key) +
                                "' takes \"1\", \"0\", \"true\" or \"false\" (or \"\" for the " +
-                               "environment's choice), not " + quoted(value)};
+                               "environment's choice), not " + quoted_name(value)};
 }
 
 void append(std::vector<std::string>& list, const char* key, const char* value) {
@@ -78,7 +78,7 @@ std::optional<std::uint64_t> parse_count(const char* key, const char* value, std
     if (!ok || parsed > max) {
         throw Refusal{k_usage, "setting '" + std::string(key) + "' takes a whole number from 0 to " +
                                    std::to_string(max) + " (or \"\" for the environment's choice), not " +
-                                   quoted(value)};
+                                   quoted_name(value)};
     }
     return parsed;
 }
@@ -89,87 +89,72 @@ std::optional<int> parse_int(const char* key, const char* value) {
     return static_cast<int>(*parsed);
 }
 
-}  // namespace
-
-std::string quoted(const char* text) {
-    return quoted_name(std::string_view(text, strnlen(text, k_max_quoted_bytes + 1)));
+void set_token(Options& options, const char* value) {
+    if (*value == '\0') {
+        options.token.reset();
+    } else if (trim(value).empty()) {
+        throw Refusal{k_usage, "the token is only white space; pass \"\" to use HF_TOKEN or the token file"};
+    } else if (!api::token_is_well_formed(trim(value))) {
+        throw Refusal{k_usage,
+                      "the token contains a space, a control character or a non-ASCII byte, which cannot go "
+                      "into an HTTP header"};
+    } else {
+        options.token = value;
+    }
 }
 
+// One key of kh_hub_set and how it changes Options.
+struct SettingRule {
+    const char* key;
+    void (*apply)(Options& options, const char* key, const char* value);
+};
+
+// In the order the unknown-setting message lists them.
+const SettingRule k_rules[] = {
+    {"endpoint", [](Options& o, const char*, const char* v) { o.endpoint = v; }},
+    {"cache_dir", [](Options& o, const char*, const char* v) { o.cache_dir = v; }},
+    {"registry", [](Options& o, const char* k, const char* v) { append(o.registries, k, v); }},
+    {"project", [](Options& o, const char*, const char* v) { o.project_dir = v; }},
+    {"offline", [](Options& o, const char* k, const char* v) { o.offline = parse_bool(k, v); }},
+    {"target", [](Options& o, const char* k, const char* v) { append(o.targets, k, v); }},
+    {"token", [](Options& o, const char*, const char* v) { set_token(o, v); }},
+    {"verify_on_load", [](Options& o, const char* k, const char* v) { o.verify_on_load = parse_bool(k, v); }},
+    {"allowed_orgs", [](Options& o, const char*, const char* v) { o.allowed_orgs = split_commas(v); }},
+    {"require_signatures", [](Options& o, const char* k, const char* v) { o.require_signatures = parse_bool(k, v); }},
+    {"sigstore_trusted_root", [](Options& o, const char*, const char* v) { o.sigstore_trusted_root = v; }},
+    {"tvm_ffi_library", [](Options& o, const char*, const char* v) { o.tvm_ffi_library = v; }},
+    {"retries", [](Options& o, const char* k, const char* v) { o.retries = parse_int(k, v); }},
+    {"max_wait_seconds", [](Options& o, const char* k, const char* v) { o.max_wait_seconds = parse_int(k, v); }},
+    {"max_listing_entries", [](Options& o, const char* k, const char* v) { o.max_listing_entries = parse_int(k, v); }},
+    {"max_listing_bytes", [](Options& o, const char* k, const char* v) { o.max_listing_bytes = parse_int(k, v); }},
+    {"api_timeout_seconds", [](Options& o, const char* k, const char* v) { o.api_timeout_seconds = parse_int(k, v); }},
+    {"min_rate", [](Options& o, const char* k, const char* v) { o.min_rate = parse_int(k, v); }},
+    {"min_rate_window_seconds",
+     [](Options& o, const char* k, const char* v) { o.min_rate_window_seconds = parse_int(k, v); }},
+    {"max_connections", [](Options& o, const char* k, const char* v) { o.max_connections = parse_int(k, v); }},
+    {"ref_ttl", [](Options& o, const char* k, const char* v) { o.ref_ttl_seconds = parse_int(k, v); }},
+    {"archive_max_bytes",
+     [](Options& o, const char* k, const char* v) {
+         o.archive_max_bytes = parse_count(k, v, 999'999'999'999'999'999ull);  // 18 digits
+     }},
+    {"archive_max_entries", [](Options& o, const char* k, const char* v) { o.archive_max_entries = parse_int(k, v); }},
+    {"archive_max_path", [](Options& o, const char* k, const char* v) { o.archive_max_path = parse_int(k, v); }},
+};
+
+}  // namespace
+
 void apply_setting(Options& options, const char* key, const char* value) {
-    const std::string k(key);
     if (strnlen(value, k_max_setting_bytes + 1) > k_max_setting_bytes) {
-        throw Refusal{k_usage, "the value of setting " + quoted(key) + " is longer than " +
+        throw Refusal{k_usage, "the value of setting " + quoted_name(key) + " is longer than " +
                                    std::to_string(k_max_setting_bytes) + " bytes (k_max_setting_bytes)"};
     }
-    if (k == "endpoint") {
-        options.endpoint = value;
-    } else if (k == "cache_dir") {
-        options.cache_dir = value;
-    } else if (k == "registry") {
-        append(options.registries, key, value);
-    } else if (k == "project") {
-        options.project_dir = value;
-    } else if (k == "offline") {
-        options.offline = parse_bool(key, value);
-    } else if (k == "target") {
-        append(options.targets, key, value);
-    } else if (k == "token") {
-        if (*value == '\0') {
-            options.token.reset();
-        } else if (trim(value).empty()) {
-            throw Refusal{k_usage, "the token is only white space; pass \"\" to use HF_TOKEN or the token file"};
-        } else if (!api::token_is_well_formed(trim(value))) {
-            throw Refusal{k_usage,
-                          "the token contains a space, a control character or a non-ASCII byte, which cannot go "
-                          "into an HTTP header"};
-        } else {
-            options.token = value;
-        }
-    } else if (k == "verify_on_load") {
-        options.verify_on_load = parse_bool(key, value);
-    } else if (k == "allowed_orgs") {
-        options.allowed_orgs = split_commas(value);
-    } else if (k == "require_signatures") {
-        options.require_signatures = parse_bool(key, value);
-    } else if (k == "sigstore_trusted_root") {
-        options.sigstore_trusted_root = value;
-    } else if (k == "tvm_ffi_library") {
-        options.tvm_ffi_library = value;
-    } else if (k == "retries") {
-        options.retries = parse_int(key, value);
-    } else if (k == "max_wait_seconds") {
-        options.max_wait_seconds = parse_int(key, value);
-    } else if (k == "max_listing_entries") {
-        options.max_listing_entries = parse_int(key, value);
-    } else if (k == "max_listing_bytes") {
-        options.max_listing_bytes = parse_int(key, value);
-    } else if (k == "api_timeout_seconds") {
-        options.api_timeout_seconds = parse_int(key, value);
-    } else if (k == "min_rate") {
-        options.min_rate = parse_int(key, value);
-    } else if (k == "min_rate_window_seconds") {
-        options.min_rate_window_seconds = parse_int(key, value);
-    } else if (k == "max_connections") {
-        options.max_connections = parse_int(key, value);
-    } else if (k == "ref_ttl") {
-        options.ref_ttl_seconds = parse_int(key, value);
-    } else if (k == "archive_max_bytes") {
-        options.archive_max_bytes = parse_count(key, value, 999'999'999'999'999'999ull);  // 18 digits
-    } else if (k == "archive_max_entries") {
-        options.archive_max_entries = parse_int(key, value);
-    } else if (k == "archive_max_path") {
-        options.archive_max_path = parse_int(key, value);
-    } else {
-        throw Refusal{k_usage,
-                      "unknown setting " + quoted(key) +
-                          "; the settings are endpoint, cache_dir, registry, project, offline, target, token, "
-                          "verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, tvm_ffi_library, "
-                          "retries, "
-                          "max_wait_seconds, max_listing_entries, "
-                          "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, max_connections, "
-                          "ref_ttl, "
-                          "archive_max_bytes, archive_max_entries, archive_max_path"};
+    const std::string_view wanted(key);
+    std::string known;
+    for (const SettingRule& rule : k_rules) {
+        if (wanted == rule.key) return rule.apply(options, key, value);
+        known += (known.empty() ? "" : ", ") + std::string(rule.key);
     }
+    throw Refusal{k_usage, "unknown setting " + quoted_name(key) + "; the settings are " + known};
 }
 
 }  // namespace kernhub::capi

@@ -15,10 +15,6 @@ struct Refusal {
     std::string message;
 };
 
-// One printable line of at most k_max_quoted_bytes; `text` may be long and
-// need not end inside that bound.
-std::string quoted(const char* text);
-
 // Applies key = value to `options`; throws Refusal (code 2) and changes
 // nothing on a bad key or value. Never quotes a token.
 void apply_setting(Options& options, const char* key, const char* value);

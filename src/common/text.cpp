@@ -1,5 +1,6 @@
 #include "common/text.hpp"
 
+#include <cstring>
 #include <utility>
 
 namespace kernhub {
@@ -151,6 +152,10 @@ std::string printable(std::string_view text) {
 std::string quoted_name(std::string_view text) {
     const bool cut = text.size() > k_max_quoted_bytes;
     return "'" + printable(text.substr(0, k_max_quoted_bytes)) + (cut ? "...'" : "'");
+}
+
+std::string quoted_name(const char* text) {
+    return quoted_name(std::string_view(text, ::strnlen(text, k_max_quoted_bytes + 1)));
 }
 
 }  // namespace kernhub

@@ -23,13 +23,19 @@ std::string ascii_lowercase(std::string_view text);
 
 // printable(), which messages and the CLI share, is public: kernhub/error.hpp.
 
-// Names quoted in a message are cut to this many bytes.
+// Names quoted in a message are cut to this many bytes: room for a cache
+// path or an archive entry's path of a few folders, and for every name the
+// registry, the hub or a caller gives, which are shorter.
 constexpr std::size_t k_max_quoted_bytes = 200;
 
 // `text` as printable() shows it, in single quotes, cut to
-// k_max_quoted_bytes with "..." when longer: a name from a caller or a file
-// can be megabytes, and a message must stay a line.
+// k_max_quoted_bytes with "..." when longer: a name from a caller, a hub or
+// a file can be megabytes, and a message must stay a line. The one quoting
+// of names in kernhub's messages.
 std::string quoted_name(std::string_view text);
+// The same for a C string, of which no more than k_max_quoted_bytes + 1
+// bytes are read: a caller's string need not end within the bound.
+std::string quoted_name(const char* text);
 
 // Whether `text` is well-formed UTF-8 throughout.
 bool is_utf8(std::string_view text);

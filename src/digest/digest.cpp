@@ -1,8 +1,6 @@
 #include "digest/digest.hpp"
 
 #include <fcntl.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,61 +9,21 @@
 #include <cstring>
 #include <functional>
 
-#include "common/dynlib.hpp"
+#include "digest/libcrypto.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::digest {
 
 namespace {
 
-// libcrypto, bound on the first digest (common/dynlib.hpp): a warm load
-// that hashes nothing never maps it. Every function here has had this
-// signature since OpenSSL 1.1.0, so 1.1 serves as well as 3.
-struct CryptoApi {
-    decltype(&::EVP_MD_CTX_new) md_ctx_new = nullptr;
-    decltype(&::EVP_MD_CTX_free) md_ctx_free = nullptr;
-    decltype(&::EVP_DigestInit_ex) digest_init = nullptr;
-    decltype(&::EVP_DigestUpdate) digest_update = nullptr;
-    decltype(&::EVP_DigestFinal_ex) digest_final = nullptr;
-    decltype(&::EVP_sha1) sha1 = nullptr;
-    decltype(&::EVP_sha256) sha256 = nullptr;
-    decltype(&::EVP_sha512) sha512 = nullptr;
-    decltype(&::ERR_get_error) err_get_error = nullptr;
-    decltype(&::ERR_error_string) err_error_string = nullptr;
-    decltype(&::ERR_clear_error) err_clear_error = nullptr;
-};
-
-CryptoApi bind_crypto() {
-    const dynlib::Library lib =
-        dynlib::open_first({"libcrypto.so.3", "libcrypto.so.1.1"}, "to hash downloads and verify cached files",
-                           "install OpenSSL's libcrypto (libssl3 on Debian, openssl-libs elsewhere)");
-    CryptoApi api;
-    dynlib::resolve(lib, "EVP_MD_CTX_new", api.md_ctx_new);
-    dynlib::resolve(lib, "EVP_MD_CTX_free", api.md_ctx_free);
-    dynlib::resolve(lib, "EVP_DigestInit_ex", api.digest_init);
-    dynlib::resolve(lib, "EVP_DigestUpdate", api.digest_update);
-    dynlib::resolve(lib, "EVP_DigestFinal_ex", api.digest_final);
-    dynlib::resolve(lib, "EVP_sha1", api.sha1);
-    dynlib::resolve(lib, "EVP_sha256", api.sha256);
-    dynlib::resolve(lib, "EVP_sha512", api.sha512);
-    dynlib::resolve(lib, "ERR_get_error", api.err_get_error);
-    dynlib::resolve(lib, "ERR_error_string", api.err_error_string);
-    dynlib::resolve(lib, "ERR_clear_error", api.err_clear_error);
-    return api;
-}
-
-const CryptoApi& crypto() {
-    return dynlib::bound<CryptoApi, bind_crypto>();
-}
-
 const EVP_MD* evp_for(Algorithm algorithm) {
     switch (algorithm) {
         case Algorithm::sha1:
-            return crypto().sha1();
+            return libcrypto().sha1();
         case Algorithm::sha256:
-            return crypto().sha256();
+            return libcrypto().sha256();
         case Algorithm::sha512:
-            return crypto().sha512();
+            return libcrypto().sha512();
     }
     return nullptr;
 }
@@ -73,9 +31,9 @@ const EVP_MD* evp_for(Algorithm algorithm) {
 // OpenSSL keeps a per-thread error queue; drain it so one failure's text does
 // not leak into an unrelated later message.
 std::string openssl_error_text() {
-    unsigned long code = crypto().err_get_error();
-    std::string text = code != 0 ? crypto().err_error_string(code, nullptr) : "no OpenSSL error recorded";
-    crypto().err_clear_error();
+    unsigned long code = libcrypto().err_get_error();
+    std::string text = code != 0 ? libcrypto().err_error_string(code, nullptr) : "no OpenSSL error recorded";
+    libcrypto().err_clear_error();
     return text;
 }
 
@@ -91,8 +49,8 @@ std::string openssl_error_text() {
 struct Hasher::Ctx {
     struct Free {
         void operator()(EVP_MD_CTX* ctx) const noexcept {
-            // Only a bound libcrypto ever made a context, so crypto() cannot throw here.
-            if (ctx != nullptr) crypto().md_ctx_free(ctx);
+            // Only a bound libcrypto ever made a context, so libcrypto() cannot throw here.
+            if (ctx != nullptr) libcrypto().md_ctx_free(ctx);
         }
     };
     std::unique_ptr<EVP_MD_CTX, Free> md;
@@ -100,7 +58,7 @@ struct Hasher::Ctx {
 };
 
 Hasher::Hasher(Algorithm algorithm) : m_algorithm(algorithm), m_ctx(std::make_unique<Ctx>()) {
-    m_ctx->md.reset(crypto().md_ctx_new());
+    m_ctx->md.reset(libcrypto().md_ctx_new());
     if (!m_ctx->md) throw_openssl("EVP_MD_CTX_new");
     reset();
 }
@@ -116,7 +74,7 @@ void Hasher::update(const void* data, std::size_t size) {
         throw Error(ErrorCode::internal, "digest updated after finish(); call reset() first");
     }
     if (size == 0) return;
-    if (crypto().digest_update(m_ctx->md.get(), data, size) != 1) throw_openssl("EVP_DigestUpdate");
+    if (libcrypto().digest_update(m_ctx->md.get(), data, size) != 1) throw_openssl("EVP_DigestUpdate");
 }
 
 Bytes Hasher::finish() {
@@ -125,7 +83,7 @@ Bytes Hasher::finish() {
     }
     Bytes out(EVP_MAX_MD_SIZE);
     unsigned int length = 0;
-    if (crypto().digest_final(m_ctx->md.get(), out.data(), &length) != 1) {
+    if (libcrypto().digest_final(m_ctx->md.get(), out.data(), &length) != 1) {
         throw_openssl("EVP_DigestFinal_ex");
     }
     m_ctx->finished = true;
@@ -135,7 +93,7 @@ Bytes Hasher::finish() {
 
 void Hasher::reset() {
     if (!m_ctx) throw Error(ErrorCode::internal, "digest reset after being moved from");
-    if (crypto().digest_init(m_ctx->md.get(), evp_for(m_algorithm), nullptr) != 1) {
+    if (libcrypto().digest_init(m_ctx->md.get(), evp_for(m_algorithm), nullptr) != 1) {
         throw_openssl("EVP_DigestInit_ex");
     }
     m_ctx->finished = false;

@@ -1,6 +1,7 @@
 // Streaming digests over OpenSSL EVP. The digest module is the only owner of
-// OpenSSL in kernhub; libcrypto is bound at run time when the first Hasher
-// is made (common/dynlib.hpp), so code that hashes nothing never maps it.
+// OpenSSL in kernhub (digest/libcrypto.hpp, which sigstore verifies
+// through too); libcrypto is bound at run time when the first Hasher is made
+// (common/dynlib.hpp), so code that hashes nothing never maps it.
 #pragma once
 
 #include <cstddef>

@@ -93,22 +93,53 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
     return sha256;
 }
 
+namespace {
+
+// A blob another process renamed into place since ensure_file looked, or
+// the damaged copy found there: either way it is hashed before use; nullopt
+// when there is none or it does not verify (it is then downloaded again).
+std::optional<std::string> verified_cached_copy(const cache::RepoCache& cache, const std::string& etag,
+                                                const Expectation& expect) {
+    if (!cache.has_blob(etag)) return std::nullopt;
+    try {
+        return verify_cached_blob(cache.blob_path(etag), expect, false);
+    } catch (const DeclaredDigestMismatch&) {
+        throw;
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::verification) throw;
+    }
+    return std::nullopt;
+}
+
+// Offline, every file the cache lacks is named at once, not the first only.
+void require_complete_offline(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
+                              const std::string& variant, const std::vector<const hub::TreeEntry*>& entries,
+                              const fs::path& root) {
+    const std::string prefix = "build/" + variant + "/";
+    std::string missing;
+    std::size_t count = 0;
+    for (const hub::TreeEntry* entry : entries) {
+        if (cache.has_blob(entry->etag()) || (request.skip_lfs_downloads && entry->is_lfs())) continue;
+        if (++count <= 5) missing += (missing.empty() ? "" : ", ") + entry->path.substr(prefix.size());
+    }
+    if (count == 0) return;
+    if (count > 5) missing += " and " + std::to_string(count - 5) + " more";
+    throw Error(ErrorCode::offline, "variant " + variant + " of " + request.repo.repo_id + "@" + commit.substr(0, 12) +
+                                        " is not complete in the cache under " + root.string() + " (missing " +
+                                        missing +
+                                        "); fetch it once while online "
+                                        "(offline mode is on)");
+}
+
+}  // namespace
+
 std::string Fetcher::download_blob(const FetchRequest& request, const std::string& commit, const Expectation& expect,
                                    bool locked, std::uint64_t& bytes_downloaded) {
     const hub::TreeEntry& entry = *expect.entry;
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const std::string& etag = entry.etag();
-    if (!locked && cache.has_blob(etag)) {
-        // Another process renamed a copy into place since ensure_file
-        // looked, or it is the damaged copy found there: either way it is
-        // hashed before use.
-        try {
-            return verify_cached_blob(cache.blob_path(etag), expect, false);
-        } catch (const DeclaredDigestMismatch&) {
-            throw;
-        } catch (const Error& e) {
-            if (e.code() != ErrorCode::verification) throw;
-        }
+    if (!locked) {
+        if (std::optional<std::string> sha256 = verified_cached_copy(cache, etag, expect)) return *sha256;
     }
     for (bool adopt = locked;; adopt = false) {
         cache::IncompleteBlob blob = cache.open_partial(etag, adopt);
@@ -167,25 +198,8 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
     outcome.variant_dir = cache.snapshot_dir(commit) / "build" / variant;
     const std::uint64_t downloads_before = m_files_downloaded;
     const std::string prefix = "build/" + variant + "/";
-    const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
     cache.unlink_linked_folders();
-    if (request.offline) {
-        // Name everything that is missing at once, not the first file only.
-        std::string missing;
-        std::size_t count = 0;
-        for (const hub::TreeEntry* entry : entries) {
-            if (cache.has_blob(entry->etag()) || (request.skip_lfs_downloads && entry->is_lfs())) continue;
-            if (++count <= 5) missing += (missing.empty() ? "" : ", ") + entry->path.substr(prefix.size());
-        }
-        if (count > 0) {
-            if (count > 5) missing += " and " + std::to_string(count - 5) + " more";
-            throw Error(ErrorCode::offline, "variant " + variant + " of " + request.repo.repo_id + "@" +
-                                                commit.substr(0, 12) + " is not complete in the cache under " +
-                                                m_root.string() + " (missing " + missing +
-                                                "); fetch it once while online "
-                                                "(offline mode is on)");
-        }
-    }
+    if (request.offline) require_complete_offline(request, cache, commit, variant, entries, m_root);
     // The signature comes before every other file (README, "Signatures").
     // The digest that checks the other files is the one in the verified
     // bytes, and it must exist: without it the signature covers nothing else.
@@ -225,9 +239,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
     return outcome;
 }
 
-namespace {
-
-// One file of a variant to make present, and what came of it.
+// One file of a variant to make present, and what came of it (download_files).
 struct FileJob {
     const hub::TreeEntry* entry = nullptr;
     std::string relpath;
@@ -237,21 +249,54 @@ struct FileJob {
     std::uint64_t bytes_downloaded = 0;
 };
 
-}  // namespace
+namespace {
 
-void Fetcher::download_files(const FetchRequest& request, const std::string& commit, const std::string& variant,
-                             const std::vector<const hub::TreeEntry*>& entries,
-                             const std::set<std::string>& trusted_paths, std::optional<MetadataDigest> metadata,
-                             FetchOutcome& outcome) {
-    cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+// What each file must match. The metadata digest is filled in once
+// metadata.json, which comes first, has been read.
+std::vector<FileJob> file_jobs(const FetchRequest& request, const std::string& commit, const std::string& variant,
+                               const std::vector<const hub::TreeEntry*>& entries,
+                               const std::set<std::string>& trusted_paths, std::atomic<bool>* stop) {
     const std::string prefix = "build/" + variant + "/";
     const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
-    const bool signed_metadata = metadata.has_value();
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
-    PendingSyncs syncs;
+    std::vector<FileJob> jobs(entries.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        FileJob& job = jobs[i];
+        job.entry = entries[i];
+        job.relpath = entries[i]->path.substr(prefix.size());
+        job.expect.entry = entries[i];
+        job.expect.label = label_base + entries[i]->path;
+        job.expect.cancel = request.cancel;
+        job.expect.stop = stop;
+        job.expect.repo = request.repo.repo_id;
+        job.trusted = trusted_paths.count(entries[i]->path) != 0;
+        if (pins != nullptr && pins->files) {
+            auto pin = pins->files->find(job.relpath);
+            if (pin != pins->files->end()) job.expect.pinned_sha256 = pin->second.sha256;
+        }
+    }
+    return jobs;
+}
 
-    // The plan lets a renderer show the variant's total before any file.
-    // Two files with the same content are one download.
+// The metadata digest a file must match; an unlisted file is refused.
+void expect_digest(FileJob& job, const std::optional<MetadataDigest>& metadata) {
+    if (!metadata || excluded_from_digest(job.relpath)) return;
+    auto it = metadata->files.find(job.relpath);
+    if (it == metadata->files.end()) {
+        throw Error(ErrorCode::verification, job.expect.label +
+                                                 " is not covered by the variant's metadata.json digest; "
+                                                 "refusing an unlisted file");
+    }
+    job.expect.metadata_algorithm = metadata->algorithm;
+    job.expect.metadata_digest = it->second;
+}
+
+}  // namespace
+
+// The plan lets a renderer show the variant's total before any file.
+// Two files with the same content are one download.
+void Fetcher::emit_plan(const FetchRequest& request, const cache::RepoCache& cache, const std::string& variant,
+                        const std::vector<const hub::TreeEntry*>& entries) {
     std::set<std::string> planned;
     std::uint64_t plan_bytes = 0;
     for (const hub::TreeEntry* entry : entries) {
@@ -261,57 +306,38 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     if (!planned.empty() && !request.offline) {
         emit(Event::Kind::download_plan, variant, {}, planned.size(), plan_bytes, request.repo.repo_id);
     }
-    std::atomic<bool> stop{false};  // set by run_parallel when a file fails
-    // What each file must match. The metadata digest is filled in once
-    // metadata.json, which comes first, has been read.
-    std::vector<FileJob> jobs(entries.size());
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-        FileJob& job = jobs[i];
-        job.entry = entries[i];
-        job.relpath = entries[i]->path.substr(prefix.size());
-        job.expect.entry = entries[i];
-        job.expect.label = label_base + entries[i]->path;
-        job.expect.cancel = request.cancel;
-        job.expect.stop = &stop;
-        job.expect.repo = request.repo.repo_id;
-        job.trusted = trusted_paths.count(entries[i]->path) != 0;
-        if (pins != nullptr && pins->files) {
-            auto pin = pins->files->find(job.relpath);
-            if (pin != pins->files->end()) job.expect.pinned_sha256 = pin->second.sha256;
-        }
-    }
-    auto expect_digest = [&](FileJob& job) {
-        if (!metadata || excluded_from_digest(job.relpath)) return;
-        auto it = metadata->files.find(job.relpath);
-        if (it == metadata->files.end()) {
-            throw Error(ErrorCode::verification, job.expect.label +
-                                                     " is not covered by the variant's metadata.json digest; "
-                                                     "refusing an unlisted file");
-        }
-        job.expect.metadata_algorithm = metadata->algorithm;
-        job.expect.metadata_digest = it->second;
-    };
-    auto make_present = [&](FileJob& job) {
-        if (request.skip_lfs_downloads && job.entry->is_lfs()) {
-            // Described, not fetched: the listed SHA-256 is the file's name,
-            // and it must agree with the metadata digest and the pin.
-            job.sha256 = job.entry->lfs_sha256;
-            if (job.expect.metadata_digest && job.expect.metadata_algorithm == digest::Algorithm::sha256 &&
-                digest::from_hex(job.sha256) != job.expect.metadata_digest) {
-                throw DeclaredDigestMismatch(ErrorCode::verification,
-                                             job.expect.label + " is listed with sha256 " + job.sha256 +
-                                                 ", which its variant's metadata.json digest does not match");
-            }
-            check_pin(job.expect, job.sha256);
-            return;
-        }
-        job.sha256 = ensure_file(request, commit, job.expect, job.trusted, job.bytes_downloaded, syncs);
-    };
+}
 
+void Fetcher::make_present(const FetchRequest& request, const std::string& commit, FileJob& job, PendingSyncs& syncs) {
+    if (request.skip_lfs_downloads && job.entry->is_lfs()) {
+        // Described, not fetched: the listed SHA-256 is the file's name,
+        // and it must agree with the metadata digest and the pin.
+        job.sha256 = job.entry->lfs_sha256;
+        if (job.expect.metadata_digest && job.expect.metadata_algorithm == digest::Algorithm::sha256 &&
+            digest::from_hex(job.sha256) != job.expect.metadata_digest) {
+            throw DeclaredDigestMismatch(ErrorCode::verification,
+                                         job.expect.label + " is listed with sha256 " + job.sha256 +
+                                             ", which its variant's metadata.json digest does not match");
+        }
+        check_pin(job.expect, job.sha256);
+        return;
+    }
+    job.sha256 = ensure_file(request, commit, job.expect, job.trusted, job.bytes_downloaded, syncs);
+}
+
+void Fetcher::download_files(const FetchRequest& request, const std::string& commit, const std::string& variant,
+                             const std::vector<const hub::TreeEntry*>& entries,
+                             const std::set<std::string>& trusted_paths, std::optional<MetadataDigest> metadata,
+                             FetchOutcome& outcome) {
+    cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    PendingSyncs syncs;
+    emit_plan(request, cache, variant, entries);
+    std::atomic<bool> stop{false};  // set by run_parallel when a file fails
+    std::vector<FileJob> jobs = file_jobs(request, commit, variant, entries, trusted_paths, &stop);
     std::size_t first_parallel = 0;
-    if (!jobs.empty() && jobs[0].relpath == "metadata.json" && !signed_metadata) {
+    if (!jobs.empty() && jobs[0].relpath == "metadata.json" && !metadata) {
         // Its digest checks every file after it, so it is fetched alone first.
-        make_present(jobs[0]);
+        make_present(request, commit, jobs[0], syncs);
         auto text = cache::read_file(cache.blob_path(jobs[0].entry->etag()));  // verified just now
         metadata = parse_metadata_digest(text.value_or(""), variant);
         first_parallel = 1;
@@ -320,9 +346,10 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
                               std::make_move_iterator(jobs.end()));
     jobs.resize(first_parallel);
     // Every file is checked for coverage before any transfer starts.
-    for (FileJob& job : rest) expect_digest(job);
+    for (FileJob& job : rest) expect_digest(job, metadata);
     run_parallel(
-        rest.size(), request.max_connections, [&](std::size_t i) { make_present(rest[i]); }, &stop);
+        rest.size(), request.max_connections, [&](std::size_t i) { make_present(request, commit, rest[i], syncs); },
+        &stop);
     jobs.insert(jobs.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
     // One durability point for the variant: every blob's data was synced by
     // its commit; the names made in blobs/ and in the snapshot's folders
@@ -330,24 +357,30 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     // (the variant record) is written.
     syncs.flush();
     crash_point("synced");
-
     for (const FileJob& job : jobs) {
         outcome.bytes_downloaded += job.bytes_downloaded;
         outcome.files.push_back(FetchedFile{job.relpath, job.entry->size, job.sha256, {}});
     }
     outcome.metadata_digest_checked = metadata.has_value();
-    if (metadata) {
-        for (const auto& [path, digest_bytes] : metadata->files) {
-            const std::string wanted = prefix + path;
-            bool listed =
-                std::any_of(entries.begin(), entries.end(), [&](const hub::TreeEntry* e) { return e->path == wanted; });
-            if (listed) continue;
-            if (m_listing_source == ListingSource::snapshot) {
-                throw Error(ErrorCode::offline, not_cached(request, label_base + prefix + path, m_root.string()));
-            }
-            throw Error(ErrorCode::verification, "metadata.json of " + request.repo.repo_id + " variant " + variant +
-                                                     " lists " + path + ", which the repo does not have");
+    if (metadata) check_metadata_listed(request, commit, variant, entries, *metadata);
+}
+
+// Every file the metadata digest names must be in the listing.
+void Fetcher::check_metadata_listed(const FetchRequest& request, const std::string& commit, const std::string& variant,
+                                    const std::vector<const hub::TreeEntry*>& entries,
+                                    const MetadataDigest& metadata) const {
+    const std::string prefix = "build/" + variant + "/";
+    const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
+    for (const auto& [path, digest_bytes] : metadata.files) {
+        const std::string wanted = prefix + path;
+        bool listed =
+            std::any_of(entries.begin(), entries.end(), [&](const hub::TreeEntry* e) { return e->path == wanted; });
+        if (listed) continue;
+        if (m_listing_source == ListingSource::snapshot) {
+            throw Error(ErrorCode::offline, not_cached(request, label_base + prefix + path, m_root.string()));
         }
+        throw Error(ErrorCode::verification, "metadata.json of " + request.repo.repo_id + " variant " + variant +
+                                                 " lists " + path + ", which the repo does not have");
     }
 }
 

@@ -59,10 +59,6 @@ std::vector<const hub::TreeEntry*> variant_entries(const std::vector<hub::TreeEn
     return out;
 }
 
-std::string repo_at(const hub::RepoRef& repo, const std::string& revision) {
-    return repo.repo_id + "@" + revision;
-}
-
 // The files this cache's own record of the variant names; nullopt when
 // there is no usable record. A damaged or unreadable record only means
 // "fetch again", never a failure.
@@ -125,6 +121,10 @@ bool signature_satisfies(const std::optional<cache::RecordedSignature>& recorded
 }
 
 }  // namespace
+
+std::string repo_at(const hub::RepoRef& repo, const std::string& revision) {
+    return repo.repo_id + "@" + revision;
+}
 
 // refs/<revision> follows the hub; rewritten only when it moved, so a warm
 // fetch with no TTL does no write. With a TTL, every answer from the hub
@@ -226,196 +226,9 @@ std::string Fetcher::resolve_commit(const FetchRequest& request) {
                 hint::action("fetch"));
 }
 
-// Without any listing, a snapshot another tool filled is described by its
-// links. The blob name is the hub's hash, so the files can still be verified,
-// but nothing shows which files are missing.
-static std::vector<hub::TreeEntry> listing_from_snapshot(const cache::RepoCache& cache, const std::string& commit) {
-    std::vector<hub::TreeEntry> entries;
-    for (const auto& file : cache.list_snapshot(commit, "build")) {
-        hub::TreeEntry entry;
-        entry.path = file.relpath;
-        entry.is_file = true;
-        entry.size = file.size;
-        if (file.etag.size() == 64) {
-            entry.lfs_sha256 = file.etag;
-        } else if (file.etag.size() == 40) {
-            entry.oid = file.etag;
-        } else {
-            continue;  // not a link into blobs/: cannot be verified
-        }
-        entries.push_back(std::move(entry));
-    }
-    return entries;
-}
-
-static void check_listing(std::vector<hub::TreeEntry>& entries, const std::string& what);
-
-// kernhub's copy of the hub's listing; nullopt when absent or damaged:
-// unreadable, or refused by check_listing (a duplicated or unsafe path). A
-// damaged copy only means "list again", never a fetch that fails for good.
-// It holds only build/ files since the hub's answer is filtered as it is
-// parsed; an older or foreign copy is filtered the same way (its size is
-// capped by k_max_listing_bytes).
-static std::optional<std::vector<hub::TreeEntry>> kernhub_listing(const cache::RepoCache& cache,
-                                                                  const std::string& commit, std::size_t max_bytes) {
-    try {
-        auto text = cache.read_tree(commit, max_bytes);
-        if (!text) return std::nullopt;
-        hub::PageFilter filter;
-        filter.files_only = true;
-        filter.keep_prefix = "build/";
-        std::vector<hub::TreeEntry> entries;
-        hub::parse_tree_page_into(*text, cache.folder().string(), filter, entries);
-        check_listing(entries, "the cached listing");
-        return entries;
-    } catch (const Error&) {
-        return std::nullopt;
-    }
-}
-
-// huggingface_hub's listing of the commit, used offline only: online the
-// hub's own answer wins over a file anyone could have edited. nullopt when
-// absent, unreadable or not in a format kernhub understands.
-static std::optional<std::vector<hub::TreeEntry>> hf_listing(const cache::RepoCache& cache, const std::string& commit,
-                                                             std::size_t max_bytes) {
-    try {
-        auto text = cache.read_hf_tree(commit, max_bytes);
-        if (!text) return std::nullopt;
-        auto entries = parse_hf_tree_cache(*text);
-        if (entries) check_listing(*entries, "huggingface_hub's cached listing");
-        return entries;
-    } catch (const Error&) {
-        return std::nullopt;
-    }
-}
-
-// Every path of a listing is a safe relative path, and a path listed twice
-// names the same thing both times: one entry is kept. Two different answers
-// for one path (pagination that overlaps while a branch moves, or a hostile
-// hub) would make which file is verified depend on order, so the listing is
-// refused (verification, exit 4), as unsafe names are.
-static void check_listing(std::vector<hub::TreeEntry>& entries, const std::string& what) {
-    std::unordered_map<std::string, std::size_t> first;
-    first.reserve(entries.size());
-    std::vector<hub::TreeEntry> unique;
-    unique.reserve(entries.size());
-    for (auto& entry : entries) {
-        cache::check_relative_path(entry.path);
-        if (std::string problem = cache::path_name_problem(entry.path); !problem.empty()) {
-            throw Error(ErrorCode::verification, what + " names the file " + quoted_name(entry.path) + ", which " +
-                                                     problem + "; kernhub does not keep such a name");
-        }
-        // Ids a blob will be named by: well-formed before anything keeps them.
-        if (entry.is_file) cache::check_etag(entry.etag());
-        auto [it, inserted] = first.emplace(entry.path, unique.size());
-        if (inserted) {
-            unique.push_back(std::move(entry));
-            continue;
-        }
-        const hub::TreeEntry& kept = unique[it->second];
-        if (kept.is_file != entry.is_file || kept.size != entry.size || kept.oid != entry.oid ||
-            kept.lfs_sha256 != entry.lfs_sha256) {
-            throw Error(ErrorCode::verification, what + " lists " + entry.path +
-                                                     " twice with different contents; the hub's answer is "
-                                                     "inconsistent: try again, or report it to the hub");
-        }
-    }
-    entries = std::move(unique);
-}
-
-void SideDataMemo::forget_listing(const std::string& key) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    m_listings.erase(key);
-}
-
-SideDataMemo::Listing SideDataMemo::listing(const std::string& key) const {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    auto it = m_listings.find(key);
-    return it == m_listings.end() ? nullptr : it->second;
-}
-
-void SideDataMemo::put_listing(const std::string& key, Listing listing) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    if (m_listings.size() < k_max_memo_entries) m_listings.emplace(key, std::move(listing));
-}
-
-std::optional<cache::VariantRecord> SideDataMemo::record(const std::string& key) const {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    auto it = m_records.find(key);
-    if (it == m_records.end()) return std::nullopt;
-    return it->second;
-}
-
-void SideDataMemo::put_record(const std::string& key, const cache::VariantRecord& record) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    if (m_records.size() < k_max_memo_entries) m_records.emplace(key, record);
-}
-
-namespace {
-
-// The memo key of a commit of one repo in one cache.
-std::string memo_key(const cache::RepoCache& cache, const std::string& commit) {
-    return cache.folder().string() + '\n' + commit;
-}
-
-}  // namespace
-
-// Order of preference: kernhub's copy of the hub listing, then online the
-// hub; offline huggingface_hub's cached tree and as a last resort the
-// snapshot links. Only the hub's listing is kept in the memo: the others are
-// read again each time, as another tool may complete them.
-SideDataMemo::Listing Fetcher::listing(const FetchRequest& request, const std::string& commit) {
-    cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
-    m_listing_source = ListingSource::hub;
-    const std::string key = memo_key(cache, commit);
-    if (m_memo != nullptr) {
-        if (SideDataMemo::Listing kept = m_memo->listing(key)) {
-            // The cache may have been wiped since (`kernhub cache clean`,
-            // rm -rf): put the listing back so later processes, offline
-            // ones too, find it.
-            if (!cache.has_tree(commit)) {
-                write_side_data("the listing of " + repo_at(request.repo, commit),
-                                [&] { cache.write_tree(commit, hub::tree_to_json(*kept)); });
-            }
-            return kept;
-        }
-    }
-    // A cached listing is read up to the cap a hub's answer has.
-    const std::size_t max_bytes =
-        std::max(cache::k_max_listing_bytes, m_client != nullptr ? m_client->limits().max_listing_bytes : 0);
-    std::optional<std::vector<hub::TreeEntry>> entries = kernhub_listing(cache, commit, max_bytes);
-    bool from_hub = entries.has_value();
-    if (!entries && request.offline) {
-        entries = hf_listing(cache, commit, max_bytes);
-        if (entries) m_listing_source = ListingSource::hf_tree;
-    }
-    if (!entries && request.offline) {
-        entries = listing_from_snapshot(cache, commit);
-        if (entries->empty()) {
-            throw Error(ErrorCode::offline,
-                        repo_at(request.repo, commit) + " has no cached listing under " + m_root.string() +
-                            "; offline mode is on: fetch it once while online",
-                        hint::action("fetch"));
-        }
-        m_listing_source = ListingSource::snapshot;
-    }
-    if (!entries) {
-        entries = m_client->list_tree(request.repo, commit, "build");
-        check_listing(*entries, "the listing of " + repo_at(request.repo, commit));
-        write_side_data("the listing of " + repo_at(request.repo, commit),
-                        [&] { cache.write_tree(commit, hub::tree_to_json(*entries)); });
-        from_hub = true;
-    } else {
-        check_listing(*entries, "the cached listing of " + repo_at(request.repo, commit));
-    }
-    auto listing = std::make_shared<const std::vector<hub::TreeEntry>>(std::move(*entries));
-    if (from_hub && m_memo != nullptr) m_memo->put_listing(key, listing);
-    return listing;
-}
-
 std::optional<cache::VariantRecord> Fetcher::recorded_variant(const cache::RepoCache& cache, const std::string& commit,
                                                               const std::string& variant) {
-    const std::string key = memo_key(cache, commit) + '\n' + variant;
+    const std::string key = SideDataMemo::key(cache, commit) + '\n' + variant;
     if (m_memo != nullptr) {
         if (auto kept = m_memo->record(key)) return kept;
     }
@@ -519,14 +332,17 @@ static void check_listing_against_pins(const std::vector<hub::TreeEntry>& listin
     }
 }
 
-FetchOutcome Fetcher::fetch(const FetchRequest& request) {
-    VariantChoice choice = choose(request);
+namespace {
+
+// Why no variant was chosen, as the error for the case: a runtime to
+// install, an offline cache without one, or no variant for this host.
+[[noreturn]] void refuse_unchosen(const FetchRequest& request, const VariantChoice& choice, bool from_links) {
     // A variant that fits but whose runtime is missing is a load failure to
     // fix by installing the runtime, online or not.
     const bool runtime_missing =
         std::any_of(choice.selection.rejected.begin(), choice.selection.rejected.end(),
                     [](const select::Rejection& rejection) { return rejection.missing_runtime; });
-    if (!choice.selection.chosen && runtime_missing) {
+    if (runtime_missing) {
         throw Error(ErrorCode::load,
                     "no build variant of " + repo_at(request.repo, request.revision) + " fits this host (" +
                         select::describe(request.host) + "): " + describe_rejections(choice.selection) + "; " +
@@ -534,20 +350,25 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
                         "; or name a variant as the target to fetch it without the runtime",
                     hint::setting("targets"));
     }
-    if (!choice.selection.chosen && m_listing_source == ListingSource::snapshot) {
+    if (from_links) {
         throw Error(ErrorCode::offline,
                     "no cached build variant of " + repo_at(request.repo, request.revision) + " fits: " +
                         describe_rejections(choice.selection) + "; offline mode is on: fetch it once while online",
                     hint::action("fetch"));
     }
-    if (!choice.selection.chosen) {
-        std::string scope = request.host.targets.empty() ? "this host (" + select::describe(request.host) + ")"
-                                                         : "the requested targets";
-        throw Error(ErrorCode::not_found,
-                    "no build variant of " + repo_at(request.repo, request.revision) + " fits " + scope + ": " +
-                        describe_rejections(choice.selection) + "; name one of them as the target",
-                    hint::setting("targets"));
-    }
+    std::string scope =
+        request.host.targets.empty() ? "this host (" + select::describe(request.host) + ")" : "the requested targets";
+    throw Error(ErrorCode::not_found,
+                "no build variant of " + repo_at(request.repo, request.revision) + " fits " + scope + ": " +
+                    describe_rejections(choice.selection) + "; name one of them as the target",
+                hint::setting("targets"));
+}
+
+}  // namespace
+
+FetchOutcome Fetcher::fetch(const FetchRequest& request) {
+    VariantChoice choice = choose(request);
+    if (!choice.selection.chosen) refuse_unchosen(request, choice, m_listing_source == ListingSource::snapshot);
     const std::string variant = *choice.selection.chosen;
     const std::string& commit = choice.commit;
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
@@ -561,56 +382,14 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
         check_listing_against_pins(*m_last_listing, variant, *pins, repo_at(request.repo, commit),
                                    m_listing_source == ListingSource::snapshot);
     }
-
     std::set<std::string> trusted;
     // With a lock, every byte is checked against it: the cache's own record
     // is not enough (it says what was verified, not what is on disk now), so
     // cached blobs are hashed again, as `prewarm --offline` promises.
-    std::optional<cache::VariantRecord> recorded;
-    if (pins == nullptr && !request.reverify) recorded = recorded_variant(cache, commit, variant);
-    if (recorded) {
-        // With a policy, the record vouches for the variant only when it
-        // holds a signature verified under this policy and trusted root;
-        // otherwise the signature is verified again before any file is used.
-        const bool signature_recorded =
-            !request.signature || signature_satisfies(recorded->signature, *request.signature);
-        if (signature_recorded) {
-            if (auto warm = outcome_from_record(cache, commit, variant, recorded->files, entries)) {
-                warm->signature = request.signature ? recorded->signature : std::nullopt;
-                update_ref(cache, request, commit);
-                return *warm;
-            }
-        }
-        // Trust a recorded path only where the listing still agrees on it.
-        for (const auto& file : recorded->files) {
-            const std::string path = variant_prefix(variant) + file.path;
-            bool agrees = std::any_of(entries.begin(), entries.end(), [&](const hub::TreeEntry* e) {
-                return e->path == path && e->size == file.size && (!e->is_lfs() || e->lfs_sha256 == file.sha256);
-            });
-            if (agrees) trusted.insert(path);
-        }
+    if (pins == nullptr && !request.reverify) {
+        if (auto warm = warm_outcome(request, cache, commit, variant, entries, trusted)) return *warm;
     }
-    FetchOutcome outcome;
-    try {
-        outcome = download_variant(request, commit, variant, entries, trusted);
-        unpack_archives(request, entries, outcome);
-    } catch (const Error& e) {
-        // A file that does not match the listing, or that the hub does not
-        // have, may mean the listing was wrong (a hostile answer kept
-        // earlier): forget it, so the next fetch asks the hub again instead
-        // of failing the same way for good. A network error says nothing
-        // about the listing.
-        const bool listing_suspect = e.code() == ErrorCode::verification || e.code() == ErrorCode::not_found;
-        if (listing_suspect && m_listing_source == ListingSource::hub) {
-            if (m_memo != nullptr) m_memo->forget_listing(memo_key(cache, commit));
-            try {
-                cache.remove_tree(commit);
-            } catch (const Error&) {
-                // A read-only cache keeps it; the error below is the news.
-            }
-        }
-        throw;
-    }
+    FetchOutcome outcome = download_and_unpack(request, cache, commit, variant, entries, trusted);
     if (!request.required_file.empty() && !request.skip_lfs_downloads &&
         std::none_of(outcome.files.begin(), outcome.files.end(),
                      [&](const FetchedFile& f) { return f.path == request.required_file; })) {
@@ -632,6 +411,64 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     }
     update_ref(cache, request, commit);
     return outcome;
+}
+
+// The variant from this cache's record when the record vouches for all of
+// it (and for its signature under the request's policy); else nullopt, with
+// `trusted` holding the recorded paths the listing still agrees on.
+std::optional<FetchOutcome> Fetcher::warm_outcome(const FetchRequest& request, const cache::RepoCache& cache,
+                                                  const std::string& commit, const std::string& variant,
+                                                  const std::vector<const hub::TreeEntry*>& entries,
+                                                  std::set<std::string>& trusted) {
+    std::optional<cache::VariantRecord> recorded = recorded_variant(cache, commit, variant);
+    if (!recorded) return std::nullopt;
+    // With a policy, the record vouches for the variant only when it
+    // holds a signature verified under this policy and trusted root;
+    // otherwise the signature is verified again before any file is used.
+    const bool signature_recorded = !request.signature || signature_satisfies(recorded->signature, *request.signature);
+    if (signature_recorded) {
+        if (auto warm = outcome_from_record(cache, commit, variant, recorded->files, entries)) {
+            warm->signature = request.signature ? recorded->signature : std::nullopt;
+            update_ref(cache, request, commit);
+            return warm;
+        }
+    }
+    // Trust a recorded path only where the listing still agrees on it.
+    for (const auto& file : recorded->files) {
+        const std::string path = variant_prefix(variant) + file.path;
+        bool agrees = std::any_of(entries.begin(), entries.end(), [&](const hub::TreeEntry* e) {
+            return e->path == path && e->size == file.size && (!e->is_lfs() || e->lfs_sha256 == file.sha256);
+        });
+        if (agrees) trusted.insert(path);
+    }
+    return std::nullopt;
+}
+
+FetchOutcome Fetcher::download_and_unpack(const FetchRequest& request, const cache::RepoCache& cache,
+                                          const std::string& commit, const std::string& variant,
+                                          const std::vector<const hub::TreeEntry*>& entries,
+                                          const std::set<std::string>& trusted) {
+    try {
+        FetchOutcome outcome = download_variant(request, commit, variant, entries, trusted);
+        unpack_archives(request, entries, outcome);
+        return outcome;
+    } catch (const Error& e) {
+        // A file that does not match the listing, or that the hub does not
+        // have, may mean the listing was wrong (a hostile answer kept
+        // earlier): forget it, so the next fetch asks the hub again instead
+        // of failing the same way for good. A network error says nothing
+        // about the listing.
+        const bool listing_suspect = e.code() == ErrorCode::verification || e.code() == ErrorCode::not_found;
+        if (listing_suspect && m_listing_source == ListingSource::hub) {
+            if (m_memo != nullptr) m_memo->forget_listing(SideDataMemo::key(cache, commit));
+            try {
+                cache.remove_tree(commit);
+            } catch (const Error&) {
+                // A read-only cache keeps it; the error below is the news.
+            }
+        }
+        throw;
+    }
 }
 
 }  // namespace kernhub::fetch

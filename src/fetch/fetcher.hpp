@@ -24,6 +24,7 @@
 namespace kernhub::fetch {
 
 struct Expectation;
+struct FileJob;
 struct MetadataDigest;
 
 // What a lock file pins for one variant (docs/ARCHITECTURE.md, "Locks and
@@ -164,6 +165,8 @@ public:
     void forget_listing(const std::string& key);
     std::optional<cache::VariantRecord> record(const std::string& key) const;
     void put_record(const std::string& key, const cache::VariantRecord& record);
+    // The key of a commit of one repo in one cache.
+    static std::string key(const cache::RepoCache& cache, const std::string& commit);
 
 private:
     mutable std::mutex m_mutex;
@@ -215,6 +218,17 @@ private:
                                                          const std::string& variant);
     // `trusted`: paths this cache's own variant record names (verified when
     // kernhub wrote them).
+    // Fetcher::fetch's steps: the variant from the cache's record when it
+    // vouches for all of it; else every file downloaded or verified, and its
+    // archives unpacked (a listing that proves wrong is forgotten).
+    std::optional<FetchOutcome> warm_outcome(const FetchRequest& request, const cache::RepoCache& cache,
+                                             const std::string& commit, const std::string& variant,
+                                             const std::vector<const hub::TreeEntry*>& entries,
+                                             std::set<std::string>& trusted);
+    FetchOutcome download_and_unpack(const FetchRequest& request, const cache::RepoCache& cache,
+                                     const std::string& commit, const std::string& variant,
+                                     const std::vector<const hub::TreeEntry*>& entries,
+                                     const std::set<std::string>& trusted);
     FetchOutcome download_variant(const FetchRequest& request, const std::string& commit, const std::string& variant,
                                   const std::vector<const hub::TreeEntry*>& entries,
                                   const std::set<std::string>& trusted);
@@ -245,6 +259,16 @@ private:
     // and linked) next to them: each unpacked file becomes blobs/<sha256>
     // with a snapshot link, and is added to outcome.files. Refuses
     // (Error(verification)) before anything of the archive is visible.
+    // download_files' steps (download.cpp).
+    void emit_plan(const FetchRequest& request, const cache::RepoCache& cache, const std::string& variant,
+                   const std::vector<const hub::TreeEntry*>& entries);
+    void make_present(const FetchRequest& request, const std::string& commit, FileJob& job, PendingSyncs& syncs);
+    void check_metadata_listed(const FetchRequest& request, const std::string& commit, const std::string& variant,
+                               const std::vector<const hub::TreeEntry*>& entries, const MetadataDigest& metadata) const;
+    // verify_signature's read of one signed file (signature.cpp).
+    std::string signed_file_bytes(const FetchRequest& request, const std::string& commit, const std::string& where,
+                                  const hub::TreeEntry& entry, std::uint64_t cap, const std::string& cap_name,
+                                  std::set<std::string>& damaged);
     void unpack_archives(const FetchRequest& request, const std::vector<const hub::TreeEntry*>& entries,
                          FetchOutcome& outcome);
     // Side data under .kernhub/ is a cache of what the hub said: a failure
@@ -292,5 +316,8 @@ std::string listing_variant_hash(const std::vector<hub::TreeEntry>& listing, con
 
 // "name: reason; name: reason" for error messages.
 std::string describe_rejections(const select::Selection& selection);
+
+// "org/repo@revision", for messages.
+std::string repo_at(const hub::RepoRef& repo, const std::string& revision);
 
 }  // namespace kernhub::fetch

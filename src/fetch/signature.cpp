@@ -68,6 +68,72 @@ std::string policy_digest(const sigstore::Policy& policy) {
     return digest::sha256_hex(text);
 }
 
+// One of the two signed files' bytes, checked against the listing: from a
+// cached blob when there is one (offline too), else downloaded into memory.
+// A cached blob that does not match goes into `damaged`.
+std::string Fetcher::signed_file_bytes(const FetchRequest& request, const std::string& commit, const std::string& where,
+                                       const hub::TreeEntry& entry, std::uint64_t cap, const std::string& cap_name,
+                                       std::set<std::string>& damaged) {
+    if (entry.size > cap) {
+        throw Error(ErrorCode::verification, where + ": " + entry.path + " is listed with " +
+                                                 std::to_string(entry.size) + " bytes, more than " + cap_name);
+    }
+    cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
+    Expectation expect;
+    expect.entry = &entry;
+    expect.label = request.repo.repo_id + "@" + commit.substr(0, 12) + ":" + entry.path;
+    expect.cancel = request.cancel;
+    std::string bytes;
+    if (cache.has_blob(entry.etag()) && damaged.count(entry.etag()) == 0) {
+        const cache::ReadStatus status = cache::read_file_into(cache.blob_path(entry.etag()), bytes, cap);
+        if (status.error == 0) {
+            StreamChecker checker(expect);
+            checker.update(bytes.data(), bytes.size());
+            try {
+                checker.finish(bytes.size());
+                return bytes;
+            } catch (const Error&) {
+                if (request.offline) throw;  // the cached copy is damaged
+                damaged.insert(entry.etag());
+            }
+        } else if (request.offline) {
+            throw Error(ErrorCode::verification, "the cached copy of " + expect.label + " cannot be read (" +
+                                                     std::to_string(status.error) + "); fetch it again online");
+        }
+        bytes.clear();
+    }
+    if (request.offline || m_client == nullptr) {
+        throw Error(ErrorCode::offline, expect.label + " is not in the cache under " + m_root.string() + "; fetch " +
+                                            request.repo.repo_id + " once while online (offline mode is on)");
+    }
+    MemoryTarget target(bytes, expect, entry.size);
+    m_client->download(request.repo, commit, entry.path, target);
+    target.finish();
+    return bytes;
+}
+
+namespace {
+
+// Only once verified may a signed file become visible, like any verified
+// blob: committed (replacing a damaged copy) and linked.
+void place_signed_file(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
+                       bool locking, const hub::TreeEntry& entry, const std::string& bytes,
+                       const std::set<std::string>& damaged) {
+    std::optional<cache::FileLock> lock;
+    if (locking) lock.emplace(cache.lock_blob(entry.etag(), request.cancel));
+    // Under the lock nobody else is placing a good copy; without it the
+    // damaged one is left to the renames, as ensure_file does.
+    if (locking && damaged.count(entry.etag()) != 0) cache.remove_blob(entry.etag());
+    if (!cache.has_blob(entry.etag()) || (!locking && damaged.count(entry.etag()) != 0)) {
+        cache::IncompleteBlob blob = cache.begin_blob(entry.etag());
+        blob.write(bytes.data(), bytes.size());
+        blob.commit();
+    }
+    cache.link_snapshot(commit, entry.path, entry.etag());
+}
+
+}  // namespace
+
 SignedMetadata Fetcher::verify_signature(const FetchRequest& request, const std::string& commit,
                                          const std::string& variant,
                                          const std::vector<const hub::TreeEntry*>& entries) {
@@ -82,51 +148,11 @@ SignedMetadata Fetcher::verify_signature(const FetchRequest& request, const std:
                         ", but the registry entry's \"signature\" policy requires a signed variant; nothing was "
                         "downloaded (remove the policy only if you do not need to know who built it)");
     }
-    cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     std::set<std::string> damaged;  // cached blobs that did not match the listing
-    // Each file's bytes, checked against the listing: from a cached blob
-    // when there is one (offline too), else downloaded into memory.
-    const auto bytes_of = [&](const hub::TreeEntry& entry, std::uint64_t cap, const std::string& cap_name) {
-        if (entry.size > cap) {
-            throw Error(ErrorCode::verification, where + ": " + entry.path + " is listed with " +
-                                                     std::to_string(entry.size) + " bytes, more than " + cap_name);
-        }
-        Expectation expect;
-        expect.entry = &entry;
-        expect.label = request.repo.repo_id + "@" + commit.substr(0, 12) + ":" + entry.path;
-        expect.cancel = request.cancel;
-        std::string bytes;
-        if (cache.has_blob(entry.etag()) && damaged.count(entry.etag()) == 0) {
-            const cache::ReadStatus status = cache::read_file_into(cache.blob_path(entry.etag()), bytes, cap);
-            if (status.error == 0) {
-                StreamChecker checker(expect);
-                checker.update(bytes.data(), bytes.size());
-                try {
-                    checker.finish(bytes.size());
-                    return bytes;
-                } catch (const Error&) {
-                    if (request.offline) throw;  // the cached copy is damaged
-                    damaged.insert(entry.etag());
-                }
-            } else if (request.offline) {
-                throw Error(ErrorCode::verification, "the cached copy of " + expect.label + " cannot be read (" +
-                                                         std::to_string(status.error) + "); fetch it again online");
-            }
-            bytes.clear();
-        }
-        if (request.offline || m_client == nullptr) {
-            throw Error(ErrorCode::offline, expect.label + " is not in the cache under " + m_root.string() +
-                                                "; fetch " + request.repo.repo_id +
-                                                " once while online (offline mode is on)");
-        }
-        MemoryTarget target(bytes, expect, entry.size);
-        m_client->download(request.repo, commit, entry.path, target);
-        target.finish();
-        return bytes;
-    };
-    const std::string metadata = bytes_of(*signed_entry, k_max_signed_metadata_bytes, "k_max_signed_metadata_bytes");
-    const std::string bundle = bytes_of(*bundle_entry, sigstore::k_max_bundle_bytes, "sigstore::k_max_bundle_bytes");
-
+    const std::string metadata = signed_file_bytes(request, commit, where, *signed_entry, k_max_signed_metadata_bytes,
+                                                   "k_max_signed_metadata_bytes", damaged);
+    const std::string bundle = signed_file_bytes(request, commit, where, *bundle_entry, sigstore::k_max_bundle_bytes,
+                                                 "sigstore::k_max_bundle_bytes", damaged);
     sigstore::ArtifactDigest artifact;
     digest::Hasher hasher(digest::Algorithm::sha256);
     hasher.update(metadata.data(), metadata.size());
@@ -139,23 +165,10 @@ SignedMetadata Fetcher::verify_signature(const FetchRequest& request, const std:
     }
     emit(Event::Kind::info, "signature of " + where + " verified: signed by " + verified.identity + " (" +
                                 verified.issuer + "), logged at " + std::to_string(verified.log_time));
-
-    // Only now may the two files become visible, like any verified blob.
+    cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const bool locking = request.use_locks && cache::flock_excludes(m_root);
-    for (const auto& [entry, bytes] :
-         {std::make_pair(signed_entry, &metadata), std::make_pair(bundle_entry, &bundle)}) {
-        std::optional<cache::FileLock> lock;
-        if (locking) lock.emplace(cache.lock_blob(entry->etag(), request.cancel));
-        // Under the lock nobody else is placing a good copy; without it the
-        // damaged one is left to the renames, as ensure_file does.
-        if (locking && damaged.count(entry->etag()) != 0) cache.remove_blob(entry->etag());
-        if (!cache.has_blob(entry->etag()) || (!locking && damaged.count(entry->etag()) != 0)) {
-            cache::IncompleteBlob blob = cache.begin_blob(entry->etag());
-            blob.write(bytes->data(), bytes->size());
-            blob.commit();
-        }
-        cache.link_snapshot(commit, entry->path, entry->etag());
-    }
+    place_signed_file(request, cache, commit, locking, *signed_entry, metadata, damaged);
+    place_signed_file(request, cache, commit, locking, *bundle_entry, bundle, damaged);
     return SignedMetadata{
         cache::RecordedSignature{verified.identity, verified.issuer, verified.repository, verified.log_time,
                                  verified.log_index, check.root_sha256, policy_digest(check.policy)},

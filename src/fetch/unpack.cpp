@@ -123,6 +123,51 @@ void place_blob(const cache::RepoCache& cache, const std::string& sha256, const 
     }
 }
 
+// An archive unpacked into its private temp folder, checked, not yet visible.
+struct Unpacked {
+    std::string archive;  // relative to the variant directory
+    std::string base;     // the folder it unpacks into
+    archive::ExtractedTree tree;
+};
+
+fs::path make_staging(const cache::RepoCache& cache) {
+    const fs::path staging = cache.staging_dir();
+    std::error_code ec;
+    fs::create_directories(staging, ec);
+    if (ec) {
+        throw Error(ErrorCode::internal, "cannot create " + staging.string() + ": " + ec.message() + "; " +
+                                             cache::refusal_advice(staging, ec.value(), "check permissions"));
+    }
+    return staging;
+}
+
+// Blobs first, then links, then (in fetch) the record: a crash leaves
+// verified blobs and links, and no record, so the next fetch unpacks
+// again and finds them in place.
+void place_unpacked(const FetchRequest& request, const cache::RepoCache& cache, bool locking,
+                    const std::vector<Unpacked>& unpacked, FetchOutcome& outcome) {
+    const std::string prefix = "build/" + outcome.variant + "/";
+    for (const auto& part : unpacked) {
+        for (const auto& item : part.tree.entries()) {
+            if (item.type != archive::EntryType::file) continue;  // folders come with the links
+            // Each file costs fsyncs; a Ctrl-C must not wait for them all.
+            if (request.cancel != nullptr && request.cancel->load()) {
+                throw Error(ErrorCode::interrupted,
+                            "interrupted while placing the files of " + part.archive + "; run the command again");
+            }
+            const fs::path source = part.tree.root() / item.path;
+            const std::string sha256 = digest::sha256_file_hex(source);
+            const std::uint64_t size = fs::file_size(source);
+            const std::string path = part.base + item.path;
+            std::optional<cache::FileLock> lock;
+            if (locking) lock.emplace(cache.lock_blob(sha256, request.cancel));
+            place_blob(cache, sha256, source, locking);
+            cache.link_snapshot(outcome.commit, prefix + path, sha256);
+            outcome.files.push_back(FetchedFile{path, size, sha256, part.archive});
+        }
+    }
+}
+
 }  // namespace
 
 void Fetcher::unpack_archives(const FetchRequest& request, const std::vector<const hub::TreeEntry*>& entries,
@@ -135,26 +180,13 @@ void Fetcher::unpack_archives(const FetchRequest& request, const std::vector<con
         if (select::is_variant_archive(entry->path.substr(prefix.size()))) archives.push_back(entry);
     }
     if (archives.empty()) return;
-
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     TakenNames taken;
     for (const auto& file : outcome.files) taken.add_file(file.path);
-    const fs::path staging = cache.staging_dir();
-    std::error_code ec;
-    fs::create_directories(staging, ec);
-    if (ec) {
-        throw Error(ErrorCode::internal, "cannot create " + staging.string() + ": " + ec.message() + "; " +
-                                             cache::refusal_advice(staging, ec.value(), "check permissions"));
-    }
-
+    const fs::path staging = make_staging(cache);
     // Every archive is unpacked and checked before any of it becomes
     // visible: a refusal leaves only the private temp folders, which the
     // trees remove.
-    struct Unpacked {
-        std::string archive;  // relative to the variant directory
-        std::string base;     // the folder it unpacks into
-        archive::ExtractedTree tree;
-    };
     std::vector<Unpacked> unpacked;
     unpacked.reserve(archives.size());
     for (const hub::TreeEntry* entry : archives) {
@@ -185,30 +217,7 @@ void Fetcher::unpack_archives(const FetchRequest& request, const std::vector<con
             }
         }
     }
-
-    // Blobs first, then links, then (in fetch) the record: a crash leaves
-    // verified blobs and links, and no record, so the next fetch unpacks
-    // again and finds them in place.
-    const bool locking = request.use_locks && cache::flock_excludes(m_root);
-    for (const auto& part : unpacked) {
-        for (const auto& item : part.tree.entries()) {
-            if (item.type != archive::EntryType::file) continue;  // folders come with the links
-            // Each file costs fsyncs; a Ctrl-C must not wait for them all.
-            if (request.cancel != nullptr && request.cancel->load()) {
-                throw Error(ErrorCode::interrupted,
-                            "interrupted while placing the files of " + part.archive + "; run the command again");
-            }
-            const fs::path source = part.tree.root() / item.path;
-            const std::string sha256 = digest::sha256_file_hex(source);
-            const std::uint64_t size = fs::file_size(source);
-            const std::string path = part.base + item.path;
-            std::optional<cache::FileLock> lock;
-            if (locking) lock.emplace(cache.lock_blob(sha256, request.cancel));
-            place_blob(cache, sha256, source, locking);
-            cache.link_snapshot(outcome.commit, prefix + path, sha256);
-            outcome.files.push_back(FetchedFile{path, size, sha256, part.archive});
-        }
-    }
+    place_unpacked(request, cache, request.use_locks && cache::flock_excludes(m_root), unpacked, outcome);
 }
 
 }  // namespace kernhub::fetch

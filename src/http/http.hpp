@@ -12,8 +12,6 @@
 // or a 206 that does not continue the bytes already kept.
 #pragma once
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -25,6 +23,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "http/fork_check.hpp"
 
 namespace kernhub::http {
 
@@ -209,12 +209,17 @@ public:
     // The Policy's clock, or real_clock().
     Clock& clock() const noexcept { return clock_of(m_policy); }
 
-    struct Attempt;  // per-exchange state shared with libcurl callbacks (session.cpp)
+    struct Attempt;  // per-exchange state shared with libcurl callbacks (session_detail.hpp)
 
 private:
+    // The retries, waits and deadline of one call (session.cpp).
     Response run(const std::string& url, BodyTarget* target, const GetLimits* limits);
+    // The redirect hops of one try (session.cpp).
     Response follow(const std::string& url, BodyTarget* target, Attempt& attempt);
+    // One request and its response (engine.cpp).
     Response perform_once(const std::string& url, BodyTarget* target, Attempt& attempt);
+    // Runs the prepared transfer on the engine, or on this thread without it.
+    void transfer(Attempt& attempt);
 
     Policy m_policy;
     std::string m_token;
@@ -230,11 +235,10 @@ private:
     struct HandleLease;
     std::mutex m_idle_mutex;
     std::vector<std::unique_ptr<Handle>> m_idle;  // guarded by m_idle_mutex
-    // The process the idle handles' connections belong to. A child made by
-    // fork() must not speak on its parent's connections (or close them: a
-    // TLS close would go out on the parent's stream), so its first lease
-    // drops the inherited ones unclosed. Guarded by m_idle_mutex.
-    pid_t m_idle_pid;
+    // The process the idle handles' connections belong to: a forked
+    // child's first lease drops the inherited ones unclosed (fork_check.hpp).
+    // Guarded by m_idle_mutex.
+    ForkCheck m_idle_owner;
     // Downloads in flight per origin, for Policy::max_host_connections, and
     // the process they belong to (a forked child starts with none). Guarded
     // by m_slots_mutex.
@@ -242,7 +246,7 @@ private:
     std::mutex m_slots_mutex;
     std::condition_variable m_slot_freed;
     std::map<std::string, int> m_busy;
-    pid_t m_slots_pid;
+    ForkCheck m_slots_owner;
     // The multi handle and its thread, made on the first transfer. Null
     // when no thread could be started (transfers then run on their
     // callers). A forked child leaves its parent's untouched and makes its
@@ -251,7 +255,7 @@ private:
     Engine* engine();
     std::mutex m_engine_mutex;
     std::unique_ptr<Engine> m_engine;
-    pid_t m_engine_pid;
+    ForkCheck m_engine_owner;
     bool m_engine_tried = false;
 };
 

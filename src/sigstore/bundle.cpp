@@ -144,6 +144,56 @@ nlohmann::json parse_bounded_json(std::string_view text, const char* step, const
     }
 }
 
+namespace {
+
+// "0.1", "0.2" or "0.3" for the media types of the bundle versions kernhub reads.
+std::string bundle_version(const std::string& media_type) {
+    if (media_type == "application/vnd.dev.sigstore.bundle+json;version=0.1") return "0.1";
+    if (media_type == "application/vnd.dev.sigstore.bundle+json;version=0.2") return "0.2";
+    if (media_type == "application/vnd.dev.sigstore.bundle+json;version=0.3" ||
+        media_type == "application/vnd.dev.sigstore.bundle.v0.3+json") {
+        return "0.3";
+    }
+    bad("media type \"" + media_type +
+        "\" is not a Sigstore bundle version kernhub reads (v0.1, v0.2, v0.3); check the file");
+}
+
+// The signing certificate: v0.3's single certificate, or the first of an
+// older bundle's chain.
+Bytes leaf_certificate(const nlohmann::json& material, const std::string& version) {
+    const std::string vm = "verificationMaterial";
+    if (material.contains("publicKey")) {
+        bad("the bundle is signed with a public key, not a Fulcio certificate; kernhub verifies keyless "
+            "(certificate) signatures only");
+    }
+    if (version == "0.3" || material.contains("certificate")) {
+        return base64(member(material, "certificate", vm), "rawBytes", vm + ".certificate");
+    }
+    const nlohmann::json& certs =
+        member(member(material, "x509CertificateChain", vm), "certificates", vm + ".x509CertificateChain");
+    if (!certs.is_array() || certs.empty() || certs.size() > k_max_bundle_chain) {
+        bad(vm + ".x509CertificateChain.certificates must list 1 to " + std::to_string(k_max_bundle_chain) +
+            " certificates (k_max_bundle_chain)");
+    }
+    return base64(certs[0], "rawBytes", vm + ".x509CertificateChain.certificates[0]");
+}
+
+// The message digest and signature over the artifact.
+void read_message_signature(const nlohmann::json& doc, Bundle& out) {
+    const nlohmann::json& signature = member(doc, "messageSignature", "the bundle");
+    const nlohmann::json& message_digest = member(signature, "messageDigest", "messageSignature");
+    out.digest_algorithm = text(message_digest, "algorithm", "messageSignature.messageDigest");
+    if (out.digest_algorithm != "SHA2_256") {
+        bad("messageSignature.messageDigest.algorithm is " + out.digest_algorithm +
+            "; kernhub verifies SHA2_256 message digests only");
+    }
+    out.digest = base64(message_digest, "digest", "messageSignature.messageDigest");
+    if (out.digest.size() != 32) bad("messageSignature.messageDigest.digest is not a SHA-256 (32 bytes)");
+    out.signature = base64(signature, "signature", "messageSignature");
+}
+
+}  // namespace
+
 Bundle parse_bundle(std::string_view json) {
     if (json.size() > k_max_bundle_bytes) {
         bad("the bundle is " + std::to_string(json.size()) + " bytes, over the limit of " +
@@ -152,39 +202,14 @@ Bundle parse_bundle(std::string_view json) {
     const nlohmann::json doc = parse_bounded_json(json, k_bundle_step, "the bundle");
     if (!doc.is_object()) bad("the bundle is not a JSON object");
     Bundle out;
-    const std::string media_type = text(doc, "mediaType", "the bundle");
-    if (media_type == "application/vnd.dev.sigstore.bundle+json;version=0.1") {
-        out.version = "0.1";
-    } else if (media_type == "application/vnd.dev.sigstore.bundle+json;version=0.2") {
-        out.version = "0.2";
-    } else if (media_type == "application/vnd.dev.sigstore.bundle+json;version=0.3" ||
-               media_type == "application/vnd.dev.sigstore.bundle.v0.3+json") {
-        out.version = "0.3";
-    } else {
-        bad("media type \"" + media_type +
-            "\" is not a Sigstore bundle version kernhub reads (v0.1, v0.2, v0.3); check the file");
-    }
+    out.version = bundle_version(text(doc, "mediaType", "the bundle"));
     if (doc.contains("dsseEnvelope")) {
         bad("the bundle holds a DSSE envelope (an attestation); kernhub verifies message-signature bundles "
             "only: sign the artifact itself (cosign sign-blob, sigstore sign)");
     }
     const nlohmann::json& material = member(doc, "verificationMaterial", "the bundle");
     const std::string vm = "verificationMaterial";
-    if (material.contains("publicKey")) {
-        bad("the bundle is signed with a public key, not a Fulcio certificate; kernhub verifies keyless "
-            "(certificate) signatures only");
-    }
-    if (out.version == "0.3" || material.contains("certificate")) {
-        out.leaf_der = base64(member(material, "certificate", vm), "rawBytes", vm + ".certificate");
-    } else {
-        const nlohmann::json& certs =
-            member(member(material, "x509CertificateChain", vm), "certificates", vm + ".x509CertificateChain");
-        if (!certs.is_array() || certs.empty() || certs.size() > k_max_bundle_chain) {
-            bad(vm + ".x509CertificateChain.certificates must list 1 to " + std::to_string(k_max_bundle_chain) +
-                " certificates (k_max_bundle_chain)");
-        }
-        out.leaf_der = base64(certs[0], "rawBytes", vm + ".x509CertificateChain.certificates[0]");
-    }
+    out.leaf_der = leaf_certificate(material, out.version);
     if (material.contains("timestampVerificationData")) {
         const nlohmann::json& data = material.at("timestampVerificationData");
         out.has_timestamps = data.is_object() && data.contains("rfc3161Timestamps") &&
@@ -205,16 +230,7 @@ Bundle parse_bundle(std::string_view json) {
              "with a client that logs to Rekor v1");
     }
     out.entry = read_entry(entries[0], out.version);
-    const nlohmann::json& signature = member(doc, "messageSignature", "the bundle");
-    const nlohmann::json& message_digest = member(signature, "messageDigest", "messageSignature");
-    out.digest_algorithm = text(message_digest, "algorithm", "messageSignature.messageDigest");
-    if (out.digest_algorithm != "SHA2_256") {
-        bad("messageSignature.messageDigest.algorithm is " + out.digest_algorithm +
-            "; kernhub verifies SHA2_256 message digests only");
-    }
-    out.digest = base64(message_digest, "digest", "messageSignature.messageDigest");
-    if (out.digest.size() != 32) bad("messageSignature.messageDigest.digest is not a SHA-256 (32 bytes)");
-    out.signature = base64(signature, "signature", "messageSignature");
+    read_message_signature(doc, out);
     return out;
 }
 

@@ -1,94 +1,16 @@
-// libcrypto for the sigstore module: the bound table and small helpers over
-// it (digests, keys, signatures, certificate times and extensions).
+// Small helpers over libcrypto for the sigstore module (digests, keys,
+// signatures, certificate times and extensions); the table is the digest
+// module's (digest/libcrypto.hpp).
 #include <openssl/err.h>
 
 #include <ctime>
 
-#include "common/dynlib.hpp"
 #include "kernhub/error.hpp"
 #include "sigstore/detail.hpp"
 
 namespace kernhub::sigstore {
 
 namespace {
-
-// A symbol OpenSSL 3 renamed: the new name first, then the 1.1 one.
-template <class Fn>
-void resolve_renamed(const dynlib::Library& lib, const char* name3, const char* name11, Fn& slot) {
-    try {
-        dynlib::resolve(lib, name3, slot);
-    } catch (const Error&) {
-        dynlib::resolve(lib, name11, slot);
-    }
-}
-
-CryptoApi bind_crypto() {
-    const dynlib::Library lib =
-        dynlib::open_first({"libcrypto.so.3", "libcrypto.so.1.1"}, "to verify Sigstore signatures",
-                           "install OpenSSL's libcrypto (libssl3 on Debian, openssl-libs elsewhere)");
-    CryptoApi api;
-    dynlib::resolve(lib, "EVP_MD_CTX_new", api.md_ctx_new);
-    dynlib::resolve(lib, "EVP_MD_CTX_free", api.md_ctx_free);
-    dynlib::resolve(lib, "EVP_DigestVerifyInit", api.digest_verify_init);
-    dynlib::resolve(lib, "EVP_DigestVerify", api.digest_verify);
-    dynlib::resolve(lib, "EVP_Digest", api.digest);
-    dynlib::resolve(lib, "EVP_sha256", api.sha256);
-    dynlib::resolve(lib, "EVP_sha384", api.sha384);
-    dynlib::resolve(lib, "EVP_sha512", api.sha512);
-    dynlib::resolve(lib, "EVP_PKEY_CTX_new", api.pkey_ctx_new);
-    dynlib::resolve(lib, "EVP_PKEY_CTX_free", api.pkey_ctx_free);
-    dynlib::resolve(lib, "EVP_PKEY_verify_init", api.pkey_verify_init);
-    dynlib::resolve(lib, "EVP_PKEY_verify", api.pkey_verify);
-    dynlib::resolve(lib, "EVP_PKEY_free", api.pkey_free);
-    dynlib::resolve(lib, "EVP_PKEY_up_ref", api.pkey_up_ref);
-    dynlib::resolve(lib, "d2i_PUBKEY", api.d2i_pubkey);
-    dynlib::resolve(lib, "d2i_PublicKey", api.d2i_public_key);
-    resolve_renamed(lib, "EVP_PKEY_get_base_id", "EVP_PKEY_base_id", api.pkey_base_id);
-    dynlib::resolve(lib, "d2i_X509", api.d2i_x509);
-    dynlib::resolve(lib, "X509_free", api.x509_free);
-    dynlib::resolve(lib, "X509_dup", api.x509_dup);
-    dynlib::resolve(lib, "X509_get0_notBefore", api.get0_not_before);
-    dynlib::resolve(lib, "X509_get0_notAfter", api.get0_not_after);
-    dynlib::resolve(lib, "ASN1_TIME_to_tm", api.asn1_time_to_tm);
-    dynlib::resolve(lib, "X509_get0_pubkey", api.get0_pubkey);
-    dynlib::resolve(lib, "X509_get_X509_PUBKEY", api.get_x509_pubkey);
-    dynlib::resolve(lib, "i2d_X509_PUBKEY", api.i2d_x509_pubkey);
-    dynlib::resolve(lib, "X509_get_ext_count", api.get_ext_count);
-    dynlib::resolve(lib, "X509_get_ext", api.get_ext);
-    dynlib::resolve(lib, "X509_get_ext_by_NID", api.get_ext_by_nid);
-    dynlib::resolve(lib, "X509_delete_ext", api.delete_ext);
-    dynlib::resolve(lib, "X509_EXTENSION_free", api.extension_free);
-    dynlib::resolve(lib, "X509_EXTENSION_get_object", api.extension_object);
-    dynlib::resolve(lib, "X509_EXTENSION_get_data", api.extension_data);
-    dynlib::resolve(lib, "OBJ_obj2txt", api.obj2txt);
-    dynlib::resolve(lib, "ASN1_STRING_get0_data", api.string_data);
-    dynlib::resolve(lib, "ASN1_STRING_length", api.string_length);
-    dynlib::resolve(lib, "X509_get_ext_d2i", api.get_ext_d2i);
-    dynlib::resolve(lib, "GENERAL_NAMES_free", api.general_names_free);
-    dynlib::resolve(lib, "X509_get_extended_key_usage", api.extended_key_usage);
-    dynlib::resolve(lib, "X509_get_key_usage", api.key_usage);
-    dynlib::resolve(lib, "X509_get_extension_flags", api.extension_flags);
-    dynlib::resolve(lib, "i2d_re_X509_tbs", api.i2d_re_tbs);
-    dynlib::resolve(lib, "X509_STORE_new", api.store_new);
-    dynlib::resolve(lib, "X509_STORE_free", api.store_free);
-    dynlib::resolve(lib, "X509_STORE_add_cert", api.store_add_cert);
-    dynlib::resolve(lib, "X509_STORE_CTX_new", api.store_ctx_new);
-    dynlib::resolve(lib, "X509_STORE_CTX_free", api.store_ctx_free);
-    dynlib::resolve(lib, "X509_STORE_CTX_init", api.store_ctx_init);
-    dynlib::resolve(lib, "X509_STORE_CTX_set_time", api.store_ctx_set_time);
-    dynlib::resolve(lib, "X509_STORE_CTX_get_error", api.store_ctx_get_error);
-    dynlib::resolve(lib, "X509_STORE_CTX_get_error_depth", api.store_ctx_get_error_depth);
-    dynlib::resolve(lib, "X509_STORE_CTX_get0_chain", api.store_ctx_get0_chain);
-    dynlib::resolve(lib, "X509_verify_cert", api.verify_cert);
-    dynlib::resolve(lib, "X509_verify_cert_error_string", api.verify_cert_error_string);
-    dynlib::resolve(lib, "OPENSSL_sk_new_null", api.sk_new_null);
-    dynlib::resolve(lib, "OPENSSL_sk_push", api.sk_push);
-    dynlib::resolve(lib, "OPENSSL_sk_free", api.sk_free);
-    dynlib::resolve(lib, "OPENSSL_sk_num", api.sk_num);
-    dynlib::resolve(lib, "OPENSSL_sk_value", api.sk_value);
-    dynlib::resolve(lib, "ERR_clear_error", api.err_clear_error);
-    return api;
-}
 
 struct MdCtxFree {
     void operator()(EVP_MD_CTX* ctx) const noexcept { crypto().md_ctx_free(ctx); }
@@ -100,7 +22,7 @@ struct PkeyCtxFree {
 }  // namespace
 
 const CryptoApi& crypto() {
-    return dynlib::bound<CryptoApi, bind_crypto>();
+    return digest::libcrypto_for_verification();
 }
 
 // Only a bound libcrypto ever made these objects, so crypto() cannot throw here.

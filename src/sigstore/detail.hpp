@@ -1,6 +1,6 @@
 // Internals of the sigstore module shared by its .cpp files: the libcrypto
-// table (bound at run time, common/dynlib.hpp), owning handles, the parsed
-// trusted root, and the step-naming failure helper.
+// table (the digest module's, digest/libcrypto.hpp), owning handles, the
+// parsed trusted root, and the step-naming failure helper.
 #pragma once
 
 #include <openssl/err.h>
@@ -17,78 +17,19 @@
 #include <string_view>
 #include <vector>
 
+#include "digest/libcrypto.hpp"
 #include "sigstore/sigstore.hpp"
 
 namespace kernhub::sigstore {
 
 using Bytes = std::vector<std::uint8_t>;
 
-// libcrypto, bound on the first verification. Macros of OpenSSL's headers
-// (sk_X509_*) are reached through the functions they expand to (OPENSSL_sk_*).
-struct CryptoApi {
-    decltype(&::EVP_MD_CTX_new) md_ctx_new = nullptr;
-    decltype(&::EVP_MD_CTX_free) md_ctx_free = nullptr;
-    decltype(&::EVP_DigestVerifyInit) digest_verify_init = nullptr;
-    decltype(&::EVP_DigestVerify) digest_verify = nullptr;
-    decltype(&::EVP_Digest) digest = nullptr;
-    decltype(&::EVP_sha256) sha256 = nullptr;
-    decltype(&::EVP_sha384) sha384 = nullptr;
-    decltype(&::EVP_sha512) sha512 = nullptr;
-    decltype(&::EVP_PKEY_CTX_new) pkey_ctx_new = nullptr;
-    decltype(&::EVP_PKEY_CTX_free) pkey_ctx_free = nullptr;
-    decltype(&::EVP_PKEY_verify_init) pkey_verify_init = nullptr;
-    decltype(&::EVP_PKEY_verify) pkey_verify = nullptr;
-    decltype(&::EVP_PKEY_free) pkey_free = nullptr;
-    decltype(&::EVP_PKEY_up_ref) pkey_up_ref = nullptr;
-    decltype(&::d2i_PUBKEY) d2i_pubkey = nullptr;
-    decltype(&::d2i_PublicKey) d2i_public_key = nullptr;
-    // EVP_PKEY_get_base_id in OpenSSL 3, EVP_PKEY_base_id in 1.1.
-    int (*pkey_base_id)(const EVP_PKEY*) = nullptr;
-    decltype(&::d2i_X509) d2i_x509 = nullptr;
-    decltype(&::X509_free) x509_free = nullptr;
-    decltype(&::X509_dup) x509_dup = nullptr;
-    decltype(&::X509_get0_notBefore) get0_not_before = nullptr;
-    decltype(&::X509_get0_notAfter) get0_not_after = nullptr;
-    decltype(&::ASN1_TIME_to_tm) asn1_time_to_tm = nullptr;
-    decltype(&::X509_get0_pubkey) get0_pubkey = nullptr;
-    decltype(&::X509_get_X509_PUBKEY) get_x509_pubkey = nullptr;
-    decltype(&::i2d_X509_PUBKEY) i2d_x509_pubkey = nullptr;
-    decltype(&::X509_get_ext_count) get_ext_count = nullptr;
-    decltype(&::X509_get_ext) get_ext = nullptr;
-    decltype(&::X509_get_ext_by_NID) get_ext_by_nid = nullptr;
-    decltype(&::X509_delete_ext) delete_ext = nullptr;
-    decltype(&::X509_EXTENSION_free) extension_free = nullptr;
-    decltype(&::X509_EXTENSION_get_object) extension_object = nullptr;
-    decltype(&::X509_EXTENSION_get_data) extension_data = nullptr;
-    decltype(&::OBJ_obj2txt) obj2txt = nullptr;
-    decltype(&::ASN1_STRING_get0_data) string_data = nullptr;
-    decltype(&::ASN1_STRING_length) string_length = nullptr;
-    decltype(&::X509_get_ext_d2i) get_ext_d2i = nullptr;
-    decltype(&::GENERAL_NAMES_free) general_names_free = nullptr;
-    decltype(&::X509_get_extended_key_usage) extended_key_usage = nullptr;
-    decltype(&::X509_get_key_usage) key_usage = nullptr;
-    decltype(&::X509_get_extension_flags) extension_flags = nullptr;
-    decltype(&::i2d_re_X509_tbs) i2d_re_tbs = nullptr;
-    decltype(&::X509_STORE_new) store_new = nullptr;
-    decltype(&::X509_STORE_free) store_free = nullptr;
-    decltype(&::X509_STORE_add_cert) store_add_cert = nullptr;
-    decltype(&::X509_STORE_CTX_new) store_ctx_new = nullptr;
-    decltype(&::X509_STORE_CTX_free) store_ctx_free = nullptr;
-    decltype(&::X509_STORE_CTX_init) store_ctx_init = nullptr;
-    decltype(&::X509_STORE_CTX_set_time) store_ctx_set_time = nullptr;
-    decltype(&::X509_STORE_CTX_get_error) store_ctx_get_error = nullptr;
-    decltype(&::X509_STORE_CTX_get_error_depth) store_ctx_get_error_depth = nullptr;
-    decltype(&::X509_STORE_CTX_get0_chain) store_ctx_get0_chain = nullptr;
-    decltype(&::X509_verify_cert) verify_cert = nullptr;
-    decltype(&::X509_verify_cert_error_string) verify_cert_error_string = nullptr;
-    decltype(&::OPENSSL_sk_new_null) sk_new_null = nullptr;
-    decltype(&::OPENSSL_sk_push) sk_push = nullptr;
-    decltype(&::OPENSSL_sk_free) sk_free = nullptr;
-    decltype(&::OPENSSL_sk_num) sk_num = nullptr;
-    decltype(&::OPENSSL_sk_value) sk_value = nullptr;
-    decltype(&::ERR_clear_error) err_clear_error = nullptr;
-};
+// libcrypto's one table, owned and bound by the digest module
+// (digest/libcrypto.hpp), on the first hash or verification.
+using CryptoApi = digest::LibCrypto;
 
+// The table with every entry point verification uses; throws
+// Error(internal) naming the library and what it lacks when it cannot.
 const CryptoApi& crypto();
 
 struct PkeyFree {

@@ -1,7 +1,11 @@
 // Text that reaches a terminal: errors and progress quote what a hub, a
 // registry or the cache held, so control characters must not get through.
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
+#include "archive/archive.hpp"
+#include "cache/cache.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
 
@@ -106,4 +110,30 @@ TEST_CASE("an Error is one printable line, message and context alike", "[common]
     CHECK(e.context() == "detail\\x1b[31m");
     CHECK(std::string(e.what()).find('\033') == std::string::npos);
     CHECK(std::string(e.what()).find('\n') == std::string::npos);
+}
+
+TEST_CASE("a quoted name is cut at 200 bytes, in every module's messages", "[common]") {
+    using kernhub::k_max_quoted_bytes;
+    using kernhub::quoted_name;
+    REQUIRE(k_max_quoted_bytes == 200);
+    CHECK(quoted_name("vector-add") == "'vector-add'");
+    CHECK(quoted_name(std::string(200, 'n')) == "'" + std::string(200, 'n') + "'");
+    CHECK(quoted_name(std::string(201, 'n')) == "'" + std::string(200, 'n') + "...'");
+    CHECK(quoted_name("a\nb\033") == "'a\\nb\\x1b'");
+    // A C string is read no further than the cut needs: this one does not
+    // end within the bound, and reading past the buffer would be an error
+    // under the sanitizers.
+    const std::vector<char> unterminated(k_max_quoted_bytes + 1, 'c');
+    CHECK(quoted_name(unterminated.data()) == "'" + std::string(200, 'c') + "...'");
+    // The cache's checks and the archive's refusals quote names the same way.
+    const std::string long_name = std::string(150, 'p') + std::string(150, 'q');
+    const std::string cut = "'" + long_name.substr(0, 200) + "...'";
+    try {
+        kernhub::cache::check_relative_path(long_name + "/../x");
+        FAIL("expected an Error");
+    } catch (const Error& e) {
+        CHECK_THAT(e.message(), Catch::Contains("unsafe file path " + cut + ";"));
+    }
+    const Error refusal = kernhub::archive::refusal("a.tar", long_name, "is too long");
+    CHECK_THAT(refusal.message(), Catch::Contains("entry " + cut + " is too long"));
 }

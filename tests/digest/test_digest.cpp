@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "digest/digest.hpp"
+#include "digest/libcrypto.hpp"
 #include "kernhub/error.hpp"
+#include "sigstore/detail.hpp"
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -195,4 +197,19 @@ TEST_CASE("to_hex_literal writes integers for messages", "[digest]") {
     CHECK(kernhub::digest::to_hex_literal(0) == "0x0");
     CHECK(kernhub::digest::to_hex_literal(0xba55ed50) == "0xba55ed50");
     CHECK(kernhub::digest::to_hex_literal(0xffffffffffffffffull) == "0xffffffffffffffff");
+}
+
+TEST_CASE("hashing and Sigstore verification go through one libcrypto table", "[digest]") {
+    const kernhub::digest::LibCrypto& table = kernhub::digest::libcrypto();
+    // The one binding serves both: the sigstore module has no table of its own.
+    CHECK(&kernhub::digest::libcrypto_for_verification() == &table);
+    CHECK(&kernhub::sigstore::crypto() == &table);
+    CHECK_FALSE(table.verification_missing);
+    // The entry points of both uses are there, and the SHA-256 each computes agrees.
+    REQUIRE(table.digest != nullptr);
+    REQUIRE(table.d2i_x509 != nullptr);
+    REQUIRE(table.pkey_base_id != nullptr);
+    REQUIRE(table.sk_value != nullptr);
+    CHECK(kernhub::digest::to_hex(kernhub::sigstore::sha256(std::string_view("abc"))) ==
+          kernhub::digest::sha256_hex("abc"));
 }

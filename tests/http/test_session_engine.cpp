@@ -180,3 +180,41 @@ TEST_CASE("a forked child uses its parent's Session, and the parent goes on", "[
     CHECK(session.download(hub.file_url("small.bin"), after).status == 200);
     CHECK(after.data == hub.small);
 }
+
+TEST_CASE("a forked child does not wait for the download slots its parent's transfers hold", "[http]") {
+    EngineHub hub;
+    Policy policy = fast_policy(0);
+    policy.max_host_connections = 1;
+    Session session(policy, "", hub.server->endpoint());
+    // The parent's one slot for the file's origin stays taken while this
+    // download waits on its gate.
+    GatedTarget stalled;
+    std::thread slow([&] { CHECK(session.download(hub.file_url("big.bin"), stalled).status == 200); });
+    stalled.wait_for_first_write();
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        // The parent's transfer is not here: its slot is free in the child,
+        // or this download waits until the alarm ends the child.
+        ::alarm(30);
+        int status = 1;
+        try {
+            StringTarget small;
+            const bool got =
+                session.download(hub.file_url("small.bin"), small).status == 200 && small.data == hub.small;
+            status = got ? 0 : 2;
+        } catch (...) {
+            status = 3;
+        }
+        ::_exit(status);
+    }
+    int status = 0;
+    const bool reaped = ::waitpid(child, &status, 0) == child;
+    stalled.open();
+    slow.join();
+    REQUIRE(reaped);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK_FALSE(stalled.timed_out);
+    CHECK(stalled.data == hub.big);
+}

@@ -1,0 +1,290 @@
+// Cache import (docs/ARCHITECTURE.md, "Cache archives"): extracts under a
+// policy that admits only the cache layout, checks what it extracted, and
+// only then moves it into the cache.
+#include "cacheadmin/archive_layout.hpp"
+#include "cacheadmin/cache_archive.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cache/cache.hpp"
+#include "common/text.hpp"
+#include "digest/digest.hpp"
+#include "kernhub/error.hpp"
+
+namespace kernhub::cacheadmin {
+
+namespace {
+
+struct StagedBlob {
+    fs::path staged;
+    std::uint64_t size = 0;
+};
+
+struct StagedLink {
+    std::string commit;
+    std::string path;
+    std::string etag;
+    std::uint64_t size = 0;
+};
+
+struct StagedSideFile {
+    Kind kind = Kind::hf_tree;
+    std::string commit;
+    std::string variant;
+    std::string content;
+};
+
+// What an import puts into one repo folder, checked and ready to move.
+struct StagedRepo {
+    cache::RepoFolder repo;
+    std::map<std::string, StagedBlob> blobs;
+    std::vector<StagedLink> links;
+    std::vector<StagedSideFile> side_files;
+    std::map<std::string, std::string> refs;  // revision -> commit
+};
+
+using StagedCache = std::map<std::string, StagedRepo>;
+
+void verify_blob(const fs::path& archive_file, const archive::Entry& entry, const fs::path& staged,
+                 const std::string& etag) {
+    // The name is the content's identity: SHA-256 for LFS files, git's blob
+    // id ("blob <size>\0" + content, SHA-1) for the others.
+    const std::string actual =
+        etag.size() == 64 ? digest::sha256_file_hex(staged) : digest::git_blob_sha1_file_hex(staged);
+    if (actual != etag) {
+        throw archive::refusal(archive_file, entry.path, "does not match its name: its content hashes to " + actual);
+    }
+}
+
+std::string read_staged(const fs::path& archive_file, const archive::Entry& entry, const fs::path& staged,
+                        std::size_t limit, const char* what) {
+    std::optional<std::string> content = cache::read_cache_file(staged, limit, what);
+    if (!content) throw archive::refusal(archive_file, entry.path, "vanished while it was checked");
+    return *content;
+}
+
+void check_cancel(const std::atomic<bool>* cancel) {
+    if (cancel != nullptr && cancel->load()) throw Error(ErrorCode::interrupted, "the import was cancelled");
+}
+
+// One extracted entry checked and listed in its repo's part of `staged`.
+void stage_entry(const fs::path& archive_file, const archive::ExtractedTree& tree, const archive::Entry& entry,
+                 StagedCache& staged) {
+    const Placement at = place(entry);
+    const fs::path file = tree.root() / entry.path;
+    if (at.kind == Kind::cachedir_tag || at.kind == Kind::directory) return;
+    StagedRepo& repo = staged[at.folder];
+    repo.repo = *cache::parse_repo_folder(at.folder);
+    switch (at.kind) {
+        case Kind::blob:
+            verify_blob(archive_file, entry, file, at.name);
+            repo.blobs[at.name] = StagedBlob{file, fs::file_size(file)};
+            break;
+        case Kind::link: {
+            const std::string target = *archive::resolve_link(entry.path, entry.link_target);
+            repo.links.push_back(StagedLink{at.commit, at.name, target.substr(target.rfind('/') + 1), 0});
+            break;
+        }
+        case Kind::ref: {
+            std::string commit = trim(read_staged(archive_file, entry, file, cache::k_max_ref_bytes, "a ref"));
+            if (!is_commit_sha(commit)) throw archive::refusal(archive_file, entry.path, "does not hold a commit id");
+            repo.refs[at.name] = commit;
+            break;
+        }
+        case Kind::variant_record:
+        case Kind::kernhub_tree:
+            // kernhub's side data is this cache's own trust: its copy of
+            // the hub's listing (used online in place of asking the hub)
+            // and its record of what it verified. Never taken from an
+            // archive (docs/ARCHITECTURE.md, "Cache archives").
+            break;
+        default: {
+            std::string content = read_staged(archive_file, entry, file, cache::k_max_listing_bytes, "a tree listing");
+            if (!nlohmann::json::accept(content)) throw archive::refusal(archive_file, entry.path, "is not JSON");
+            repo.side_files.push_back(StagedSideFile{at.kind, at.commit, at.name, std::move(content)});
+        }
+    }
+}
+
+// A link needs its blob from the archive or from the cache it joins, and
+// may not contradict a link the cache holds for the same commit.
+void check_link(const fs::path& archive_file, const std::string& folder, const StagedRepo& repo,
+                const cache::RepoCache& cache, StagedLink& link) {
+    auto found = repo.blobs.find(link.etag);
+    struct stat st {};
+    if (found != repo.blobs.end()) {
+        link.size = found->second.size;
+    } else if (lstat_is(cache.blob_path(link.etag), S_IFREG, &st)) {
+        link.size = static_cast<std::uint64_t>(st.st_size);
+    } else {
+        throw archive::refusal(archive_file, folder + "/snapshots/" + link.commit + "/" + link.path,
+                               "links to blob " + link.etag + ", which neither the archive nor the cache holds");
+    }
+    // A commit's content never changes: an archive that disagrees with what
+    // the cache holds for it is wrong (or hostile), and must not replace a
+    // file kernhub verified.
+    std::error_code ec;
+    const fs::path existing = cache.snapshot_path(link.commit, link.path);
+    if (fs::symlink_status(existing, ec).type() != fs::file_type::not_found &&
+        (!fs::is_symlink(existing, ec) ||
+         fs::read_symlink(existing, ec) != cache::snapshot_link_target(link.path, link.etag))) {
+        throw archive::refusal(archive_file, folder + "/snapshots/" + link.commit + "/" + link.path,
+                               "differs from the file the cache already holds for that commit");
+    }
+}
+
+// Checks every extracted entry and lists what goes where. Any problem is a
+// refusal; nothing has touched the cache yet.
+StagedCache stage(const fs::path& root, const fs::path& archive_file, const archive::ExtractedTree& tree,
+                  const std::atomic<bool>* cancel) {
+    StagedCache staged;
+    for (const auto& entry : tree.entries()) {
+        check_cancel(cancel);
+        stage_entry(archive_file, tree, entry, staged);
+    }
+    // A ref needs a snapshot of its commit, from the archive or the cache.
+    for (auto& [folder, repo] : staged) {
+        cache::RepoCache cache(root, repo.repo.type, repo.repo.repo_id);
+        for (const auto& [revision, commit] : repo.refs) {
+            // An init-capture: C++17 lambdas cannot capture a structured binding (clang refuses it).
+            const bool in_archive =
+                std::any_of(repo.links.begin(), repo.links.end(),
+                            [&wanted = commit](const StagedLink& link) { return link.commit == wanted; });
+            if (!in_archive && !lstat_is(cache.snapshot_dir(commit), S_IFDIR)) {
+                throw archive::refusal(archive_file, folder + "/refs/" + revision,
+                                       "names commit " + commit + ", which neither the archive nor the cache holds");
+            }
+        }
+        for (auto& link : repo.links) check_link(archive_file, folder, repo, cache, link);
+    }
+    return staged;
+}
+
+// Writes a side file unless the cache already holds the same bytes. A file
+// there that kernhub cannot read (a link, too large) is simply replaced.
+bool place_side_file(const cache::RepoCache& cache, const StagedSideFile& side) {
+    std::optional<std::string> existing;
+    try {
+        if (side.kind == Kind::hf_tree) existing = cache.read_hf_tree(side.commit);
+        if (side.kind == Kind::kernhub_tree) existing = cache.read_tree(side.commit);
+        if (side.kind == Kind::variant_record) existing = cache.read_variant_record(side.commit, side.variant);
+    } catch (const Error& error) {
+        if (error.code() != ErrorCode::verification) throw;
+    }
+    if (existing == side.content) return false;
+    if (side.kind == Kind::hf_tree) {
+        cache::write_file_atomic(cache.folder() / "trees" / (side.commit + ".json"), side.content, cache.staging_dir());
+    } else if (side.kind == Kind::kernhub_tree) {
+        cache.write_tree(side.commit, side.content);
+    } else {
+        cache.write_variant_record(side.commit, side.variant, side.content);
+    }
+    return true;
+}
+
+// Moves checked content in, in the order that keeps the cache valid at every
+// step: blobs, the links to them, the side data describing them, and refs
+// last, so a reader resolving a ref finds everything it names.
+void move_in(const fs::path& root, const StagedCache& staged, ImportStats& stats, const std::atomic<bool>* cancel) {
+    for (const auto& [folder, repo] : staged) {
+        cache::RepoCache cache(root, repo.repo.type, repo.repo.repo_id);
+        // Every snapshot this import links into or names in a ref is marked
+        // in use first, so a prune running meanwhile keeps it (links that
+        // already exist are skipped below and would keep their old times).
+        std::set<std::string> commits;
+        for (const auto& link : repo.links) commits.insert(link.commit);
+        for (const auto& [revision, commit] : repo.refs) commits.insert(commit);
+        for (const auto& commit : commits) cache.claim_snapshot(commit, cancel);
+        for (const auto& [etag, blob] : repo.blobs) {
+            cache::FileLock lock = cache.lock_blob(etag, cancel);  // a fetch may be placing it too
+            ++(cache.adopt_blob(etag, blob.staged) ? stats.blobs : stats.skipped);
+        }
+        for (const auto& link : repo.links) {
+            // Linked under the blob's lock, as a fetch links: prune decides
+            // a blob's fate under the same lock.
+            cache::FileLock lock = cache.lock_blob(link.etag, cancel);
+            if (cache.snapshot_links_blob(link.commit, link.path, link.etag, link.size)) {
+                ++stats.skipped;
+                continue;
+            }
+            cache.link_snapshot(link.commit, link.path, link.etag);
+            ++stats.links;
+        }
+        for (const auto& side : repo.side_files) ++(place_side_file(cache, side) ? stats.side_files : stats.skipped);
+        for (const auto& [revision, commit] : repo.refs) {
+            if (cache.read_ref(revision) == commit) {
+                ++stats.skipped;
+                continue;
+            }
+            cache.write_ref(revision, commit);
+            ++stats.refs;
+        }
+        stats.repos.push_back(folder);
+    }
+}
+
+}  // namespace
+
+archive::ExtractionPolicy import_policy() {
+    archive::ExtractionPolicy policy;
+    policy.allow_symlinks = true;
+    policy.symlink_rule = snapshot_link_problem;
+    policy.entry_rule = [](const archive::Entry& entry) { return place(entry).problem; };
+    policy.max_entries = k_import_max_entries;
+    policy.max_entry_bytes = k_import_max_blob_bytes;
+    policy.max_total_bytes = k_import_max_total_bytes;
+    policy.max_path_bytes = k_import_max_path_bytes;
+    return policy;
+}
+
+namespace {
+
+// The archive unpacked into a folder inside the root. A root this user may
+// not write (another user's cache) gets the owner and the chown that fixes
+// it, as every other refused write into the cache does.
+archive::ExtractedTree extract_into(const fs::path& root, const fs::path& file, const std::atomic<bool>* cancel) {
+    try {
+        return archive::extract(file, root, import_policy(), cancel);
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::internal || ::access(root.c_str(), W_OK) == 0) throw;
+        const int err = errno;
+        throw Error(ErrorCode::internal, "cannot unpack " + printable(file.string()) + " into the cache " +
+                                             printable(root.string()) + ": " + std::strerror(err) + "; " +
+                                             cache::refusal_advice(root, err, "check permissions"));
+    }
+}
+
+}  // namespace
+
+ImportStats import_cache(const fs::path& root, const fs::path& file, const std::atomic<bool>* cancel) {
+    // The extraction goes inside the root, on the cache's filesystem, so
+    // blobs are renamed in rather than copied.
+    std::error_code ec;
+    const bool created = !fs::exists(fs::symlink_status(root, ec));
+    if (created && !fs::create_directories(root, ec) && ec) {
+        throw Error(ErrorCode::internal, "cannot create the cache " + printable(root.string()) + ": " + ec.message() +
+                                             "; check permissions");
+    }
+    try {
+        archive::ExtractedTree tree = extract_into(root, file, cancel);
+        StagedCache staged = stage(root, file, tree, cancel);
+        ImportStats stats;
+        stats.entries = tree.entries().size();
+        move_in(root, staged, stats, cancel);
+        return stats;
+    } catch (...) {
+        if (created) fs::remove(root, ec);  // only when still empty
+        throw;
+    }
+}
+
+}  // namespace kernhub::cacheadmin
