@@ -8,8 +8,8 @@
 //   BM_Dispatch_KernelFn      Client::load("vector-add") offline (cache warmed
 //                             once from the demo hub), then calls through
 //                             KernelFn<void(const float*, const float*, float*, size_t)>
-//   BM_Dispatch_KernelFnResolve  the same, with the KernelFn taken from
-//                             KernelFn::resolve (the process-wide table)
+//   BM_Dispatch_ClientResolve the same, with the KernelFn taken from
+//                             Client::resolve (the Client's own table)
 //   BM_Dispatch_CSymbol       the C API: kh_prewarm(hub, "vector-add") offline,
 //                             then calls through the pointer kh_symbol gave
 //
@@ -78,19 +78,19 @@ void BM_Dispatch_KernelFn(benchmark::State& state) {
     kernhub::KernelFn<VectorAdd> fn;
     if (!khbench::guarded(state, [&] {
             kernhub::Client client(khbench::demo_cache().offline_options());
-            fn = kernhub::KernelFn<VectorAdd>(client.load("vector-add").address);
+            fn = kernhub::KernelFn<VectorAdd>::from(client.load("vector-add"));
         })) {
         return;
     }
     run_calls(state, [fn](const float* a, const float* b, float* out, std::size_t n) { fn(a, b, out, n); });
 }
 
-void BM_Dispatch_KernelFnResolve(benchmark::State& state) {
+void BM_Dispatch_ClientResolve(benchmark::State& state) {
     kernhub::KernelFn<VectorAdd> fn;
     if (!khbench::guarded(state, [&] {
             kernhub::Client client(khbench::demo_cache().offline_options());
             client.load("vector-add");
-            fn = kernhub::KernelFn<VectorAdd>::resolve("vector-add");
+            fn = client.resolve<VectorAdd>("vector-add");
         })) {
         return;
     }
@@ -122,7 +122,7 @@ void BM_Dispatch_CSymbol(benchmark::State& state) {
 BENCHMARK(BM_Dispatch_Direct)->Arg(16)->Arg(4096);
 BENCHMARK(BM_Dispatch_DlsymPointer)->Arg(16)->Arg(4096);
 BENCHMARK(BM_Dispatch_KernelFn)->Arg(16)->Arg(4096);
-BENCHMARK(BM_Dispatch_KernelFnResolve)->Arg(16)->Arg(4096);
+BENCHMARK(BM_Dispatch_ClientResolve)->Arg(16)->Arg(4096);
 BENCHMARK(BM_Dispatch_CSymbol)->Arg(16)->Arg(4096);
 
 KHBENCH_MAIN()

@@ -62,10 +62,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/verified_load.hpp"
 #include "bench_common.hpp"
 #include "digest/digest.hpp"
 #include "loader/sealed_image.hpp"
+#include "loader/verified_load.hpp"
 #include "registry/parse.hpp"
 
 namespace {
@@ -263,7 +263,7 @@ void BM_Client_Construct(benchmark::State& state) {
 // as it would a kernel of that size.
 struct PaddedKernel {
     khbench::ScratchDir dir{"padded"};
-    kernhub::api::VerifiedSource source;
+    kernhub::loader::VerifiedSource source;
 };
 
 const PaddedKernel& padded_kernel(std::int64_t mib) {
@@ -302,8 +302,8 @@ void BM_Load_Padded_Verified(benchmark::State& state) {
     for (auto _ : state) {
         auto start = Clock::now();
         kernhub::loader::SealedImage image("bench");
-        kernhub::api::read_verified(padded->source,
-                                    [&](const void* data, std::size_t size) { image.append(data, size); });
+        kernhub::loader::read_verified(padded->source,
+                                       [&](const void* data, std::size_t size) { image.append(data, size); });
         image.seal();
         void* handle = open_and_resolve(image.proc_path().c_str());
         auto stop = Clock::now();

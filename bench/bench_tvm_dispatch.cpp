@@ -7,7 +7,7 @@
 //                                call (__tvm_ffi_add_int), arguments packed once
 //                                into two TvmAny cells; only the status is
 //                                checked per call: what the C ABI costs at least
-//   BM_TvmDispatch_TvmFunction   TvmFunction::resolve("tvm-add-int"), then
+//   BM_TvmDispatch_TvmFunction   TvmFunction::from(client.load("tvm-add-int")), then
 //                                fn(a, b).as_int(): packing, call and checks
 //   BM_TvmDispatch_KhTvmCall     the C API: kh_tvm_call(hub, kh_symbol(...), ...)
 //                                with pre-packed kh_tvm_any arguments
@@ -91,7 +91,7 @@ kernhub::TvmFunction load_tvm(const std::string& ref) {
     kernhub::Client client(tvm_cache().options(true));
     const kernhub::LoadResult loaded = client.load(ref);
     if (loaded.kind != "tvm-ffi") throw std::runtime_error(ref + " loaded as " + loaded.kind + ", not tvm-ffi");
-    return kernhub::TvmFunction::resolve(ref);
+    return kernhub::TvmFunction::from(loaded);
 }
 
 kernhub::TvmAny int_cell(std::int64_t value) {

@@ -32,7 +32,7 @@ import sys
 PAIRS = {
     "bench_dispatch": [
         ("KernelFn / direct", "BM_Dispatch_KernelFn", "BM_Dispatch_Direct"),
-        ("KernelFn::resolve / direct", "BM_Dispatch_KernelFnResolve", "BM_Dispatch_Direct"),
+        ("Client::resolve / direct", "BM_Dispatch_ClientResolve", "BM_Dispatch_Direct"),
         ("kh_symbol pointer (C API) / direct", "BM_Dispatch_CSymbol", "BM_Dispatch_Direct"),
         ("dlsym pointer / direct", "BM_Dispatch_DlsymPointer", "BM_Dispatch_Direct"),
         ("KernelFn / dlsym pointer", "BM_Dispatch_KernelFn", "BM_Dispatch_DlsymPointer"),

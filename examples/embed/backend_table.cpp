@@ -46,8 +46,8 @@ public:
             m_active = kernhub::KernelFn<BinaryOp>(reinterpret_cast<void*>(&native_add));
         } else {
             // Everything that can fail happens here, before the swap.
-            kernhub::LoadResult loaded = m_client.load(known->second);
-            m_active = kernhub::KernelFn<BinaryOp>(loaded.address);
+            // from() refuses a kernel that is not a C function.
+            m_active = kernhub::KernelFn<BinaryOp>::from(m_client.load(known->second));
         }
         m_name = name;
     }

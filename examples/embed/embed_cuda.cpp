@@ -18,8 +18,8 @@ int main() {
     }
     try {
         kernhub::Client client;
-        client.load("vector-add-cuda");  // fetch + verify + device check + cuLibraryLoadData
-        auto vector_add = kernhub::CudaKernel::resolve("vector-add-cuda");
+        // fetch + verify + device check + cuLibraryLoadData
+        auto vector_add = kernhub::CudaKernel::from(client.load("vector-add-cuda"));
 
         const unsigned long long n = 1 << 20;
         std::vector<float> a(n, 1.0f), b(n, 2.0f), out(n, 0.0f);

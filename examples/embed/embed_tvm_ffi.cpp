@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
         // the first call.
         kernhub::Client client(options);
         const kernhub::LoadResult loaded = client.load(name);
-        const kernhub::TvmFunction add_one = kernhub::TvmFunction::resolve(name);
+        const kernhub::TvmFunction add_one = kernhub::TvmFunction::from(loaded);
         const kernhub::TvmFfiRuntimeInfo runtime = kernhub::tvm_ffi_runtime();
         // Names from the hub and paths are shown through printable(): they
         // are text from outside this program.

@@ -16,8 +16,9 @@ int main() {
         // Endpoint, cache and token come from the environment (see README).
         kernhub::Client client;
         client.prewarm({"vector-add", "saxpy"});
-        auto vector_add = kernhub::KernelFn<VectorAdd>::resolve("vector-add");
-        auto saxpy = kernhub::KernelFn<Saxpy>::resolve("saxpy");
+        // The handles come from the Client that loaded the kernels.
+        auto vector_add = client.resolve<VectorAdd>("vector-add");
+        auto saxpy = client.resolve<Saxpy>("saxpy");
 
         // Hot path: plain indirect calls, no lookup, lock or allocation.
         std::vector<float> a(1024), b(1024), out(1024);

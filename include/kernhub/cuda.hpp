@@ -1,8 +1,7 @@
 // CUDA kernels loaded by kernhub: a typed launch helper over the driver API,
 // which kernhub binds at run time (no link-time dependency on libcuda).
 //
-//   client.load("vector-add-cuda");                      // at start-up
-//   auto add = kernhub::CudaKernel::resolve("vector-add-cuda");
+//   auto add = kernhub::CudaKernel::from(client.load("vector-add-cuda"));  // at start-up
 //   add.launch({blocks}, {256}, 0, nullptr, a, b, out, n);  // hot path
 #pragma once
 
@@ -15,6 +14,8 @@
 
 namespace kernhub {
 
+struct LoadResult;  // kernhub.hpp
+
 struct Dim3 {
     unsigned x = 1, y = 1, z = 1;
 };
@@ -22,9 +23,10 @@ struct Dim3 {
 class KERNHUB_API CudaKernel {
 public:
     CudaKernel() = default;
-    // The kernel handle load() stored for `ref`. Error(not_found) when it was
-    // not loaded, Error(usage) when `ref` resolved to a CPU symbol.
-    static CudaKernel resolve(const std::string& ref);
+    // The kernel a load resolved (Client::load, Client::loaded), for the
+    // device it was loaded on. Error(usage) when it is not a CUDA kernel (a
+    // CPU function or a tvm-ffi function).
+    static CudaKernel from(const LoadResult& result);
 
     // Launches on the device the kernel was loaded for, asynchronously on
     // `stream` (nullptr: the default stream). Arguments are passed by value,

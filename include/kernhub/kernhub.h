@@ -44,9 +44,12 @@
  * kh_last_error() or a kh_prewarm() of another kernel on the same handle
  * (one that needs the very files being fetched waits for them, as with
  * kernhub::Client). Each thread has its own kh_last_error() text per
- * handle. Separate handles share nothing but the cache on disk and the
- * process-wide table of resolved kernels; the only state this layer keeps
- * outside its handles is each thread's error texts.
+ * handle. Separate handles share nothing but the cache on disk (and what
+ * the process itself shares: a library loaded by two handles is one
+ * dlopen handle); each handle keeps its own table of resolved kernels, as
+ * each kernhub::Client does, so two handles whose registries map one name
+ * to different kernels each get their own. The only state this layer
+ * keeps outside its handles is each thread's error texts.
  *
  * No C++ exception ever leaves a function of this header.
  *
@@ -190,7 +193,9 @@ KH_API int kh_prewarm(kh_hub* hub, const char* name);
  * very same `name` string on this handle (not the dlsym symbol name) that
  * started last, or NULL when there was none (kh_last_error() then says
  * so); when kh_prewarm() calls of one name overlap on several threads, one
- * that started earlier but ended later does not replace it. The
+ * that started earlier but ended later does not replace it (the rule of
+ * kernhub::Client::loaded too). Another handle's kh_prewarm() never shows
+ * here. The
  * pointer stays valid for the life of the process, also after
  * kh_hub_free(). For a shared-object kernel, cast it to the kernel's
  * function type; for a CUDA kernel (a fatbin or cubin) it is the driver's

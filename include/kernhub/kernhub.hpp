@@ -2,10 +2,16 @@
 //
 // A Client resolves a kernel name (or "org/repo[@revision]") through the
 // stacked registries, fetches the one build variant this host (or --target)
-// needs from the hub into the shared cache, verifies it, loads it and stores
-// the resolved symbol in a process-wide table. Call load() (or prewarm())
-// at start-up; afterwards a KernelFn is a plain function pointer: calling it
-// is one indirect call with no lookup, lock or allocation.
+// needs from the hub into the shared cache, verifies it, loads it and keeps
+// the resolved entry in its own table, under the name asked for. Call
+// load() (or prewarm()) at start-up and take a typed handle from the Client
+// (client.resolve<Sig>(name), or KernelFn<Sig>::from(load result));
+// afterwards a KernelFn is a plain function pointer: calling it is one
+// indirect call with no lookup, lock or allocation.
+//
+//   client.load("vector-add");
+//   auto add = client.resolve<void(const float*, const float*, float*, size_t)>("vector-add");
+//   add(a, b, out, n);
 //
 // Every function reports failure by throwing kernhub::Error (error.hpp).
 #pragma once
@@ -157,6 +163,7 @@ struct FetchResult {
 };
 
 struct LoadResult {
+    std::string ref;  // the reference load() was given ("vector-add", "org/repo@v1")
     FetchResult fetch;
     std::string symbol;
     std::string file;  // the loaded file, absolute
@@ -165,6 +172,7 @@ struct LoadResult {
     // call, for TvmFunction; symbol is then __tvm_ffi_<function>).
     std::string kind;
     void* address = nullptr;
+    int device = 0;  // for a CUDA kernel: the device ordinal it was loaded for
 };
 
 struct VariantStatus {
@@ -206,8 +214,11 @@ struct RegistryEntry {
     std::optional<SignaturePolicy> signature;
 };
 
+template <class Signature>
+class KernelFn;
+
 // Threads: one Client may be shared by any number of threads; fetch, load,
-// info, prewarm and list may run at the same time, for the same or
+// loaded, resolve, info, prewarm and list may run at the same time, for the same or
 // different names, and each returns what it would have returned alone
 // (FetchResult::requests and the other request counts count the call's
 // own requests). Separate Clients are independent, in one thread or
@@ -232,9 +243,22 @@ public:
     // Fetches (or finds in the cache) the selected variant and verifies it.
     FetchResult fetch(const std::string& ref);
     // fetch(), then load the variant's artifact and resolve the symbol
-    // (symbol_override replaces the registry's). The address is stored in
-    // the resolved table under `ref`.
+    // (symbol_override replaces the registry's). The result is kept in this
+    // Client's table under `ref` (loaded(), resolve()).
     LoadResult load(const std::string& ref, const std::string& symbol_override = {});
+    // What the successful load() (or prewarm()) of the very same `ref`
+    // string by this Client resolved; when loads of one `ref` overlap on
+    // several threads, the one that started last wins, also if it ended
+    // first. Error(not_found) when this Client has not loaded `ref`: each
+    // Client has its own table, so another Client's load does not count.
+    // Not for the hot path: take a handle once and keep it.
+    LoadResult loaded(const std::string& ref) const;
+    // KernelFn<Signature>::from(loaded(ref)): the C function this Client
+    // loaded for `ref`. Error(not_found) when it did not load `ref`,
+    // Error(usage) when `ref` is a CUDA kernel or a tvm-ffi function
+    // (CudaKernel::from, TvmFunction::from take those).
+    template <class Signature>
+    KernelFn<Signature> resolve(const std::string& ref) const;
     // The commit, the variants and which one this host selects, and why.
     InfoResult info(const std::string& ref);
     // The stacked registry, sorted by name.
@@ -283,21 +307,11 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
-// The address stored by a successful load() of `ref` in this process (for a
-// tvm-ffi kernel its TVM FFI safe call), or nullptr; nullptr too for a CUDA
-// kernel. Not for the hot path: look it up once and keep the KernelFn.
-// Safe to call from any thread, also while other threads load.
-KERNHUB_API void* resolved_address(const std::string& ref);
-
 namespace detail {
-// KernelFn::resolve's lookup: the plain C function load() stored for `ref`.
-// Error(not_found) when `ref` was not loaded, Error(usage) when it holds a
-// CUDA kernel or a tvm-ffi function (CudaKernel, TvmFunction call those).
-KERNHUB_API void* c_function_address(const std::string& ref);
+// Error(usage) unless `result` is a load of kind `kind` ("function",
+// "cuda-kernel", "tvm-ffi"); the message says which handle takes it.
+KERNHUB_API void require_kind(const LoadResult& result, const char* kind);
 }  // namespace detail
-
-template <class Signature>
-class KernelFn;
 
 // A typed, resolved kernel entry point. Calling it is one indirect call.
 template <class R, class... Args>
@@ -308,10 +322,12 @@ public:
     KernelFn() = default;
     explicit KernelFn(void* address) : m_fn(reinterpret_cast<Pointer>(address)) {}
 
-    // The kernel for `ref` from the resolved table. Throws Error(not_found)
-    // when it was not loaded in this process, Error(usage) when it is a CUDA
-    // kernel or a tvm-ffi function.
-    static KernelFn resolve(const std::string& ref) { return KernelFn(detail::c_function_address(ref)); }
+    // The C function a load resolved (Client::load, Client::loaded).
+    // Error(usage) when it is a CUDA kernel or a tvm-ffi function.
+    static KernelFn from(const LoadResult& result) {
+        detail::require_kind(result, "function");
+        return KernelFn(result.address);
+    }
 
     R operator()(Args... args) const { return m_fn(static_cast<Args>(args)...); }
     explicit operator bool() const noexcept { return m_fn != nullptr; }
@@ -320,6 +336,11 @@ public:
 private:
     Pointer m_fn = nullptr;
 };
+
+template <class Signature>
+KernelFn<Signature> Client::resolve(const std::string& ref) const {
+    return KernelFn<Signature>::from(loaded(ref));
+}
 
 KERNHUB_API const char* version() noexcept;
 

@@ -3,8 +3,7 @@
 // tvm-ffi runtime (libtvm_ffi.so) at run time, loads the variant's library
 // and resolves the function before any call (README, "tvm-ffi variants").
 //
-//   client.load("add-one");                              // at start-up
-//   auto add_one = kernhub::TvmFunction::resolve("add-one");
+//   auto add_one = kernhub::TvmFunction::from(client.load("add-one"));  // at start-up
 //   add_one(&x, &y);                                     // DLTensor* x, y
 //
 // A call packs its arguments into an array on the stack and makes one
@@ -21,6 +20,8 @@
 #include "kernhub/export.hpp"
 
 namespace kernhub {
+
+struct LoadResult;  // kernhub.hpp
 
 // The 16-byte value cell of the TVM FFI C ABI (TVMFFIAny): a type index and
 // a payload. Arguments and results travel as arrays of it.
@@ -148,10 +149,10 @@ public:
     using SafeCall = int (*)(void* self, const TvmAny* args, std::int32_t num_args, TvmAny* result);
 
     TvmFunction() = default;
-    // The function load() resolved for `ref`. Error(not_found) when it was
-    // not loaded in this process, Error(usage) when `ref` is not a tvm-ffi
-    // function (a plain CPU symbol or a CUDA kernel).
-    static TvmFunction resolve(const std::string& ref);
+    // The function a load resolved (Client::load, Client::loaded).
+    // Error(usage) when it is not a tvm-ffi function (a plain CPU symbol or
+    // a CUDA kernel).
+    static TvmFunction from(const LoadResult& result);
 
     // Calls with the current stream of the runtime (for a CUDA variant, the
     // one set with set_tvm_ffi_stream, else the default stream). A raised

@@ -1,5 +1,5 @@
 // Client::Impl, shared by the files that implement Client's methods
-// (client.cpp: fetch, load, info; client_lockfile.cpp: lock and prewarm from a
+// (client.cpp: fetch, load, loaded, info; client_lockfile.cpp: lock and prewarm from a
 // lock; client_cache.cpp, client_archive.cpp, client_mirror.cpp: cache
 // management, cache archives and mirrors).
 #pragma once
@@ -15,6 +15,7 @@
 #include "cuda/driver.hpp"
 #include "fetch/fetcher.hpp"
 #include "kernhub/kernhub.hpp"
+#include "loader/resolved_table.hpp"
 #include "registry/reference.hpp"
 #include "registry/registry.hpp"
 #include "select/variant.hpp"
@@ -84,6 +85,10 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     // The Sigstore trusted root, read on the first kernel with a policy.
     std::mutex root_mutex;
     std::optional<sigstore::RootDocument> root;
+    // What this client's loads resolved, by the reference asked for
+    // (Client::loaded); a table of its own, so another Client's load of
+    // the same name never shows here.
+    loader::ResolvedTable resolved;
 
     explicit Impl(Options opts) : options(std::move(opts)) {
         if (options.events != nullptr) {
@@ -162,9 +167,6 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     static std::uint64_t requests() { return http::requests_on_this_thread(); }
 
     FetchResult fetch(const registry::KernelSpec& spec);
-    // Client::load's last step with verify_on_load (client.cpp).
-    LoadResult load_verified(const registry::KernelSpec& spec, const std::string& ref, const std::string& artifact,
-                             bool tvm_ffi, LoadResult result);
 
     // Options::sigstore_trusted_root (or KERNHUB_SIGSTORE_TRUSTED_ROOT), else
     // the built-in root; read once, with a warning when its keys are old.

@@ -2,22 +2,19 @@
 #include "cuda/driver.hpp"
 #include "kernhub/cuda.hpp"
 #include "kernhub/error.hpp"
-#include "loader/loader.hpp"
+#include "kernhub/kernhub.hpp"
 
 namespace kernhub {
 
-CudaKernel CudaKernel::resolve(const std::string& ref) {
-    loader::Resolved entry = loader::ResolvedTable::instance().require(ref);
-    if (!entry.cuda) {
-        throw Error(ErrorCode::usage, "kernel '" + ref + "' is " +
-                                          (entry.tvm_ffi ? "a tvm-ffi function; call it through TvmFunction"
-                                                         : "a CPU function; call it through KernelFn"));
-    }
-    return CudaKernel(entry.address, entry.device);
+CudaKernel CudaKernel::from(const LoadResult& result) {
+    detail::require_kind(result, "cuda-kernel");
+    return CudaKernel(result.address, result.device);
 }
 
 void CudaKernel::launch_raw(Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params) const {
-    if (m_handle == nullptr) throw Error(ErrorCode::usage, "launch of an empty CudaKernel; resolve it first");
+    if (m_handle == nullptr) {
+        throw Error(ErrorCode::usage, "launch of an empty CudaKernel; take it from a load first (CudaKernel::from)");
+    }
     cuda::launch(m_handle, cuda::Dim3{grid.x, grid.y, grid.z}, cuda::Dim3{block.x, block.y, block.z}, shared_bytes,
                  stream, params, m_device);
 }

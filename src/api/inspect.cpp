@@ -3,7 +3,7 @@
 #include <cctype>
 #include <filesystem>
 
-#include "api/file_bytes.hpp"
+#include "api/head_first_file.hpp"
 #include "elf/elf_inspect.hpp"
 #include "fatbin/fatbin.hpp"
 #include "kernhub/error.hpp"

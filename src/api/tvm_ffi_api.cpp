@@ -1,8 +1,8 @@
 // The public tvm-ffi calling helpers (kernhub/tvm_ffi.hpp) over the tvmffi
 // module: the slow paths only. A call itself is inline in the header.
 #include "kernhub/error.hpp"
+#include "kernhub/kernhub.hpp"
 #include "kernhub/tvm_ffi.hpp"
-#include "loader/loader.hpp"
 #include "tvmffi/runtime.hpp"
 
 namespace kernhub {
@@ -61,13 +61,12 @@ private:
 
 }  // namespace
 
-TvmFunction TvmFunction::resolve(const std::string& ref) {
-    loader::Resolved entry = loader::ResolvedTable::instance().require(ref);
-    if (!entry.tvm_ffi) {
-        throw Error(ErrorCode::usage, "kernel '" + ref + "' is not a tvm-ffi function; call it through " +
-                                          (entry.cuda ? "CudaKernel" : "KernelFn"));
-    }
-    return TvmFunction(reinterpret_cast<SafeCall>(entry.address), entry.function);
+TvmFunction TvmFunction::from(const LoadResult& result) {
+    detail::require_kind(result, "tvm-ffi");
+    // The symbol is __tvm_ffi_<name>; the function goes by its name.
+    const std::string prefix = "__tvm_ffi_";
+    std::string name = result.symbol.rfind(prefix, 0) == 0 ? result.symbol.substr(prefix.size()) : result.symbol;
+    return TvmFunction(reinterpret_cast<SafeCall>(result.address), std::move(name));
 }
 
 void TvmFunction::fail(int status, const TvmAny& result) const {
@@ -93,7 +92,7 @@ void TvmFunction::fail(int status, const TvmAny& result) const {
 }
 
 void TvmFunction::empty() {
-    throw Error(ErrorCode::usage, "call of an empty TvmFunction; resolve it first (TvmFunction::resolve)");
+    throw Error(ErrorCode::usage, "call of an empty TvmFunction; take it from a load first (TvmFunction::from)");
 }
 
 TvmResult TvmFunction::call_on_stream(int device, void* stream, const TvmAny* args, std::size_t count) const {

@@ -1,19 +1,19 @@
 // The C API (include/kernhub/kernhub.h) over kernhub::Client.
 //
 // A handle is settings (kernhub::Options), a Client built from them on
-// first need and the addresses its kh_prewarm calls resolved, behind one
-// short-held mutex; each thread's last error text on it lives with the
+// first need, behind one short-held mutex, and the kernels its kh_prewarm
+// calls resolved; each thread's last error text on it lives with the
 // thread (capi/thread_errors.hpp). Separate handles share nothing but what
-// Client itself shares (the cache, the process-wide resolved table).
+// separate Clients share (the cache on disk).
 // Every entry point catches everything (docs/ARCHITECTURE.md, "C API").
 #include "kernhub/kernhub.h"
 
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +23,7 @@
 #include "common/text.hpp"
 #include "kernhub/kernhub.hpp"
 #include "kernhub/tvm_ffi.hpp"
+#include "loader/resolved_table.hpp"
 #include "tvmffi/runtime.hpp"
 
 namespace {
@@ -50,14 +51,11 @@ struct kh_hub {
     // a kh_prewarm still running on an older one keeps that one alive.
     std::shared_ptr<kernhub::Client> client;
     std::uint64_t settings_changes = 0;
-    std::uint64_t prewarms_started = 0;
-    // The address a kh_prewarm resolved, and when that kh_prewarm started.
-    struct Prewarmed {
-        void* address = nullptr;
-        std::uint64_t started = 0;  // 0: never; else its number in prewarms_started
-    };
     // kh_prewarm name -> what the latest-started successful one resolved.
-    std::map<std::string, Prewarmed> resolved;
+    // The handle's own table, not its Client's: a settings change replaces
+    // the Client, and what was prewarmed before stays. It is the table type
+    // a Client keeps, so kh_symbol and Client::loaded follow one rule.
+    kernhub::loader::ResolvedTable resolved;
 
     // Never changes; the calling thread's error texts are keyed by it.
     const kernhub::capi::HandleToken life = std::make_shared<const kernhub::capi::HandleLife>();
@@ -116,7 +114,7 @@ struct kh_hub {
         std::uint64_t version = 0;
         {
             std::lock_guard<std::mutex> lock(mutex);
-            started = ++prewarms_started;
+            started = resolved.start();
             if (client) return client;
             snapshot = options;
             version = settings_changes;
@@ -127,14 +125,6 @@ struct kh_hub {
         if (version != settings_changes) return made;
         if (!client) client = std::move(made);
         return client;
-    }
-
-    // Records what the kh_prewarm numbered `started` resolved, unless one
-    // of the same name that started later succeeded first.
-    void publish(const std::string& name, void* address, std::uint64_t started) {
-        std::lock_guard<std::mutex> lock(mutex);
-        Prewarmed& slot = resolved[name];
-        if (started > slot.started) slot = Prewarmed{address, started};
     }
 };
 
@@ -180,8 +170,9 @@ int kh_prewarm(kh_hub* hub, const char* name) {
         if (name == nullptr) throw Refusal{k_usage, "kh_prewarm: the kernel name is NULL"};
         std::uint64_t started = 0;
         std::shared_ptr<kernhub::Client> client = hub->start_prewarm(started);
-        kernhub::LoadResult loaded = client->load(name);
-        hub->publish(name, loaded.address, started);
+        // Recorded unless a kh_prewarm of the same name that started later
+        // succeeded first.
+        hub->resolved.publish(name, client->load(name), started);
     });
 }
 
@@ -190,14 +181,8 @@ void* kh_symbol(kh_hub* hub, const char* name) {
     void* address = nullptr;
     hub->guarded([&] {
         if (name == nullptr) throw Refusal{k_usage, "kh_symbol: the kernel name is NULL"};
-        const std::string key(name);
-        bool found = false;
-        {
-            std::lock_guard<std::mutex> lock(hub->mutex);
-            auto it = hub->resolved.find(key);
-            found = it != hub->resolved.end();
-            if (found) address = it->second.address;
-        }
+        const std::optional<kernhub::LoadResult> found = hub->resolved.find(name);
+        if (found) address = found->address;
         if (!found) {
             throw Refusal{k_not_found,
                           "kernel " + quoted_name(name) +

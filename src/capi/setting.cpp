@@ -110,7 +110,7 @@ struct SettingRule {
 };
 
 // In the order the unknown-setting message lists them.
-const SettingRule k_rules[] = {
+constexpr SettingRule k_rules[] = {
     {"endpoint", [](Options& o, const char*, const char* v) { o.endpoint = v; }},
     {"cache_dir", [](Options& o, const char*, const char* v) { o.cache_dir = v; }},
     {"registry", [](Options& o, const char* k, const char* v) { append(o.registries, k, v); }},

@@ -48,8 +48,7 @@ struct Dim3 {
 class Library;
 
 // The process-wide binding to libcuda: made once, on first use, and kept for
-// the life of the process (with the resolved-kernel table, one of the two
-// process-wide objects; docs/ARCHITECTURE.md, "Module map").
+// the life of the process (docs/ARCHITECTURE.md, "Module map").
 class Driver {
 public:
     // Binds on the first call: dlopen(KERNHUB_CUDA_DRIVER if set, else

@@ -1,5 +1,4 @@
-// dlopen/dlsym, the dynamic loader's error text and the process-wide
-// resolved-kernel table.
+// dlopen/dlsym and the dynamic loader's error text.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
@@ -9,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "common/text.hpp"
@@ -146,43 +146,6 @@ void* Library::symbol(const std::string& name) const {
                     take_dlerror());
     }
     return address;
-}
-
-ResolvedTable& ResolvedTable::instance() {
-    // Function-local static: built on first use (thread-safe since C++11), so
-    // no other global's initialisation order can observe it half-made.
-    static ResolvedTable table;
-    return table;
-}
-
-void ResolvedTable::put(const std::string& key, const Resolved& resolved) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    m_table[key] = resolved;
-}
-
-void* ResolvedTable::find(const std::string& key) const {
-    Resolved entry = find_entry(key);
-    return entry.cuda ? nullptr : entry.address;
-}
-
-Resolved ResolvedTable::find_entry(const std::string& key) const {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    auto it = m_table.find(key);
-    return it == m_table.end() ? Resolved{} : it->second;
-}
-
-Resolved ResolvedTable::require(const std::string& key) const {
-    Resolved entry = find_entry(key);
-    if (entry.address == nullptr) {
-        throw Error(ErrorCode::not_found,
-                    "kernel '" + key + "' is not loaded in this process; call Client::load or prewarm first");
-    }
-    return entry;
-}
-
-std::size_t ResolvedTable::size() const {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    return m_table.size();
 }
 
 }  // namespace kernhub::loader

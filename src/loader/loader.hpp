@@ -1,15 +1,12 @@
 // Loading shared objects: dlopen(RTLD_NOW|RTLD_LOCAL) (the ELF header and
-// glibc checks explain a refusal),
-// dlsym, and keep what was resolved in one process-wide table. The loader
-// module owns <dlfcn.h>; the CUDA binding's own dlopen of libcuda reads
-// the failure text through take_dlerror below.
+// glibc checks explain a refusal) and dlsym. The mechanism of the
+// shared-object and tvm-ffi kinds (kind.hpp). The loader module owns
+// <dlfcn.h>; the CUDA binding's own dlopen of libcuda reads the failure
+// text through take_dlerror below.
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
 #include "loader/sealed_image.hpp"
@@ -55,40 +52,6 @@ private:
     Library(void* handle, std::filesystem::path path) : m_handle(handle), m_path(std::move(path)) {}
     void* m_handle = nullptr;
     std::filesystem::path m_path;
-};
-
-// The process-wide resolved-kernel table. Filled at load time (before any
-// dispatch); readers take a copy of the pointer and call through it, so the
-// hot path never touches the table. Thread-safe.
-// What one key resolved to: a CPU function address (dlsym), a CUDA kernel
-// handle (CUkernel/CUfunction) for a device, or a tvm-ffi function.
-struct Resolved {
-    void* address = nullptr;
-    bool cuda = false;
-    int device = 0;
-    // A tvm-ffi function (a TVMFFISafeCallType), and its name.
-    bool tvm_ffi = false;
-    std::string function;
-};
-
-class ResolvedTable {
-public:
-    static ResolvedTable& instance();
-    // Inserts or replaces. key is the backend name or "org/repo".
-    void put(const std::string& key, void* address) { put(key, Resolved{address, false, 0, false, {}}); }
-    void put(const std::string& key, const Resolved& resolved);
-    // The CPU address; nullptr when absent or when the key holds a CUDA kernel.
-    void* find(const std::string& key) const;
-    // Whatever the key holds; address nullptr when absent.
-    Resolved find_entry(const std::string& key) const;
-    // find_entry, or Error(not_found) saying to load `key` first.
-    Resolved require(const std::string& key) const;
-    std::size_t size() const;
-
-private:
-    ResolvedTable() = default;
-    mutable std::mutex m_mutex;
-    std::unordered_map<std::string, Resolved> m_table;
 };
 
 }  // namespace kernhub::loader

@@ -5,6 +5,7 @@
 
 #include <ctime>
 
+#include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "sigstore/detail.hpp"
 
@@ -113,6 +114,14 @@ std::int64_t unix_time(int year, int month, int day, int hour, int minute, int s
     const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     const std::int64_t days = std::int64_t{era} * 146097 + doe - 719468;
     return days * 86400 + std::int64_t{hour} * 3600 + std::int64_t{minute} * 60 + second;
+}
+
+std::string when(std::int64_t unix_seconds) {
+    return format_time(unix_seconds) + " (" + std::to_string(unix_seconds) + ")";
+}
+
+std::string hex(const Bytes& bytes) {
+    return digest::to_hex(bytes);
 }
 
 std::string format_time(std::int64_t unix_seconds) {

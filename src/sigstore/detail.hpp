@@ -73,6 +73,10 @@ std::optional<Bytes> extension_value(const X509* cert, const char* oid);
 std::int64_t unix_time(int year, int month, int day, int hour, int minute, int second);
 // "2024-03-19T22:41:16Z".
 std::string format_time(std::int64_t unix_seconds);
+// A time for messages: the date and the Unix seconds.
+std::string when(std::int64_t unix_seconds);
+// Bytes as lowercase hex, for messages (log ids, hashes).
+std::string hex(const Bytes& bytes);
 
 // ---- the trusted root (trusted_root.cpp) -----------------------------------
 

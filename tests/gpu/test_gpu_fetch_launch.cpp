@@ -53,7 +53,8 @@ TEST_CASE("a native-cuda kernel from the hub launches and computes vector-add", 
     da.copy_from_host(a.data(), n * sizeof(float));
     db.copy_from_host(b.data(), n * sizeof(float));
 
-    auto kernel = CudaKernel::resolve("vector-add-cuda");
+    auto kernel = CudaKernel::from(client.loaded("vector-add-cuda"));
+    CHECK(kernel.handle() == loaded.address);
     const unsigned block = 256;
     const unsigned grid = static_cast<unsigned>((n + block - 1) / block);
     kernel.launch({grid}, {block}, 0, nullptr, da.device_pointer(), db.device_pointer(), dout.device_pointer(), n);

@@ -83,7 +83,7 @@ TEST_CASE("a CUDA tvm-ffi kernel called on_stream (the default stream) computes 
     DeviceTensor tx = tensor_at(reinterpret_cast<void*>(x.device_pointer()), 2, &n);  // kDLCUDA
     DeviceTensor ty = tensor_at(reinterpret_cast<void*>(y.device_pointer()), 2, &n);
 
-    auto add_one = TvmFunction::resolve("tvm-cuda-add-one");
+    auto add_one = TvmFunction::from(loaded);
     CHECK(add_one.on_stream(0, nullptr, &tx, &ty).is_none());
     cuda_synchronize(0);
     std::vector<float> out(host.size(), -1.0f);

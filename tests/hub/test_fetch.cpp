@@ -379,7 +379,11 @@ TEST_CASE("load resolves the symbol before dispatch, dispatch is a plain call", 
     REQUIRE(loaded.address != nullptr);
     CHECK(loaded.symbol == "kh_vector_add");
 
-    auto add = KernelFn<void(const float*, const float*, float*, std::size_t)>::resolve("vector-add");
+    auto add = client.resolve<void(const float*, const float*, float*, std::size_t)>("vector-add");
+    CHECK(reinterpret_cast<void*>(add.get()) == loaded.address);
+    CHECK(client.loaded("vector-add").address == loaded.address);
+    CHECK(client.loaded("vector-add").ref == "vector-add");
+    CHECK(KernelFn<void(const float*, const float*, float*, std::size_t)>::from(loaded).get() == add.get());
     float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40}, out[4] = {};
     add(a, b, out, 4);
     CHECK(out[0] == 11.0f);
@@ -395,6 +399,38 @@ TEST_CASE("load resolves the symbol before dispatch, dispatch is a plain call", 
     CHECK(message.find("kh_nope") != std::string::npos);
     CHECK(code_of([&] { client.load("undefined"); }, &message) == ErrorCode::load);
     CHECK(code_of([&] { client.load("two-objects"); }, &message) == ErrorCode::usage);
+}
+
+TEST_CASE("Client::loaded and Client::resolve answer with this Client's own loads only", "[hub][loader]") {
+    KernelHub hub;
+    Env env;
+    Client client(env.options(hub.server().endpoint()));
+    Client other(env.options(hub.server().endpoint()));
+    using VectorAdd = void(const float*, const float*, float*, std::size_t);
+    std::string message;
+    CHECK(code_of([&] { client.loaded("vector-add"); }, &message) == ErrorCode::not_found);
+    CHECK(message.find("kernel 'vector-add' is not loaded by this Client") != std::string::npos);
+    CHECK(code_of([&] { client.resolve<VectorAdd>("vector-add"); }) == ErrorCode::not_found);
+
+    const LoadResult loaded = client.load("vector-add");
+    CHECK(client.loaded("vector-add").address == loaded.address);
+    CHECK(client.loaded("vector-add").kind == "function");
+    // Another Client on the same cache and registry has loaded nothing.
+    CHECK(code_of([&] { other.loaded("vector-add"); }) == ErrorCode::not_found);
+    // The table is keyed by the reference string, not by the kernel.
+    CHECK(code_of([&] { client.loaded("vector-add-v1"); }) == ErrorCode::not_found);
+    // A failed load leaves the earlier successful one in place.
+    CHECK(code_of([&] { client.load("vector-add", "kh_nope"); }) == ErrorCode::not_found);
+    CHECK(client.loaded("vector-add").address == loaded.address);
+    // A later successful load of the same reference replaces it.
+    const LoadResult saxpy = client.load("vector-add", "kh_saxpy");
+    CHECK(saxpy.address != loaded.address);
+    CHECK(client.loaded("vector-add").address == saxpy.address);
+    CHECK(client.loaded("vector-add").symbol == "kh_saxpy");
+
+    // A LoadResult that holds no load gives no handle.
+    CHECK(code_of([&] { KernelFn<VectorAdd>::from(LoadResult{}); }, &message) == ErrorCode::usage);
+    CHECK(message.find("holds no loaded kernel") != std::string::npos);
 }
 
 TEST_CASE("KERNHUB_VERIFY_ON_LOAD re-hashes and catches a tampered cache", "[hub][loader]") {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "elf/elf_header.hpp"
 #include "kernhub/error.hpp"
 #include "loader/loader.hpp"
+#include "loader/resolved_table.hpp"
 #include "support/build_paths.hpp"
 #include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
@@ -303,31 +305,59 @@ TEST_CASE("an object with an undefined symbol fails to load with the loader's re
 
 // ---- the resolved table -----------------------------------------------------
 
-TEST_CASE("the resolved table is one instance that inserts, finds and replaces", "[loader]") {
-    ResolvedTable& table = ResolvedTable::instance();
-    CHECK(&table == &ResolvedTable::instance());
+namespace {
 
-    static int first_slot = 0;
-    static int second_slot = 0;
-    const std::size_t before = table.size();
-    CHECK(table.find("test/put-find") == nullptr);
-
-    table.put("test/put-find", &first_slot);
-    CHECK(table.find("test/put-find") == &first_slot);
-    CHECK(table.size() == before + 1);
-
-    table.put("test/put-find", &second_slot);
-    CHECK(table.find("test/put-find") == &second_slot);
-    CHECK(table.size() == before + 1);
-    CHECK(table.find("test/put-find-other") == nullptr);
+kernhub::LoadResult resolved_at(void* address) {
+    kernhub::LoadResult result;
+    result.kind = "function";
+    result.address = address;
+    return result;
 }
 
-TEST_CASE("the resolved table takes concurrent puts and finds", "[loader]") {
+void* address_in(const ResolvedTable& table, const std::string& key) {
+    const std::optional<kernhub::LoadResult> found = table.find(key);
+    return found ? found->address : nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("a resolved table inserts, finds and replaces, and each table is its own", "[loader]") {
+    ResolvedTable table;
+    ResolvedTable other;
+    static int first_slot = 0;
+    static int second_slot = 0;
+    CHECK(table.size() == 0);
+    CHECK_FALSE(table.find("test/put-find"));
+
+    table.publish("test/put-find", resolved_at(&first_slot), table.start());
+    CHECK(address_in(table, "test/put-find") == &first_slot);
+    CHECK(table.size() == 1);
+    CHECK_FALSE(other.find("test/put-find"));
+
+    table.publish("test/put-find", resolved_at(&second_slot), table.start());
+    CHECK(address_in(table, "test/put-find") == &second_slot);
+    CHECK(table.size() == 1);
+    CHECK_FALSE(table.find("test/put-find-other"));
+}
+
+TEST_CASE("a resolved table keeps the load that started last, not the one that ended last", "[loader]") {
+    ResolvedTable table;
+    static int earlier_slot = 0;
+    static int later_slot = 0;
+    const std::uint64_t earlier = table.start();
+    const std::uint64_t later = table.start();
+    CHECK(later > earlier);
+    CHECK(earlier > 0);
+    table.publish("test/overlap", resolved_at(&later_slot), later);
+    table.publish("test/overlap", resolved_at(&earlier_slot), earlier);  // ends last, started first
+    CHECK(address_in(table, "test/overlap") == &later_slot);
+}
+
+TEST_CASE("the resolved table takes concurrent publishes and finds", "[loader]") {
     constexpr int k_threads = 8;
     constexpr int k_keys_per_thread = 250;
     static unsigned char slots[k_threads][k_keys_per_thread];
-    ResolvedTable& table = ResolvedTable::instance();
-    const std::size_t before = table.size();
+    ResolvedTable table;
 
     auto key = [](int t, int k) { return "test/concurrent/" + std::to_string(t) + "/" + std::to_string(k); };
     // Catch2 assertions are not thread-safe, so workers only count misses.
@@ -336,27 +366,28 @@ TEST_CASE("the resolved table takes concurrent puts and finds", "[loader]") {
     for (int t = 0; t < k_threads; ++t) {
         workers.emplace_back([&, t] {
             for (int k = 0; k < k_keys_per_thread; ++k) {
-                table.put(key(t, k), &slots[t][k]);
+                table.publish(key(t, k), resolved_at(&slots[t][k]), table.start());
                 // A reader interleaved with other threads' writers.
-                if (table.find(key(t, k)) != &slots[t][k]) ++misses;
+                if (address_in(table, key(t, k)) != &slots[t][k]) ++misses;
             }
         });
     }
     for (std::thread& worker : workers) worker.join();
     CHECK(misses == 0);
 
-    CHECK(table.size() == before + std::size_t{k_threads * k_keys_per_thread});
+    CHECK(table.size() == std::size_t{k_threads * k_keys_per_thread});
     int wrong = 0;
     for (int t = 0; t < k_threads; ++t) {
-        for (int k = 0; k < k_keys_per_thread; ++k) wrong += table.find(key(t, k)) != &slots[t][k];
+        for (int k = 0; k < k_keys_per_thread; ++k) wrong += address_in(table, key(t, k)) != &slots[t][k];
     }
     CHECK(wrong == 0);
 }
 
 TEST_CASE("a resolved kernel is called through the table", "[loader]") {
     const Library library = Library::open(k_good);
-    ResolvedTable::instance().put("test/fixture-add", library.symbol("kh_add_i32"));
-    auto add = reinterpret_cast<int (*)(int, int)>(ResolvedTable::instance().find("test/fixture-add"));
+    ResolvedTable table;
+    table.publish("test/fixture-add", resolved_at(library.symbol("kh_add_i32")), table.start());
+    auto add = reinterpret_cast<int (*)(int, int)>(address_in(table, "test/fixture-add"));
     REQUIRE(add != nullptr);
     CHECK(add(20, 22) == 42);
 }

@@ -31,6 +31,21 @@ echo "== cmake --install $build --prefix $prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
 ldd "$prefix/$libdir/libkernhub.so"
 
+# Before 1.0 every minor version may break the ABI, so the SONAME carries
+# the minor (kernhub 0.2.0: libkernhub.so.0.2), and the C library's too.
+version=$("$prefix/bin/kernhub" --version)
+version=${version#kernhub }
+case $version in
+  0.*) abi=${version%.*} ;;
+  *) abi=${version%%.*} ;;
+esac
+soname=libkernhub.so.$abi
+readelf -d "$prefix/$libdir/libkernhub.so" | grep -qF "Library soname: [$soname]" ||
+  fail "libkernhub.so of kernhub $version does not have the SONAME $soname"
+readelf -d "$prefix/$libdir/libkernhub_c.so" | grep -qF "Library soname: [libkernhub_c.so.$abi]" ||
+  fail "libkernhub_c.so of kernhub $version does not have the SONAME libkernhub_c.so.$abi"
+echo "SONAMEs: $soname, libkernhub_c.so.$abi"
+
 echo "== find_package(kernhub): configure and build examples/consumer/cmake"
 cmake -S "$source/examples/consumer/cmake" -B "$work/consumer-cmake" -G "$generator" \
       -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -40,8 +55,8 @@ echo "$out"
 expect_registry "$out" "$prefix"
 # (Captured first: grep -q stopping early would fail the pipe under pipefail.)
 deps=$(ldd "$work/consumer-cmake/kernhub_consumer")
-grep -qF "$prefix/$libdir/libkernhub.so.0" <<<"$deps" ||
-  fail "the CMake consumer does not use the installed libkernhub.so.0"
+grep -qF "$prefix/$libdir/$soname" <<<"$deps" ||
+  fail "the CMake consumer does not use the installed $soname"
 
 echo "== pkg-config: examples/consumer/pkgconfig/build.sh"
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
@@ -71,7 +86,7 @@ ${CC:-cc} -std=c99 "$source/tests/package/chdir_consumer.c" -o "$work/chdir-cons
   fail "a C program on kernhub_c maps libstdc++.so"
 mkdir -p "$work/somewhere-else"
 (cd "$moved" && LD_LIBRARY_PATH=$libdir "$work/chdir-consumer" "$work/somewhere-else") ||
-  fail "the default registry was lost after a chdir (library loaded as $libdir/libkernhub_c.so.0)"
-! grep -rqF "$work" "$moved/$libdir/pkgconfig" "$moved/$libdir/cmake" "$moved/$libdir/libkernhub.so.0" ||
+  fail "the default registry was lost after a chdir (library loaded as $libdir/libkernhub_c.so.$abi)"
+! grep -rqF "$work" "$moved/$libdir/pkgconfig" "$moved/$libdir/cmake" "$moved/$libdir/$soname" ||
   fail "the installed tree names its prefix"
 echo "PASS"

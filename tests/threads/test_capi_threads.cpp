@@ -118,7 +118,8 @@ TEST_CASE("one kh_hub shared by 8 threads: prewarm, kh_symbol, settings and erro
                     continue;
                 }
                 if (kh_last_error(handle.get()) != nullptr) failures.add(who + name + ": an error after a success");
-                seen.record(name, kh_symbol(handle.get(), name.c_str()));
+                void* address = kh_symbol(handle.get(), name.c_str());
+                seen.record(name, address, address);
                 const std::string missing = "never-prewarmed-" + std::to_string(t);
                 if (kh_symbol(handle.get(), missing.c_str()) != nullptr ||
                     !contains(error_text(handle.get()), missing)) {

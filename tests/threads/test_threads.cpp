@@ -37,7 +37,8 @@ void load_all(Client& client, Observed& seen, int t) {
         for (std::size_t i = 0; i < k_names.size(); ++i) {
             const std::string& name = k_names[(i + static_cast<std::size_t>(t)) % k_names.size()];
             try {
-                seen.record(name, client.load(name).address);
+                const LoadResult loaded = client.load(name);
+                seen.record(name, loaded.address, client.loaded(name).address);
             } catch (const std::exception& e) {
                 seen.fail(name + ": " + e.what());
             }
@@ -81,13 +82,13 @@ TEST_CASE("one Client shared by 8 threads loads the same and different names, co
 
     Observed cold;
     run_together(k_threads, [&](int t) { load_all(client, cold, t); });
-    check_addresses(cold);
+    check_addresses(cold, &client);
     check_no_duplicate_downloads(hub.server(), env.cache);
 
     hub.server().reset();
     Observed warm;
     run_together(k_threads, [&](int t) { load_all(client, warm, t); });
-    check_addresses(warm);
+    check_addresses(warm, &client);
     CHECK(warm.addresses == cold.addresses);
     CHECK(downloads(hub.server()).empty());  // branch names still ask the hub for their commit
 }
@@ -146,16 +147,18 @@ TEST_CASE("prewarm from several threads at once on one Client", "[threads]") {
         try {
             std::vector<LoadResult> results = client.prewarm(names);
             if (results.size() != names.size()) seen.fail("prewarm returned " + std::to_string(results.size()));
-            for (std::size_t i = 0; i < results.size(); ++i) seen.record(names[i], results[i].address);
+            for (std::size_t i = 0; i < results.size(); ++i) {
+                seen.record(names[i], results[i].address, client.loaded(names[i]).address);
+            }
         } catch (const std::exception& e) {
             seen.fail(std::string("prewarm: ") + e.what());
         }
     });
-    check_addresses(seen);
+    check_addresses(seen, &client);
     check_no_duplicate_downloads(hub.server(), env.cache);
 }
 
-TEST_CASE("resolved_address and KernelFn::resolve while other threads load", "[threads]") {
+TEST_CASE("Client::loaded and Client::resolve while other threads load", "[threads]") {
     KernelHub hub;
     Env env;
     Client client(env.options(hub.server().endpoint()));
@@ -169,13 +172,11 @@ TEST_CASE("resolved_address and KernelFn::resolve while other threads load", "[t
             // Before a load the name is absent; after it, the address computes.
             const std::string& name = k_names[static_cast<std::size_t>(r) % k_names.size()];
             while (loading.load()) {
-                if (void* address = resolved_address(name)) {
-                    if (!computes(name, address)) ++readers_bad;
-                    ++resolved;
-                }
                 try {
+                    if (!computes(name, client.loaded(name).address)) ++readers_bad;
+                    ++resolved;
                     if (name == "model-kernel") {
-                        auto fn = KernelFn<int(int, int)>::resolve(name);
+                        auto fn = client.resolve<int(int, int)>(name);
                         if (fn(1, 2) != 3) ++readers_bad;
                     }
                 } catch (const Error& e) {
@@ -193,7 +194,7 @@ TEST_CASE("resolved_address and KernelFn::resolve while other threads load", "[t
     }
     loading = false;
     for (auto& reader : readers) reader.join();
-    check_addresses(seen);
+    check_addresses(seen, &client);
     CHECK(readers_bad.load() == 0);
     CHECK(resolved.load() > 0);
 }
@@ -222,7 +223,7 @@ TEST_CASE("info and list on a shared Client while other threads load", "[threads
             }
         }
     });
-    check_addresses(seen);
+    check_addresses(seen, &client);
 }
 
 TEST_CASE("C API handles used from separate threads at once", "[threads]") {
@@ -251,7 +252,8 @@ TEST_CASE("C API handles used from separate threads at once", "[threads]") {
                 seen.fail(name + ": kh_prewarm " + std::to_string(rc) + ": " + (why != nullptr ? why : ""));
                 continue;
             }
-            seen.record(name, kh_symbol(handle, name.c_str()));
+            void* address = kh_symbol(handle, name.c_str());
+            seen.record(name, address, address);
         }
         kh_hub_free(handle);
     });

@@ -141,10 +141,10 @@ TEST_CASE("a tvm-ffi variant is fetched, loaded and called with correct results"
     CHECK(runtime.version.rfind("0.1.", 0) == 0);
     CHECK(fs::equivalent(runtime.library, tvm_ffi_runtime_library()));
 
-    auto add_one = kernhub::TvmFunction::resolve("tvm-add-one");
+    auto add_one = kernhub::TvmFunction::from(client.loaded("tvm-add-one"));
     CHECK(add_one.name() == "add_one");
     CHECK(reinterpret_cast<void*>(add_one.get()) == loaded.address);
-    CHECK(kernhub::resolved_address("tvm-add-one") == loaded.address);
+    CHECK(client.loaded("tvm-add-one").address == loaded.address);
     Vector x(std::vector<float>{1.5F, -2.0F, 10.0F, 0.25F});
     Vector y(std::vector<float>(4, 0.0F));
     const kernhub::TvmResult result = add_one(&x.tensor, &y.tensor);
@@ -155,10 +155,10 @@ TEST_CASE("a tvm-ffi variant is fetched, loaded and called with correct results"
     client.load("tvm-add-int");
     client.load("tvm-scaled-sum");
     client.load("tvm-length");
-    CHECK(kernhub::TvmFunction::resolve("tvm-add-int")(40, std::int64_t{2}).as_int() == 42);
-    CHECK(kernhub::TvmFunction::resolve("tvm-add-int")(-7, 3).type() == kernhub::TvmType::integer);
-    CHECK(kernhub::TvmFunction::resolve("tvm-scaled-sum")(&x.tensor, 2.0).as_double() == Approx(19.5));
-    auto length = kernhub::TvmFunction::resolve("tvm-length");
+    CHECK(kernhub::TvmFunction::from(client.loaded("tvm-add-int"))(40, std::int64_t{2}).as_int() == 42);
+    CHECK(kernhub::TvmFunction::from(client.loaded("tvm-add-int"))(-7, 3).type() == kernhub::TvmType::integer);
+    CHECK(kernhub::TvmFunction::from(client.loaded("tvm-scaled-sum"))(&x.tensor, 2.0).as_double() == Approx(19.5));
+    auto length = kernhub::TvmFunction::from(client.loaded("tvm-length"));
     CHECK(length(nullptr).as_int() == -1);
     CHECK(length(&x.tensor).as_int() == 4);
     CHECK(length(kernhub::TvmArg::tensor(&y.tensor)).as_int() == 4);
@@ -170,7 +170,7 @@ TEST_CASE("an error the kernel raises comes back as Error(kernel) with its messa
     Setup setup;
     kernhub::Client client(setup.options());
     client.load("tvm-add-one");
-    auto add_one = kernhub::TvmFunction::resolve("tvm-add-one");
+    auto add_one = kernhub::TvmFunction::from(client.loaded("tvm-add-one"));
     Vector ints(std::vector<std::int32_t>{1, 2, 3});
     Vector y(std::vector<float>(3, 0.0F));
     kernhub::Error e = error_of([&] { add_one(&ints.tensor, &y.tensor); });
@@ -199,7 +199,7 @@ TEST_CASE("a result kernhub does not read fails the call: a small string, and a 
     Setup setup;
     kernhub::Client client(setup.options());
     client.load("tvm-greeting");
-    auto greeting = kernhub::TvmFunction::resolve("tvm-greeting");
+    auto greeting = kernhub::TvmFunction::from(client.loaded("tvm-greeting"));
     kernhub::Error e = error_of([&] { greeting(false); });
     CHECK(e.code() == ErrorCode::usage);
     CHECK(e.message().find("returned a value of type index 11") != std::string::npos);
@@ -225,7 +225,7 @@ TEST_CASE("verify_on_load loads the tvm-ffi library from its checked copy", "[tv
     kernhub::Client client(setup.options(true));
     const kernhub::LoadResult loaded = client.load("tvm-add-one");
     CHECK(loaded.kind == "tvm-ffi");
-    auto add_one = kernhub::TvmFunction::resolve("tvm-add-one");
+    auto add_one = kernhub::TvmFunction::from(client.loaded("tvm-add-one"));
     Vector x(std::vector<float>{41.0F});
     Vector y(std::vector<float>{0.0F});
     add_one(&x.tensor, &y.tensor);
@@ -255,18 +255,19 @@ TEST_CASE("a missing tvm-ffi function is not_found naming the ones that exist", 
     CHECK(e.message().find("exports data, not a tvm-ffi function, as 'not_code'") != std::string::npos);
     // A tvm-ffi entry is no plain C function and no CUDA kernel.
     client.load("tvm-add-int");
-    e = error_of([] { kernhub::KernelFn<std::int64_t(std::int64_t, std::int64_t)>::resolve("tvm-add-int"); });
+    e = error_of([&] { client.resolve<std::int64_t(std::int64_t, std::int64_t)>("tvm-add-int"); });
     CHECK(e.code() == ErrorCode::usage);
     CHECK(e.message().find("a tvm-ffi function; call it through TvmFunction") != std::string::npos);
-    e = error_of([] { kernhub::CudaKernel::resolve("tvm-add-int"); });
+    e = error_of([&] { kernhub::CudaKernel::from(client.loaded("tvm-add-int")); });
     CHECK(e.code() == ErrorCode::usage);
     CHECK(e.message().find("TvmFunction") != std::string::npos);
     // A library inside a package folder of the variant is found there.
     const kernhub::LoadResult nested = client.load("tvm-nested");
     CHECK(nested.file.find("/kh_tvm_ops/" + tvm_ffi_fixture_so().filename().string()) != std::string::npos);
-    CHECK(kernhub::TvmFunction::resolve("tvm-nested")(2, 3).as_int() == 5);
+    CHECK(kernhub::TvmFunction::from(client.loaded("tvm-nested"))(2, 3).as_int() == 5);
     // TvmFunction only takes what a tvm-ffi load stored.
-    CHECK(error_of([] { kernhub::TvmFunction::resolve("never-loaded"); }).code() == ErrorCode::not_found);
+    CHECK(error_of([&] { kernhub::TvmFunction::from(client.loaded("never-loaded")); }).code() == ErrorCode::not_found);
+    CHECK(error_of([] { kernhub::TvmFunction::from(kernhub::LoadResult{}); }).code() == ErrorCode::usage);
 }
 
 TEST_CASE("a process binds one tvm-ffi runtime, and naming another fails to load", "[tvm-ffi][needs:tvm-ffi]") {
@@ -376,15 +377,15 @@ TEST_CASE("on_stream sets the runtime's stream for the call and restores it, als
     // The kernel sees the caller's stream during the call (current_stream
     // returns what a CUDA kernel would launch on), and the previous one after.
     client.load("tvm-current-stream");
-    auto current_stream = kernhub::TvmFunction::resolve("tvm-current-stream");
+    auto current_stream = kernhub::TvmFunction::from(client.loaded("tvm-current-stream"));
     CHECK(current_stream(3).as_pointer() == outer);
     CHECK(current_stream.on_stream(3, inner, 3).as_pointer() == inner);
     CHECK(current_stream.on_stream(3, inner, 4).as_pointer() == nullptr);  // another device: untouched
     CHECK(current_stream(3).as_pointer() == outer);
-    auto add_int = kernhub::TvmFunction::resolve("tvm-add-int");
+    auto add_int = kernhub::TvmFunction::from(client.loaded("tvm-add-int"));
     CHECK(add_int.on_stream(3, inner, 1, 2).as_int() == 3);
     CHECK(kernhub::set_tvm_ffi_stream(3, outer) == outer);
-    auto add_one = kernhub::TvmFunction::resolve("tvm-add-one");
+    auto add_one = kernhub::TvmFunction::from(client.loaded("tvm-add-one"));
     Vector ints(std::vector<std::int32_t>{1});
     CHECK(error_of([&] { add_one.on_stream(3, reinterpret_cast<void*>(0x2000), &ints.tensor, &ints.tensor); }).code() ==
           ErrorCode::kernel);

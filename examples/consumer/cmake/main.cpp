@@ -14,7 +14,7 @@ int main() {
     try {
         kernhub::Client client;
         client.prewarm({"vector-add"});
-        auto vector_add = kernhub::KernelFn<VectorAdd>::resolve("vector-add");
+        auto vector_add = client.resolve<VectorAdd>("vector-add");
 
         std::vector<float> a(256, 1.5f), b(256, 2.0f), out(256, 0.0f);
         vector_add(a.data(), b.data(), out.data(), out.size());

@@ -1,11 +1,11 @@
-#include "api/verified_load.hpp"
+#include "loader/verified_load.hpp"
 
 #include <optional>
 
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 
-namespace kernhub::api {
+namespace kernhub::loader {
 
 namespace {
 
@@ -79,4 +79,4 @@ std::string read_verified(const VerifiedSource& source, const std::function<void
     return actual;
 }
 
-}  // namespace kernhub::api
+}  // namespace kernhub::loader

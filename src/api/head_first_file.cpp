@@ -1,4 +1,4 @@
-#include "api/file_bytes.hpp"
+#include "api/head_first_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,26 +7,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
-#include "cache/cache.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::api {
-
-std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-        throw Error(ErrorCode::not_found, "file " + path + " does not exist or is not a regular file");
-    }
-    std::vector<std::uint8_t> bytes;
-    const cache::ReadStatus status = cache::read_file_into(path, bytes);
-    if (status.error != 0 && !status.opened) {
-        throw Error(ErrorCode::internal, "cannot open " + path + "; check permissions");
-    }
-    if (status.error != 0) throw Error(ErrorCode::internal, "cannot read " + path + "; check the disk");
-    return bytes;
-}
 
 HeadFirstFile::HeadFirstFile(const std::string& path) : m_path(path) {
     m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);

@@ -1,6 +1,5 @@
-// Whole-file reads for artifacts the api layer parses (fatbins, cubins,
-// inspected files): cache::read_file_into with the api's error wording, and
-// a header-first read for `inspect`.
+// The header-first file read of `inspect` (inspect.cpp): the magic is read
+// before the rest of the file is touched.
 #pragma once
 
 #include <cstddef>
@@ -9,10 +8,6 @@
 #include <vector>
 
 namespace kernhub::api {
-
-// Error(not_found) when the path is not a regular file, Error(internal)
-// when it cannot be opened or read.
-std::vector<std::uint8_t> read_file_bytes(const std::string& path);
 
 // The largest file `inspect` reads (a named limit quoted by its error).
 inline constexpr std::uint64_t k_max_inspect_bytes = std::uint64_t{4} << 30;

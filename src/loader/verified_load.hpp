@@ -9,7 +9,7 @@
 
 #include "cache/cache.hpp"
 
-namespace kernhub::api {
+namespace kernhub::loader {
 
 // The blob behind one cached artifact and what its bytes must hash to.
 struct VerifiedSource {
@@ -32,4 +32,4 @@ VerifiedSource verified_source(const cache::RepoCache& cache, const std::string&
 // caller must then drop what the sink received.
 std::string read_verified(const VerifiedSource& source, const std::function<void(const void*, std::size_t)>& sink);
 
-}  // namespace kernhub::api
+}  // namespace kernhub::loader

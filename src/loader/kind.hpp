@@ -1,0 +1,121 @@
+// Loading as a family of kinds (docs/ARCHITECTURE.md "Loading"): from a
+// verified variant folder (a FetchResult) to a resolved entry. One Kind per
+// way of loading code (a shared-object symbol, a CUDA kernel, a tvm-ffi
+// function), each in a file of its own; kinds.cpp lists them and picks the
+// one that loads a variant. The api layer only composes: it fetches, calls
+// loader::load and keeps the result in its Client's table.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/repo.hpp"
+#include "kernhub/kernhub.hpp"
+#include "loader/loader.hpp"
+#include "select/variant.hpp"
+
+namespace kernhub::loader {
+
+// What one load asks for.
+struct LoadRequest {
+    FetchResult fetched;                     // the verified variant folder
+    std::optional<select::Variant> variant;  // fetched.variant parsed; nullopt when no grammar fits
+    std::string file;                        // the registry's "file"; empty: the kind chooses
+    std::string symbol;                      // the registry's "symbol", or the caller's override
+    // verify_on_load: only bytes read once from the blob and hashed as they
+    // are copied are loaded (Artifact below).
+    bool verify_on_load = false;
+    std::filesystem::path cache_root;
+    RepoType repo_type = RepoType::kernel;
+    std::string tvm_ffi_library;  // the runtime to bind (settings), "" to search
+};
+
+// What a kind resolved.
+struct Resolved {
+    void* address = nullptr;
+    std::string symbol;  // the symbol resolved (for a tvm-ffi function, __tvm_ffi_<name>)
+    int device = 0;      // a CUDA kernel's device ordinal
+};
+
+// The file a kind loads, read from the snapshot, or with verify_on_load
+// from its blob through the sealed-copy path (verified_load.hpp): the
+// checks run when the bytes are first asked for, so a kind's own checks
+// (the tvm-ffi runtime, the symbol) come first.
+class Artifact {
+public:
+    Artifact(const LoadRequest& request, std::string relative);
+    // Relative to the variant folder.
+    const std::string& relative() const noexcept { return m_relative; }
+    // Absolute, in the cache snapshot; what messages name.
+    const std::filesystem::path& path() const noexcept { return m_path; }
+    // The whole file in memory (a fatbin or cubin for the driver).
+    std::vector<std::uint8_t> read() const;
+    // The file dlopen'ed: the path, or a sealed copy of the verified bytes.
+    Library open() const;
+
+private:
+    const LoadRequest& m_request;
+    std::string m_relative;
+    std::filesystem::path m_path;
+};
+
+// One way of loading code. Stateless; the instances live for the process.
+class Kind {
+public:
+    virtual ~Kind() = default;
+    // LoadResult::kind: "function", "cuda-kernel", "tvm-ffi".
+    virtual const char* name() const noexcept = 0;
+    // For a handle of another kind: what this one is ("a CPU function") and
+    // what to use instead ("call it through KernelFn").
+    virtual const char* what() const noexcept = 0;
+    virtual const char* use_instead() const noexcept = 0;
+    // The artifact of the variant this kind loads (relative to its folder),
+    // or nullopt when the kind does not load it. Throws Error when the kind
+    // would load the variant but cannot choose one file (none, several).
+    // A `request.file` that the variant lacks never gets here.
+    virtual std::optional<std::string> choose(const LoadRequest& request) const = 0;
+    // Checks, loads the artifact and resolves the entry. Throws Error.
+    virtual Resolved load(const LoadRequest& request, const Artifact& artifact) const = 0;
+};
+
+// The kinds (defined in their own files).
+const Kind& shared_object_kind();
+const Kind& cuda_kernel_kind();
+const Kind& tvm_ffi_kind();
+
+// Every kind, in the order they are asked to choose (kinds.cpp).
+const std::vector<const Kind*>& kinds();
+
+// The kind named `name` (LoadResult::kind), or nullptr.
+const Kind* find_kind(const std::string& name);
+
+// The kind that loads `request`'s variant and the file it loads: the first
+// kind whose choose() answers. Error(not_found) when `request.file` is not
+// in the variant or when no kind loads it.
+struct Pick {
+    const Kind* kind = nullptr;
+    std::string artifact;
+};
+Pick pick(const LoadRequest& request);
+
+// pick, then the kind loads and resolves.
+struct Loaded {
+    const Kind* kind = nullptr;
+    std::string file;  // the loaded file, absolute
+    Resolved resolved;
+};
+Loaded load(const LoadRequest& request);
+
+// Helpers for the kinds that choose by file name.
+// Whether a file name ends in `suffix` after at least one more byte.
+bool has_suffix(const std::string& path, const char* suffix);
+// A fatbin or cubin, by its name (cuda_kernel.cpp).
+bool is_cuda_image(const std::string& path);
+// The variant's one file `matches` accepts; nullopt when it has none,
+// Error(usage) naming them when it has several.
+std::optional<std::string> only_file(const LoadRequest& request, bool (*matches)(const std::string& path));
+
+}  // namespace kernhub::loader

@@ -1,0 +1,72 @@
+// The list of kinds, and the choice of the one that loads a variant.
+#include <algorithm>
+
+#include "common/join.hpp"
+#include "kernhub/error.hpp"
+#include "loader/kind.hpp"
+
+namespace kernhub::loader {
+
+const std::vector<const Kind*>& kinds() {
+    // Asked in this order: a kind that owns a family of variants (tvm-ffi)
+    // before those that go by the artifact's name, and among those a shared
+    // object before a CUDA image. A new kind is one more line here.
+    static const std::vector<const Kind*> list = {
+        &tvm_ffi_kind(),
+        &shared_object_kind(),
+        &cuda_kernel_kind(),
+    };
+    return list;
+}
+
+const Kind* find_kind(const std::string& name) {
+    for (const Kind* kind : kinds()) {
+        if (name == kind->name()) return kind;
+    }
+    return nullptr;
+}
+
+bool has_suffix(const std::string& path, const char* suffix) {
+    const std::string tail(suffix);
+    return path.size() > tail.size() && path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+std::optional<std::string> only_file(const LoadRequest& request, bool (*matches)(const std::string& path)) {
+    std::vector<std::string> found;
+    for (const auto& file : request.fetched.files) {
+        if (matches(file.path)) found.push_back(file.path);
+    }
+    if (found.empty()) return std::nullopt;
+    if (found.size() > 1) {
+        throw Error(ErrorCode::usage, "variant " + request.fetched.variant + " of " + request.fetched.repo_id +
+                                          " has several loadable files (" + join(found, ", ") +
+                                          "); name one with \"file\" in the registry");
+    }
+    return found.front();
+}
+
+Pick pick(const LoadRequest& request) {
+    const FetchResult& fetched = request.fetched;
+    if (!request.file.empty() && std::none_of(fetched.files.begin(), fetched.files.end(),
+                                              [&](const FileInfo& file) { return file.path == request.file; })) {
+        throw Error(ErrorCode::not_found, "variant " + fetched.variant + " of " + fetched.repo_id + " has no file '" +
+                                              request.file + "'; check the registry's \"file\"");
+    }
+    for (const Kind* kind : kinds()) {
+        if (std::optional<std::string> artifact = kind->choose(request)) return Pick{kind, *artifact};
+    }
+    throw Error(ErrorCode::not_found, "variant " + fetched.variant + " of " + fetched.repo_id +
+                                          " has no shared object, fatbin or cubin to load");
+}
+
+Loaded load(const LoadRequest& request) {
+    const Pick chosen = pick(request);
+    const Artifact artifact(request, chosen.artifact);
+    Loaded loaded;
+    loaded.kind = chosen.kind;
+    loaded.file = artifact.path().string();
+    loaded.resolved = chosen.kind->load(request, artifact);
+    return loaded;
+}
+
+}  // namespace kernhub::loader

@@ -1,0 +1,130 @@
+// The tvm-ffi kind: a function of a tvm-ffi variant's library, in the TVM
+// FFI C calling convention, called through TvmFunction. The runtime
+// (src/tvmffi) is bound before the library is loaded, so the library's
+// NEEDED libtvm_ffi.so is the bound one.
+#include <algorithm>
+#include <cstring>
+
+#include "common/join.hpp"
+#include "common/text.hpp"
+#include "elf/elf_inspect.hpp"
+#include "kernhub/error.hpp"
+#include "loader/kind.hpp"
+#include "tvmffi/runtime.hpp"
+
+namespace kernhub::loader {
+
+namespace {
+
+// `_*.so` files of a variant at `depth` folders down (0: its top level).
+std::vector<std::string> tvm_ffi_libraries(const FetchResult& fetched, int depth) {
+    std::vector<std::string> found;
+    for (const auto& file : fetched.files) {
+        const std::string& path = file.path;
+        const std::size_t slash = path.rfind('/');
+        const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+        if (std::count(path.begin(), path.end(), '/') == depth && name.size() > 4 && name.front() == '_' &&
+            has_suffix(name, ".so")) {
+            found.push_back(path);
+        }
+    }
+    return found;
+}
+
+// A tvm-ffi variant's library: the registry's "file", else the variant's
+// only top-level `_*.so` (kernel-builder names it _<name>_<backend>_<hash>.so
+// beside its Python glue), else its only `_*.so` one folder down (the
+// layout with a Python package folder).
+std::string choose_library(const LoadRequest& request) {
+    if (!request.file.empty()) return request.file;
+    const FetchResult& fetched = request.fetched;
+    for (int depth : {0, 1}) {
+        const std::vector<std::string> found = tvm_ffi_libraries(fetched, depth);
+        if (found.size() == 1) return found.front();
+        if (found.size() > 1) {
+            throw Error(ErrorCode::usage, "tvm-ffi variant " + fetched.variant + " of " + fetched.repo_id +
+                                              " has several libraries (" + join(found, ", ") +
+                                              "); name one with \"file\" in the registry");
+        }
+    }
+    throw Error(ErrorCode::not_found, "tvm-ffi variant " + fetched.variant + " of " + fetched.repo_id +
+                                          " has no library (a _*.so file at its top level or one folder down); "
+                                          "name the library with \"file\" in the registry");
+}
+
+// Binds the runtime for the variant. A --target choice skipped selection's
+// version check, so it is made here.
+void bind_runtime(const LoadRequest& request) {
+    const select::Variant& variant = *request.variant;
+    const tvmffi::Runtime& runtime = tvmffi::bind(request.tvm_ffi_library);
+    if (static_cast<int>(runtime.version.major) != variant.family_major ||
+        static_cast<int>(runtime.version.minor) != variant.family_minor) {
+        throw Error(ErrorCode::load,
+                    "variant " + variant.name + " of " + request.fetched.repo_id + " needs tvm-ffi " +
+                        std::to_string(variant.family_major) + "." + std::to_string(variant.family_minor) +
+                        ", and the runtime " + runtime.library + " is " + runtime.version_text() +
+                        "; install the matching apache-tvm-ffi, or fetch a variant for " +
+                        std::to_string(runtime.version.major) + "." + std::to_string(runtime.version.minor));
+    }
+}
+
+// The function's address; a missing one is named with the functions the
+// library does have.
+void* resolve_function(const Library& library, const std::string& symbol, const std::string& file) {
+    std::string why = " has no tvm-ffi function ";
+    try {
+        void* address = library.symbol(symbol);
+        // Calling a data object through the convention would jump into it.
+        if (is_code_symbol(address)) return address;
+        why = " exports data, not a tvm-ffi function, as ";
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::not_found) throw;
+    }
+    std::vector<std::string> names;
+    try {
+        names = tvmffi::function_names(elf::inspect_elf_file(file).exported_functions);
+    } catch (const Error&) {
+        // The list only helps the message; the refusal stands without it.
+    }
+    constexpr std::size_t k_listed = 32;
+    const std::size_t more = names.size() > k_listed ? names.size() - k_listed : 0;
+    names.resize(names.size() - more);
+    std::string has = names.empty() ? "none" : join(names);
+    if (more > 0) has += " and " + std::to_string(more) + " more";
+    throw Error(ErrorCode::not_found, file + why + quoted_name(symbol.substr(std::strlen("__tvm_ffi_"))) + " (symbol " +
+                                          symbol + "); its functions: " + has + "; check the registry's \"symbol\"");
+}
+
+class TvmFfiKind final : public Kind {
+public:
+    const char* name() const noexcept override { return "tvm-ffi"; }
+    const char* what() const noexcept override { return "a tvm-ffi function"; }
+    const char* use_instead() const noexcept override { return "call it through TvmFunction"; }
+
+    // Every variant of the tvm-ffi family, and only those.
+    std::optional<std::string> choose(const LoadRequest& request) const override {
+        if (!request.variant || request.variant->family != select::Family::tvm_ffi) return std::nullopt;
+        return choose_library(request);
+    }
+
+    Resolved load(const LoadRequest& request, const Artifact& artifact) const override {
+        const std::string symbol = tvmffi::symbol_of(request.symbol);
+        if (symbol.rfind("__tvm_ffi__", 0) == 0) {
+            throw Error(ErrorCode::usage, quoted_name(request.symbol) + " names " + symbol +
+                                              ", an internal symbol of tvm-ffi, not a function; name the function "
+                                              "without the __tvm_ffi_ prefix");
+        }
+        bind_runtime(request);
+        const Library library = artifact.open();
+        return Resolved{resolve_function(library, symbol, artifact.path().string()), symbol, 0};
+    }
+};
+
+}  // namespace
+
+const Kind& tvm_ffi_kind() {
+    static const TvmFfiKind kind;
+    return kind;
+}
+
+}  // namespace kernhub::loader
