@@ -47,6 +47,17 @@ void check_validity(const X509* leaf, std::int64_t t) {
     }
 }
 
+// No CA of `root` issued the leaf: fail()'s "sigstore: STEP: " form, with
+// the setting the advice names as the hint.
+[[noreturn]] void fail_foreign_chain(const TrustedRoot& root, const std::string& reasons) {
+    throw Error(ErrorCode::verification,
+                "sigstore: certificate-chain: the leaf certificate does not chain to a Fulcio CA of " + root.origin +
+                    " (" + reasons +
+                    "); the bundle comes from another Sigstore instance (staging, private) or was altered: use that "
+                    "instance's trusted root",
+                hint::setting("sigstore_trusted_root"));
+}
+
 // The leaf chains to a Fulcio CA of the root valid at `t`, checked at time
 // `t` (Fulcio certificates live minutes; the log's time is when they were
 // used). Returns the certificate that issued the leaf.
@@ -107,13 +118,7 @@ std::shared_ptr<X509> verify_chain(X509* leaf, const TrustedRoot& root, std::int
         fail("certificate-chain", "no certificate authority of " + root.origin + " was valid at the log time " +
                                       when(t) + "; use the trusted root of the instance that signed");
     }
-    // fail()'s "sigstore: STEP: " form, with the setting the advice names.
-    throw Error(ErrorCode::verification,
-                "sigstore: certificate-chain: the leaf certificate does not chain to a Fulcio CA of " + root.origin +
-                    " (" + reasons +
-                    "); the bundle comes from another Sigstore instance (staging, private) or was altered: use that "
-                    "instance's trusted root",
-                hint::setting("sigstore_trusted_root"));
+    fail_foreign_chain(root, reasons);
 }
 
 // ---- sct -------------------------------------------------------------------
