@@ -4,6 +4,7 @@
 #include "api/client_impl.hpp"
 #include "api/default_registry.hpp"
 #include "api/settings.hpp"
+#include "common/hint.hpp"
 #include "common/text.hpp"
 #include "fetch/fetcher.hpp"
 #include "fetch/parallel.hpp"
@@ -88,8 +89,9 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
     if (result.symbol.empty()) {
         throw Error(ErrorCode::usage,
                     "no symbol to resolve for " + quoted_name(ref) +
-                        ": give one (the CLI's --symbol, Client::load's symbol argument) or add the repo to a "
-                        "registry with a \"symbol\" (entries naming the same repo must agree on it)");
+                        ": add the repo to a registry with a \"symbol\" (entries naming the same repo must agree "
+                        "on it), or give one",
+                    hint::setting("load.symbol"));
     }
     // Numbered before the fetch: of overlapping loads of `ref`, the one
     // that started last is the one loaded() answers with.

@@ -25,7 +25,8 @@ Resolved load_cuda_image(const std::vector<std::uint8_t>& image, const std::stri
     try {
         driver = &cuda::Driver::instance();
     } catch (const Error& e) {
-        throw Error(ErrorCode::load, "cannot load CUDA kernel '" + symbol + "' from " + label + ": " + e.message(),
+        throw Error(ErrorCode::load,
+                    "cannot load CUDA kernel '" + symbol + "' from " + label + ": " + e.plain_message(), e.hint(),
                     e.context());
     }
     cuda::DriverInfo info = driver->info();

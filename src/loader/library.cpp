@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/hint.hpp"
 #include "common/text.hpp"
 #include "elf/elf_inspect.hpp"
 #include "kernhub/error.hpp"
@@ -56,8 +57,8 @@ void require_regular_file(const std::filesystem::path& path) {
     if (fd < 0) {
         const int err = errno;
         if (err == ENOENT) {
-            throw Error(ErrorCode::not_found,
-                        "shared object " + path.string() + " does not exist; run `kernhub fetch` again");
+            throw Error(ErrorCode::not_found, "shared object " + path.string() + " does not exist; fetch it again",
+                        hint::action("fetch"));
         }
         throw Error(ErrorCode::load, "cannot open " + path.string() + "; check its permissions", std::strerror(err));
     }
@@ -65,9 +66,9 @@ void require_regular_file(const std::filesystem::path& path) {
     const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     ::close(fd);
     if (!regular) {
-        throw Error(ErrorCode::load, path.string() +
-                                         " is not a regular file, so kernhub will not load it; remove it and run "
-                                         "`kernhub fetch` again");
+        throw Error(ErrorCode::load,
+                    path.string() + " is not a regular file, so kernhub will not load it; remove it and fetch it again",
+                    hint::action("fetch"));
     }
 }
 
@@ -126,7 +127,7 @@ Library Library::open_sealed(SealedImage image, const std::filesystem::path& lab
         validate_shared_object(proc_path);
         check_glibc(proc_path);
     } catch (const Error& e) {
-        throw Error(e.code(), renamed(e.message(), proc_path, label.string()), e.context());
+        throw Error(e.code(), renamed(e.plain_message(), proc_path, label.string()), e.hint(), e.context());
     }
     throw Error(ErrorCode::load,
                 "cannot load " + label.string() +

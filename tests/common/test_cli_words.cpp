@@ -9,7 +9,6 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -163,24 +162,6 @@ std::string read_source(const fs::path& path) {
     return text.str();
 }
 
-// Literals another change is rewriting: the lead converts them after the
-// merge of issue 25's loader and client work, and then deletes each entry
-// here (an entry that matches nothing fails the test).
-//   src/loader/library.cpp: "shared object ... does not exist; run `kernhub fetch` again"
-//     and "... is not a regular file, so kernhub will not load it; remove it and run
-//     `kernhub fetch` again" -> "...; fetch it again" with hint::action("fetch").
-//   src/api/client.cpp: "...: give one (the CLI's --symbol, Client::load's symbol argument)
-//     or add the repo to a registry with a \"symbol\" ..." -> neutral words with
-//     hint::setting("load.symbol").
-struct Allowed {
-    const char* path_prefix;
-    const char* word;
-};
-const Allowed k_allowed[] = {
-    {"src/loader/", "kernhub fetch"},
-    {"src/api/client.cpp", "--symbol"},
-};
-
 }  // namespace
 
 TEST_CASE("the CLI-word scanner reads string literals only, and finds flags and commands in them", "[common]") {
@@ -208,7 +189,6 @@ TEST_CASE("the CLI-word scanner reads string literals only, and finds flags and 
 TEST_CASE("no string literal in src/ names a CLI flag or a kernhub command", "[common]") {
     const fs::path root = KERNHUB_SOURCE_DIR;
     std::vector<std::string> offending;
-    std::vector<bool> used(std::size(k_allowed), false);
     std::size_t files = 0;
     for (const auto& entry : fs::recursive_directory_iterator(root / "src")) {
         const std::string ext = entry.path().extension().string();
@@ -216,21 +196,10 @@ TEST_CASE("no string literal in src/ names a CLI flag or a kernhub command", "[c
         ++files;
         const std::string name = entry.path().lexically_relative(root).generic_string();
         for (const Finding& f : findings_in(name, read_source(entry.path()))) {
-            bool allowed = false;
-            for (std::size_t i = 0; i < std::size(k_allowed); ++i) {
-                if (name.rfind(k_allowed[i].path_prefix, 0) == 0 && f.word == k_allowed[i].word) {
-                    allowed = used[i] = true;
-                }
-            }
-            if (!allowed) offending.push_back(f.where + ": \"" + f.literal + "\" names " + f.word);
+            offending.push_back(f.where + ": \"" + f.literal + "\" names " + f.word);
         }
     }
     CHECK(files > 100);
     for (const std::string& line : offending) UNSCOPED_INFO(line);
     CHECK(offending.empty());
-    for (std::size_t i = 0; i < std::size(k_allowed); ++i) {
-        INFO("allow-list entry " << k_allowed[i].path_prefix << " / " << k_allowed[i].word
-                                 << " matches nothing any more: delete it");
-        CHECK(used[i]);
-    }
 }
