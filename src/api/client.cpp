@@ -12,7 +12,6 @@
 #include "loader/kind.hpp"
 #include "registry/registry.hpp"
 #include "select/variant.hpp"
-#include "tvmffi/runtime.hpp"
 
 namespace kernhub {
 
@@ -150,16 +149,10 @@ InfoResult Client::info(const std::string& ref) {
     for (const auto& rejection : choice.selection.rejected) {
         info.variants.push_back(VariantStatus{rejection.variant, false, rejection.reason});
     }
-    const bool has_tvm_ffi =
-        std::any_of(choice.candidates.begin(), choice.candidates.end(), [](const select::Candidate& candidate) {
-            const std::optional<select::Variant> variant = select::parse_variant(candidate.name);
-            return variant && variant->family == select::Family::tvm_ffi;
-        });
-    if (has_tvm_ffi) {
-        const tvmffi::Runtime* runtime = tvmffi::bound();
-        info.tvm_ffi_runtime =
-            runtime != nullptr ? runtime->version_text() + " at " + runtime->library : choice.selection.runtime_problem;
-    }
+    std::vector<std::string> names;
+    for (const auto& candidate : choice.candidates) names.push_back(candidate.name);
+    // The runtime a kind of these variants needs (tvm-ffi's), or why none.
+    info.tvm_ffi_runtime = loader::runtime_status(names, choice.selection.runtime_problem);
     std::sort(info.variants.begin(), info.variants.end(),
               [](const VariantStatus& a, const VariantStatus& b) { return a.name < b.name; });
     info.signature_policy = spec.signature;

@@ -471,10 +471,6 @@ FetchOutcome Fetcher::download_and_unpack(const FetchRequest& request, const cac
     }
 }
 
-}  // namespace kernhub::fetch
-
-namespace kernhub::fetch {
-
 cache::RecordedSignature Fetcher::signature_of(const FetchRequest& request, const VariantChoice& choice) {
     const std::string& variant = *choice.selection.chosen;
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);

@@ -131,7 +131,7 @@ struct Unpacked {
 };
 
 fs::path make_staging(const cache::RepoCache& cache) {
-    const fs::path staging = cache.staging_dir();
+    fs::path staging = cache.staging_dir();
     std::error_code ec;
     fs::create_directories(staging, ec);
     if (ec) {

@@ -79,6 +79,15 @@ public:
     virtual std::optional<std::string> choose(const LoadRequest& request) const = 0;
     // Checks, loads the artifact and resolves the entry. Throws Error.
     virtual Resolved load(const LoadRequest& request, const Artifact& artifact) const = 0;
+    // For `info`: the runtime this kind needs, when some of `variants` are
+    // of its kind ("0.1.15 at /path/libtvm_ffi.so"), else `problem` (why
+    // selection found none); "" when the kind needs no runtime or none of
+    // the variants is of its kind.
+    virtual std::string runtime_status(const std::vector<std::string>& variants, const std::string& problem) const {
+        (void)variants;
+        (void)problem;
+        return {};
+    }
 };
 
 // The kinds (defined in their own files).
@@ -100,6 +109,9 @@ struct Pick {
     std::string artifact;
 };
 Pick pick(const LoadRequest& request);
+
+// The first non-empty Kind::runtime_status over the kinds.
+std::string runtime_status(const std::vector<std::string>& variants, const std::string& problem);
 
 // pick, then the kind loads and resolves.
 struct Loaded {

@@ -10,7 +10,9 @@ namespace kernhub::loader {
 const std::vector<const Kind*>& kinds() {
     // Asked in this order: a kind that owns a family of variants (tvm-ffi)
     // before those that go by the artifact's name, and among those a shared
-    // object before a CUDA image. A new kind is one more line here.
+    // object before a CUDA image. A new kind is one more line here; one
+    // that owns a family whose artifact is also a shared object (torch ops)
+    // goes before shared_object_kind(), which takes any .so it is offered.
     static const std::vector<const Kind*> list = {
         &tvm_ffi_kind(),
         &shared_object_kind(),
@@ -57,6 +59,13 @@ Pick pick(const LoadRequest& request) {
     }
     throw Error(ErrorCode::not_found, "variant " + fetched.variant + " of " + fetched.repo_id +
                                           " has no shared object, fatbin or cubin to load");
+}
+
+std::string runtime_status(const std::vector<std::string>& variants, const std::string& problem) {
+    for (const Kind* kind : kinds()) {
+        if (std::string status = kind->runtime_status(variants, problem); !status.empty()) return status;
+    }
+    return {};
 }
 
 Loaded load(const LoadRequest& request) {

@@ -118,6 +118,17 @@ public:
         const Library library = artifact.open();
         return Resolved{resolve_function(library, symbol, artifact.path().string()), symbol, 0};
     }
+
+    // The bound runtime, or why selection could not bind one.
+    std::string runtime_status(const std::vector<std::string>& variants, const std::string& problem) const override {
+        const bool any = std::any_of(variants.begin(), variants.end(), [](const std::string& name) {
+            const std::optional<select::Variant> variant = select::parse_variant(name);
+            return variant && variant->family == select::Family::tvm_ffi;
+        });
+        if (!any) return {};
+        const tvmffi::Runtime* runtime = tvmffi::bound();
+        return runtime != nullptr ? runtime->version_text() + " at " + runtime->library : problem;
+    }
 };
 
 }  // namespace

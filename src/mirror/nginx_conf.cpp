@@ -35,7 +35,7 @@ bool is_name_char(char c) {
 
 // A string as one nginx configuration token: double-quoted, with '"' and '\'
 // escaped. Control characters cannot be written safely and are refused.
-std::string quoted(const std::string& text) {
+std::string nginx_quoted(const std::string& text) {
     std::string out = "\"";
     for (char c : text) {
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
@@ -123,40 +123,40 @@ void write_repo(std::ostream& out, const RepoInTree& repo) {
     const std::string api = std::string("/api/") + api_kind(repo.repo.type) + "/" + repo.repo.repo_id + "/";
     const std::string resolve = "/" + resolve_prefix(repo.repo) + "/resolve/";
     out << "\n    # ---- " << to_string(repo.repo.type) << " repo " << repo.repo.repo_id << "\n"
-        << "    location = " << quoted(api + "refs") << " {\n"
+        << "    location = " << nginx_quoted(api + "refs") << " {\n"
         << "        default_type application/json;\n"
         << "        add_header Cache-Control no-cache;\n"
         << "    }\n"
-        << "    location ^~ " << quoted(api + "revision/") << " {\n"
+        << "    location ^~ " << nginx_quoted(api + "revision/") << " {\n"
         << "        default_type application/json;\n"
         << "        add_header Cache-Control no-cache;\n"
         << "        try_files $uri @kernhub_revision_not_found;\n"
         << "    }\n"
-        << "    location ^~ " << quoted(api + "tree/") << " {\n"
+        << "    location ^~ " << nginx_quoted(api + "tree/") << " {\n"
         << "        default_type application/json;\n"
         << "        # huggingface_hub lists the whole repo at tree/<commit>, a folder in the tree.\n"
         << "        rewrite \"^(.*/tree/[0-9a-f]{40})$\" $1.json break;\n"
         << "        try_files $uri @kernhub_entry_not_found;\n"
         << "    }\n"
-        << "    location ^~ " << quoted(resolve) << " {\n"
+        << "    location ^~ " << nginx_quoted(resolve) << " {\n"
         << "        add_header X-Error-Code RevisionNotFound always;\n"
         << "        return 404;\n"
         << "    }\n";
     for (const auto& [revision, commit] : repo.revisions) {
         const std::string prefix = resolve + revision + "/";
         const auto parts = std::count(prefix.begin(), prefix.end(), '/') - 1;
-        out << "    location ^~ " << quoted(prefix) << " {\n"
+        out << "    location ^~ " << nginx_quoted(prefix) << " {\n"
             << "        rewrite \"^/(?:[^/]+/){" << parts << "}(.*)$\" " << resolve << commit << "/$1 last;\n"
             << "    }\n";
     }
     for (const auto& [commit, files] : repo.commits) {
-        out << "    location ^~ " << quoted(resolve + commit + "/") << " {\n"
+        out << "    location ^~ " << nginx_quoted(resolve + commit + "/") << " {\n"
             << "        add_header X-Repo-Commit " << commit << " always;\n"
             << "        add_header X-Error-Code EntryNotFound always;\n"
             << "        return 404;\n"
             << "    }\n";
         for (const auto& [path, entry] : files) {
-            out << "    location = " << quoted(resolve + commit + "/" + path) << " {\n"
+            out << "    location = " << nginx_quoted(resolve + commit + "/" + path) << " {\n"
                 << "        add_header X-Repo-Commit " << commit << ";\n"
                 << "        add_header ETag '\"" << entry.etag() << "\"';\n"
                 << "        add_header X-Linked-Etag '\"" << entry.etag() << "\"';\n"
@@ -204,7 +204,7 @@ std::string nginx_conf(const fs::path& root, const std::string& listen) {
         << "# below, with the headers huggingface_hub needs (docs/ARCHITECTURE.md, \"Mirrors\").\n"
         << "server {\n"
         << "    listen " << listen << ";\n"
-        << "    root " << quoted(root_path(root)) << ";\n"
+        << "    root " << nginx_quoted(root_path(root)) << ";\n"
         << "    # Each file's ETag is the hub's id of it (set below), not nginx's mtime-size.\n"
         << "    etag off;\n"
         << "    # huggingface_hub checks Content-Length against the file size.\n"
