@@ -11,7 +11,7 @@ and never faulted:
                   "connections": {"hub": N, "cdn": N}, "peak_in_flight": {"hub": N, "cdn": N},
                   "held": {GATE: N}}
                  "path" is the request target as sent (percent-encoded, with query);
-                 "sent" counts the body bytes written so far (final once the reply ended);
+                 "sent" counts the body bytes handed to the socket (final once the client has them);
                  "connections" counts TCP connections accepted, "peak_in_flight" the most
                  requests (control ones aside) one host was answering at the same time,
                  "held" the requests waiting at each gate of a "hold" rule now
@@ -385,10 +385,19 @@ class Handler(BaseHTTPRequestHandler):
                         chunk = chunk[: max(0, limit - sent)]
                     if rate:
                         time.sleep(max(0.0, started + sent / rate - time.monotonic()))
-                    self.wfile.write(chunk)
-                    sent += len(chunk)
+                    # Counted before the write: a client that has read the
+                    # whole reply and asks /_stats at once must find it
+                    # counted, not race this thread's next line. A write
+                    # that fails puts the count back.
                     if entry is not None:
-                        entry["sent"] = sent
+                        entry["sent"] = sent + len(chunk)
+                    try:
+                        self.wfile.write(chunk)
+                    except ConnectionError:
+                        if entry is not None:
+                            entry["sent"] = sent
+                        raise
+                    sent += len(chunk)
                     if limit is not None and sent >= limit:
                         break
                 if limit is not None and sent >= limit:
