@@ -31,6 +31,22 @@
 
 namespace kernhub {
 
+// The torch a program uses, as the Python `kernels` library reads it: it
+// decides which torch and torch-stable-abi variants fit and, when present,
+// the backend (docs: README, "Torch kernels").
+struct TorchInfo {
+    int major = 0;  // torch 2.15.0 -> 2
+    int minor = 0;  // torch 2.15.0 -> 15
+    // The C++11 ABI flag (_GLIBCXX_USE_CXX11_ABI) torch was built with;
+    // nullopt when unknown, as off Linux.
+    std::optional<bool> cxx11_abi;
+    std::string cuda;  // torch.version.cuda ("13.0"); empty for a build without CUDA
+    std::string hip;   // torch.version.hip ("6.3.42131-fa1d09cbd"); empty without ROCm
+    std::string xpu;   // torch.version.xpu ("20250101"); empty without XPU
+    // Where the facts came from: a file read, or "kernhub/torch.hpp".
+    std::string source;
+};
+
 struct Options {
     // Hub endpoint (http://, https:// or file://). Empty: KERNHUB_ENDPOINT,
     // then HF_ENDPOINT, then https://huggingface.co.
@@ -135,6 +151,25 @@ struct Options {
     // environment. A process binds one runtime; naming another later is
     // Error(load).
     std::string tvm_ffi_library;
+
+    // Torch kernels and the machine selected for (README, "Torch kernels").
+    // The torch this program uses; kernhub::torch::this_torch() (from
+    // kernhub/torch.hpp) fills it from the LibTorch headers the program is
+    // compiled against. nullopt: the torch package or LibTorch root named
+    // by torch_dir, else the torch package of the Python environments
+    // searched for tvm-ffi, else none.
+    std::optional<TorchInfo> torch;
+    // A torch package folder (.../site-packages/torch) or a LibTorch
+    // distribution root. Empty: KERNHUB_TORCH_DIR.
+    std::string torch_dir;
+    // "cpu" selects CPU variants even where torch or the driver says CUDA
+    // (as `kernels`' backend="cpu"). Empty: KERNHUB_BACKEND, else detected.
+    std::string backend;
+    // Select for another machine, described as --host describes it
+    // ("cpu=x86_64,os=linux,cuda=13.0,torch=2.15,cxx11-abi=true"), instead
+    // of this one; nothing of this machine is used. Empty: this machine.
+    // Not together with targets (Error(usage)).
+    std::string host;
 
     // Refuse (Error(verification)) any kernel whose registry entry has no
     // "signature" policy. nullopt: KERNHUB_REQUIRE_SIGNATURES=1 switches it on.
