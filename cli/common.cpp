@@ -34,6 +34,14 @@ void add_fetch_flags(CLI::App& command, CommonFlags& flags) {
                        "default: the public-good root built in)");
 }
 
+void add_host_flag(CLI::App& command, CommonFlags& flags) {
+    CLI::Option* host = command.add_option(
+        "--host", flags.host,
+        "Select what another machine would: KEY=VALUE[,KEY=VALUE...] with cpu, os (both required), one of "
+        "cuda/rocm/xpu=X.Y or metal=true, torch=X.Y, cxx11-abi=true|false, tvm-ffi=X.Y, macos=X.Y");
+    if (CLI::Option* target = command.get_option_no_throw("--target")) host->excludes(target);
+}
+
 static bool env_set(const char* name) {
     const char* value = std::getenv(name);
     return value != nullptr && *value != '\0' && std::string(value) != "0";
@@ -312,6 +320,7 @@ Options make_options(const CommonFlags& flags, EventSink* events) {
     options.registries = flags.registries;
     options.project_dir = flags.project;
     options.targets = flags.targets;
+    options.host = flags.host;
     options.sigstore_trusted_root = flags.trusted_root;
     if (flags.offline) options.offline = true;
     options.events = events;

@@ -20,6 +20,7 @@ struct CommonFlags {
     std::vector<std::string> registries;
     std::string project;
     std::vector<std::string> targets;
+    std::string host;          // --host: select for a described machine
     std::string trusted_root;  // --trusted-root: the Sigstore trusted_root.json
     bool offline = false;
     bool json = false;
@@ -28,6 +29,9 @@ struct CommonFlags {
 
 void add_registry_flags(CLI::App& command, CommonFlags& flags);
 void add_fetch_flags(CLI::App& command, CommonFlags& flags);
+// --host KEY=VALUE[,KEY=VALUE...], for the commands that select for other
+// machines (fetch, info, lock, prewarm, mirror); not with --target.
+void add_host_flag(CLI::App& command, CommonFlags& flags);
 
 // Stderr rendering of library events, which may arrive from several
 // threads at once. On a TTY (unless HF_HUB_DISABLE_PROGRESS_BARS): a block

@@ -9,6 +9,7 @@ Command add_fetch_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("fetch", "Download, verify and cache the variant this host needs");
     command->add_option("kernel", *ref, "Registry name or ORG/REPO[@REVISION]")->required();
     add_fetch_flags(*command, *flags);
+    add_host_flag(*command, *flags);
     return {command, [flags, ref]() {
                 ProgressPrinter progress(flags->quiet);
                 Client client(make_options(*flags, &progress));

@@ -22,6 +22,7 @@ constexpr CliName k_cli_names[] = {
     {k_setting, "project_dir", "--project"},
     {k_setting, "endpoint", "--endpoint"},
     {k_setting, "sigstore_trusted_root", "--trusted-root"},
+    {k_setting, "host", "--host"},
     {k_setting, "load.symbol", "--symbol"},
     {k_setting, "lock.update", "--update"},
     {k_setting, "mirror.to", "--to"},

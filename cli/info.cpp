@@ -12,9 +12,14 @@ static nlohmann::ordered_json info_json(const InfoResult& info) {
         if (!v.selected) item["reason"] = v.reason;
         variants.push_back(std::move(item));
     }
-    nlohmann::ordered_json out = {{"name", info.name},       {"repo_id", info.repo_id}, {"revision", info.revision},
-                                  {"commit", info.commit},   {"symbol", info.symbol},   {"host", info.host},
-                                  {"targets", info.targets}, {"variants", variants},    {"requests", info.requests}};
+    nlohmann::ordered_json facts = nlohmann::ordered_json::array();
+    for (const auto& fact : info.host_facts) {
+        facts.push_back({{"name", fact.name}, {"value", fact.value}, {"source", fact.source}});
+    }
+    nlohmann::ordered_json out = {{"name", info.name},         {"repo_id", info.repo_id}, {"revision", info.revision},
+                                  {"commit", info.commit},     {"symbol", info.symbol},   {"host", info.host},
+                                  {"host_facts", facts},       {"targets", info.targets}, {"variants", variants},
+                                  {"requests", info.requests}};
     out["selected"] = info.selected.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.selected);
     if (!info.tvm_ffi_runtime.empty()) out["tvm_ffi_runtime"] = info.tvm_ffi_runtime;
     if (info.signature_policy) {
@@ -34,6 +39,7 @@ Command add_info_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("info", "Show the commit, the variants and which one this host selects");
     command->add_option("kernel", *ref, "Registry name or ORG/REPO[@REVISION]")->required();
     add_fetch_flags(*command, *flags);
+    add_host_flag(*command, *flags);
     return {command,
             [flags, ref]() {
                 ProgressPrinter progress(flags->quiet);
@@ -45,7 +51,12 @@ Command add_info_command(CLI::App& app) {
                 }
                 std::cout << printable(info.name) << ": " << printable(info.repo_id) << "@" << printable(info.revision)
                           << " = " << printable(info.commit) << '\n'
-                          << "host: " << info.host << '\n'
+                          << "host: " << printable(info.host) << '\n';
+                for (const auto& fact : info.host_facts) {
+                    std::cout << "  " << fact.name << " " << printable(fact.value) << "  (" << printable(fact.source)
+                              << ")\n";
+                }
+                std::cout
                           << (info.tvm_ffi_runtime.empty()
                                   ? std::string()
                                   : "tvm-ffi runtime: " + printable(info.tvm_ffi_runtime) + "\n")

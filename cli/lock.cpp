@@ -120,6 +120,7 @@ Command add_lock_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand(
         "lock", "Pin the kernels of the project's kernhub.json to commits and digests in kernhub.lock");
     add_fetch_flags(*command, flags->common);
+    add_host_flag(*command, flags->common);
     command->remove_option(command->get_option("--registry"));  // the lock covers kernhub.json only
     CLI::Option* update = command->add_option("--update", flags->update,
                                               "Resolve these kernels' pins again (all of them when no name follows)");

@@ -63,6 +63,7 @@ Command add_mirror_command(CLI::App& app) {
     command->add_option("--listen", options->listen, "Where that server block listens (default 127.0.0.1:8080)")
         ->needs(conf);
     add_fetch_flags(*command, *flags);
+    add_host_flag(*command, *flags);
     return {command,
             [flags, refs, options]() {
                 ProgressPrinter progress(flags->quiet);

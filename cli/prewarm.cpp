@@ -43,6 +43,7 @@ Command add_prewarm_command(CLI::App& app) {
         "prewarm",
         "Fetch and verify exactly what a lock file pins (kernhub.lock or kernels.lock), for --target or this host");
     add_fetch_flags(*command, flags->common);
+    add_host_flag(*command, flags->common);
     command->remove_option(command->get_option("--registry"));  // a lock names its repos itself
     CLI::Option* lock = command->add_option("--lock", flags->lock_file,
                                             "A kernhub.lock, or the Python kernels library's kernels.lock "

@@ -216,6 +216,14 @@ struct VariantStatus {
     std::string reason;  // why it was not selected; empty for the selected one
 };
 
+// One fact about the machine selected for, and where it came from
+// ("uname", "CUDA driver", a torch file, "host description").
+struct HostFact {
+    std::string name;   // cpu, os, cuda, torch, cxx11-abi, backend, macos, tvm-ffi
+    std::string value;  // "x86_64", "13.0", "true", "cu132"; "none" when absent
+    std::string source;
+};
+
 struct InfoResult {
     std::string name;
     std::string repo_id;
@@ -224,6 +232,8 @@ struct InfoResult {
     std::string commit;
     std::string symbol;
     std::string host;  // e.g. "x86_64-linux, no CUDA"
+    // What selection used, one fact per line, with where each came from.
+    std::vector<HostFact> host_facts;
     std::vector<std::string> targets;
     std::vector<VariantStatus> variants;
     std::string selected;  // empty when nothing matches

@@ -141,6 +141,7 @@ InfoResult Client::info(const std::string& ref) {
     info.commit = choice.commit;
     info.symbol = spec.symbol;
     info.host = select::describe(request.host);
+    info.host_facts = m_impl->host_detection().report;
     info.targets = request.host.targets;
     if (choice.selection.chosen) {
         info.selected = *choice.selection.chosen;
@@ -151,8 +152,11 @@ InfoResult Client::info(const std::string& ref) {
     }
     std::vector<std::string> names;
     for (const auto& candidate : choice.candidates) names.push_back(candidate.name);
-    // The runtime a kind of these variants needs (tvm-ffi's), or why none.
-    info.tvm_ffi_runtime = loader::runtime_status(names, choice.selection.runtime_problem);
+    // The runtime a kind of these variants needs (tvm-ffi's), or why none;
+    // not asked for a described machine, whose runtime is not this one's.
+    if (m_impl->settings.host.empty()) {
+        info.tvm_ffi_runtime = loader::runtime_status(names, choice.selection.runtime_problem);
+    }
     std::sort(info.variants.begin(), info.variants.end(),
               [](const VariantStatus& a, const VariantStatus& b) { return a.name < b.name; });
     info.signature_policy = spec.signature;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "api/host_facts.hpp"
 #include "api/settings.hpp"
 #include "cache/cache.hpp"
 #include "common/repo.hpp"
@@ -76,7 +77,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     cache::EnvLookup env = cache::process_env();
     api::Settings settings;
     registry::Registry registry;
-    select::HostFacts host;
+    api::HostDetection host;
     std::once_flag host_once;
     std::mutex hub_mutex;
     std::unique_ptr<hub::HubClient> hub;
@@ -100,27 +101,11 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     }
 
     // Host facts are detected on first need: binding the CUDA driver costs a
-    // dlopen, which `list` should not pay.
-    // A detection that throws leaves the next call to try again.
-    const select::HostFacts& host_facts() {
-        std::call_once(host_once, [this] {
-            host = select::detect_host();
-            host.targets = settings.targets;
-            host.tvm_ffi = [library = settings.tvm_ffi_library] {
-                tvmffi::Probe probe = tvmffi::probe(library);
-                return select::RuntimeProbe{probe.version, probe.problem};
-            };
-            if (settings.targets.empty() && cuda::Driver::available()) {
-                // A device the driver cannot describe must not fail a CPU
-                // fetch: the host then counts as having no CUDA.
-                try {
-                    cuda::DriverInfo info = cuda::Driver::instance().info();
-                    if (!info.devices.empty()) host.cuda = std::make_pair(info.major(), info.minor());
-                } catch (const Error&) {
-                    host.cuda.reset();
-                }
-            }
-        });
+    // dlopen, which `list` should not pay. A detection that throws leaves
+    // the next call to try again.
+    const select::HostFacts& host_facts() { return host_detection().facts; }
+    const api::HostDetection& host_detection() {
+        std::call_once(host_once, [this] { host = api::detect_host(settings, options); });
         return host;
     }
 

@@ -146,7 +146,9 @@ struct Locker {
                                              std::vector<std::string>& out_missing) const {
         std::vector<std::string> wanted;
         std::vector<std::string> targets = impl.settings.targets;
-        const bool from_previous = targets.empty() && previous != nullptr && previous->repo_id == spec.repo_id &&
+        // A host description asks for that machine's choice, not the previous lock's.
+        const bool from_previous = targets.empty() && impl.settings.host.empty() && previous != nullptr &&
+                                   previous->repo_id == spec.repo_id &&
                                    !(previous->variants.empty() && previous->missing_targets.empty());
         if (from_previous) {
             for (const auto& [name, variant] : previous->variants) targets.push_back(name);

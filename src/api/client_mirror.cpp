@@ -14,12 +14,20 @@ namespace kernhub {
 
 namespace {
 
-// The variants of the repo to mirror: the --target ones it has, or all.
-std::vector<std::string> variants_to_mirror(const fetch::VariantChoice& choice, const std::vector<std::string>& targets,
+// The variants of the repo to mirror: the target ones it has, the one a
+// described host selects, or all.
+std::vector<std::string> variants_to_mirror(const fetch::VariantChoice& choice, const api::Settings& settings,
                                             const std::string& where) {
+    const std::vector<std::string>& targets = settings.targets;
     std::vector<std::string> available;
     for (const auto& candidate : choice.candidates) available.push_back(candidate.name);
     if (available.empty()) throw Error(ErrorCode::not_found, where + " has no build variants to mirror");
+    if (!settings.host.empty()) {
+        if (choice.selection.chosen) return {*choice.selection.chosen};
+        throw Error(ErrorCode::not_found, "no build variant of " + where + " fits the described host: " +
+                                              fetch::describe_rejections(choice.selection),
+                    hint::setting("host"));
+    }
     if (targets.empty()) return available;
     std::vector<std::string> chosen;
     for (const auto& target : targets) {
@@ -150,7 +158,7 @@ MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
     kernel.repo_type = to_string(spec.repo_type);
     kernel.revision = request.revision;
     kernel.commit = choice.commit;
-    kernel.variants = variants_to_mirror(choice, settings.targets, where);
+    kernel.variants = variants_to_mirror(choice, settings, where);
     // By commit from here on: the listing is cached now, so each variant
     // costs no revision or listing request.
     request.revision = choice.commit;

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <string_view>
 
+#include "common/hint.hpp"
 #include "common/text.hpp"
 
 namespace kernhub::api {
@@ -238,6 +239,36 @@ bool strict_env_flag(const cache::EnvLookup& env, const std::string& name) {
     throw Error(ErrorCode::usage, name + " must be 1, true, yes or on (or 0, false, no, off), not '" + shown + "'");
 }
 
+namespace {
+
+// Options::torch_dir, backend and host with their variables. The host
+// description itself is parsed where the host facts are made.
+void resolve_host_settings(const Options& options, const cache::EnvLookup& env, Settings& settings) {
+    if (!options.torch_dir.empty()) {
+        settings.torch_dir = options.torch_dir;
+        settings.torch_dir_named_by = "Options::torch_dir";
+    } else if (auto value = non_empty(env, "KERNHUB_TORCH_DIR")) {
+        settings.torch_dir = *value;
+        settings.torch_dir_named_by = "KERNHUB_TORCH_DIR";
+    }
+    const bool from_env = options.backend.empty();
+    const std::string backend = from_env ? non_empty(env, "KERNHUB_BACKEND").value_or("") : options.backend;
+    if (!backend.empty() && backend != "cpu") {
+        throw Error(ErrorCode::usage,
+                    std::string(from_env ? "KERNHUB_BACKEND" : "Options::backend") + " is " + quoted_name(backend) +
+                        "; the one backend that can be asked for is cpu (the default is the detected one)");
+    }
+    settings.backend = backend;
+    settings.host = options.host;
+    if (!settings.host.empty() && !settings.targets.empty()) {
+        throw Error(ErrorCode::usage, "a host description and targets cannot be used together: targets name the "
+                                      "variants, a host description lets kernhub choose them",
+                    hint::setting("host"));
+    }
+}
+
+}  // namespace
+
 Settings resolve_settings(const Options& options, const cache::EnvLookup& env) {
     Settings settings;
     if (!options.endpoint.empty()) {
@@ -293,6 +324,7 @@ Settings resolve_settings(const Options& options, const cache::EnvLookup& env) {
     }
     settings.require_signatures =
         options.require_signatures ? *options.require_signatures : strict_env_flag(env, "KERNHUB_REQUIRE_SIGNATURES");
+    resolve_host_settings(options, env, settings);
     return settings;
 }
 

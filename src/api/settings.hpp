@@ -52,6 +52,13 @@ struct Settings {
     // Options::tvm_ffi_library, else KERNHUB_TVM_FFI_LIBRARY; empty: searched.
     std::string tvm_ffi_library;
     bool require_signatures = false;
+    // Torch kernels and the machine selected for: the torch folder and the
+    // setting that named it ("KERNHUB_TORCH_DIR" or "Options::torch_dir"),
+    // the backend asked for ("" or "cpu") and a host description (--host).
+    std::string torch_dir;
+    std::string torch_dir_named_by;
+    std::string backend;
+    std::string host;
 };
 
 // How many kernels prewarm, lock and mirror fetch side by side: up to 4,

@@ -17,6 +17,7 @@ const std::vector<Known>& known() {
         {k_setting, "project_dir", "Options::project_dir"},
         {k_setting, "endpoint", "Options::endpoint"},
         {k_setting, "sigstore_trusted_root", "Options::sigstore_trusted_root"},
+        {k_setting, "host", "Options::host"},
         {k_setting, "load.symbol", "Client::load's symbol_override"},
         {k_setting, "lock.update", "LockOptions::update"},
         {k_setting, "mirror.to", "MirrorOptions::to"},

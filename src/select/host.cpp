@@ -51,16 +51,32 @@ HostFacts detect_host() {
     return host_from_uname(names.sysname, names.machine);
 }
 
-std::string describe(const HostFacts& host) {
-    std::string text = host.cpu + "-" + host.os;
+Backend selected_backend(const HostFacts& host) {
+    if (host.backend) return *host.backend;
+    Backend backend;
+    backend.kind = BackendKind::cpu;
     if (host.cuda) {
-        text += ", CUDA " + std::to_string(host.cuda->first) + "." + std::to_string(host.cuda->second);
-    } else {
-        text += ", no CUDA";
+        backend.kind = BackendKind::cuda;
+        backend.major = host.cuda->first;
+        backend.minor = host.cuda->second;
+        backend.versioned = true;
     }
+    return backend;
+}
+
+std::string describe(const HostFacts& host) {
+    const auto text_of = [](const std::pair<int, int>& v) {
+        return std::to_string(v.first) + "." + std::to_string(v.second);
+    };
+    std::string text = host.cpu + "-" + host.os;
+    text += host.cuda ? ", CUDA " + text_of(*host.cuda) : std::string(", no CUDA");
     if (host.torch) {
-        text += ", torch " + std::to_string(host.torch->first) + "." + std::to_string(host.torch->second);
+        text += ", torch " + text_of(*host.torch);
+        if (host.torch_cxx11_abi) text += *host.torch_cxx11_abi ? " (cxx11 ABI)" : " (cxx98 ABI)";
     }
+    if (host.macos) text += ", macOS " + text_of(*host.macos);
+    const Backend backend = selected_backend(host);
+    if (host.backend) text += ", backend " + backend_spelling(backend);
     return text;
 }
 

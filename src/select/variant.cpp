@@ -92,7 +92,8 @@ Backend unversioned(BackendKind kind) {
 }
 
 // Backends of host-specific names: cpu, cu{MAJ}{MIN}, rocm{MAJ}{MIN},
-// xpu{YYYY}{m}, metal, npu. CUDA majors have two digits (cu118 .. cu130), so
+// xpu{YYYY}{m}, cann{MAJ}{MIN}, metal, neuron, tpu. (npu is a
+// noarch word only.) CUDA majors have two digits (cu118 .. cu130), so
 // "cu12" is malformed rather than CUDA 1.2.
 std::optional<Backend> parse_backend(std::string_view token) {
     if (token == "cpu") {
@@ -101,8 +102,14 @@ std::optional<Backend> parse_backend(std::string_view token) {
     if (token == "metal") {
         return unversioned(BackendKind::metal);
     }
-    if (token == "npu") {
-        return unversioned(BackendKind::npu);
+    if (token == "neuron") {
+        return unversioned(BackendKind::neuron);
+    }
+    if (token == "tpu") {
+        return unversioned(BackendKind::tpu);
+    }
+    if (auto cann = parse_versioned(token, "cann", BackendKind::cann, 2, 3)) {
+        return cann;
     }
     if (auto cuda = parse_versioned(token, "cu", BackendKind::cuda, 3, 3)) {
         return cuda;
@@ -115,13 +122,15 @@ std::optional<Backend> parse_backend(std::string_view token) {
 
 // The backend word of noarch names: torch-<kind>, native-cuda.
 std::optional<BackendKind> parse_backend_kind(std::string_view token) {
-    static constexpr std::array<std::pair<std::string_view, BackendKind>, 6> k_kinds{{
+    static constexpr std::array<std::pair<std::string_view, BackendKind>, 8> k_kinds{{
         {"cpu", BackendKind::cpu},
         {"cuda", BackendKind::cuda},
         {"rocm", BackendKind::rocm},
         {"metal", BackendKind::metal},
         {"xpu", BackendKind::xpu},
         {"npu", BackendKind::npu},
+        {"neuron", BackendKind::neuron},
+        {"tpu", BackendKind::tpu},
     }};
     for (const auto& [word, kind] : k_kinds) {
         if (token == word) {
@@ -228,6 +237,44 @@ bool parse_tvm_ffi(const Tokens& tokens, Variant& variant) {
 }
 
 }  // namespace
+
+std::string kind_word(BackendKind kind) {
+    switch (kind) {
+        case BackendKind::cpu:
+            return "cpu";
+        case BackendKind::cuda:
+            return "cuda";
+        case BackendKind::rocm:
+            return "rocm";
+        case BackendKind::xpu:
+            return "xpu";
+        case BackendKind::metal:
+            return "metal";
+        case BackendKind::npu:
+        case BackendKind::cann:
+            return "npu";
+        case BackendKind::neuron:
+            return "neuron";
+        case BackendKind::tpu:
+            return "tpu";
+        case BackendKind::none:
+            break;
+    }
+    return "none";
+}
+
+std::string backend_spelling(const Backend& backend) {
+    if (!backend.versioned) return kind_word(backend.kind);
+    const std::string digits = std::to_string(backend.major) + std::to_string(backend.minor);
+    switch (backend.kind) {
+        case BackendKind::cuda:
+            return "cu" + digits;
+        case BackendKind::cann:
+            return "cann" + digits;
+        default:
+            return kind_word(backend.kind) + digits;
+    }
+}
 
 std::optional<Variant> parse_variant(std::string_view name) {
     const Tokens tokens = split_on_dash(name);

@@ -21,7 +21,9 @@ enum class Family {
     torch_universal,   // torch-universal
 };
 
-enum class BackendKind { none, cpu, cuda, rocm, xpu, metal, npu };
+// npu is the noarch word for CANN (torch-npu); neuron, tpu and cann are
+// backends kernhub parses (to say why they do not fit) but never loads.
+enum class BackendKind { none, cpu, cuda, rocm, xpu, metal, npu, neuron, tpu, cann };
 
 struct Backend {
     BackendKind kind = BackendKind::none;
@@ -29,6 +31,11 @@ struct Backend {
     int minor = 0;           // cu128 -> 8,  rocm63 -> 3, xpu20251 -> 1
     bool versioned = false;  // false for "cpu", "metal" and noarch kinds
 };
+
+// The spelling of a backend in a variant name (cu130, rocm63, cpu) and the
+// word of its kind (cuda, rocm, cpu; npu for cann, as noarch names spell it).
+std::string backend_spelling(const Backend& backend);
+std::string kind_word(BackendKind kind);
 
 struct Variant {
     std::string name;
@@ -55,12 +62,20 @@ struct HostFacts {
     std::string cpu;  // x86_64 | aarch64
     std::string os;   // linux | darwin | windows
     // CUDA driver version usable on this host; nullopt on a CPU-only host.
+    // It decides kernhub's native family.
     std::optional<std::pair<int, int>> cuda;
-    // Installed torch (major, minor); kernhub itself has none, so torch
-    // variants are selectable only when a caller states one.
+    // The backend the `kernels` families must match (kernels' "selected
+    // backend"): torch's build when torch is known, else the driver's CUDA,
+    // else the CPU. nullopt: derived from `cuda` that way.
+    std::optional<Backend> backend;
+    // The torch in use (major, minor) and its C++11 ABI flag (nullopt:
+    // unknown, as off Linux); torch and torch-stable-abi variants need it.
     std::optional<std::pair<int, int>> torch;
+    std::optional<bool> torch_cxx11_abi;
+    // macOS version (major, minor), for Metal variants (macOS 26 or later).
+    std::optional<std::pair<int, int>> macos;
     // The tvm-ffi runtime kernhub binds. Asked only when a tvm-ffi variant
-    // otherwise fits, because answering loads the runtime; unset means none.
+    // could win, because answering loads the runtime; unset means none.
     std::function<RuntimeProbe()> tvm_ffi;
     // Explicit --target values. When non-empty detection is bypassed: the
     // first target (in order) that is available wins.
@@ -75,6 +90,14 @@ HostFacts detect_host();
 // kept (lowercased) so a mismatch reason still names the host.
 HostFacts host_from_uname(std::string_view sysname, std::string_view machine);
 std::string describe(const HostFacts& host);
+// A machine described as --host describes it ("cpu=x86_64,os=linux,
+// cuda=13.0,torch=2.15,cxx11-abi=true"; README, "Describing another
+// machine"). Error(usage) naming the key for a malformed or unknown key or
+// value, a key named twice, two backends, or a missing cpu or os.
+HostFacts parse_host_spec(std::string_view spec);
+// The backend the kernels families match on this host (HostFacts::backend,
+// or the one derived from the driver's CUDA).
+Backend selected_backend(const HostFacts& host);
 
 struct Candidate {
     std::string name;                // variant directory name under build/

@@ -4,7 +4,6 @@
 // functions are read here too.
 #include "tvmffi/runtime.hpp"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
 
@@ -18,6 +17,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "common/python_env.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
 #include "loader/loader.hpp"
@@ -32,68 +32,22 @@ constexpr const char* k_internal_prefix = "__tvm_ffi__";
 constexpr const char* k_install_hint =
     "install the runtime with `pip install apache-tvm-ffi` (it ships tvm_ffi/lib/libtvm_ffi.so), or name the "
     "library in KERNHUB_TVM_FFI_LIBRARY";
-// Python environments are searched through their lib/python3.* folders;
-// a folder with more entries than this is not read further.
-constexpr int k_max_lib_entries = 4096;
 // Failures kept per requested value; beyond this they are not cached.
 constexpr std::size_t k_max_failures = 16;
 // The most of a raised error's text kept (Error cuts further).
 constexpr std::size_t k_max_error_text = std::size_t{64} * 1024;
-
-std::string from_environment(const char* name) {
-    const char* value = std::getenv(name);
-    return value == nullptr ? std::string() : std::string(value);
-}
 
 bool is_regular_file(const std::string& path) {
     struct stat st {};
     return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// The python3.<minor> folders of <prefix>/lib, newest minor first
-// (python3.12 before python3.9).
-std::vector<std::string> python_folders(const std::string& lib) {
-    std::vector<std::pair<long, std::string>> found;
-    DIR* dir = ::opendir(lib.c_str());
-    if (dir == nullptr) return {};
-    int seen = 0;
-    const std::string prefix = "python3.";
-    while (const dirent* entry = ::readdir(dir)) {
-        if (++seen > k_max_lib_entries) break;
-        const std::string name = entry->d_name;
-        if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() || name.size() > prefix.size() + 4 ||
-            name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
-            continue;
-        }
-        found.emplace_back(std::stol(name.substr(prefix.size())), lib + "/" + name);
-    }
-    ::closedir(dir);
-    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    std::vector<std::string> folders;
-    folders.reserve(found.size());
-    for (auto& entry : found) folders.push_back(std::move(entry.second));
-    return folders;
-}
-
 // tvm_ffi/lib/libtvm_ffi.so of the apache-tvm-ffi package in the usual
 // Python environments, in the order they are tried.
 std::vector<std::string> package_candidates() {
-    std::vector<std::string> prefixes;
-    for (const char* variable : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
-        const std::string value = from_environment(variable);
-        if (!value.empty() && value.front() == '/') prefixes.push_back(value);
-    }
-    const std::string home = from_environment("HOME");
-    if (!home.empty() && home.front() == '/') prefixes.push_back(home + "/.local");
-    prefixes.emplace_back("/usr/local");
-    prefixes.emplace_back("/usr");
     std::vector<std::string> candidates;
-    for (const auto& prefix : prefixes) {
-        for (const auto& python : python_folders(prefix + "/lib")) {
-            for (const char* packages : {"site-packages", "dist-packages"}) {
-                candidates.push_back(python + "/" + packages + "/tvm_ffi/lib/" + k_soname);
-            }
-        }
+    for (const auto& folder : python_env::package_folders()) {
+        candidates.push_back(folder + "/tvm_ffi/lib/" + k_soname);
     }
     return candidates;
 }
@@ -153,10 +107,8 @@ void* find_runtime(std::string& name) {
                     reason);
     }
     throw Error(ErrorCode::load,
-                "libtvm_ffi.so, the tvm-ffi runtime, is neither loaded, nor on the dynamic loader's path, nor in "
-                "the Python environments kernhub looks in ($VIRTUAL_ENV, $CONDA_PREFIX, ~/.local, /usr/local, "
-                "/usr); " +
-                    std::string(k_install_hint),
+                "libtvm_ffi.so, the tvm-ffi runtime, is neither loaded, nor on the dynamic loader's path, nor in " +
+                    std::string(python_env::k_searched) + "; " + k_install_hint,
                 loader_reason);
 }
 

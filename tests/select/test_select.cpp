@@ -30,6 +30,33 @@ HostFacts with_torch(HostFacts host, int major, int minor) {
 }
 
 // A host whose tvm-ffi runtime answers (major, minor).
+HostFacts with_abi(HostFacts host, bool cxx11) {
+    host.torch_cxx11_abi = cxx11;
+    return host;
+}
+
+Backend versioned_backend(BackendKind kind, int major, int minor) {
+    Backend backend;
+    backend.kind = kind;
+    backend.major = major;
+    backend.minor = minor;
+    backend.versioned = true;
+    return backend;
+}
+
+Backend cuda_backend(int major, int minor) {
+    return versioned_backend(BackendKind::cuda, major, minor);
+}
+
+Backend rocm_backend(int major, int minor) {
+    return versioned_backend(BackendKind::rocm, major, minor);
+}
+
+HostFacts with_backend(HostFacts host, Backend backend) {
+    host.backend = backend;
+    return host;
+}
+
 HostFacts with_tvm_ffi(HostFacts host, int major, int minor) {
     host.tvm_ffi = [major, minor] { return RuntimeProbe{std::make_pair(major, minor), {}}; };
     return host;
@@ -72,7 +99,6 @@ const std::string cu129 = "native-cu129-x86_64-linux";
 const std::string cu130 = "native-cu130-x86_64-linux";
 const std::string t28cu128 = "torch28-cxx11-cu128-x86_64-linux";
 const std::string no_cuda = "needs CUDA, host has no CUDA driver";
-const std::string use_target = "; naming it as a target fetches it anyway";
 
 // CUDA versions and the host platform.
 std::vector<SelectRow> cuda_and_platform_rows() {
@@ -84,11 +110,12 @@ std::vector<SelectRow> cuda_and_platform_rows() {
          ncpu,
          {why(cu128, no_cuda), why(ncuda, no_cuda)}},
         {"CPU-only host with only CUDA variants selects nothing",
-         with_torch(k_cpu_host, 2, 8),
+         with_abi(with_torch(k_cpu_host, 2, 8), true),
          {cand(cu128), cand(ncuda), cand(t28cu128), cand("torch-cuda")},
          {},
          {},
-         {why(cu128, no_cuda), why(ncuda, no_cuda), why(t28cu128, no_cuda), why("torch-cuda", no_cuda)}},
+         {why(cu128, no_cuda), why(ncuda, no_cuda), why(t28cu128, "built for cu128, the backend is cpu"),
+          why("torch-cuda", "a torch-cuda build, the backend is cpu")}},
         {"cu minor above the host's is rejected",
          gpu_host(12, 8),
          {cand(cu129), cand(cu128)},
@@ -148,19 +175,24 @@ std::vector<SelectRow> cuda_and_platform_rows() {
     };
 }
 
-// Torch families need a stated torch; kernels' order applies among them.
+const std::string s28cu126 = "torch-stable-abi28-cu126-x86_64-linux";
+const std::string t28cpu = "torch28-cpu-x86_64-linux";
+const std::string t28cxx11cpu = "torch28-cxx11-cpu-x86_64-linux";
+
+// Torch families follow the `kernels` rules (the differential test in
+// tests/select/kernels_differential.py compares them with the real
+// library on generated cases); these rows name the rules one by one.
 std::vector<SelectRow> torch_rows() {
     return {
-        {"torch variants need a stated torch",
+        {"torch and stable-abi variants need a torch; torch-universal does not",
          gpu_host(12, 8),
          {cand(t28cu128), cand("torch-stable-abi29-cu128-x86_64-linux"), cand("torch-universal")},
          {},
-         {},
-         {why(t28cu128, "needs Python and libtorch (torch 2.8)" + use_target),
-          why("torch-stable-abi29-cu128-x86_64-linux", "needs Python and libtorch (torch >= 2.9)" + use_target),
-          why("torch-universal", "needs Python and libtorch" + use_target)}},
+         "torch-universal",
+         {why(t28cu128, "needs torch 2.8, host has no torch"),
+          why("torch-stable-abi29-cu128-x86_64-linux", "needs torch 2.9 or newer, host has no torch")}},
         {"versioned torch needs the exact major.minor",
-         with_torch(gpu_host(12, 8), 2, 8),
+         with_abi(with_torch(gpu_host(12, 8), 2, 8), true),
          {cand("torch27-cxx11-cu128-x86_64-linux"), cand("torch28-cxx11-cu126-x86_64-linux"),
           cand("torch29-cxx11-cu128-x86_64-linux")},
          {},
@@ -168,11 +200,25 @@ std::vector<SelectRow> torch_rows() {
          {why("torch27-cxx11-cu128-x86_64-linux", "needs torch 2.7, host has torch 2.8"),
           why("torch29-cxx11-cu128-x86_64-linux", "needs torch 2.9, host has torch 2.8")}},
         {"torch210 is 2.10, not 2.1",
-         with_torch(k_cpu_host, 2, 10),
+         with_abi(with_torch(k_cpu_host, 2, 10), true),
          {cand("torch21-cxx11-cpu-x86_64-linux"), cand("torch210-cxx11-cpu-x86_64-linux")},
          {},
          "torch210-cxx11-cpu-x86_64-linux",
          {why("torch21-cxx11-cpu-x86_64-linux", "needs torch 2.1, host has torch 2.10")}},
+        {"an ABI tag must match torch's ABI; an unknown ABI takes untagged builds only",
+         with_torch(k_cpu_host, 2, 8),
+         {cand(t28cxx11cpu), cand("torch28-cxx98-cpu-x86_64-linux")},
+         {},
+         {},
+         {why(t28cxx11cpu, "built for the cxx11 ABI, torch uses an unknown ABI"),
+          why("torch28-cxx98-cpu-x86_64-linux", "built for the cxx98 ABI, torch uses an unknown ABI")}},
+        {"an untagged torch build ranks above a tagged one",
+         with_abi(with_torch(k_cpu_host, 2, 8), true),
+         {cand(t28cxx11cpu), cand(t28cpu), cand("torch28-cxx98-cpu-x86_64-linux")},
+         {},
+         t28cpu,
+         {lower(t28cxx11cpu, t28cpu),
+          why("torch28-cxx98-cpu-x86_64-linux", "built for the cxx98 ABI, torch uses the cxx11 ABI")}},
         {"stable ABI runs on newer torch; newest matching wins",
          with_torch(k_cpu_host, 2, 9),
          {cand("torch-stable-abi28-cpu-x86_64-linux"), cand("torch-stable-abi29-cpu-x86_64-linux"),
@@ -180,56 +226,68 @@ std::vector<SelectRow> torch_rows() {
          {},
          "torch-stable-abi29-cpu-x86_64-linux",
          {lower("torch-stable-abi28-cpu-x86_64-linux", "torch-stable-abi29-cpu-x86_64-linux"),
-          why("torch-stable-abi210-cpu-x86_64-linux", "needs torch >= 2.10, host has torch 2.9")}},
+          why("torch-stable-abi210-cpu-x86_64-linux", "needs torch 2.10 or newer, host has torch 2.9")}},
         {"kernels order: stable ABI > versioned > noarch > universal",
-         with_torch(gpu_host(12, 8), 2, 8),
-         {cand("torch-universal"), cand("torch-cuda"), cand(t28cu128), cand("torch-stable-abi28-cu126-x86_64-linux")},
+         with_abi(with_torch(gpu_host(12, 8), 2, 8), true),
+         {cand("torch-universal"), cand("torch-cuda"), cand(t28cu128), cand(s28cu126)},
          {},
-         "torch-stable-abi28-cu126-x86_64-linux",
-         {lower("torch-universal", "torch-stable-abi28-cu126-x86_64-linux"),
-          lower("torch-cuda", "torch-stable-abi28-cu126-x86_64-linux"),
-          lower(t28cu128, "torch-stable-abi28-cu126-x86_64-linux")}},
-        {"versioned torch over noarch torch-cpu over universal",
-         with_torch(k_cpu_host, 2, 8),
-         {cand("torch-universal"), cand("torch-cpu"), cand("torch28-cxx11-cpu-x86_64-linux")},
+         s28cu126,
+         {lower("torch-universal", s28cu126), lower("torch-cuda", s28cu126), lower(t28cu128, s28cu126)}},
+        {"on a CUDA backend CPU builds do not fit, noarch torch-cpu included",
+         with_abi(with_torch(gpu_host(12, 8), 2, 8), true),
+         {cand(t28cxx11cpu), cand("torch-cpu"), cand("torch-stable-abi28-cpu-x86_64-linux")},
          {},
-         "torch28-cxx11-cpu-x86_64-linux",
-         {lower("torch-universal", "torch28-cxx11-cpu-x86_64-linux"),
-          lower("torch-cpu", "torch28-cxx11-cpu-x86_64-linux")}},
+         {},
+         {why(t28cxx11cpu, "built for cpu, the backend is cu128"),
+          why("torch-cpu", "a torch-cpu build, the backend is cuda"),
+          why("torch-stable-abi28-cpu-x86_64-linux", "built for cpu, the backend is cu128")}},
+        {"torch's build decides the backend: a CUDA torch selects CUDA builds without a driver",
+         with_backend(with_torch(k_cpu_host, 2, 8), cuda_backend(13, 0)),
+         {cand(t28cpu), cand("torch28-cu130-x86_64-linux"), cand(ncpu)},
+         {},
+         "torch28-cu130-x86_64-linux",
+         {why(t28cpu, "built for cpu, the backend is cu130"), lower(ncpu, "torch28-cu130-x86_64-linux")}},
         {"native ranks above torch families",
-         with_torch(gpu_host(12, 8), 2, 8),
+         with_abi(with_torch(gpu_host(12, 8), 2, 8), true),
          {cand(t28cu128), cand(cu126)},
          {},
          cu126,
          {lower(t28cu128, cu126)}},
         {"torch CUDA build above native-cpu on a CUDA host",
-         with_torch(gpu_host(12, 8), 2, 8),
+         with_abi(with_torch(gpu_host(12, 8), 2, 8), true),
          {cand(ncpu), cand(t28cu128)},
          {},
          t28cu128,
          {lower(ncpu, t28cu128)}},
-        {"cxx11 preferred over cxx98 for the same torch and backend",
-         with_torch(gpu_host(12, 8), 2, 8),
-         {cand("torch28-cxx98-cu128-x86_64-linux"), cand(t28cu128)},
+        {"torch-universal does not beat a native CPU build",
+         k_cpu_host,
+         {cand("torch-universal"), cand(ncpu)},
          {},
-         t28cu128,
-         {lower("torch28-cxx98-cu128-x86_64-linux", t28cu128)}},
+         ncpu,
+         {lower("torch-universal", ncpu)}},
     };
 }
 
 std::vector<SelectRow> support_and_file_rows() {
     return {
-        {"ROCm, XPU, Metal and NPU are never selected, in any family",
-         with_tvm_ffi(with_torch(gpu_host(12, 8), 2, 8), 0, 1),
+        {"ROCm, XPU, Metal and NPU builds fit only their own backend",
+         with_tvm_ffi(with_abi(with_torch(gpu_host(12, 8), 2, 8), true), 0, 1),
          {cand("torch28-cxx11-rocm63-x86_64-linux"), cand("torch28-cxx11-xpu20251-x86_64-linux"),
           cand("torch28-metal-aarch64-darwin"), cand("torch-npu"), cand("tvm-ffi01-rocm63-x86_64-linux")},
          {},
          {},
-         {why("torch28-cxx11-rocm63-x86_64-linux", "ROCm is not supported by kernhub"),
-          why("torch28-cxx11-xpu20251-x86_64-linux", "XPU is not supported by kernhub"),
-          why("torch28-metal-aarch64-darwin", "Metal is not supported by kernhub"),
-          why("torch-npu", "NPU is not supported by kernhub"),
-          why("tvm-ffi01-rocm63-x86_64-linux", "ROCm is not supported by kernhub")}},
+         {why("torch28-cxx11-rocm63-x86_64-linux", "built for rocm63, the backend is cu128"),
+          why("torch28-cxx11-xpu20251-x86_64-linux", "built for xpu20251, the backend is cu128"),
+          why("torch28-metal-aarch64-darwin", "built for CPU aarch64, host is x86_64"),
+          why("torch-npu", "a torch-npu build, the backend is cuda"),
+          why("tvm-ffi01-rocm63-x86_64-linux", "built for rocm63, the backend is cu128")}},
+        {"a ROCm backend selects ROCm builds",
+         with_backend(with_abi(with_torch(k_cpu_host, 2, 8), true), rocm_backend(6, 3)),
+         {cand("torch28-cxx11-rocm63-x86_64-linux"), cand("torch28-cxx11-rocm64-x86_64-linux"), cand("torch-rocm")},
+         {},
+         "torch28-cxx11-rocm63-x86_64-linux",
+         {why("torch28-cxx11-rocm64-x86_64-linux", "built for rocm64, the backend is rocm63"),
+          lower("torch-rocm", "torch28-cxx11-rocm63-x86_64-linux")}},
         {"unrecognised names are rejected, not fatal",
          k_cpu_host,
          {cand("native-cpu-riscv-linux"), cand(ncpu), cand("README.md")},
@@ -255,7 +313,7 @@ std::vector<SelectRow> support_and_file_rows() {
          {},
          {why(cu128, "lacks kernel.so"), why(ncpu, "lacks kernel.so")}},
         {"a torch build without ABI part ranks above cxx98",
-         with_torch(gpu_host(12, 8), 2, 9),
+         with_abi(with_torch(gpu_host(12, 8), 2, 9), false),
          {cand("torch29-cxx98-cu128-x86_64-linux"), cand("torch29-cu128-x86_64-linux")},
          {},
          "torch29-cu128-x86_64-linux",
@@ -301,32 +359,39 @@ std::vector<SelectRow> tvm_ffi_rows() {
          {},
          ncpu,
          {lower(tvm01_cpu, ncpu)}},
-        {"tvm-ffi ranks above torch, which needs Python",
+        {"torch ranks above tvm-ffi, as in kernels",
          with_tvm_ffi(with_torch(k_cpu_host, 2, 8), 0, 1),
-         {cand("torch28-cxx11-cpu-x86_64-linux"), cand(tvm01_cpu)},
+         {cand(t28cpu), cand(tvm01_cpu)},
          {},
-         tvm01_cpu,
-         {lower("torch28-cxx11-cpu-x86_64-linux", tvm01_cpu)}},
-        {"tvm-ffi CUDA backends follow the CUDA rules and rank above its CPU build",
+         t28cpu,
+         {lower(tvm01_cpu, t28cpu)}},
+        {"tvm-ffi CUDA backends follow the CUDA rules; its CPU build does not fit a CUDA backend",
          with_tvm_ffi(gpu_host(12, 8), 0, 1),
          {cand(tvm01_cpu), cand(tvm01_cu126), cand(tvm01_cu128), cand(tvm01_cu129), cand(tvm01_cu130)},
          {},
          tvm01_cu128,
-         {lower(tvm01_cpu, tvm01_cu128), lower(tvm01_cu126, tvm01_cu128),
-          why(tvm01_cu129, "needs CUDA 12.9, host has 12.8"), why(tvm01_cu130, "needs CUDA 13.0, host has 12.8")}},
+         {why(tvm01_cpu, "built for cpu, the backend is cu128"), lower(tvm01_cu126, tvm01_cu128),
+          why(tvm01_cu129, "needs CUDA 12.9, the backend is CUDA 12.8"),
+          why(tvm01_cu130, "needs CUDA 13.0, the backend is CUDA 12.8")}},
         {"a CPU-only host never picks a tvm-ffi CUDA build",
          with_tvm_ffi(k_cpu_host, 0, 1),
          {cand(tvm01_cu128), cand(tvm01_cpu)},
          {},
          tvm01_cpu,
-         {why(tvm01_cu128, no_cuda)}},
+         {why(tvm01_cu128, "built for cu128, the backend is cpu")}},
         {"tvm-ffi for another platform",
          with_tvm_ffi(k_cpu_host, 0, 1),
          {cand("tvm-ffi01-cpu-aarch64-linux"), cand("tvm-ffi01-cpu-x86_64-darwin")},
          {},
          {},
-         {why("tvm-ffi01-cpu-aarch64-linux", "built for aarch64-linux, host is x86_64-linux"),
-          why("tvm-ffi01-cpu-x86_64-darwin", "built for x86_64-darwin, host is x86_64-linux")}},
+         {why("tvm-ffi01-cpu-aarch64-linux", "built for CPU aarch64, host is x86_64"),
+          why("tvm-ffi01-cpu-x86_64-darwin", "built for OS darwin, host is linux")}},
+        {"tvm-ffi and torch-<backend> rank equal in kernels: the listing's order decides",
+         with_tvm_ffi(k_cpu_host, 0, 1),
+         {cand("torch-cpu"), cand(tvm01_cpu)},
+         {},
+         "torch-cpu",
+         {lower(tvm01_cpu, "torch-cpu")}},
     };
 }
 

@@ -101,7 +101,9 @@ std::vector<ParseRow> valid_names() {
         ok(specific("torch26-cxx98-cu118-x86_64-linux", T, {2, 6}, "cxx98", cu(11, 8), "x86_64", "linux")),
         ok(specific("torch210-cxx11-cu130-x86_64-linux", T, {2, 10}, "cxx11", cu(13, 0), "x86_64", "linux")),
         ok(specific("torch29-cu130-x86_64-linux", T, {2, 9}, "", cu(13, 0), "x86_64", "linux")),
-        ok(specific("torch28-npu-aarch64-linux", T, {2, 8}, "", backend(BackendKind::npu), "aarch64", "linux")),
+        ok(specific("torch28-cann81-aarch64-linux", T, {2, 8}, "", backend(BackendKind::cann, 8, 1), "aarch64",
+                    "linux")),
+        ok(specific("torch28-neuron-x86_64-linux", T, {2, 8}, "", backend(BackendKind::neuron), "x86_64", "linux")),
         // stable ABI and tvm-ffi
         ok(specific("torch-stable-abi29-cu128-x86_64-linux", S, {2, 9}, "", cu(12, 8), "x86_64", "linux")),
         ok(specific("torch-stable-abi210-cpu-aarch64-linux", S, {2, 10}, "", cpu_b, "aarch64", "linux")),
@@ -113,6 +115,7 @@ std::vector<ParseRow> valid_names() {
         ok(noarch("torch-metal", NA, BackendKind::metal)),
         ok(noarch("torch-xpu", NA, BackendKind::xpu)),
         ok(noarch("torch-npu", NA, BackendKind::npu)),
+        ok(noarch("torch-tpu", NA, BackendKind::tpu)),
         ok(noarch("torch-universal", Family::torch_universal, BackendKind::none)),
     };
 }
@@ -133,7 +136,7 @@ std::vector<ParseRow> invalid_names() {
         bad("native-rocm63-x86_64-linux"),  // native builds are CPU or CUDA only
         bad("native-cuda-x86_64-linux"),
         bad("torch-universal-x86_64-linux"),
-        bad("torch-tpu"),
+        bad("torch28-npu-aarch64-linux"),  // npu is a noarch word; its arch builds say cann
         bad("torch2-cxx11-cpu-x86_64-linux"),  // {MM} needs two or three digits
         bad("torch2100-cxx11-cpu-x86_64-linux"),
         bad("torch201-cxx11-cpu-x86_64-linux"),  // minor with a leading zero

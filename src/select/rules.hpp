@@ -1,0 +1,47 @@
+// The two rule sets select_variant applies (docs/ARCHITECTURE.md,
+// "Selection"): kernhub's own for its native family, and the Python
+// `kernels` library's for the families it defines (torch, torch-stable-abi,
+// tvm-ffi, torch-<backend>, torch-universal), so that both tools choose the
+// same variant of a repo on the same host.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+
+#include "select/variant.hpp"
+
+namespace kernhub::select::rules {
+
+// Why a candidate does not fit, and with missing_runtime that what it needs
+// (the tvm-ffi runtime) is missing rather than the host unsuitable.
+struct Mismatch {
+    std::string reason;
+    bool missing_runtime = false;
+    std::string problem;  // with missing_runtime: why the runtime is missing
+};
+
+std::string version_text(int major, int minor);
+
+// kernhub's native family: CUDA variants need the driver's CUDA (minors
+// are backward compatible within a major); CPU variants fit any host of
+// their CPU and OS, GPU hosts included.
+std::optional<std::string> native_reason(const HostFacts& host, const Variant& variant);
+// Larger is better: CUDA above CPU, host-specific above noarch, newest
+// CUDA first.
+using NativeKey = std::array<int, 4>;
+NativeKey native_key(const Variant& variant);
+
+// kernels' checks for one variant of its families against the selected
+// backend, in kernels' order, except the tvm-ffi version, which
+// tvm_ffi_reason checks once the runtime has been asked.
+std::optional<std::string> kernels_reason(const HostFacts& host, const Backend& backend, const Variant& variant);
+std::optional<Mismatch> tvm_ffi_reason(const RuntimeProbe& runtime, const Variant& variant);
+// kernels' preference order; smaller is better, equal keys keep the
+// listing's order: stable-abi (newest first), then torch (untagged before
+// an ABI tag), then tvm-ffi and torch-<backend>, then torch-universal;
+// within each the highest backend minor first.
+using KernelsKey = std::array<int, 4>;
+KernelsKey kernels_key(const Variant& variant);
+
+}  // namespace kernhub::select::rules
