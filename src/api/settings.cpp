@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "common/hint.hpp"
+#include "select/variant.hpp"
 #include "common/text.hpp"
 
 namespace kernhub::api {
@@ -260,6 +261,9 @@ void resolve_host_settings(const Options& options, const cache::EnvLookup& env, 
     }
     settings.backend = backend;
     settings.host = options.host;
+    // Checked now, so that every command refuses a malformed description
+    // before it does anything; parsed again where the host facts are made.
+    if (!settings.host.empty()) (void)select::parse_host_spec(settings.host);
     if (!settings.host.empty() && !settings.targets.empty()) {
         throw Error(ErrorCode::usage, "a host description and targets cannot be used together: targets name the "
                                       "variants, a host description lets kernhub choose them",
