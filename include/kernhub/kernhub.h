@@ -135,6 +135,15 @@ KH_API void kh_hub_free(kh_hub* hub);
  *   tvm_ffi_library the tvm-ffi runtime (libtvm_ffi.so) to bind for tvm-ffi
  *                   kernels. "": KERNHUB_TVM_FFI_LIBRARY, else the places
  *                   README "tvm-ffi variants" lists. A process binds one.
+ *   torch_dir       a torch package folder or LibTorch root whose torch
+ *                   selects torch variants (README "Torch kernels"). "":
+ *                   KERNHUB_TORCH_DIR, else the Python environments.
+ *   backend         "cpu": select CPU variants where torch or the driver
+ *                   says CUDA. "": KERNHUB_BACKEND, else detected.
+ *   host            select for a described machine, as --host describes it
+ *                   ("cpu=x86_64,os=linux,cuda=13.0,torch=2.15"); not with
+ *                   target. A malformed description makes the next
+ *                   kh_prewarm() return 2 naming the key.
  *
  * Numeric settings, decimal digits; "" means the environment variable, else
  * the default (README, "Environment"). A value outside its range makes the
