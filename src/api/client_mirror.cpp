@@ -53,6 +53,9 @@ struct MirrorRun {
     EventSink* events;
     mirror::HubTree& tree;
     MirrorReport& report;
+    // With a host description: its facts, which choose the one variant to
+    // mirror; null otherwise (a mirror serves every variant or the targets).
+    const select::HostFacts* host;
 };
 
 MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run);
@@ -91,7 +94,8 @@ MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOp
                       m_impl->hub_client(),
                       m_impl->options.events,
                       tree,
-                      report};
+                      report,
+                      m_impl->settings.host.empty() ? nullptr : &m_impl->host_facts()};
         for (const auto& spec : specs) report.kernels.push_back(mirror_kernel(spec, run));
     }
     if (!options.nginx_conf.empty()) {
@@ -116,6 +120,7 @@ fetch::FetchRequest mirror_request(const registry::KernelSpec& spec, const Mirro
     request.use_locks = run.use_locks;
     request.cancel = run.cancel;
     request.max_connections = settings.max_connections;
+    if (run.host != nullptr) request.host = *run.host;
     // The registry's "file" picks a variant to load; a mirror serves them all.
     return request;
 }

@@ -112,6 +112,29 @@ def main():
                          "info --host selects for the described GPU node, not for the venv's torch")
             report.check(all(f["source"] == "host description" for f in out.get("host_facts", [{}])),
                          "under --host every fact comes from the description")
+
+            gpu_node = "cpu=x86_64,os=linux,cuda=13.0,torch=2.15,cxx11-abi=true"
+            done = support.kernhub(args.kernhub, ["mirror", "demo/flash", "--to", str(work / "mirror"), "--host",
+                                                  gpu_node, *common], env)
+            out = json.loads(done.stdout) if done.returncode == 0 else {"kernels": [{"variants": done.stderr}]}
+            report.equal(out["kernels"][0]["variants"], [kernels_pick("13.0", "2.15", True)],
+                         "mirror --host mirrors the one variant that machine selects")
+            project = work / "project"
+            project.mkdir()
+            (project / "kernhub.json").write_text(json.dumps(
+                {"format": 1, "kernels": {"flash": {"repo_id": "demo/flash", "revision": "main", "symbol": "f"}}}))
+            done = support.kernhub(args.kernhub, ["lock", "--project", str(project), "--host", gpu_node,
+                                                  "--endpoint", server.endpoint, "--cache-dir", str(work / "cache")],
+                                   env)
+            lock = (project / "kernhub.lock").read_text() if done.returncode == 0 else done.stderr
+            locked = [v for v in VARIANTS if v in lock]
+            report.equal(locked, [kernels_pick("13.0", "2.15", True)], "lock --host locks that machine's variant")
+            done = support.kernhub(args.kernhub, ["prewarm", "--project", str(project), "--host", gpu_node,
+                                                  "--endpoint", server.endpoint, "--cache-dir", str(work / "cache2")],
+                                   env)
+            variant_dirs = sorted(p.name for p in (work / "cache2").glob("kernels--demo--flash/snapshots/*/build/*"))
+            report.equal(variant_dirs if done.returncode == 0 else done.stderr, [kernels_pick("13.0", "2.15", True)],
+                         "prewarm --host fetches that machine's locked variant")
     return report.finish()
 
 
