@@ -21,6 +21,8 @@ constexpr CName k_c_names[] = {
     {ErrorHint::Kind::setting, "project_dir", "kh_hub_set \"project\""},
     {ErrorHint::Kind::setting, "endpoint", "kh_hub_set \"endpoint\""},
     {ErrorHint::Kind::setting, "sigstore_trusted_root", "kh_hub_set \"sigstore_trusted_root\""},
+    {ErrorHint::Kind::setting, "load.op", "the registry's \"op\""},
+    {ErrorHint::Kind::setting, "torch_dir", "the environment variable KERNHUB_TORCH_DIR"},
     {ErrorHint::Kind::action, "fetch", "kh_prewarm"},
 };
 
