@@ -24,10 +24,6 @@ constexpr CliName k_cli_names[] = {
     {k_setting, "sigstore_trusted_root", "--trusted-root"},
     {k_setting, "load.symbol", "--symbol"},
     {k_setting, "load.op", "--op"},
-    // The program reads the version from the LibTorch it loads, from the
-    // torch package that KERNHUB_TORCH_DIR names.
-    {k_setting, "torch", "KERNHUB_TORCH_DIR"},
-    {k_setting, "torch_dir", "KERNHUB_TORCH_DIR"},
     {k_setting, "lock.update", "--update"},
     {k_setting, "mirror.to", "--to"},
     {k_setting, "mirror.nginx_conf", "--nginx-conf"},

@@ -176,7 +176,12 @@ int kh_prewarm(kh_hub* hub, const char* name) {
         std::shared_ptr<kernhub::Client> client = hub->start_prewarm(started);
         // Recorded unless a kh_prewarm of the same name that started later
         // succeeded first.
-        hub->resolved.publish(name, client->load(name), started);
+        // A torch variant in a process without LibTorch loads it from
+        // KERNHUB_TORCH_DIR first: a C program reaches torch's ops through
+        // the stable C shim, which that LibTorch then provides.
+        kernhub::LoadOptions load;
+        load.load_torch = true;
+        hub->resolved.publish(name, client->load(name, load), started);
     });
 }
 

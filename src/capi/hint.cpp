@@ -22,7 +22,6 @@ constexpr CName k_c_names[] = {
     {ErrorHint::Kind::setting, "endpoint", "kh_hub_set \"endpoint\""},
     {ErrorHint::Kind::setting, "sigstore_trusted_root", "kh_hub_set \"sigstore_trusted_root\""},
     {ErrorHint::Kind::setting, "load.op", "the registry's \"op\""},
-    {ErrorHint::Kind::setting, "torch_dir", "the environment variable KERNHUB_TORCH_DIR"},
     {ErrorHint::Kind::action, "fetch", "kh_prewarm"},
 };
 

@@ -61,9 +61,8 @@ TorchRuntime require_torch(const LoadRequest& request, const std::string& file) 
     if (!runtime) {
         throw Error(ErrorCode::load, "cannot load the torch op library " + file +
                                          ": LibTorch (libtorch_cpu.so) is not in this process, and the library "
-                                         "registers its ops with it; link the program with LibTorch, or name a "
-                                         "torch package folder to load it from",
-                    hint::setting("torch_dir"));
+                                         "registers its ops with it; link the program with LibTorch, or set "
+                                         "KERNHUB_TORCH_DIR to a torch package folder for kernhub to load it from");
     }
     return *runtime;
 }
@@ -74,9 +73,8 @@ void complete_version(const LoadRequest& request, TorchRuntime& runtime) {
     if (!runtime.version.empty()) return;
     if (!request.torch) {
         throw Error(ErrorCode::load, "cannot tell which torch version " + runtime.library +
-                                         " is, so kernhub cannot check that the variant fits it; state the "
-                                         "torch version (kernhub/torch.hpp's this_torch() gives it)",
-                    hint::setting("torch"));
+                                         " is, so kernhub cannot check that the variant fits it; state the torch "
+                                         "version the program uses (kernhub/torch.hpp's this_torch() gives it)");
     }
     runtime.major = request.torch->major;
     runtime.minor = request.torch->minor;

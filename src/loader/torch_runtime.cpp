@@ -8,7 +8,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/hint.hpp"
 #include "kernhub/error.hpp"
 #include "loader/loader.hpp"
 
@@ -102,8 +101,7 @@ void open_torch(const std::filesystem::path& root) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(lib / "libtorch_cpu.so", ec)) {
         throw Error(ErrorCode::not_found, "no LibTorch at " + root.string() + " (" + (lib / "libtorch_cpu.so").string() +
-                                              " does not exist); name a torch package folder or a LibTorch root",
-                    hint::setting("torch_dir"));
+                                              " does not exist); name a torch package folder or a LibTorch root");
     }
     for (const char* name : {"libc10.so", "libtorch_cpu.so"}) {
         take_dlerror();
