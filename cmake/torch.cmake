@@ -14,6 +14,8 @@ set(KERNHUB_TEST_TORCH_DIR "" CACHE PATH
     "A torch package folder (.../site-packages/torch) for the torch tests; tests/run.sh sets it")
 set(KERNHUB_TEST_TORCH_RUNTIME_DIR "" CACHE PATH
     "A folder with the CUDA runtime libraries that torch's libtorch_cpu.so needs (libcudart, libcupti)")
+set(KERNHUB_TEST_TORCH_PYTHON_SITE "" CACHE PATH
+    "What `import torch` needs beyond the wheel (tests/requirements-torch-python.txt), for the label torch-python")
 set(KERNHUB_TORCH_WHY_NOT "")
 set(torch_dir "${KERNHUB_TEST_TORCH_DIR}")
 if(NOT torch_dir)

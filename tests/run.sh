@@ -204,6 +204,22 @@ torch_store() {
     done
     rm -rf "$env/cuda-lib"
     mv "$links" "$env/cuda-lib"
+    # The heavy extras for `import torch` (tests/requirements-torch-python.txt),
+    # only when asked for; its own stamp, as the file can change on its own.
+    if [ "${KERNHUB_TEST_TORCH_PYTHON:-0}" = 1 ]; then
+      [ -d /usr/local/cuda/lib64 ] || {
+        echo "tests/run.sh: KERNHUB_TEST_TORCH_PYTHON=1 needs the CUDA toolkit in /usr/local/cuda" >&2
+        exit 1
+      }
+      local stamp
+      stamp="$env/python-site/kernhub-$(sha256sum tests/requirements-torch-python.txt | cut -c1-16)"
+      if [ ! -f "$stamp" ]; then
+        rm -rf "$env/python-site"
+        python3 -m pip install -q --no-compile --disable-pip-version-check --no-deps --target "$env/python-site" \
+          -r tests/requirements-torch-python.txt
+        touch "$stamp"
+      fi
+    fi
     remove_stale torch
   )
 }
@@ -234,7 +250,9 @@ fi
 phase configure
 cmake -S . -B "$dir" -G Ninja "${flags[@]}" -DKERNHUB_TEST_PYTHON="$venv_main/bin/python" \
   -DKERNHUB_TEST_PYTHON_KERNELS_LEGACY="$venv_legacy/bin/python" \
-  -DKERNHUB_TEST_TORCH_DIR="$torch_env/site/torch" -DKERNHUB_TEST_TORCH_RUNTIME_DIR="$torch_env/cuda-lib" >/dev/null
+  -DKERNHUB_TEST_TORCH_DIR="$torch_env/site/torch" -DKERNHUB_TEST_TORCH_RUNTIME_DIR="$torch_env/cuda-lib" \
+  -DKERNHUB_TEST_TORCH_PYTHON_SITE="$([ "${KERNHUB_TEST_TORCH_PYTHON:-0}" != 1 ] || echo "$torch_env/python-site")" \
+  >/dev/null
 phase build
 cmake --build "$dir" -j"$(nproc)"
 phase ctest

@@ -30,6 +30,8 @@ extern const char* const torch_fixture_dir;
 extern const char* const torch_why_not;
 extern const char* const torch_dir;
 extern const char* const torch_runtime_dir;
+// What `import torch` needs beyond the wheel (tests/requirements-torch-python.txt); "" when not installed.
+extern const char* const torch_python_site;
 
 }  // namespace kernhub::test::build
 
