@@ -38,8 +38,8 @@ struct TorchOp {
     std::string qualified;
 
     TorchOp() {
-        kernhub::Options options = khbench::client_options(cache.path(), project.path(), false,
-                                                           "file://" KERNHUB_BENCH_TORCH_HUB);
+        kernhub::Options options =
+            khbench::client_options(cache.path(), project.path(), false, "file://" KERNHUB_BENCH_TORCH_HUB);
         options.registries = {KERNHUB_BENCH_TORCH_REGISTRY};
         options.no_default_registry = true;
         options.targets = {KERNHUB_BENCH_TORCH_VARIANT};

@@ -86,8 +86,9 @@ c10::TypedOperatorHandle<Sig> op(const std::string& qualified) {
     if (!handle) {
         std::string ops;
         for (const std::string& each : detail::ops_in_namespace(qualified)) ops += (ops.empty() ? "" : ", ") + each;
-        throw Error(ErrorCode::not_found, "the torch dispatcher has no op " + qualified + "; the ops of its namespace: " +
-                                              (ops.empty() ? std::string("none") : ops));
+        throw Error(ErrorCode::not_found,
+                    "the torch dispatcher has no op " + qualified +
+                        "; the ops of its namespace: " + (ops.empty() ? std::string("none") : ops));
     }
     try {
         return handle->typed<Sig>();

@@ -213,8 +213,8 @@ const char* kh_torch_op(kh_hub* hub, const char* name) {
                               " was not prewarmed on this handle; call kh_prewarm with the same name first"};
         }
         if (found->torch_op.empty()) {
-            throw Refusal{k_usage, "kernel " + quoted_name(name) + " is not a torch op (it is of kind " +
-                                       found->kind + "); take its entry point with kh_symbol"};
+            throw Refusal{k_usage, "kernel " + quoted_name(name) + " is not a torch op (it is of kind " + found->kind +
+                                       "); take its entry point with kh_symbol"};
         }
         std::lock_guard<std::mutex> lock(hub->mutex);
         op = hub->torch_ops.insert(found->torch_op).first->c_str();

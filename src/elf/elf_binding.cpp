@@ -32,9 +32,9 @@ struct RelocationRefs {
 RelocationRefs read_relocation_refs(const ByteReader& reader, const Layout& layout, const Range& dynamic) {
     RelocationRefs refs;
     const std::map<std::uint64_t, std::optional<std::uint64_t>*> slots = {
-        {DT_RELA, &refs.rela},     {DT_RELASZ, &refs.rela_size},     {DT_REL, &refs.rel},
-        {DT_RELSZ, &refs.rel_size}, {DT_JMPREL, &refs.jmprel},        {DT_PLTRELSZ, &refs.jmprel_size},
-        {DT_PLTREL, &refs.pltrel}, {DT_SYMTAB, &refs.symtab},        {DT_STRTAB, &refs.strtab},
+        {DT_RELA, &refs.rela},      {DT_RELASZ, &refs.rela_size}, {DT_REL, &refs.rel},
+        {DT_RELSZ, &refs.rel_size}, {DT_JMPREL, &refs.jmprel},    {DT_PLTRELSZ, &refs.jmprel_size},
+        {DT_PLTREL, &refs.pltrel},  {DT_SYMTAB, &refs.symtab},    {DT_STRTAB, &refs.strtab},
         {DT_STRSZ, &refs.strsz}};
     const std::uint64_t end = dynamic.end() - dynamic.size % layout.dyn_size;
     for (std::uint64_t at = dynamic.offset; at < end; at += layout.dyn_size) {
@@ -81,8 +81,11 @@ class RelocationWalk {
 public:
     RelocationWalk(const ByteReader& reader, const ProgramView& view, const RelocationRefs& refs, int elf_class,
                    int machine)
-        : m_reader(reader), m_view(view), m_layout(elf_class == 64 ? detail::k_elf64 : detail::k_elf32),
-          m_wide(elf_class == 64), m_plt_slot(plt_slot_type(machine)) {
+        : m_reader(reader),
+          m_view(view),
+          m_layout(elf_class == 64 ? detail::k_elf64 : detail::k_elf32),
+          m_wide(elf_class == 64),
+          m_plt_slot(plt_slot_type(machine)) {
         if (refs.symtab) m_symbols = detail::mapped_range(reader, view, *refs.symtab, "DT_SYMTAB");
         if (refs.strtab) {
             m_strings = detail::mapped_range(reader, view, *refs.strtab, "DT_STRTAB");
@@ -93,10 +96,10 @@ public:
     // A table of `size` bytes at `address`; `addend`: Rela entries, else Rel.
     void table(std::uint64_t address, std::uint64_t size, bool addend, bool plt, const char* what) {
         if (size == 0) return;
-        const std::size_t entry = (m_wide ? 8 : 4) * (addend ? 3 : 2);
+        const std::size_t width = m_wide ? 8 : 4;
+        const std::size_t entry = width * (addend ? 3U : 2U);
         const Range mapped = detail::mapped_range(m_reader, m_view, address, what);
         const Range bytes = m_reader.range(mapped.offset, std::min(size, mapped.size), what);
-        const std::size_t width = m_wide ? 8 : 4;
         for (std::uint64_t at = bytes.offset; bytes.end() - at >= entry; at += entry) {
             const std::uint64_t info = m_reader.read(at + width, width, "r_info");
             const std::uint64_t symbol = m_wide ? info >> 32 : info >> 8;
@@ -170,9 +173,12 @@ std::string relocation_name(int machine, std::uint32_t type) {
         const char* name;
     };
     static const Named names[] = {
-        {EM_X86_64, R_X86_64_64, "R_X86_64_64"},           {EM_X86_64, R_X86_64_GLOB_DAT, "R_X86_64_GLOB_DAT"},
-        {EM_X86_64, R_X86_64_JUMP_SLOT, "R_X86_64_JUMP_SLOT"}, {EM_X86_64, R_X86_64_COPY, "R_X86_64_COPY"},
-        {EM_AARCH64, R_AARCH64_ABS64, "R_AARCH64_ABS64"},     {EM_AARCH64, R_AARCH64_GLOB_DAT, "R_AARCH64_GLOB_DAT"},
+        {EM_X86_64, R_X86_64_64, "R_X86_64_64"},
+        {EM_X86_64, R_X86_64_GLOB_DAT, "R_X86_64_GLOB_DAT"},
+        {EM_X86_64, R_X86_64_JUMP_SLOT, "R_X86_64_JUMP_SLOT"},
+        {EM_X86_64, R_X86_64_COPY, "R_X86_64_COPY"},
+        {EM_AARCH64, R_AARCH64_ABS64, "R_AARCH64_ABS64"},
+        {EM_AARCH64, R_AARCH64_GLOB_DAT, "R_AARCH64_GLOB_DAT"},
         {EM_AARCH64, R_AARCH64_JUMP_SLOT, "R_AARCH64_JUMP_SLOT"},
     };
     for (const Named& named : names) {
@@ -188,8 +194,8 @@ void for_each_read_only_section(const std::uint8_t* data, std::size_t size, cons
     detail::read_identification(reader, data, size, identity);
     const Layout& layout = identity.elf_class == 64 ? detail::k_elf64 : detail::k_elf32;
     const detail::HeaderTables tables = detail::read_header(reader, layout);
-    const Range sections = detail::table_range(reader, tables.shoff, tables.shnum, tables.shentsize,
-                                               layout.shdr_size, "section header table");
+    const Range sections = detail::table_range(reader, tables.shoff, tables.shnum, tables.shentsize, layout.shdr_size,
+                                               "section header table");
     for (std::uint64_t at = sections.offset; at < sections.end(); at += layout.shdr_size) {
         const std::uint64_t flags = reader.field(at, layout.sh_flags, "sh_flags");
         if (reader.field(at, layout.sh_type, "sh_type") != SHT_PROGBITS || (flags & SHF_ALLOC) == 0 ||

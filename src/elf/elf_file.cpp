@@ -44,9 +44,8 @@ void with_mapped_file(const std::filesystem::path& path,
 
 ElfFacts inspect_elf_file(const std::filesystem::path& path) {
     ElfFacts facts;
-    with_mapped_file(path, [&](const std::uint8_t* data, std::size_t size) {
-        facts = inspect_elf(data, size, path.string());
-    });
+    with_mapped_file(
+        path, [&](const std::uint8_t* data, std::size_t size) { facts = inspect_elf(data, size, path.string()); });
     return facts;
 }
 

@@ -26,8 +26,7 @@ namespace kernhub::loader {
 namespace {
 
 bool is_torch_variant(const std::optional<select::Variant>& variant) {
-    return variant &&
-           (variant->family == select::Family::torch || variant->family == select::Family::torch_stable_abi);
+    return variant && (variant->family == select::Family::torch || variant->family == select::Family::torch_stable_abi);
 }
 
 // The registry's "file", else the variant's only `_*.so` at its top level
@@ -128,22 +127,24 @@ void check_binding(const elf::BindingFacts& facts, const std::string& file) {
                                              "or fetch a variant without Python data references");
         }
         if (env_now || !facts.bind_now.empty()) {
-            const std::string cause = env_now ? "LD_BIND_NOW is set in the environment"
-                                              : "the library was linked to bind every symbol at load (" +
-                                                    facts.bind_now + ")";
-            throw Error(ErrorCode::load, "cannot load " + file + " lazily: " + cause +
-                                             ", so the dynamic loader would bind its Python function " + ref.symbol +
-                                             " (" + relocation + "), and this process has no Python" +
-                                             (env_now ? "; unset LD_BIND_NOW" : "; fetch a variant built without -z now"));
+            const std::string cause =
+                env_now ? "LD_BIND_NOW is set in the environment"
+                        : "the library was linked to bind every symbol at load (" + facts.bind_now + ")";
+            throw Error(ErrorCode::load,
+                        "cannot load " + file + " lazily: " + cause +
+                            ", so the dynamic loader would bind its Python function " + ref.symbol + " (" + relocation +
+                            "), and this process has no Python" +
+                            (env_now ? "; unset LD_BIND_NOW" : "; fetch a variant built without -z now"));
         }
     }
 }
 
 void check_op(const TorchOpListing& listing, const std::string& ns, const std::string& op, const std::string& file) {
     if (may_define_op(listing, op)) return;
-    throw Error(ErrorCode::not_found, file + " defines no op " + ns + "::" + op + "; its ops: " +
-                                          (listing.ops.empty() ? std::string("none found") : join(listing.ops)) +
-                                          "; check the registry's \"op\" (or the op given to the load)",
+    throw Error(ErrorCode::not_found,
+                file + " defines no op " + ns + "::" + op +
+                    "; its ops: " + (listing.ops.empty() ? std::string("none found") : join(listing.ops)) +
+                    "; check the registry's \"op\" (or the op given to the load)",
                 hint::setting("load.op"));
 }
 
@@ -156,7 +157,8 @@ std::string op_namespace(const LoadRequest& request, const Artifact& artifact) {
         if (file.path != ops_py) continue;
         std::string text;
         constexpr std::size_t k_max_ops_py = 1 << 20;
-        if (cache::read_file_into(std::filesystem::path(request.fetched.path) / ops_py, text, k_max_ops_py).error == 0) {
+        if (cache::read_file_into(std::filesystem::path(request.fetched.path) / ops_py, text, k_max_ops_py).error ==
+            0) {
             if (std::string name = ops_namespace(text); !name.empty()) return name;
         }
     }
@@ -213,8 +215,8 @@ void register_namespace(const LoadRequest& request, const Artifact& artifact, co
         // A static initialiser threw (a c10::Error from a registration):
         // the exception left dlopen, which may keep the dynamic loader's
         // lock held by this thread.
-        throw Error(ErrorCode::load, "the op library " + file +
-                                         " failed while registering its ops; LibTorch said: " + e.what());
+        throw Error(ErrorCode::load,
+                    "the op library " + file + " failed while registering its ops; LibTorch said: " + e.what());
     }
     registered.emplace(ns, std::move(entry));
 }

@@ -16,14 +16,16 @@ bool is_identifier_char(unsigned char c) {
 
 bool is_identifier(const std::string& text) {
     if (text.empty() || (text[0] >= '0' && text[0] <= '9')) return false;
-    return std::all_of(text.begin(), text.end(), [](char c) { return is_identifier_char(static_cast<unsigned char>(c)); });
+    return std::all_of(text.begin(), text.end(),
+                       [](char c) { return is_identifier_char(static_cast<unsigned char>(c)); });
 }
 
 // What may follow a schema's "(": an argument type, "*" or ")".
 bool starts_arguments(const char* at, std::size_t left) {
-    static const char* const starts[] = {"Tensor", "int", "float", "bool", "str", "Scalar", "SymInt", "Device",
-                                         "ScalarType", "Layout", "MemoryFormat", "Generator", "Storage", "Dimname",
-                                         "Stream", "Any", "complex", "*", ")", "__torch__"};
+    static const char* const starts[] = {"Tensor",       "int",       "float",   "bool",       "str",
+                                         "Scalar",       "SymInt",    "Device",  "ScalarType", "Layout",
+                                         "MemoryFormat", "Generator", "Storage", "Dimname",    "Stream",
+                                         "Any",          "complex",   "*",       ")",          "__torch__"};
     return std::any_of(std::begin(starts), std::end(starts), [&](const char* word) {
         const std::size_t length = std::strlen(word);
         return left >= length && std::memcmp(at, word, length) == 0;
@@ -113,8 +115,8 @@ std::string ops_namespace(const std::string& ops_py) {
     for (std::size_t at = ops_py.find(marker); at != std::string::npos; at = ops_py.find(marker, at + 1)) {
         // Only an assignment `ops = torch.ops.<NAME>` names the namespace.
         const std::size_t line = ops_py.rfind('\n', at);
-        std::string head = ops_py.substr(line == std::string::npos ? 0 : line + 1,
-                                         at - (line == std::string::npos ? 0 : line + 1));
+        std::string head =
+            ops_py.substr(line == std::string::npos ? 0 : line + 1, at - (line == std::string::npos ? 0 : line + 1));
         head.erase(std::remove(head.begin(), head.end(), ' '), head.end());
         if (head != "ops=") continue;
         std::size_t end = at + marker.size();

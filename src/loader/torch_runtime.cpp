@@ -100,7 +100,8 @@ void open_torch(const std::filesystem::path& root) {
     const std::filesystem::path lib = root / "lib";
     std::error_code ec;
     if (!std::filesystem::is_regular_file(lib / "libtorch_cpu.so", ec)) {
-        throw Error(ErrorCode::not_found, "no LibTorch at " + root.string() + " (" + (lib / "libtorch_cpu.so").string() +
+        throw Error(ErrorCode::not_found, "no LibTorch at " + root.string() + " (" +
+                                              (lib / "libtorch_cpu.so").string() +
                                               " does not exist); name a torch package folder or a LibTorch root");
     }
     for (const char* name : {"libc10.so", "libtorch_cpu.so"}) {

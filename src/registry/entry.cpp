@@ -17,8 +17,8 @@ namespace {
 // A function-local static: a failed allocation reaches the caller instead of
 // ending the process during static initialisation.
 const std::vector<std::string>& entry_fields() {
-    static const std::vector<std::string> fields = {"repo_id", "revision",  "version",   "symbol",
-                                                    "file",    "op",        "repo_type", "signature"};
+    static const std::vector<std::string> fields = {"repo_id", "revision", "version",   "symbol",
+                                                    "file",    "op",       "repo_type", "signature"};
     return fields;
 }
 
@@ -149,9 +149,8 @@ std::string parse_op(const json& entry, const EntryContext& context) {
     };
     const std::size_t dot = op.find('.');
     const std::string_view text(op);
-    const bool ok = dot == std::string::npos
-                        ? identifier(text)
-                        : identifier(text.substr(0, dot)) && identifier(text.substr(dot + 1));
+    const bool ok = dot == std::string::npos ? identifier(text)
+                                             : identifier(text.substr(0, dot)) && identifier(text.substr(dot + 1));
     if (!op.empty() && !ok)
         context.fail_field("op", in_quotes(op) +
                                      " is not an op name; name the op as its schema does, \"name\" or "

@@ -41,12 +41,12 @@ TEST_CASE("examples: embed_torch exits with kernhub's codes", "[torch][needs:tor
     cli::Sandbox box;
     TorchHub hub;
     const fs::path registry = write_registry(box.dir.path());
-    const ProcessResult missing = run_example(box, hub.server().endpoint(), registry,
-                                              {"--target", cxx11_variant(), "torch-missing"});
+    const ProcessResult missing =
+        run_example(box, hub.server().endpoint(), registry, {"--target", cxx11_variant(), "torch-missing"});
     INFO(cli::describe(missing));
     CHECK(missing.exit_code == 3);
-    const ProcessResult unfit = run_example(box, hub.server().endpoint(), registry,
-                                            {"--target", older_torch_variant()});
+    const ProcessResult unfit =
+        run_example(box, hub.server().endpoint(), registry, {"--target", older_torch_variant()});
     INFO(cli::describe(unfit));
     CHECK(unfit.exit_code == 7);
     CHECK(run_example(box, hub.server().endpoint(), registry, {"--bogus"}).exit_code == 2);

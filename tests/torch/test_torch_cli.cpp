@@ -29,9 +29,13 @@ struct CliSetup {
     fs::path registry = write_registry(box.dir.path());
 
     ProcessResult load(const std::vector<std::string>& more, const EnvChanges& env) const {
-        std::vector<std::string> args{"load", "--registry", registry.string(), "--endpoint",
+        std::vector<std::string> args{"load",
+                                      "--registry",
+                                      registry.string(),
+                                      "--endpoint",
                                       const_cast<TorchHub&>(hub).server().endpoint(),
-                                      "--cache-dir", box.cache.string()};
+                                      "--cache-dir",
+                                      box.cache.string()};
         args.insert(args.end(), more.begin(), more.end());
         return box.run(args, env);
     }
@@ -46,8 +50,8 @@ TEST_CASE("cli: load of a torch variant reports the op, the torch and the librar
     REQUIRE(text.exit_code == 0);
     // The report goes to stderr, as every status line of the program does.
     CHECK(text.err.find("torch op " + std::string(k_ops_ns) + "::add_one\n") != std::string::npos);
-    CHECK(text.err.find("  torch " + std::to_string(TORCH_VERSION_MAJOR) + "." +
-                        std::to_string(TORCH_VERSION_MINOR)) != std::string::npos);
+    CHECK(text.err.find("  torch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR)) !=
+          std::string::npos);
     CHECK(text.err.find("libtorch_cpu.so\n") != std::string::npos);
 
     const ProcessResult json_run =
@@ -58,9 +62,8 @@ TEST_CASE("cli: load of a torch variant reports the op, the torch and the librar
     CHECK(out["torch_op"] == std::string(k_stable_ns) + "::add_one");
     CHECK(out["symbol"] == "add_one_out");
     CHECK(out["variant"] == stable_variant());
-    CHECK(out["torch"]["version"] == std::to_string(TORCH_VERSION_MAJOR) + "." +
-                                         std::to_string(TORCH_VERSION_MINOR) + "." +
-                                         std::to_string(TORCH_VERSION_PATCH));
+    CHECK(out["torch"]["version"] == std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
+                                         "." + std::to_string(TORCH_VERSION_PATCH));
     CHECK(fs::equivalent(out["torch"]["library"].get<std::string>(),
                          fs::path(build::torch_dir) / "lib" / "libtorch_cpu.so"));
     CHECK_FALSE(out.contains("address"));
@@ -68,14 +71,15 @@ TEST_CASE("cli: load of a torch variant reports the op, the torch and the librar
 
 TEST_CASE("cli: a torch variant without LibTorch is exit 7 naming the missing library", "[torch][needs:torch]") {
     CliSetup setup;
-    const ProcessResult r =
-        setup.load({"torch-add-one", "-q", "--target", cxx11_variant()}, torch_env({{"KERNHUB_TORCH_DIR", std::nullopt}}));
+    const ProcessResult r = setup.load({"torch-add-one", "-q", "--target", cxx11_variant()},
+                                       torch_env({{"KERNHUB_TORCH_DIR", std::nullopt}}));
     check_error(r, 7, {"libtorch_cpu.so", "not in this process", "KERNHUB_TORCH_DIR", std::string(k_ops_ns)});
 }
 
 TEST_CASE("cli: LD_BIND_NOW is exit 7 naming the Python function and the cause", "[torch][needs:torch]") {
     CliSetup setup;
-    const ProcessResult r = setup.load({"torch-add-one", "-q", "--target", cxx11_variant()}, torch_env({{"LD_BIND_NOW", "1"}}));
+    const ProcessResult r =
+        setup.load({"torch-add-one", "-q", "--target", cxx11_variant()}, torch_env({{"LD_BIND_NOW", "1"}}));
     check_error(r, 7, {"LD_BIND_NOW", "PyModule_Create2", "R_X86_64_JUMP_SLOT"});
     // The stable-ABI library refers to no Python: it loads all the same.
     const ProcessResult stable =
@@ -89,7 +93,8 @@ TEST_CASE("cli: a missing op is exit 3 naming the library's ops and --op", "[tor
     const ProcessResult r =
         setup.load({"torch-add-one", "-q", "--target", untagged_variant(), "--op", "add_one.inplace"}, torch_env());
     check_error(r, 3, {"add_one.inplace", "add_one, add_one.out, scale", "--op"});
-    const ProcessResult bad = setup.load({"torch-add-one", "-q", "--target", untagged_variant(), "--op", "add one"}, torch_env());
+    const ProcessResult bad =
+        setup.load({"torch-add-one", "-q", "--target", untagged_variant(), "--op", "add one"}, torch_env());
     check_error(bad, 2, {"not an op name"});
 }
 

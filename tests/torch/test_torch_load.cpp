@@ -60,7 +60,8 @@ TEST_CASE("each torch layout is loaded and its op called through the dispatcher 
     CHECK(fs::path(result.file).filename() == ns + std::string(".abi3.so"));
 
     const auto add_one = kernhub::torch::op<UnaryOp>(client, "torch-add-one");
-    CHECK(values(add_one.call(tensor({1.5f, -2.0f, 0.0f, 1e6f}))) == (std::vector<float>{2.5f, -1.0f, 1.0f, 1000001.0f}));
+    CHECK(values(add_one.call(tensor({1.5f, -2.0f, 0.0f, 1e6f}))) ==
+          (std::vector<float>{2.5f, -1.0f, 1.0f, 1000001.0f}));
     // The same handle from the result, and a second load that finds the
     // ops already registered.
     CHECK(values(kernhub::torch::op<UnaryOp>(result).call(tensor({41.0f}))) == (std::vector<float>{42.0f}));
@@ -99,7 +100,8 @@ TEST_CASE("a missing op is not_found naming the ops the library defines", "[torc
     CHECK(error.code() == ErrorCode::not_found);
     const std::string message = error.what();
     CHECK(contains(message, "::add_two"));
-    CHECK(contains(message, variant == stable_variant() ? "its ops: add_one;" : "its ops: add_one, add_one.out, scale"));
+    CHECK(
+        contains(message, variant == stable_variant() ? "its ops: add_one;" : "its ops: add_one, add_one.out, scale"));
     CHECK(contains(message, "LoadOptions::op"));
 }
 
@@ -108,11 +110,11 @@ TEST_CASE("the typed lookup names the dispatcher's ops of the namespace, and ref
     Setup setup;
     kernhub::Client client(setup.options(cxx11_variant()));
     client.load("torch-add-one");
-    const kernhub::Error missing =
-        error_of([&] { kernhub::torch::op<UnaryOp>(std::string(k_ops_ns) + "::add_two"); });
+    const kernhub::Error missing = error_of([&] { kernhub::torch::op<UnaryOp>(std::string(k_ops_ns) + "::add_two"); });
     CHECK(missing.code() == ErrorCode::not_found);
     CHECK(contains(missing.what(), "add_one, add_one.out, scale"));
-    const kernhub::Error wrong = error_of([&] { kernhub::torch::op<at::Tensor(const at::Tensor&, double)>(client, "torch-add-one"); });
+    const kernhub::Error wrong =
+        error_of([&] { kernhub::torch::op<at::Tensor(const at::Tensor&, double)>(client, "torch-add-one"); });
     CHECK(wrong.code() == ErrorCode::usage);
     CHECK(contains(wrong.what(), "add_one(Tensor x) -> Tensor"));
     // A torch op is no C function.

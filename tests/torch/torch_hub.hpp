@@ -100,8 +100,11 @@ inline json spec() {
     files.update(variant_files(future_stable_variant(), k_stable_ns));
     // kernels needs a Python name and its minimum version in metadata.json.
     const json extra = {{"name", "torch-ops"}, {"python-depends", json::array()}};
-    json commit = {{"message", "torch ops"},  {"branches", {"main"}},     {"metadata", true},
-                   {"files", files},          {"metadata_extra", extra}};
+    json commit = {{"message", "torch ops"},
+                   {"branches", {"main"}},
+                   {"metadata", true},
+                   {"files", files},
+                   {"metadata_extra", extra}};
     json pydata = {{"message", "an op library with a Python data reference"},
                    {"branches", {"main"}},
                    {"metadata", true},
