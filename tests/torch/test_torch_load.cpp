@@ -91,6 +91,21 @@ TEST_CASE("an overload and a second op of one library, named by the registry's o
     CHECK(python_module_creations == 0);
 }
 
+TEST_CASE("the registry's file picks the op library, and its file name gives the namespace without _ops.py",
+          "[torch][needs:torch]") {
+    Setup setup;
+    kernhub::Client client(setup.options(cxx11_variant()));
+    const kernhub::LoadResult result = client.load("torch-bare");
+    CHECK(result.torch_op == std::string(k_ops_ns) + "::scale");
+    CHECK(result.symbol == "add_one_wrapper");
+    const auto scale = kernhub::torch::op<at::Tensor(const at::Tensor&, double)>(result);
+    CHECK(values(scale.call(tensor({2.0f}), 0.5)) == (std::vector<float>{1.0f}));
+    // Without "file", the two libraries a folder down are not a choice.
+    const kernhub::Error several = error_of([&] { client.load("torch-bare-unnamed"); });
+    CHECK(several.code() == ErrorCode::usage);
+    CHECK(contains(several.what(), "several op libraries"));
+}
+
 TEST_CASE("a missing op is not_found naming the ops the library defines", "[torch][needs:torch]") {
     Setup setup;
     const std::string variant = GENERATE(cxx11_variant(), stable_variant());

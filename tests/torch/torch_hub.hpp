@@ -28,6 +28,7 @@ using nlohmann::json;
 
 inline constexpr const char* k_repo = "kernhub-test/torch-ops";
 inline constexpr const char* k_pydata_repo = "kernhub-test/torch-pydata";
+inline constexpr const char* k_bare_repo = "kernhub-test/torch-bare";
 inline constexpr const char* k_ops_ns = "_kh_torch_ops_9e1b2c7";
 inline constexpr const char* k_stable_ns = "_kh_torch_stable_9e1b2c7";
 inline constexpr const char* k_pydata_ns = "_kh_torch_pydata_9e1b2c7";
@@ -109,9 +110,19 @@ inline json spec() {
                    {"branches", {"main"}},
                    {"metadata", true},
                    {"files", variant_files(cxx11_variant(), k_pydata_ns)}};
+    // No Python glue, the library a folder down beside a second .so: the
+    // registry's "file" names it and the namespace is its file name's.
+    const std::string bare_dir = "build/" + cxx11_variant() + "/lib/";
+    json bare = {{"message", "an op library without _ops.py"},
+                 {"branches", {"main"}},
+                 {"metadata", true},
+                 {"files",
+                  {{bare_dir + k_ops_ns + ".abi3.so", {{"path", fixture(k_ops_ns).string()}}},
+                   {bare_dir + "_helper.so", {{"path", fixture(k_stable_ns).string()}}}}}};
     return {{"repos",
              {{{"repo_id", k_repo}, {"type", "kernel"}, {"commits", {commit}}},
-              {{"repo_id", k_pydata_repo}, {"type", "kernel"}, {"commits", {pydata}}}}}};
+              {{"repo_id", k_pydata_repo}, {"type", "kernel"}, {"commits", {pydata}}},
+              {{"repo_id", k_bare_repo}, {"type", "kernel"}, {"commits", {bare}}}}}};
 }
 
 // Registry names: the Python wrapper as "symbol", the op as "op" where the
@@ -128,7 +139,14 @@ inline json registry() {
               {"torch-add-one-out", entry("add_one_out", "add_one.out")},
               {"torch-scale", entry("scale", nullptr)},
               {"torch-missing", entry("add_two", nullptr)},
-              {"torch-pydata", {{"repo_id", k_pydata_repo}, {"revision", "main"}, {"symbol", "add_one"}}}}}};
+              {"torch-pydata", {{"repo_id", k_pydata_repo}, {"revision", "main"}, {"symbol", "add_one"}}},
+              {"torch-bare",
+               {{"repo_id", k_bare_repo},
+                {"revision", "main"},
+                {"symbol", "add_one_wrapper"},
+                {"op", "scale"},
+                {"file", std::string("lib/") + k_ops_ns + ".abi3.so"}}},
+              {"torch-bare-unnamed", {{"repo_id", k_bare_repo}, {"revision", "main"}, {"symbol", "scale"}}}}}};
 }
 
 // The hub tree (laid out once per process) and a server over it.
