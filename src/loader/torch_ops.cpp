@@ -20,15 +20,24 @@ bool is_identifier(const std::string& text) {
                        [](char c) { return is_identifier_char(static_cast<unsigned char>(c)); });
 }
 
-// What may follow a schema's "(": an argument type, "*" or ")".
+// What may follow a schema's "(": an argument type followed by what
+// follows a type in a schema (a space before the name, "?", "[]" or an
+// alias annotation "(a!)", "." in a class path), "*, " before keyword-only arguments, or ") ->"
+// for none. A type name alone or in other text ("Double", "SymFloat(...)"
+// in a message) does not count.
 bool starts_arguments(const char* at, std::size_t left) {
-    static const char* const starts[] = {"Tensor",       "int",       "float",   "bool",       "str",
-                                         "Scalar",       "SymInt",    "Device",  "ScalarType", "Layout",
-                                         "MemoryFormat", "Generator", "Storage", "Dimname",    "Stream",
-                                         "Any",          "complex",   "*",       ")",          "__torch__"};
-    return std::any_of(std::begin(starts), std::end(starts), [&](const char* word) {
+    static const char* const types[] = {"Tensor",  "int",     "float",      "bool",   "str",          "Scalar",
+                                        "SymInt",  "Device",  "ScalarType", "Layout", "MemoryFormat", "Generator",
+                                        "Storage", "Dimname", "Stream",     "Any",    "complex",      "__torch__"};
+    const auto starts_with = [&](const char* word) {
         const std::size_t length = std::strlen(word);
         return left >= length && std::memcmp(at, word, length) == 0;
+    };
+    if (starts_with("*, ") || starts_with(") ->")) return true;
+    return std::any_of(std::begin(types), std::end(types), [&](const char* type) {
+        const std::size_t length = std::strlen(type);
+        return left > length && std::memcmp(at, type, length) == 0 && std::strchr(" ?[(.", at[length]) != nullptr &&
+               at[length] != 0;
     });
 }
 
