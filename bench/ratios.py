@@ -46,6 +46,11 @@ PAIRS = {
         ("add_one on DLTensors (TvmFunction) / kh_vector_add pointer", "BM_TvmDispatch_TensorTvmFunction",
          "BM_TvmDispatch_TensorPlainPointer"),
     ],
+    "bench_torch_dispatch": [
+        ("typed handle / direct C++ call", "BM_TorchDispatch_TypedHandle", "BM_TorchDispatch_Direct"),
+        ("lookup each call / direct C++ call", "BM_TorchDispatch_LookupEachCall", "BM_TorchDispatch_Direct"),
+        ("lookup each call / typed handle", "BM_TorchDispatch_LookupEachCall", "BM_TorchDispatch_TypedHandle"),
+    ],
     "bench_load": [
         ("bare dlopen: other name (known) / same name", "BM_Load_BareDlopen_OtherPath",
          "BM_Load_BareDlopen_AlreadyOpen"),

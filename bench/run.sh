@@ -8,6 +8,8 @@
 #   KERNHUB_BENCH_JOBS       build parallelism (default 2)
 #   KERNHUB_BENCH_HF_PYTHON  a Python with huggingface_hub (default: the test
 #                            venv of build/, KERNHUB_TEST_PYTHON in its CMakeCache.txt)
+#   KERNHUB_BENCH_TORCH_DIR  a torch package folder for bench_torch_dispatch
+#                            (default: KERNHUB_TEST_TORCH_DIR in build/'s CMakeCache.txt)
 # Arguments after the options go to every benchmark binary, e.g.
 #   bench/run.sh --benchmark_filter=Kernhub
 set -euo pipefail
@@ -18,16 +20,18 @@ build="${KERNHUB_BENCH_BUILD_DIR:-$root/build-bench}"
 min_time="${KERNHUB_BENCH_MIN_TIME:-0.2}"
 python="${PYTHON:-python3}"
 
-configure=(cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKERNHUB_BUILD_BENCH=ON -DKERNHUB_BUILD_TESTS=ON)
+torch_dir="${KERNHUB_BENCH_TORCH_DIR:-$(sed -n 's/^KERNHUB_TEST_TORCH_DIR:PATH=//p' "$root/build/CMakeCache.txt" 2>/dev/null || true)}"
+configure=(cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKERNHUB_BUILD_BENCH=ON -DKERNHUB_BUILD_TESTS=ON
+  "-DKERNHUB_TEST_TORCH_DIR=$torch_dir")
 # A fresh directory gets Ninja; an existing one keeps its generator.
 [[ -f "$build/CMakeCache.txt" ]] || configure+=(-G Ninja)
 "${configure[@]}" >/dev/null
 cmake --build "$build" --target kernhub_bench kernhub_cli -j "${KERNHUB_BENCH_JOBS:-2}" >/dev/null
 
-for name in bench_dispatch bench_tvm_dispatch bench_load bench_startup bench_fetch; do
+for name in bench_dispatch bench_tvm_dispatch bench_torch_dispatch bench_load bench_startup bench_fetch; do
   binary="$build/bench/$name"
   if [[ ! -x "$binary" ]]; then
-    echo "== $name: not built (bench_fetch needs the tests: KERNHUB_BUILD_TESTS=ON)"
+    echo "== $name: not built (bench_fetch needs the tests: KERNHUB_BUILD_TESTS=ON; bench_torch_dispatch a torch package)"
     continue
   fi
   "$python" "$here/ratios.py" "$binary" --min-time "$min_time" --save "$build/bench/$name.json" -- "$@"

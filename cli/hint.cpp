@@ -24,6 +24,7 @@ constexpr CliName k_cli_names[] = {
     {k_setting, "sigstore_trusted_root", "--trusted-root"},
     {k_setting, "host", "--host"},
     {k_setting, "load.symbol", "--symbol"},
+    {k_setting, "load.op", "--op"},
     {k_setting, "lock.update", "--update"},
     {k_setting, "mirror.to", "--to"},
     {k_setting, "mirror.nginx_conf", "--nginx-conf"},

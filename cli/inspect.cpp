@@ -21,6 +21,8 @@ static nlohmann::ordered_json inspect_json(const InspectResult& result) {
         out["needed"] = result.needed;
         out["exported_functions"] = result.exported_functions;
         out["tvm_ffi_functions"] = result.tvm_ffi_functions;
+        out["torch_ops"] = result.torch_ops;
+        out["torch_schemas"] = result.torch_schemas;
         return out;
     }
     out["containers"] = result.containers;
@@ -40,6 +42,10 @@ static void print_human(const InspectResult& result) {
         if (!result.tvm_ffi_functions.empty()) {
             std::cout << "  tvm-ffi functions (" << result.tvm_ffi_functions.size() << "):\n";
             for (const auto& name : result.tvm_ffi_functions) std::cout << "    " << printable(name) << '\n';
+        }
+        if (!result.torch_ops.empty()) {
+            std::cout << "  torch ops (" << result.torch_ops.size() << "):\n";
+            for (const auto& name : result.torch_ops) std::cout << "    " << printable(name) << '\n';
         }
         return;
     }

@@ -16,43 +16,66 @@ static std::string format_address(const void* address) {
     return buffer;
 }
 
+static void print_load_json(const LoadResult& result) {
+    nlohmann::ordered_json out = fetch_json(result.fetch);
+    out["symbol"] = result.symbol;
+    out["kind"] = result.kind;
+    if (result.kind == "torch-op") {
+        // An op of the dispatcher has no address of its own.
+        out["torch_op"] = result.torch_op;
+        out["torch"] = {{"version", result.torch_version}, {"library", result.torch_library}};
+    } else {
+        out["address"] = format_address(result.address);
+    }
+    if (result.kind == "tvm-ffi") {
+        const TvmFfiRuntimeInfo runtime = tvm_ffi_runtime();
+        out["tvm_ffi_runtime"] = {{"version", runtime.version}, {"library", runtime.library}};
+    }
+    print_json(out);
+}
+
+static void print_load_text(const CommonFlags& flags, const LoadResult& result) {
+    std::string what = result.symbol + " at " + format_address(result.address);
+    if (result.kind == "tvm-ffi") {
+        // A tvm-ffi symbol is __tvm_ffi_<function>.
+        what = "tvm-ffi function " + result.symbol.substr(k_tvm_ffi_prefix.size()) + " (" + result.symbol + ") at " +
+               format_address(result.address);
+    } else if (result.kind == "torch-op") {
+        what = "torch op " + result.torch_op;
+    }
+    status(flags, "loaded " + result.fetch.name + " variant " + result.fetch.variant + " (" +
+                      short_commit(result.fetch.commit) + "): " + what);
+    status(flags, "  " + result.file);
+    if (result.kind == "tvm-ffi") {
+        const TvmFfiRuntimeInfo runtime = tvm_ffi_runtime();
+        status(flags, "  tvm-ffi runtime " + runtime.version + ": " + runtime.library);
+    } else if (result.kind == "torch-op") {
+        status(flags, "  torch " + result.torch_version + ": " + result.torch_library);
+    }
+    if (result.fetch.signature) status(flags, "  " + describe_signature(*result.fetch.signature));
+}
+
 Command add_load_command(CLI::App& app) {
     auto flags = std::make_shared<CommonFlags>();
     auto ref = std::make_shared<std::string>();
-    auto symbol = std::make_shared<std::string>();
+    auto options = std::make_shared<LoadOptions>();
     CLI::App* command = app.add_subcommand("load", "Fetch if needed, load the kernel and resolve its symbol");
     command->add_option("kernel", *ref, "Registry name or ORG/REPO[@REVISION]")->required();
-    command->add_option("--symbol", *symbol, "Symbol to resolve instead of the registry's");
+    command->add_option("--symbol", options->symbol, "Symbol to resolve instead of the registry's");
+    command->add_option("--op", options->op,
+                        "For a torch variant: the op to resolve (NAME or NAME.OVERLOAD) instead of the registry's");
     add_fetch_flags(*command, *flags);
-    return {command, [flags, ref, symbol]() {
+    return {command, [flags, ref, options]() {
                 ProgressPrinter progress(flags->quiet);
                 Client client(make_options(*flags, &progress));
-                LoadResult result = client.load(*ref, *symbol);
+                // A torch variant is loaded against the torch that
+                // KERNHUB_TORCH_DIR names: this program has no LibTorch.
+                options->load_torch = true;
+                const LoadResult result = client.load(*ref, *options);
                 if (flags->json) {
-                    nlohmann::ordered_json out = fetch_json(result.fetch);
-                    out["symbol"] = result.symbol;
-                    out["kind"] = result.kind;
-                    out["address"] = format_address(result.address);
-                    if (result.kind == "tvm-ffi") {
-                        const TvmFfiRuntimeInfo runtime = tvm_ffi_runtime();
-                        out["tvm_ffi_runtime"] = {{"version", runtime.version}, {"library", runtime.library}};
-                    }
-                    print_json(out);
+                    print_load_json(result);
                 } else {
-                    // A tvm-ffi symbol is __tvm_ffi_<function>.
-                    const std::string what = result.kind == "tvm-ffi"
-                                                 ? "tvm-ffi function " + result.symbol.substr(k_tvm_ffi_prefix.size()) +
-                                                       " (" + result.symbol + ")"
-                                                 : result.symbol;
-                    status(*flags, "loaded " + result.fetch.name + " variant " + result.fetch.variant + " (" +
-                                       short_commit(result.fetch.commit) + "): " + what + " at " +
-                                       format_address(result.address));
-                    status(*flags, "  " + result.file);
-                    if (result.kind == "tvm-ffi") {
-                        const TvmFfiRuntimeInfo runtime = tvm_ffi_runtime();
-                        status(*flags, "  tvm-ffi runtime " + runtime.version + ": " + runtime.library);
-                    }
-                    if (result.fetch.signature) status(*flags, "  " + describe_signature(*result.fetch.signature));
+                    print_load_text(*flags, result);
                 }
                 return 0;
             }};

@@ -140,19 +140,87 @@ venv() {
         echo "tests/run.sh: some of $env was not compiled to bytecode (see $env/compileall.log)" >&2
       touch "$env/kernhub-complete"
     fi
-    touch "$env/kernhub-complete"  # last use, for the clean-up below
-    # A stale venv is removed only under its own lock, taken without waiting
-    # (a run that holds it is using it) and with its age checked again under
-    # it; lock files stay, so two runs never lock different files of a name.
-    find "$venv_store" -maxdepth 2 -path "$venv_store/$1-*/kernhub-complete" -mtime +30 2>/dev/null |
-      while read -r stale; do
-        (
-          exec 8>"$(dirname "$stale").lock"
-          flock -n 8 || exit 0
-          # The stamp first: a removal cut short leaves a venv that is redone.
-          [ -z "$(find "$stale" -mtime +30 2>/dev/null)" ] || { rm -f "$stale" && rm -rf "$(dirname "$stale")"; }
-        )
+    touch "$env/kernhub-complete"  # last use, for remove_stale
+    remove_stale "$1"
+  )
+}
+# remove_stale NAME: removes the store's folders of NAME that no run has used
+# for 30 days. A stale folder is removed only under its own lock, taken
+# without waiting (a run that holds it is using it) and with its age checked
+# again under it; lock files stay, so two runs never lock different files of
+# a name.
+remove_stale() {
+  find "$venv_store" -maxdepth 2 -path "$venv_store/$1-*/kernhub-complete" -mtime +30 2>/dev/null |
+    while read -r stale; do
+      (
+        exec 8>"$(dirname "$stale").lock"
+        flock -n 8 || exit 0
+        # The stamp first: a removal cut short leaves a folder that is redone.
+        [ -z "$(find "$stale" -mtime +30 2>/dev/null)" ] || { rm -f "$stale" && rm -rf "$(dirname "$stale")"; }
+      )
+    done
+}
+# torch_store: LibTorch for the torch tests (tests/requirements-torch.txt),
+# in the same store under the same rules: torch-<hash>/site holds the wheel
+# installed with --no-deps --target (no venv: only its C++ headers and
+# libraries are used), and torch-<hash>/cuda-lib links to the two CUDA
+# runtime libraries libtorch_cpu.so needs, taken from the CUDA toolkit
+# when it has them, else installed from PyPI into torch-<hash>/cuda-pip
+# (tests/requirements-torch-cuda.txt). The links are made again on every
+# run, so a toolkit installed or removed later is followed.
+torch_store() {
+  local env
+  env=$(venv_path torch tests/requirements-torch.txt)
+  (
+    exec 9>"$env.lock"
+    flock 9
+    if [ ! -f "$env/kernhub-complete" ]; then
+      rm -rf "$env"
+      mkdir -p "$env"
+      python3 -m pip install -q --no-compile --disable-pip-version-check --no-deps --target "$env/site" \
+        -r tests/requirements-torch.txt
+      touch "$env/kernhub-complete"
+    fi
+    touch "$env/kernhub-complete"
+    local lib dir found links="$env/cuda-lib.new"
+    rm -rf "$links"
+    mkdir -p "$links"
+    for lib in libcudart.so.13 libcupti.so.13; do
+      found=""
+      for dir in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do
+        [ -n "$found" ] || [ ! -e "$dir/$lib" ] || found="$dir/$lib"
       done
+      if [ -z "$found" ]; then
+        if [ ! -f "$env/cuda-pip/kernhub-complete" ]; then
+          rm -rf "$env/cuda-pip"
+          python3 -m pip install -q --no-compile --disable-pip-version-check --no-deps --target "$env/cuda-pip" \
+            -r tests/requirements-torch-cuda.txt
+          touch "$env/cuda-pip/kernhub-complete"
+        fi
+        found=$(find "$env/cuda-pip" -name "$lib" -print -quit)
+      fi
+      [ -n "$found" ] || { echo "tests/run.sh: no $lib in the CUDA toolkit or $env/cuda-pip" >&2; exit 1; }
+      ln -s "$found" "$links/$lib"
+    done
+    rm -rf "$env/cuda-lib"
+    mv "$links" "$env/cuda-lib"
+    # The heavy extras for `import torch` (tests/requirements-torch-python.txt),
+    # only when asked for; its own stamp, as the file can change on its own.
+    if [ "${KERNHUB_TEST_TORCH_PYTHON:-0}" = 1 ]; then
+      [ -d /usr/local/cuda/lib64 ] || {
+        echo "tests/run.sh: KERNHUB_TEST_TORCH_PYTHON=1 needs the CUDA toolkit in /usr/local/cuda" >&2
+        exit 1
+      }
+      local stamp
+      stamp="$env/python-site/kernhub-$(sha256sum tests/requirements-torch-python.txt | cut -c1-16)"
+      if [ ! -f "$stamp" ]; then
+        rm -rf "$env/python-site"
+        python3 -m pip install -q --no-compile --disable-pip-version-check --no-deps --target "$env/python-site" \
+          -r tests/requirements-torch-python.txt
+        touch "$stamp"
+      fi
+    fi
+    remove_stale torch
   )
 }
 # The second environment holds the older kernels release (its own
@@ -160,6 +228,7 @@ venv() {
 # made at once; pip is mostly waiting on the disk and the index.
 venv_main=$(venv_path main tests/requirements.txt)
 venv_legacy=$(venv_path kernels-legacy tests/requirements-kernels-legacy.txt)
+torch_env=$(venv_path torch tests/requirements-torch.txt)
 # Ctrl-C (or SIGTERM) while they are made ends them, pip included; an
 # interrupted install leaves no stamp and is redone by the next run.
 source tests/support/background_jobs.sh
@@ -167,6 +236,8 @@ stop_jobs_on_signal
 venv main tests/requirements.txt &
 background_jobs+=($!)
 venv kernels-legacy tests/requirements-kernels-legacy.txt &
+background_jobs+=($!)
+torch_store &
 background_jobs+=($!)
 venv_status=0
 for pid in "${background_jobs[@]}"; do wait "$pid" || venv_status=$?; done
@@ -178,7 +249,10 @@ fi
 
 phase configure
 cmake -S . -B "$dir" -G Ninja "${flags[@]}" -DKERNHUB_TEST_PYTHON="$venv_main/bin/python" \
-  -DKERNHUB_TEST_PYTHON_KERNELS_LEGACY="$venv_legacy/bin/python" >/dev/null
+  -DKERNHUB_TEST_PYTHON_KERNELS_LEGACY="$venv_legacy/bin/python" \
+  -DKERNHUB_TEST_TORCH_DIR="$torch_env/site/torch" -DKERNHUB_TEST_TORCH_RUNTIME_DIR="$torch_env/cuda-lib" \
+  -DKERNHUB_TEST_TORCH_PYTHON_SITE="$([ "${KERNHUB_TEST_TORCH_PYTHON:-0}" != 1 ] || echo "$torch_env/python-site")" \
+  >/dev/null
 phase build
 cmake --build "$dir" -j"$(nproc)"
 phase ctest

@@ -46,6 +46,11 @@ struct InspectResult {
     // The tvm-ffi functions among them: the names after "__tvm_ffi_" (a
     // tvm-ffi variant's library), less tvm-ffi's own "__tvm_ffi__" symbols.
     std::vector<std::string> tvm_ffi_functions;
+    // The torch ops the library registers ("add_one", "add_one.out"), as
+    // its read-only data names them (a torch variant's op library; README,
+    // "Torch kernels"), and the whole schemas found there.
+    std::vector<std::string> torch_ops;
+    std::vector<std::string> torch_schemas;
 };
 
 // Error(not_found) when the file is missing, Error(verification) when it is

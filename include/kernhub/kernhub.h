@@ -209,8 +209,23 @@ KH_API int kh_prewarm(kh_hub* hub, const char* name);
  * kh_hub_free(). For a shared-object kernel, cast it to the kernel's
  * function type; for a CUDA kernel (a fatbin or cubin) it is the driver's
  * CUfunction handle, for cuLaunchKernel; for a tvm-ffi kernel it is a
- * kh_tvm_safe_call, for kh_tvm_call(). */
+ * kh_tvm_safe_call, for kh_tvm_call(). For a torch op it is NULL: see
+ * kh_torch_op(). */
 KH_API void* kh_symbol(kh_hub* hub, const char* name);
+
+/* ---- torch kernels (README, "Torch kernels") ----------------------------
+ * A kernel of a torch or torch-stable-abi variant is an op its library
+ * registered in LibTorch's dispatcher when kh_prewarm() loaded it. The
+ * process must have LibTorch: linked, or loaded by kh_prewarm() itself from
+ * the torch package folder the environment variable KERNHUB_TORCH_DIR
+ * names (its lib/libc10.so and lib/libtorch_cpu.so, RTLD_GLOBAL, for the
+ * life of the process). kh_torch_op() names that op, as
+ * "namespace::op" or "namespace::op.overload", for the stable C shim's
+ * torch_call_dispatcher(name, overload, stack, abi_version): split it at
+ * "::" and ".". NULL when `name` was not prewarmed on this handle or is not
+ * a torch op (kh_last_error() says which). The string stays valid until
+ * kh_hub_free(). */
+KH_API const char* kh_torch_op(kh_hub* hub, const char* name);
 
 /* ---- tvm-ffi kernels (README, "tvm-ffi variants") ----------------------
  * For a kernel of a tvm-ffi variant, kh_symbol() returns its function in

@@ -204,10 +204,34 @@ struct LoadResult {
     std::string file;  // the loaded file, absolute
     // What address is: "function" (a C symbol, for KernelFn), "cuda-kernel"
     // (a CUfunction/CUkernel, for CudaKernel) or "tvm-ffi" (a TVM FFI safe
-    // call, for TvmFunction; symbol is then __tvm_ffi_<function>).
+    // call, for TvmFunction; symbol is then __tvm_ffi_<function>). For
+    // "torch-op" (an op the library registered in LibTorch's dispatcher,
+    // for kernhub/torch.hpp's op<Sig>) address is null and torch_op names
+    // the op.
     std::string kind;
     void* address = nullptr;
     int device = 0;  // for a CUDA kernel: the device ordinal it was loaded for
+    // For a torch op: "namespace::op" or "namespace::op.overload", the
+    // version of the process's LibTorch ("2.15.0") and its libtorch_cpu.so.
+    std::string torch_op;
+    std::string torch_version;
+    std::string torch_library;
+};
+
+// What one Client::load may replace or add.
+struct LoadOptions {
+    // Replaces the registry's "symbol".
+    std::string symbol;
+    // For a torch variant: the op to resolve inside the library's namespace
+    // ("name" or "name.overload"), replacing the registry's "op".
+    std::string op;
+    // For a torch variant in a process without LibTorch: load LibTorch
+    // first (libc10.so and libtorch_cpu.so, RTLD_GLOBAL, for the life of
+    // the process) from the torch package folder Options::torch_dir or
+    // KERNHUB_TORCH_DIR names. For a program that does not link LibTorch
+    // and wants to know that a kernel loads against a torch installation
+    // (the kernhub program's `load`); off: such a load is Error(load).
+    bool load_torch = false;
 };
 
 struct VariantStatus {
@@ -255,6 +279,7 @@ struct RegistryEntry {
     std::optional<int> version;
     std::string symbol;
     std::string file;
+    std::string op;      // for a torch variant: the op, "" when the entry names none
     std::string source;  // the registry file that defined it
     std::optional<SignaturePolicy> signature;
 };
@@ -291,6 +316,14 @@ public:
     // (symbol_override replaces the registry's). The result is kept in this
     // Client's table under `ref` (loaded(), resolve()).
     LoadResult load(const std::string& ref, const std::string& symbol_override = {});
+    // load() with the replacements and additions of `options`. A torch
+    // variant's op (LoadOptions::op, else the registry's "op", else the
+    // symbol) must be one the library defines: Error(not_found) naming
+    // the ops it does. Error(load) when the process has no LibTorch, when
+    // it is another torch version or C++ ABI than the variant's, or when
+    // the library cannot be bound lazily here (LD_BIND_NOW, a Python data
+    // reference); README, "Torch kernels".
+    LoadResult load(const std::string& ref, const LoadOptions& options);
     // What the successful load() (or prewarm()) of the very same `ref`
     // string by this Client resolved; when loads of one `ref` overlap on
     // several threads, the one that started last wins, also if it ended

@@ -80,12 +80,20 @@ FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
     return result;
 }
 
+
 LoadResult Client::load(const std::string& ref, const std::string& symbol_override) {
+    LoadOptions options;
+    options.symbol = symbol_override;
+    return load(ref, options);
+}
+
+LoadResult Client::load(const std::string& ref, const LoadOptions& options) {
     registry::KernelSpec spec = registry::resolve_ref(m_impl->registry, ref);
     LoadResult result;
     result.ref = ref;
-    result.symbol = symbol_override.empty() ? spec.symbol : symbol_override;
-    if (result.symbol.empty()) {
+    result.symbol = options.symbol.empty() ? spec.symbol : options.symbol;
+    const std::string op = options.op.empty() ? spec.op : options.op;
+    if (result.symbol.empty() && op.empty()) {
         throw Error(ErrorCode::usage,
                     "no symbol to resolve for " + quoted_name(ref) +
                         ": add the repo to a registry with a \"symbol\" (entries naming the same repo must agree "
@@ -105,12 +113,23 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
     request.cache_root = m_impl->settings.cache_root;
     request.repo_type = spec.repo_type;
     request.tvm_ffi_library = m_impl->settings.tvm_ffi_library;
+    request.op = op;
+    request.torch = m_impl->options.torch;
+    if (options.load_torch) {
+        // The torch the host facts found (KERNHUB_TORCH_DIR, the Python
+        // environments); a torch the program stated is its own, already loaded.
+        const std::optional<torchenv::FoundTorch>& torch = m_impl->host_detection().torch;
+        if (torch && !torch->lib_dir.empty()) request.load_torch_from = torch->lib_dir.parent_path().string();
+    }
     const loader::Loaded loaded = loader::load(request);
     result.file = loaded.file;
     result.kind = loaded.kind->name();
     result.address = loaded.resolved.address;
     result.symbol = loaded.resolved.symbol;
     result.device = loaded.resolved.device;
+    result.torch_op = loaded.resolved.torch_op;
+    result.torch_version = loaded.resolved.torch_version;
+    result.torch_library = loaded.resolved.torch_library;
     m_impl->resolved.publish(ref, result, started);
     return result;
 }
@@ -173,7 +192,7 @@ std::vector<RegistryEntry> Client::list() const {
     std::vector<RegistryEntry> out;
     for (const auto& spec : m_impl->registry.entries()) {
         out.push_back(RegistryEntry{spec.name, spec.repo_id, to_string(spec.repo_type), spec.revision, spec.version,
-                                    spec.symbol, spec.file, spec.source, spec.signature});
+                                    spec.symbol, spec.file, spec.op, spec.source, spec.signature});
     }
     return out;
 }

@@ -8,6 +8,7 @@
 #include "fatbin/fatbin.hpp"
 #include "kernhub/error.hpp"
 #include "kernhub/inspect.hpp"
+#include "loader/torch_ops.hpp"
 #include "tvmffi/runtime.hpp"
 
 namespace kernhub {
@@ -34,6 +35,9 @@ void fill_elf(InspectResult& result, const std::uint8_t* data, std::size_t size)
     result.needed = facts.needed;
     result.exported_functions = facts.exported_functions;
     result.tvm_ffi_functions = tvmffi::function_names(facts.exported_functions);
+    const loader::TorchOpListing ops = loader::list_torch_ops(data, size, result.path);
+    result.torch_ops = ops.ops;
+    result.torch_schemas = ops.schemas;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -56,6 +57,9 @@ struct kh_hub {
     // the Client, and what was prewarmed before stays. It is the table type
     // a Client keeps, so kh_symbol and Client::loaded follow one rule.
     kernhub::loader::ResolvedTable resolved;
+    // The op names kh_torch_op handed out (under `mutex`): a node's string
+    // stays put until kh_hub_free.
+    std::set<std::string> torch_ops;
 
     // Never changes; the calling thread's error texts are keyed by it.
     const kernhub::capi::HandleToken life = std::make_shared<const kernhub::capi::HandleLife>();
@@ -172,7 +176,12 @@ int kh_prewarm(kh_hub* hub, const char* name) {
         std::shared_ptr<kernhub::Client> client = hub->start_prewarm(started);
         // Recorded unless a kh_prewarm of the same name that started later
         // succeeded first.
-        hub->resolved.publish(name, client->load(name), started);
+        // A torch variant in a process without LibTorch loads it from
+        // KERNHUB_TORCH_DIR first: a C program reaches torch's ops through
+        // the stable C shim, which that LibTorch then provides.
+        kernhub::LoadOptions load;
+        load.load_torch = true;
+        hub->resolved.publish(name, client->load(name, load), started);
     });
 }
 
@@ -190,6 +199,27 @@ void* kh_symbol(kh_hub* hub, const char* name) {
         }
     });
     return address;
+}
+
+const char* kh_torch_op(kh_hub* hub, const char* name) {
+    if (hub == nullptr) return nullptr;
+    const char* op = nullptr;
+    hub->guarded([&] {
+        if (name == nullptr) throw Refusal{k_usage, "kh_torch_op: the kernel name is NULL"};
+        const std::optional<kernhub::LoadResult> found = hub->resolved.find(name);
+        if (!found) {
+            throw Refusal{k_not_found,
+                          "kernel " + quoted_name(name) +
+                              " was not prewarmed on this handle; call kh_prewarm with the same name first"};
+        }
+        if (found->torch_op.empty()) {
+            throw Refusal{k_usage, "kernel " + quoted_name(name) + " is not a torch op (it is of kind " + found->kind +
+                                       "); take its entry point with kh_symbol"};
+        }
+        std::lock_guard<std::mutex> lock(hub->mutex);
+        op = hub->torch_ops.insert(found->torch_op).first->c_str();
+    });
+    return op;
 }
 
 int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int32_t num_args, kh_tvm_any* result) {

@@ -19,6 +19,7 @@ const std::vector<Known>& known() {
         {k_setting, "sigstore_trusted_root", "Options::sigstore_trusted_root"},
         {k_setting, "host", "Options::host"},
         {k_setting, "load.symbol", "Client::load's symbol_override"},
+        {k_setting, "load.op", "LoadOptions::op"},
         {k_setting, "lock.update", "LockOptions::update"},
         {k_setting, "mirror.to", "MirrorOptions::to"},
         {k_setting, "mirror.nginx_conf", "MirrorOptions::nginx_conf"},

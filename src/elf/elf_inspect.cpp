@@ -17,6 +17,7 @@
 #include "elf/byte_reader.hpp"
 #include "elf/elf_header.hpp"
 #include "elf/elf_layout.hpp"
+#include "elf/elf_walk.hpp"
 
 namespace kernhub::elf {
 
@@ -24,27 +25,11 @@ using detail::ByteReader;
 using detail::Layout;
 using detail::Range;
 
-namespace {
+using detail::HeaderTables;
+using detail::ProgramView;
+using detail::Segment;
 
-struct HeaderTables {
-    std::uint64_t phoff = 0, phentsize = 0, phnum = 0;
-    std::uint64_t shoff = 0, shentsize = 0, shnum = 0;
-};
-
-struct Segment {
-    std::uint64_t vaddr = 0, offset = 0, filesz = 0;
-};
-
-struct ProgramView {
-    std::vector<Segment> loads;
-    std::optional<Range> dynamic;
-};
-
-// What the dynamic segment points at; addresses are virtual, not offsets.
-struct DynamicRefs {
-    std::vector<std::uint64_t> needed;
-    std::optional<std::uint64_t> soname, strtab, strsz, verneed;
-};
+namespace detail {
 
 // Class, byte order and the header fields every class keeps in the same
 // place; everything after depends on the first two.
@@ -79,7 +64,7 @@ Range table_range(const ByteReader& reader, std::uint64_t offset, std::uint64_t 
 
 // With 0xffff or more sections (or PN_XNUM program headers) the real counts
 // live in section header 0 (ELF gABI "extended section numbering").
-void resolve_extended_counts(const ByteReader& reader, const Layout& layout, HeaderTables& tables) {
+static void resolve_extended_counts(const ByteReader& reader, const Layout& layout, HeaderTables& tables) {
     const bool sections_extended = tables.shnum == 0 && tables.shoff != 0;
     const bool segments_extended = tables.phnum == PN_XNUM;
     if (!sections_extended && !segments_extended) return;
@@ -135,6 +120,25 @@ Range mapped_range(const ByteReader& reader, const ProgramView& view, std::uint6
     }
     reader.fail(std::string(what) + " address " + digest::to_hex_literal(address) + " is in no loaded segment", 0);
 }
+
+Range section_range(const ByteReader& reader, const Layout& layout, std::uint64_t header, const char* what) {
+    return reader.range(reader.field(header, layout.sh_offset, "sh_offset"),
+                        reader.field(header, layout.sh_size, "sh_size"), what);
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::mapped_range;
+using detail::section_range;
+using detail::table_range;
+
+// What the dynamic segment points at; addresses are virtual, not offsets.
+struct DynamicRefs {
+    std::vector<std::uint64_t> needed;
+    std::optional<std::uint64_t> soname, strtab, strsz, verneed;
+};
 
 DynamicRefs read_dynamic_entries(const ByteReader& reader, const Layout& layout, const Range& dynamic) {
     DynamicRefs refs;
@@ -236,11 +240,6 @@ bool is_exported_function(std::uint64_t info, std::uint64_t other, std::uint64_t
     const bool function = type == STT_FUNC || type == STT_GNU_IFUNC;
     const bool visible = visibility == STV_DEFAULT || visibility == STV_PROTECTED;
     return global && function && visible && shndx != SHN_UNDEF;
-}
-
-Range section_range(const ByteReader& reader, const Layout& layout, std::uint64_t header, const char* what) {
-    return reader.range(reader.field(header, layout.sh_offset, "sh_offset"),
-                        reader.field(header, layout.sh_size, "sh_size"), what);
 }
 
 void read_dynsym(const ByteReader& reader, const Layout& layout, const Range& sections, std::uint64_t header,

@@ -23,6 +23,7 @@ struct Layout {
     Field st_name, st_info, st_other, st_shndx;
     std::size_t dyn_size;
     Field d_tag, d_val;
+    Field sh_flags;
 };
 
 #define KH_ELF_FIELD(record, member)                     \
@@ -58,7 +59,8 @@ constexpr Layout make_layout() {
                   KH_ELF_FIELD(Sym, st_shndx),
                   sizeof(Dyn),
                   KH_ELF_FIELD(Dyn, d_tag),
-                  KH_ELF_FIELD(Dyn, d_un)};
+                  KH_ELF_FIELD(Dyn, d_un),
+                  KH_ELF_FIELD(Shdr, sh_flags)};
 }
 
 inline constexpr Layout k_elf64 = make_layout<Elf64_Ehdr, Elf64_Phdr, Elf64_Shdr, Elf64_Sym, Elf64_Dyn>();

@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "cache/cache.hpp"
+#include "elf/elf_binding.hpp"
 #include "kernhub/error.hpp"
 #include "loader/kind.hpp"
 #include "loader/verified_load.hpp"
@@ -65,14 +66,26 @@ std::vector<std::uint8_t> Artifact::read() const {
 // With verify_on_load the blob is opened once and hashed while it is copied
 // into a sealed memfd, and only that copy is loaded, so nothing can change
 // the bytes between the check and the use.
-Library Artifact::open() const {
-    if (!m_request.verify_on_load) return Library::open(m_path);
+Library Artifact::open(Binding binding, const Inspect& inspect) const {
+    if (!m_request.verify_on_load) {
+        if (inspect) elf::with_mapped_file(m_path, inspect);
+        return Library::open(m_path, binding);
+    }
     const VerifiedSource source = source_of(m_request, m_relative, m_path);
     SealedImage image(std::filesystem::path(m_relative).filename().string());
     const std::string sha256 =
         read_verified(source, [&](const void* data, std::size_t size) { image.append(data, size); });
     image.seal();
-    return Library::open_sealed(std::move(image), m_path, sha256);
+    if (inspect) {
+        try {
+            elf::with_mapped_file(image.proc_path(), inspect);
+        } catch (const Error& e) {
+            // Messages name the cached file, not the /proc path of the copy.
+            throw Error(e.code(), renamed(e.plain_message(), image.proc_path(), m_path.string()), e.hint(),
+                        e.context());
+        }
+    }
+    return Library::open_sealed(std::move(image), m_path, sha256, binding);
 }
 
 }  // namespace kernhub::loader

@@ -40,7 +40,7 @@ Resolved load_cuda_image(const std::vector<std::uint8_t>& image, const std::stri
                                          " (it has " + fatbin::describe_archs(parsed) + "); use a build for this GPU");
     }
     cuda::Library library = driver->load(image.data(), label, device.index);
-    return Resolved{library.kernel(symbol), symbol, device.index};
+    return resolved_address(library.kernel(symbol), symbol, device.index);
 }
 
 class CudaKernelKind final : public Kind {

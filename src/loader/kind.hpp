@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/repo.hpp"
@@ -31,6 +33,16 @@ struct LoadRequest {
     std::filesystem::path cache_root;
     RepoType repo_type = RepoType::kernel;
     std::string tvm_ffi_library;  // the runtime to bind (settings), "" to search
+    // Torch ops (torch_op.cpp): the op inside the library's namespace
+    // ("name" or "name.overload"); empty: `symbol`.
+    std::string op;
+    // The torch facts the caller stated (Options::torch), for a LibTorch
+    // whose version its library does not tell.
+    std::optional<TorchInfo> torch;
+    // A torch package folder or LibTorch root whose lib/ libc10.so and
+    // libtorch_cpu.so are loaded first (RTLD_GLOBAL) when no LibTorch is in
+    // the process; empty: none is loaded.
+    std::string load_torch_from;
 };
 
 // What a kind resolved.
@@ -38,7 +50,21 @@ struct Resolved {
     void* address = nullptr;
     std::string symbol;  // the symbol resolved (for a tvm-ffi function, __tvm_ffi_<name>)
     int device = 0;      // a CUDA kernel's device ordinal
+    // A torch op: "namespace::op[.overload]", and the LibTorch it was
+    // registered with.
+    std::string torch_op;
+    std::string torch_version;  // "2.15.0"
+    std::string torch_library;  // libtorch_cpu.so's path
 };
+
+// A resolved address (the kinds other than torch ops).
+inline Resolved resolved_address(void* address, std::string symbol, int device = 0) {
+    Resolved resolved;
+    resolved.address = address;
+    resolved.symbol = std::move(symbol);
+    resolved.device = device;
+    return resolved;
+}
 
 // The file a kind loads, read from the snapshot, or with verify_on_load
 // from its blob through the sealed-copy path (verified_load.hpp): the
@@ -54,7 +80,11 @@ public:
     // The whole file in memory (a fatbin or cubin for the driver).
     std::vector<std::uint8_t> read() const;
     // The file dlopen'ed: the path, or a sealed copy of the verified bytes.
-    Library open() const;
+    // `inspect`, when given, sees exactly the bytes dlopen then loads (the
+    // file mapped, or the sealed copy once verified) and may throw to stop
+    // the load.
+    using Inspect = std::function<void(const std::uint8_t* data, std::size_t size)>;
+    Library open(Binding binding = Binding::now, const Inspect& inspect = {}) const;
 
 private:
     const LoadRequest& m_request;
@@ -94,6 +124,7 @@ public:
 const Kind& shared_object_kind();
 const Kind& cuda_kernel_kind();
 const Kind& tvm_ffi_kind();
+const Kind& torch_op_kind();
 
 // Every kind, in the order they are asked to choose (kinds.cpp).
 const std::vector<const Kind*>& kinds();
@@ -124,6 +155,9 @@ Loaded load(const LoadRequest& request);
 // Helpers for the kinds that choose by file name.
 // Whether a file name ends in `suffix` after at least one more byte.
 bool has_suffix(const std::string& path, const char* suffix);
+// `_*.so` files of a variant `depth` folders down (0: its top level): the
+// extension-library naming of kernel-builder (tvm-ffi and torch variants).
+std::vector<std::string> underscore_libraries(const FetchResult& fetched, int depth);
 // A fatbin or cubin, by its name (cuda_kernel.cpp).
 bool is_cuda_image(const std::string& path);
 // The variant's one file `matches` accepts; nullopt when it has none,

@@ -8,13 +8,14 @@
 namespace kernhub::loader {
 
 const std::vector<const Kind*>& kinds() {
-    // Asked in this order: a kind that owns a family of variants (tvm-ffi)
-    // before those that go by the artifact's name, and among those a shared
-    // object before a CUDA image. A new kind is one more line here; one
-    // that owns a family whose artifact is also a shared object (torch ops)
+    // Asked in this order: the kinds that own a family of variants (tvm-ffi,
+    // torch ops) before those that go by the artifact's name, and among
+    // those a shared object before a CUDA image. A new kind is one more line
+    // here; one that owns a family whose artifact is also a shared object
     // goes before shared_object_kind(), which takes any .so it is offered.
     static const std::vector<const Kind*> list = {
         &tvm_ffi_kind(),
+        &torch_op_kind(),
         &shared_object_kind(),
         &cuda_kernel_kind(),
     };
@@ -31,6 +32,20 @@ const Kind* find_kind(const std::string& name) {
 bool has_suffix(const std::string& path, const char* suffix) {
     const std::string tail(suffix);
     return path.size() > tail.size() && path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+std::vector<std::string> underscore_libraries(const FetchResult& fetched, int depth) {
+    std::vector<std::string> found;
+    for (const auto& file : fetched.files) {
+        const std::string& path = file.path;
+        const std::size_t slash = path.rfind('/');
+        const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+        if (std::count(path.begin(), path.end(), '/') == depth && name.size() > 4 && name.front() == '_' &&
+            has_suffix(name, ".so")) {
+            found.push_back(path);
+        }
+    }
+    return found;
 }
 
 std::optional<std::string> only_file(const LoadRequest& request, bool (*matches)(const std::string& path)) {

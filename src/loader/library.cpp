@@ -72,7 +72,8 @@ void require_regular_file(const std::filesystem::path& path) {
     }
 }
 
-// `text` with every `from` replaced by `to`.
+}  // namespace
+
 std::string renamed(std::string text, const std::string& from, const std::string& to) {
     for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
         text.replace(at, from.size(), to);
@@ -80,9 +81,13 @@ std::string renamed(std::string text, const std::string& from, const std::string
     return text;
 }
 
+namespace {
+int dlopen_mode(Binding binding) {
+    return (binding == Binding::lazy ? RTLD_LAZY : RTLD_NOW) | RTLD_LOCAL;
+}
 }  // namespace
 
-Library Library::open(const std::filesystem::path& path) {
+Library Library::open(const std::filesystem::path& path, Binding binding) {
     // A name without a slash makes dlopen search the library path instead of
     // opening the file just validated, so anchor it to the current directory.
     const std::filesystem::path load_path = path.has_parent_path() ? path : std::filesystem::path(".") / path;
@@ -90,7 +95,7 @@ Library Library::open(const std::filesystem::path& path) {
     take_dlerror();
     // RTLD_NOW surfaces missing symbols here rather than at the first call
     // on the hot path; RTLD_LOCAL keeps two kernels' symbols from colliding.
-    void* handle = ::dlopen(load_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* handle = ::dlopen(load_path.c_str(), dlopen_mode(binding));
     if (handle != nullptr) return Library(handle, path);
     // The dynamic loader refuses every file our checks would refuse, so they
     // run only to explain a refusal: a wrong-arch, damaged or too-new file
@@ -107,14 +112,15 @@ Library Library::open(const std::filesystem::path& path) {
                 reason);
 }
 
-Library Library::open_sealed(SealedImage image, const std::filesystem::path& label, const std::string& content_id) {
+Library Library::open_sealed(SealedImage image, const std::filesystem::path& label, const std::string& content_id,
+                             Binding binding) {
     static std::mutex mutex;
     static std::map<std::string, void*> loaded;  // content_id -> handle
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = loaded.find(content_id); it != loaded.end()) return Library(it->second, label);
     const std::string proc_path = image.proc_path();
     take_dlerror();
-    void* handle = ::dlopen(proc_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* handle = ::dlopen(proc_path.c_str(), dlopen_mode(binding));
     if (handle != nullptr) {
         loaded.emplace(content_id, handle);
         image.release();

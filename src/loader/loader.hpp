@@ -26,14 +26,25 @@ bool is_code_symbol(const void* address);
 // none. For every dlopen/dlsym caller in kernhub, the CUDA binding included.
 std::string take_dlerror();
 
+// `text` with every `from` replaced by `to`: a message about a sealed copy
+// names the cached file instead of /proc/self/fd/<n>.
+std::string renamed(std::string text, const std::string& from, const std::string& to);
+
+// How dlopen binds a library's symbols. `now` (RTLD_NOW) for every kind
+// but torch ops: an unresolved symbol fails the load rather than the first
+// call. `lazy` (RTLD_LAZY) for a torch op library, whose Python module init
+// refers to Python functions that a process without Python lacks and that
+// nothing calls (docs/ARCHITECTURE.md, "Torch ops").
+enum class Binding { now, lazy };
+
 // A dlopen handle. Kernels stay loaded for the life of the process (dlclose
 // of C++ objects is unreliable), so the destructor does not dlclose.
 class Library {
 public:
-    // dlopen(RTLD_NOW | RTLD_LOCAL). When the dynamic loader refuses, throws
-    // validate_shared_object's error, Error(load) for a too-new glibc
-    // requirement, else Error(load) with dlerror() text.
-    static Library open(const std::filesystem::path& path);
+    // dlopen(RTLD_NOW or RTLD_LAZY, | RTLD_LOCAL). When the dynamic loader
+    // refuses, throws validate_shared_object's error, Error(load) for a
+    // too-new glibc requirement, else Error(load) with dlerror() text.
+    static Library open(const std::filesystem::path& path, Binding binding = Binding::now);
     // dlopen of a sealed copy (/proc/self/fd/<memfd>) that `label`'s bytes
     // were copied into and checked against `content_id` (their SHA-256).
     // Errors name `label`, never the /proc path. The same content loaded
@@ -41,7 +52,8 @@ public:
     // loaded image's descriptor stays open for the process's life, because
     // its number is the library's name to the dynamic loader and a reused
     // number would make dlopen answer with the old library.
-    static Library open_sealed(SealedImage image, const std::filesystem::path& label, const std::string& content_id);
+    static Library open_sealed(SealedImage image, const std::filesystem::path& label, const std::string& content_id,
+                               Binding binding = Binding::now);
 
     // Throws Error(not_found) naming the symbol and the file when missing.
     void* symbol(const std::string& name) const;

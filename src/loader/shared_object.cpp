@@ -27,7 +27,7 @@ public:
 
     Resolved load(const LoadRequest& request, const Artifact& artifact) const override {
         const Library library = artifact.open();
-        return Resolved{library.symbol(request.symbol), request.symbol, 0};
+        return resolved_address(library.symbol(request.symbol), request.symbol);
     }
 };
 

@@ -16,21 +16,6 @@ namespace kernhub::loader {
 
 namespace {
 
-// `_*.so` files of a variant at `depth` folders down (0: its top level).
-std::vector<std::string> tvm_ffi_libraries(const FetchResult& fetched, int depth) {
-    std::vector<std::string> found;
-    for (const auto& file : fetched.files) {
-        const std::string& path = file.path;
-        const std::size_t slash = path.rfind('/');
-        const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-        if (std::count(path.begin(), path.end(), '/') == depth && name.size() > 4 && name.front() == '_' &&
-            has_suffix(name, ".so")) {
-            found.push_back(path);
-        }
-    }
-    return found;
-}
-
 // A tvm-ffi variant's library: the registry's "file", else the variant's
 // only top-level `_*.so` (kernel-builder names it _<name>_<backend>_<hash>.so
 // beside its Python glue), else its only `_*.so` one folder down (the
@@ -39,7 +24,7 @@ std::string choose_library(const LoadRequest& request) {
     if (!request.file.empty()) return request.file;
     const FetchResult& fetched = request.fetched;
     for (int depth : {0, 1}) {
-        const std::vector<std::string> found = tvm_ffi_libraries(fetched, depth);
+        const std::vector<std::string> found = underscore_libraries(fetched, depth);
         if (found.size() == 1) return found.front();
         if (found.size() > 1) {
             throw Error(ErrorCode::usage, "tvm-ffi variant " + fetched.variant + " of " + fetched.repo_id +
@@ -116,7 +101,7 @@ public:
         }
         bind_runtime(request);
         const Library library = artifact.open();
-        return Resolved{resolve_function(library, symbol, artifact.path().string()), symbol, 0};
+        return resolved_address(resolve_function(library, symbol, artifact.path().string()), symbol);
     }
 
     // The bound runtime, or why selection could not bind one.

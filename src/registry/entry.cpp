@@ -17,8 +17,8 @@ namespace {
 // A function-local static: a failed allocation reaches the caller instead of
 // ending the process during static initialisation.
 const std::vector<std::string>& entry_fields() {
-    static const std::vector<std::string> fields = {"repo_id", "revision",  "version",  "symbol",
-                                                    "file",    "repo_type", "signature"};
+    static const std::vector<std::string> fields = {"repo_id", "revision", "version",   "symbol",
+                                                    "file",    "op",       "repo_type", "signature"};
     return fields;
 }
 
@@ -137,6 +137,27 @@ std::string parse_file(const json& entry, const EntryContext& context) {
     return file;
 }
 
+// A torch op inside the library's namespace: "name" or "name.overload",
+// each part a C identifier.
+std::string parse_op(const json& entry, const EntryContext& context) {
+    std::string op = context.optional_string(entry, "op");
+    const auto identifier = [](std::string_view part) {
+        return !part.empty() && !(part.front() >= '0' && part.front() <= '9') &&
+               std::all_of(part.begin(), part.end(), [](char c) {
+                   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+               });
+    };
+    const std::size_t dot = op.find('.');
+    const std::string_view text(op);
+    const bool ok = dot == std::string::npos ? identifier(text)
+                                             : identifier(text.substr(0, dot)) && identifier(text.substr(dot + 1));
+    if (!op.empty() && !ok)
+        context.fail_field("op", in_quotes(op) +
+                                     " is not an op name; name the op as its schema does, \"name\" or "
+                                     "\"name.overload\"");
+    return op;
+}
+
 RepoType parse_repo_type(const json& entry, const EntryContext& context) {
     const std::string repo_type = context.optional_string(entry, "repo_type");
     if (repo_type.empty() || repo_type == "kernel") return RepoType::kernel;
@@ -217,6 +238,7 @@ KernelSpec parse_entry(const std::string& name, const json& entry, const std::st
     spec.symbol = parse_symbol(entry, context);
     parse_revision_or_version(entry, context, spec);
     spec.file = parse_file(entry, context);
+    spec.op = parse_op(entry, context);
     spec.repo_type = parse_repo_type(entry, context);
     spec.signature = parse_signature(entry, context);
     return spec;

@@ -59,7 +59,7 @@ KernelSpec resolve_ref(const Registry& registry, const std::string& ref) {
         spec.revision = revision.empty() ? "main" : revision;
         spec.source = "command line";
         // The registry still knows how to use the repo: each of its symbol,
-        // file and repo type is taken from the entries naming it when they
+        // file, op and repo type is taken from the entries naming it when they
         // all agree on that field.
         std::vector<KernelSpec> naming;
         for (auto& entry : registry.entries()) {
@@ -72,6 +72,7 @@ KernelSpec resolve_ref(const Registry& registry, const std::string& ref) {
         };
         if (agreed([](const KernelSpec& e) { return e.symbol; })) spec.symbol = naming.front().symbol;
         if (agreed([](const KernelSpec& e) { return e.file; })) spec.file = naming.front().file;
+        if (agreed([](const KernelSpec& e) { return e.op; })) spec.op = naming.front().op;
         if (agreed([](const KernelSpec& e) { return e.repo_type; })) spec.repo_type = naming.front().repo_type;
         spec.signature = registry_policy(registry, base, {});
         return spec;

@@ -21,6 +21,7 @@ struct KernelSpec {
     std::optional<int> version;  // N means branch "vN"
     std::string symbol;
     std::string file;    // optional artifact name inside the variant directory
+    std::string op;      // torch ops: the op in the library's namespace ("name" or "name.overload")
     std::string source;  // the registry file (or label) that defined this entry
     // "signature": who must have signed the variant (README, "Signatures").
     std::optional<SignaturePolicy> signature;

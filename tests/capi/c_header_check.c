@@ -28,6 +28,11 @@ int kh_c_header_check(const char* endpoint, const char* cache_dir, const char* p
         return rc != 0 ? rc : -3;
     }
     address = kh_symbol(hub, "vector-add");
+    /* A C function, not a torch op: no op name, and the error says so. */
+    if (kh_torch_op(hub, "vector-add") != NULL || kh_last_error(hub) == NULL) {
+        kh_hub_free(hub);
+        return -8;
+    }
     kh_hub_free(hub); /* the pointer outlives the handle */
     if (address == NULL) return -4;
     memcpy(&add, &address, sizeof add);

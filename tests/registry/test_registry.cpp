@@ -177,7 +177,7 @@ TEST_CASE("an unknown field is named with the allowed ones", "[registry]") {
         usage_error(document_with("flash-attn3", R"({"repo_id": "a/b", "revison": "main", "symbol": "s"})"));
     CHECK(message == "registry " + k_source +
                          ": kernel \"flash-attn3\": unknown field \"revison\" (allowed: repo_id, revision, "
-                         "version, symbol, file, repo_type, signature); did you mean \"revision\"?");
+                         "version, symbol, file, op, repo_type, signature); did you mean \"revision\"?");
     require_entry_error("k", R"({"repo_id": "a/b", "version": 1, "symbol": "s", "checksum": "x"})", "checksum",
                         {"allowed:"});
     require_entry_error("k", R"("kernels-community/flash-attn3")", "repo_id", {"must be an object"});

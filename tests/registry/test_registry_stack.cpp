@@ -225,5 +225,5 @@ TEST_CASE("registry/schema.json is a draft 2020-12 schema for the same fields", 
     for (const auto& item : schema.at("$defs").at("kernel").at("properties").items()) fields.push_back(item.key());
     std::sort(fields.begin(), fields.end());
     CHECK(fields ==
-          std::vector<std::string>{"file", "repo_id", "repo_type", "revision", "signature", "symbol", "version"});
+          std::vector<std::string>{"file", "op", "repo_id", "repo_type", "revision", "signature", "symbol", "version"});
 }

@@ -23,6 +23,15 @@ extern const char* const tvm_ffi_fixture;
 extern const char* const tvm_ffi_cuda_fixture;
 extern const char* const tvm_ffi_library;
 extern const char* const tvm_ffi_include;
+// The torch op fixtures' folder (tests/fixtures/torch), "" when not built,
+// and why not; the torch package folder (KERNHUB_TEST_TORCH_DIR) and the
+// folder of the CUDA runtime libraries its libtorch_cpu.so needs.
+extern const char* const torch_fixture_dir;
+extern const char* const torch_why_not;
+extern const char* const torch_dir;
+extern const char* const torch_runtime_dir;
+// What `import torch` needs beyond the wheel (tests/requirements-torch-python.txt); "" when not installed.
+extern const char* const torch_python_site;
 
 }  // namespace kernhub::test::build
 

@@ -1,0 +1,115 @@
+// kernhub for programs that link LibTorch: header-only, C++20 (as torch's
+// own headers are), and the only kernhub header that includes torch. The
+// kernhub library itself never includes or links torch.
+//
+// A torch kernel (a torch{MM} or torch-stable-abi{MM} variant) is an op its
+// library registers in the c10 dispatcher when kernhub loads it
+// (LoadResult::kind "torch-op", LoadResult::torch_op its name). op<Sig>
+// looks the op up once and returns the dispatcher's typed handle; calling
+// the handle is the dispatcher's own call, with no name lookup:
+//
+//   kernhub::Options options;
+//   options.torch = kernhub::torch::this_torch();
+//   kernhub::Client client(options);
+//   client.load("activation");
+//   auto silu = kernhub::torch::op<at::Tensor(const at::Tensor&)>(client, "activation");
+//   at::Tensor y = silu.call(x);
+//
+// README, "Torch kernels".
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/headeronly/version.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernhub/kernhub.hpp"
+
+namespace kernhub::torch {
+
+// The torch this program is compiled against, from its headers: the
+// version (TORCH_VERSION_MAJOR/MINOR) and the C++ ABI
+// (_GLIBCXX_USE_CXX11_ABI). torch's headers do not say which CUDA it was
+// built with, so `cuda` stays empty. For Options::torch.
+inline TorchInfo this_torch() {
+    TorchInfo info;
+    info.major = TORCH_VERSION_MAJOR;
+    info.minor = TORCH_VERSION_MINOR;
+#if defined(_GLIBCXX_USE_CXX11_ABI)
+    info.cxx11_abi = _GLIBCXX_USE_CXX11_ABI != 0;
+#endif
+    info.source = "kernhub/torch.hpp";
+    return info;
+}
+
+namespace detail {
+
+// "ns::name.overload" -> ("ns::name", "overload"); the overload is "" when
+// there is none.
+inline std::pair<std::string, std::string> split_op(const std::string& qualified) {
+    const std::size_t colons = qualified.rfind("::");
+    const std::size_t dot = qualified.find('.', colons == std::string::npos ? 0 : colons + 2);
+    if (dot == std::string::npos) return {qualified, std::string()};
+    return {qualified.substr(0, dot), qualified.substr(dot + 1)};
+}
+
+// The ops the dispatcher has in the namespace of `qualified`, sorted:
+// "name" or "name.overload".
+inline std::vector<std::string> ops_in_namespace(const std::string& qualified) {
+    const std::string prefix = qualified.substr(0, qualified.rfind("::") + 2);
+    std::vector<std::string> ops;
+    for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
+        if (name.name.rfind(prefix, 0) != 0) continue;
+        std::string op = name.name.substr(prefix.size());
+        if (!name.overload_name.empty()) op += "." + name.overload_name;
+        ops.push_back(std::move(op));
+    }
+    std::sort(ops.begin(), ops.end());
+    return ops;
+}
+
+}  // namespace detail
+
+// The dispatcher's handle for the op named "namespace::op[.overload]",
+// typed as Sig (the op's C++ signature: at::Tensor(const at::Tensor&) for
+// "f(Tensor x) -> Tensor"). Error(not_found) naming the ops the dispatcher
+// has in that namespace when it has no such op; Error(usage) when Sig is
+// not the op's signature.
+template <class Sig>
+c10::TypedOperatorHandle<Sig> op(const std::string& qualified) {
+    const auto [name, overload] = detail::split_op(qualified);
+    const std::optional<c10::OperatorHandle> handle =
+        c10::Dispatcher::singleton().findSchema(c10::OperatorName(name, overload));
+    if (!handle) {
+        std::string ops;
+        for (const std::string& each : detail::ops_in_namespace(qualified)) ops += (ops.empty() ? "" : ", ") + each;
+        throw Error(ErrorCode::not_found,
+                    "the torch dispatcher has no op " + qualified +
+                        "; the ops of its namespace: " + (ops.empty() ? std::string("none") : ops));
+    }
+    try {
+        return handle->typed<Sig>();
+    } catch (const c10::Error& e) {
+        throw Error(ErrorCode::usage, "the signature asked for does not match torch op " + qualified + " (" +
+                                          c10::toString(handle->schema()) + "): " + e.what_without_backtrace());
+    }
+}
+
+// The op a load resolved (Client::load, Client::loaded). Error(usage) when
+// `result` is not a torch op.
+template <class Sig>
+c10::TypedOperatorHandle<Sig> op(const LoadResult& result) {
+    kernhub::detail::require_kind(result, "torch-op");
+    return op<Sig>(result.torch_op);
+}
+
+// op<Sig>(client.loaded(ref)).
+template <class Sig>
+c10::TypedOperatorHandle<Sig> op(const Client& client, const std::string& ref) {
+    return op<Sig>(client.loaded(ref));
+}
+
+}  // namespace kernhub::torch

@@ -1,0 +1,267 @@
+// The torch-op kind: an op that a torch or torch-stable-abi variant's
+// library registers in the c10 dispatcher from its static initialisers
+// when it is loaded (docs/ARCHITECTURE.md, "Torch ops"). kernhub loads the
+// library into a process that already has LibTorch, lazily bound, and
+// resolves "namespace::op[.overload]"; the caller dispatches through
+// LibTorch (kernhub/torch.hpp). kernhub itself never links torch.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <mutex>
+
+#include "cache/cache.hpp"
+#include "common/hint.hpp"
+#include "common/join.hpp"
+#include "common/text.hpp"
+#include "elf/elf_binding.hpp"
+#include "kernhub/error.hpp"
+#include "loader/kind.hpp"
+#include "loader/torch_ops.hpp"
+#include "loader/torch_runtime.hpp"
+
+namespace kernhub::loader {
+
+namespace {
+
+bool is_torch_variant(const std::optional<select::Variant>& variant) {
+    return variant && (variant->family == select::Family::torch || variant->family == select::Family::torch_stable_abi);
+}
+
+// The registry's "file", else the variant's only `_*.so` at its top level
+// (kernel-builder's _<name>_<hash>.abi3.so beside __init__.py and
+// _ops.py), else its only one a folder down (a Python package folder).
+std::string choose_op_library(const LoadRequest& request) {
+    if (!request.file.empty()) return request.file;
+    const FetchResult& fetched = request.fetched;
+    for (int depth : {0, 1}) {
+        const std::vector<std::string> found = underscore_libraries(fetched, depth);
+        if (found.size() == 1) return found.front();
+        if (found.size() > 1) {
+            throw Error(ErrorCode::usage, "torch variant " + fetched.variant + " of " + fetched.repo_id +
+                                              " has several op libraries (" + join(found, ", ") +
+                                              "); name one with \"file\" in the registry");
+        }
+    }
+    throw Error(ErrorCode::not_found, "torch variant " + fetched.variant + " of " + fetched.repo_id +
+                                          " has no op library (a _*.so file at its top level or one folder down); "
+                                          "name the library with \"file\" in the registry");
+}
+
+// This process's LibTorch; loaded from request.load_torch_from first when
+// there is none and a folder is named.
+TorchRuntime require_torch(const LoadRequest& request, const std::string& file) {
+    std::optional<TorchRuntime> runtime = torch_in_process();
+    if (!runtime && !request.load_torch_from.empty()) {
+        open_torch(request.load_torch_from);
+        runtime = torch_in_process();
+    }
+    if (!runtime) {
+        throw Error(ErrorCode::load, "cannot load the torch op library " + file +
+                                         ": LibTorch (libtorch_cpu.so) is not in this process, and the library "
+                                         "registers its ops with it; link the program with LibTorch, or set "
+                                         "KERNHUB_TORCH_DIR to a torch package folder for kernhub to load it from");
+    }
+    return *runtime;
+}
+
+// Fills in the version from the caller's torch facts when the library did
+// not tell it; Error(load) when neither does.
+void complete_version(const LoadRequest& request, TorchRuntime& runtime) {
+    if (!runtime.version.empty()) return;
+    if (!request.torch) {
+        throw Error(ErrorCode::load, "cannot tell which torch version " + runtime.library +
+                                         " is, so kernhub cannot check that the variant fits it; state the torch "
+                                         "version the program uses (kernhub/torch.hpp's this_torch() gives it)");
+    }
+    runtime.major = request.torch->major;
+    runtime.minor = request.torch->minor;
+    runtime.version = std::to_string(runtime.major) + "." + std::to_string(runtime.minor);
+    runtime.version_source = request.torch->source.empty() ? "the stated torch" : request.torch->source;
+    if (!runtime.cxx11_abi) runtime.cxx11_abi = request.torch->cxx11_abi;
+}
+
+// A torch{MM} variant needs exactly that torch, a torch-stable-abi{MM} one
+// that torch or a later one of the same major; a cxx11 or cxx98 tag the
+// same C++ ABI.
+void check_fit(const LoadRequest& request, const TorchRuntime& runtime) {
+    const select::Variant& variant = *request.variant;
+    const std::string need = std::to_string(variant.family_major) + "." + std::to_string(variant.family_minor);
+    const bool stable = variant.family == select::Family::torch_stable_abi;
+    const bool fits = stable ? runtime.major == variant.family_major && runtime.minor >= variant.family_minor
+                             : runtime.major == variant.family_major && runtime.minor == variant.family_minor;
+    const std::string ours = "this process's LibTorch " + runtime.library + " is " + runtime.version;
+    if (!fits) {
+        throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id + " needs torch " +
+                                         need + (stable ? " or a later 2.x" : "") + ", and " + ours +
+                                         "; fetch the variant for torch " + std::to_string(runtime.major) + "." +
+                                         std::to_string(runtime.minor) + ", or run with torch " + need);
+    }
+    if (variant.cxx_abi.empty() || !runtime.cxx11_abi) return;
+    const bool wants_cxx11 = variant.cxx_abi == "cxx11";
+    if (wants_cxx11 != *runtime.cxx11_abi) {
+        throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id +
+                                         " is built for the " + variant.cxx_abi + " C++ ABI, and " + ours +
+                                         " built for the " + (*runtime.cxx11_abi ? "cxx11" : "cxx98") +
+                                         " one; fetch the variant with the other ABI tag");
+    }
+}
+
+bool is_python_symbol(const std::string& name) {
+    return name.rfind("Py", 0) == 0 || name.rfind("_Py", 0) == 0;
+}
+
+// Refuses a library whose Python references the dynamic loader would bind
+// at load in this process, which has no Python to bind them to.
+void check_binding(const elf::BindingFacts& facts, const std::string& file) {
+    const char* bind_now_env = std::getenv("LD_BIND_NOW");
+    const bool env_now = bind_now_env != nullptr && *bind_now_env != 0;
+    for (const elf::UndefinedReference& ref : facts.undefined) {
+        if (!is_python_symbol(ref.symbol) || ::dlsym(RTLD_DEFAULT, ref.symbol.c_str()) != nullptr) continue;
+        const std::string relocation = elf::relocation_name(facts.machine, ref.type);
+        if (ref.eager) {
+            throw Error(ErrorCode::load, file + " refers to Python's " + ref.symbol + " through " + relocation +
+                                             ", which the dynamic loader binds when it loads the library even "
+                                             "lazily, and this process has no Python; load it in a Python process, "
+                                             "or fetch a variant without Python data references");
+        }
+        if (env_now || !facts.bind_now.empty()) {
+            const std::string cause =
+                env_now ? "LD_BIND_NOW is set in the environment"
+                        : "the library was linked to bind every symbol at load (" + facts.bind_now + ")";
+            throw Error(ErrorCode::load,
+                        "cannot load " + file + " lazily: " + cause +
+                            ", so the dynamic loader would bind its Python function " + ref.symbol + " (" + relocation +
+                            "), and this process has no Python" +
+                            (env_now ? "; unset LD_BIND_NOW" : "; fetch a variant built without -z now"));
+        }
+    }
+}
+
+void check_op(const TorchOpListing& listing, const std::string& ns, const std::string& op, const std::string& file) {
+    if (may_define_op(listing, op)) return;
+    throw Error(ErrorCode::not_found,
+                file + " defines no op " + ns + "::" + op +
+                    "; its ops: " + (listing.ops.empty() ? std::string("none found") : join(listing.ops)) +
+                    "; check the registry's \"op\" (or the op given to the load)",
+                hint::setting("load.op"));
+}
+
+// `ops = torch.ops.<NAME>` of the _ops.py beside the library, else the
+// library's file name up to its first dot.
+std::string op_namespace(const LoadRequest& request, const Artifact& artifact) {
+    const std::filesystem::path folder = std::filesystem::path(artifact.relative()).parent_path();
+    const std::string ops_py = (folder / "_ops.py").string();
+    for (const FileInfo& file : request.fetched.files) {
+        if (file.path != ops_py) continue;
+        std::string text;
+        constexpr std::size_t k_max_ops_py = 1 << 20;
+        if (cache::read_file_into(std::filesystem::path(request.fetched.path) / ops_py, text, k_max_ops_py).error ==
+            0) {
+            if (std::string name = ops_namespace(text); !name.empty()) return name;
+        }
+    }
+    const std::string name = artifact.path().filename().string();
+    return name.substr(0, name.find('.'));
+}
+
+// The sha256 the fetch verified for the artifact.
+std::string verified_sha256(const LoadRequest& request, const Artifact& artifact) {
+    for (const FileInfo& file : request.fetched.files) {
+        if (file.path == artifact.relative()) return file.sha256;
+    }
+    return {};
+}
+
+// One library per op namespace and process: TORCH_LIBRARY registers a
+// namespace once, and a second library for it throws from its static
+// initialiser, out of dlopen. So kernhub loads a namespace's library once
+// (the same bytes again find their ops registered) and refuses other bytes
+// for it; held across the load, so two threads cannot both load one.
+struct RegisteredNamespace {
+    std::string sha256;
+    std::string file;
+    TorchOpListing listing;
+};
+
+void register_namespace(const LoadRequest& request, const Artifact& artifact, const std::string& ns,
+                        const std::string& op) {
+    static std::mutex mutex;
+    static std::map<std::string, RegisteredNamespace> registered;
+    const std::string file = artifact.path().string();
+    const std::string sha256 = verified_sha256(request, artifact);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = registered.find(ns); it != registered.end()) {
+        if (it->second.sha256 != sha256) {
+            throw Error(ErrorCode::load, "cannot load " + file + ": its op namespace " + ns +
+                                             " is already registered in this process by " + it->second.file +
+                                             ", other bytes, and LibTorch takes one library per namespace; load "
+                                             "the same variant, or this one in another process");
+        }
+        check_op(it->second.listing, ns, op, file);
+        return;
+    }
+    RegisteredNamespace entry{sha256, file, {}};
+    try {
+        artifact.open(Binding::lazy, [&](const std::uint8_t* data, std::size_t size) {
+            check_binding(elf::inspect_binding(data, size, file), file);
+            entry.listing = list_torch_ops(data, size, file);
+            check_op(entry.listing, ns, op, file);
+        });
+    } catch (const Error&) {
+        throw;
+    } catch (const std::exception& e) {
+        // A static initialiser threw (a c10::Error from a registration):
+        // the exception left dlopen, which may keep the dynamic loader's
+        // lock held by this thread.
+        throw Error(ErrorCode::load,
+                    "the op library " + file + " failed while registering its ops; LibTorch said: " + e.what());
+    }
+    registered.emplace(ns, std::move(entry));
+}
+
+class TorchOpKind final : public Kind {
+public:
+    const char* name() const noexcept override { return "torch-op"; }
+    const char* what() const noexcept override { return "a torch op"; }
+    const char* use_instead() const noexcept override {
+        return "call it through the dispatcher (kernhub/torch.hpp's op<Sig>)";
+    }
+
+    // Every torch{MM} and torch-stable-abi{MM} variant; the noarch torch
+    // variants hold Python only.
+    std::optional<std::string> choose(const LoadRequest& request) const override {
+        if (!is_torch_variant(request.variant)) return std::nullopt;
+        return choose_op_library(request);
+    }
+
+    Resolved load(const LoadRequest& request, const Artifact& artifact) const override {
+        const std::string op = request.op.empty() ? request.symbol : request.op;
+        const std::string file = artifact.path().string();
+        if (!is_op_name(op)) {
+            throw Error(ErrorCode::usage, quoted_name(op) + " is not an op name (name or name.overload)",
+                        hint::setting("load.op"));
+        }
+        TorchRuntime runtime = require_torch(request, file);
+        complete_version(request, runtime);
+        check_fit(request, runtime);
+        const std::string ns = op_namespace(request, artifact);
+        register_namespace(request, artifact, ns, op);
+        Resolved resolved;
+        resolved.symbol = request.symbol;
+        resolved.torch_op = ns + "::" + op;
+        resolved.torch_version = runtime.version;
+        resolved.torch_library = runtime.library;
+        return resolved;
+    }
+};
+
+}  // namespace
+
+const Kind& torch_op_kind() {
+    static const TorchOpKind kind;
+    return kind;
+}
+
+}  // namespace kernhub::loader

@@ -1,0 +1,120 @@
+// Finding and loading LibTorch at run time; libkernhub never links it.
+#include "loader/torch_runtime.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+
+#include "kernhub/error.hpp"
+#include "loader/loader.hpp"
+
+namespace kernhub::loader {
+
+namespace {
+
+// c10::Error::Error(c10::SourceLocation, std::string) in each C++ ABI: one
+// of the two is what libc10.so exports.
+constexpr const char* k_c10_error_cxx11 =
+    "_ZN3c105ErrorC1ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE";
+constexpr const char* k_c10_error_cxx98 = "_ZN3c105ErrorC1ENS_14SourceLocationESs";
+
+// "2.15.0" from "2.15.0+cu132", "2.15.0a0+git..." or "2.15.0\n".
+bool parse_version(const std::string& text, TorchRuntime& runtime) {
+    int major = 0;
+    int minor = 0;
+    int patch = 0;
+    char dot1 = 0;
+    char dot2 = 0;
+    std::istringstream in(text);
+    if (!(in >> major >> dot1 >> minor) || dot1 != '.') return false;
+    if (!(in >> dot2 >> patch) || dot2 != '.') patch = 0;
+    runtime.major = major;
+    runtime.minor = minor;
+    runtime.version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+    return true;
+}
+
+// The version written beside the library: a torch package's version.py
+// (__version__ = '2.15.0+cu132') or a LibTorch zip's build-version.
+void version_from_files(const std::filesystem::path& lib_dir, TorchRuntime& runtime) {
+    const std::filesystem::path root = lib_dir.parent_path();
+    std::ifstream version_py(root / "version.py");
+    for (std::string line; std::getline(version_py, line);) {
+        const std::size_t quote = line.find_first_of("'\"");
+        if (line.rfind("__version__", 0) == 0 && quote != std::string::npos &&
+            parse_version(line.substr(quote + 1), runtime)) {
+            runtime.version_source = (root / "version.py").string();
+            return;
+        }
+    }
+    std::ifstream build_version(root / "build-version");
+    std::string text;
+    if (std::getline(build_version, text) && parse_version(text, runtime)) {
+        runtime.version_source = (root / "build-version").string();
+    }
+}
+
+std::string loaded_path(void* handle) {
+    struct link_map* map = nullptr;
+    if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) return {};
+    return map->l_name;
+}
+
+}  // namespace
+
+std::optional<TorchRuntime> torch_in_process() {
+    void* torch = ::dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
+    if (torch == nullptr) {
+        take_dlerror();
+        return std::nullopt;
+    }
+    TorchRuntime runtime;
+    runtime.library = loaded_path(torch);
+    // The stable C shim (torch 2.9 and later): TORCH_ABI_VERSION, one byte
+    // each of major, minor and patch at the top.
+    using AbiVersion = std::uint64_t (*)();
+    if (auto* abi_version = reinterpret_cast<AbiVersion>(::dlsym(torch, "aoti_torch_abi_version"))) {
+        const std::uint64_t packed = abi_version();
+        runtime.major = static_cast<int>(packed >> 56U);
+        runtime.minor = static_cast<int>((packed >> 48U) & 0xffU);
+        runtime.version = std::to_string(runtime.major) + "." + std::to_string(runtime.minor) + "." +
+                          std::to_string((packed >> 40U) & 0xffU);
+        runtime.version_source = "aoti_torch_abi_version()";
+    } else if (!runtime.library.empty()) {
+        version_from_files(std::filesystem::path(runtime.library).parent_path(), runtime);
+    }
+    if (::dlsym(torch, k_c10_error_cxx11) != nullptr) {
+        runtime.cxx11_abi = true;
+    } else if (::dlsym(torch, k_c10_error_cxx98) != nullptr) {
+        runtime.cxx11_abi = false;
+    }
+    take_dlerror();
+    ::dlclose(torch);  // drops the reference RTLD_NOLOAD took; the library stays
+    return runtime;
+}
+
+void open_torch(const std::filesystem::path& root) {
+    const std::filesystem::path lib = root / "lib";
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(lib / "libtorch_cpu.so", ec)) {
+        throw Error(ErrorCode::not_found, "no LibTorch at " + root.string() + " (" +
+                                              (lib / "libtorch_cpu.so").string() +
+                                              " does not exist); name a torch package folder or a LibTorch root");
+    }
+    for (const char* name : {"libc10.so", "libtorch_cpu.so"}) {
+        take_dlerror();
+        // RTLD_GLOBAL: an op library's NEEDED libc10.so and libtorch_cpu.so
+        // (no RPATH) resolve to these by their sonames.
+        if (::dlopen((lib / name).c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+            throw Error(ErrorCode::load,
+                        "cannot load LibTorch's " + (lib / name).string() +
+                            "; install the libraries it needs (the reason names them) or name another torch",
+                        take_dlerror());
+        }
+    }
+}
+
+}  // namespace kernhub::loader

@@ -1,0 +1,112 @@
+// The kernhub program and torch ops: `load` loads LibTorch from the torch
+// package KERNHUB_TORCH_DIR names and reports the op (text and --json);
+// without it, under LD_BIND_NOW or for a missing op it exits with the
+// README's codes; `inspect` lists an op library's ops.
+#include <catch2/catch.hpp>
+
+#include "cli/cli_support.hpp"
+#include "torch/torch_hub.hpp"
+
+using namespace kernhub::test;
+using namespace kernhub::test::cli;
+using namespace kernhub::test::torch_hub;
+
+namespace {
+
+// The CLI's environment: the sandbox's, plus the torch package and the
+// CUDA runtime libraries its libtorch_cpu.so needs.
+EnvChanges torch_env(const EnvChanges& extra = {}) {
+    EnvChanges env = {{"KERNHUB_TORCH_DIR", std::string(build::torch_dir)},
+                      {"LD_LIBRARY_PATH", std::string(build::torch_runtime_dir)},
+                      {"LD_BIND_NOW", std::nullopt}};
+    for (const auto& [name, value] : extra) env[name] = value;
+    return env;
+}
+
+struct CliSetup {
+    Sandbox box;
+    TorchHub hub;
+    fs::path registry = write_registry(box.dir.path());
+
+    ProcessResult load(const std::vector<std::string>& more, const EnvChanges& env) const {
+        std::vector<std::string> args{"load",
+                                      "--registry",
+                                      registry.string(),
+                                      "--endpoint",
+                                      const_cast<TorchHub&>(hub).server().endpoint(),
+                                      "--cache-dir",
+                                      box.cache.string()};
+        args.insert(args.end(), more.begin(), more.end());
+        return box.run(args, env);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("cli: load of a torch variant reports the op, the torch and the library", "[torch][needs:torch]") {
+    CliSetup setup;
+    const ProcessResult text = setup.load({"torch-add-one", "--target", cxx11_variant()}, torch_env());
+    INFO(describe(text));
+    REQUIRE(text.exit_code == 0);
+    // The report goes to stderr, as every status line of the program does.
+    CHECK(text.err.find("torch op " + std::string(k_ops_ns) + "::add_one\n") != std::string::npos);
+    CHECK(text.err.find("  torch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR)) !=
+          std::string::npos);
+    CHECK(text.err.find("libtorch_cpu.so\n") != std::string::npos);
+
+    const ProcessResult json_run =
+        setup.load({"torch-add-one-out", "--target", stable_variant(), "--op", "add_one", "--json"}, torch_env());
+    const json out = parse_stdout(json_run);
+    CHECK(json_run.exit_code == 0);
+    CHECK(out["kind"] == "torch-op");
+    CHECK(out["torch_op"] == std::string(k_stable_ns) + "::add_one");
+    CHECK(out["symbol"] == "add_one_out");
+    CHECK(out["variant"] == stable_variant());
+    CHECK(out["torch"]["version"] == std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
+                                         "." + std::to_string(TORCH_VERSION_PATCH));
+    CHECK(fs::equivalent(out["torch"]["library"].get<std::string>(),
+                         fs::path(build::torch_dir) / "lib" / "libtorch_cpu.so"));
+    CHECK_FALSE(out.contains("address"));
+}
+
+TEST_CASE("cli: a torch variant without LibTorch is exit 7 naming the missing library", "[torch][needs:torch]") {
+    CliSetup setup;
+    const ProcessResult r = setup.load({"torch-add-one", "-q", "--target", cxx11_variant()},
+                                       torch_env({{"KERNHUB_TORCH_DIR", std::nullopt}}));
+    check_error(r, 7, {"libtorch_cpu.so", "not in this process", "KERNHUB_TORCH_DIR", std::string(k_ops_ns)});
+}
+
+TEST_CASE("cli: LD_BIND_NOW is exit 7 naming the Python function and the cause", "[torch][needs:torch]") {
+    CliSetup setup;
+    const ProcessResult r =
+        setup.load({"torch-add-one", "-q", "--target", cxx11_variant()}, torch_env({{"LD_BIND_NOW", "1"}}));
+    check_error(r, 7, {"LD_BIND_NOW", "PyModule_Create2", "R_X86_64_JUMP_SLOT"});
+    // The stable-ABI library refers to no Python: it loads all the same.
+    const ProcessResult stable =
+        setup.load({"torch-add-one", "--target", stable_variant()}, torch_env({{"LD_BIND_NOW", "1"}}));
+    INFO(describe(stable));
+    CHECK(stable.exit_code == 0);
+}
+
+TEST_CASE("cli: a missing op is exit 3 naming the library's ops and --op", "[torch][needs:torch]") {
+    CliSetup setup;
+    const ProcessResult r =
+        setup.load({"torch-add-one", "-q", "--target", untagged_variant(), "--op", "add_one.inplace"}, torch_env());
+    check_error(r, 3, {"add_one.inplace", "add_one, add_one.out, scale", "--op"});
+    const ProcessResult bad =
+        setup.load({"torch-add-one", "-q", "--target", untagged_variant(), "--op", "add one"}, torch_env());
+    check_error(bad, 2, {"not an op name"});
+}
+
+TEST_CASE("cli: inspect lists the ops of an op library", "[torch][needs:torch]") {
+    Sandbox box;
+    const ProcessResult ops = box.run({"inspect", fixture(k_ops_ns).string(), "--json"});
+    const json out = parse_stdout(ops);
+    CHECK(out["torch_ops"] == json::array({"add_one", "add_one.out", "scale"}));
+    const ProcessResult stable = box.run({"inspect", fixture(k_stable_ns).string()});
+    INFO(describe(stable));
+    CHECK(stable.exit_code == 0);
+    CHECK(stable.out.find("torch ops (1):\n    add_one\n") != std::string::npos);
+    const json stable_json = parse_stdout(box.run({"inspect", fixture(k_stable_ns).string(), "--json"}));
+    CHECK(stable_json["torch_schemas"] == json::array({"add_one(Tensor x) -> Tensor"}));
+}

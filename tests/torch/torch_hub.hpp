@@ -1,0 +1,180 @@
+// A loopback hub serving torch variants of the torch op fixtures
+// (tests/fixtures/torch), laid out as kernel-builder publishes them:
+// build/<variant>/ holding the _<name>_<hash>.abi3.so op library,
+// __init__.py, _ops.py (ops = torch.ops._<name>_<hash>) and a metadata.json
+// whose digest covers them. The variants are named for the torch the tests
+// compile against (TORCH_VERSION_MAJOR/MINOR), so the tests select them
+// with explicit targets.
+#pragma once
+
+#include <torch/headeronly/version.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/build_paths.hpp"
+#include "support/hub_builder.hpp"
+#include "support/hub_server.hpp"
+#include "support/kernel_hub.hpp"
+#include "support/temp_dir.hpp"
+
+namespace kernhub::test::torch_hub {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+inline constexpr const char* k_repo = "kernhub-test/torch-ops";
+inline constexpr const char* k_pydata_repo = "kernhub-test/torch-pydata";
+inline constexpr const char* k_bare_repo = "kernhub-test/torch-bare";
+inline constexpr const char* k_ops_ns = "_kh_torch_ops_9e1b2c7";
+inline constexpr const char* k_stable_ns = "_kh_torch_stable_9e1b2c7";
+inline constexpr const char* k_pydata_ns = "_kh_torch_pydata_9e1b2c7";
+
+inline fs::path fixture(const std::string& ns) {
+    return fs::path(build::torch_fixture_dir) / (ns + ".abi3.so");
+}
+
+// Why the torch tests cannot run here, "" when they can.
+inline std::string why_no_torch() {
+    if (*build::torch_why_not != 0) return build::torch_why_not;
+    for (const char* ns : {k_ops_ns, k_stable_ns, k_pydata_ns}) {
+        if (!fs::exists(fixture(ns))) return "the torch fixture " + fixture(ns).string() + " was not built";
+    }
+    return {};
+}
+
+// "x86_64-linux" on this host.
+inline std::string host_platform() {
+    return host_cpu_variant().substr(std::string("native-cpu-").size());
+}
+
+// torch{MM}: the torch the tests compile against, or another minor.
+inline std::string torch_tag(int minor_offset = 0) {
+    return "torch" + std::to_string(TORCH_VERSION_MAJOR) + std::to_string(TORCH_VERSION_MINOR + minor_offset);
+}
+
+// The three layouts a torch kernel ships in.
+inline std::string cxx11_variant() {
+    return torch_tag() + "-cxx11-cpu-" + host_platform();
+}
+inline std::string untagged_variant() {
+    return torch_tag() + "-cpu-" + host_platform();
+}
+inline std::string stable_variant() {
+    return "torch-stable-abi212-cpu-" + host_platform();
+}
+// Variants this process's LibTorch does not fit.
+inline std::string older_torch_variant() {
+    return torch_tag(-1) + "-cxx11-cpu-" + host_platform();
+}
+inline std::string cxx98_variant() {
+    return torch_tag() + "-cxx98-cpu-" + host_platform();
+}
+inline std::string future_stable_variant() {
+    return "torch-stable-abi" + std::to_string(TORCH_VERSION_MAJOR) + std::to_string(TORCH_VERSION_MINOR + 1) +
+           "-cpu-" + host_platform();
+}
+
+// The Python package of a variant, as kernel-builder writes it.
+inline json variant_files(const std::string& variant, const std::string& ns) {
+    const std::string dir = "build/" + variant + "/";
+    const std::string ops_py = "import torch\nfrom . import " + ns + "\nops = torch.ops." + ns +
+                               "\n\n\ndef add_op_namespace_prefix(op_name: str):\n    return f\"" + ns +
+                               "::{op_name}\"\n";
+    const std::string init_py =
+        "import torch\n\nfrom ._ops import ops\n\n\ndef add_one(x: torch.Tensor) -> torch.Tensor:\n"
+        "    return ops.add_one(x)\n";
+    return {{dir + ns + ".abi3.so", {{"path", fixture(ns).string()}}},
+            {dir + "__init__.py", {{"text", init_py}}},
+            {dir + "_ops.py", {{"text", ops_py}}}};
+}
+
+inline json spec() {
+    json files = variant_files(cxx11_variant(), k_ops_ns);
+    files.update(variant_files(untagged_variant(), k_ops_ns));
+    files.update(variant_files(stable_variant(), k_stable_ns));
+    files.update(variant_files(older_torch_variant(), k_ops_ns));
+    files.update(variant_files(cxx98_variant(), k_ops_ns));
+    files.update(variant_files(future_stable_variant(), k_stable_ns));
+    // kernels needs a Python name and its minimum version in metadata.json.
+    const json extra = {{"name", "torch-ops"}, {"python-depends", json::array()}};
+    json commit = {{"message", "torch ops"},
+                   {"branches", {"main"}},
+                   {"metadata", true},
+                   {"files", files},
+                   {"metadata_extra", extra}};
+    json pydata = {{"message", "an op library with a Python data reference"},
+                   {"branches", {"main"}},
+                   {"metadata", true},
+                   {"files", variant_files(cxx11_variant(), k_pydata_ns)}};
+    // No Python glue, the library a folder down beside a second .so: the
+    // registry's "file" names it and the namespace is its file name's.
+    const std::string bare_dir = "build/" + cxx11_variant() + "/lib/";
+    json bare = {{"message", "an op library without _ops.py"},
+                 {"branches", {"main"}},
+                 {"metadata", true},
+                 {"files",
+                  {{bare_dir + k_ops_ns + ".abi3.so", {{"path", fixture(k_ops_ns).string()}}},
+                   {bare_dir + "_helper.so", {{"path", fixture(k_stable_ns).string()}}}}}};
+    return {{"repos",
+             {{{"repo_id", k_repo}, {"type", "kernel"}, {"commits", {commit}}},
+              {{"repo_id", k_pydata_repo}, {"type", "kernel"}, {"commits", {pydata}}},
+              {{"repo_id", k_bare_repo}, {"type", "kernel"}, {"commits", {bare}}}}}};
+}
+
+// Registry names: the Python wrapper as "symbol", the op as "op" where the
+// two differ.
+inline json registry() {
+    const auto entry = [](const char* symbol, const char* op) {
+        json e = {{"repo_id", k_repo}, {"revision", "main"}, {"symbol", symbol}};
+        if (op != nullptr) e["op"] = op;
+        return e;
+    };
+    return {{"format", 1},
+            {"kernels",
+             {{"torch-add-one", entry("add_one", nullptr)},
+              {"torch-add-one-out", entry("add_one_out", "add_one.out")},
+              {"torch-scale", entry("scale", nullptr)},
+              {"torch-missing", entry("add_two", nullptr)},
+              {"torch-pydata", {{"repo_id", k_pydata_repo}, {"revision", "main"}, {"symbol", "add_one"}}},
+              {"torch-bare",
+               {{"repo_id", k_bare_repo},
+                {"revision", "main"},
+                {"symbol", "add_one_wrapper"},
+                {"op", "scale"},
+                {"file", std::string("lib/") + k_ops_ns + ".abi3.so"}}},
+              {"torch-bare-unnamed", {{"repo_id", k_bare_repo}, {"revision", "main"}, {"symbol", "scale"}}}}}};
+}
+
+// The hub tree (laid out once per process) and a server over it.
+class TorchHub {
+public:
+    TorchHub() {
+        static TempDir tree;
+        static bool made = false;
+        if (!made) {
+            make_hub(spec(), tree.path() / "hub");
+            made = true;
+        }
+        m_root = tree.path() / "hub";
+        m_server = std::make_unique<HubServer>(m_root);
+    }
+    HubServer& server() { return *m_server; }
+    const fs::path& root() const { return m_root; }
+
+private:
+    fs::path m_root;
+    std::unique_ptr<HubServer> m_server;
+};
+
+// Writes registry() to dir/torch-registry.json.
+inline fs::path write_registry(const fs::path& dir) {
+    const fs::path path = dir / "torch-registry.json";
+    std::ofstream(path) << registry().dump(2);
+    return path;
+}
+
+}  // namespace kernhub::test::torch_hub
