@@ -69,6 +69,23 @@ TEST_CASE("cli: load of a torch variant reports the op, the torch and the librar
     CHECK_FALSE(out.contains("address"));
 }
 
+TEST_CASE("cli: load with no --target picks the variant kernels would for the torch it finds", "[torch][needs:torch]") {
+    CliSetup setup;
+    // The test torch is a CUDA build (torch.version.cuda set): as in kernels,
+    // its backend is CUDA, and this repo has only CPU builds.
+    const ProcessResult cuda = setup.load({"torch-add-one", "-q"}, torch_env());
+    INFO(describe(cuda));
+    CHECK(cuda.exit_code == 3);
+    CHECK(cuda.err.find("the backend is cu") != std::string::npos);
+    // Asking for the CPU backend, stable-abi ranks first among what fits.
+    const ProcessResult cpu = setup.load({"torch-add-one", "--json"}, torch_env({{"KERNHUB_BACKEND", "cpu"}}));
+    INFO(describe(cpu));
+    REQUIRE(cpu.exit_code == 0);
+    const json out = parse_stdout(cpu);
+    CHECK(out["variant"] == stable_variant());
+    CHECK(out["torch_op"] == std::string(k_stable_ns) + "::add_one");
+}
+
 TEST_CASE("cli: a torch variant without LibTorch is exit 7 naming the missing library", "[torch][needs:torch]") {
     CliSetup setup;
     const ProcessResult r = setup.load({"torch-add-one", "-q", "--target", cxx11_variant()},
