@@ -217,9 +217,10 @@ KH_API void* kh_symbol(kh_hub* hub, const char* name);
  * A kernel of a torch or torch-stable-abi variant is an op its library
  * registered in LibTorch's dispatcher when kh_prewarm() loaded it. The
  * process must have LibTorch: linked, or loaded by kh_prewarm() itself from
- * the torch package folder the environment variable KERNHUB_TORCH_DIR
- * names (its lib/libc10.so and lib/libtorch_cpu.so, RTLD_GLOBAL, for the
- * life of the process). kh_torch_op() names that op, as
+ * the torch kernhub found (the key torch_dir, KERNHUB_TORCH_DIR, else the
+ * Python environments' torch package; README "Which torch"): its
+ * lib/libc10.so and lib/libtorch_cpu.so, RTLD_GLOBAL, for the life of the
+ * process. kh_torch_op() names that op, as
  * "namespace::op" or "namespace::op.overload", for the stable C shim's
  * torch_call_dispatcher(name, overload, stack, abi_version): split it at
  * "::" and ".". NULL when `name` was not prewarmed on this handle or is not

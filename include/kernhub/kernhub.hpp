@@ -227,8 +227,9 @@ struct LoadOptions {
     std::string op;
     // For a torch variant in a process without LibTorch: load LibTorch
     // first (libc10.so and libtorch_cpu.so, RTLD_GLOBAL, for the life of
-    // the process) from the torch package folder Options::torch_dir or
-    // KERNHUB_TORCH_DIR names. For a program that does not link LibTorch
+    // the process) from the torch kernhub found: Options::torch_dir,
+    // KERNHUB_TORCH_DIR, else the Python environments' torch package
+    // (README, "Which torch"); a stated Options::torch loads nothing. For a program that does not link LibTorch
     // and wants to know that a kernel loads against a torch installation
     // (the kernhub program's `load`); off: such a load is Error(load).
     bool load_torch = false;

@@ -20,6 +20,9 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/headeronly/version.h>
+#if __has_include(<caffe2/core/macros.h>)
+#include <caffe2/core/macros.h>  // CAFFE2_BUILD_STRINGS: the CUDA and ROCm torch was built with
+#endif
 
 #include <algorithm>
 #include <string>
@@ -31,15 +34,24 @@
 namespace kernhub::torch {
 
 // The torch this program is compiled against, from its headers: the
-// version (TORCH_VERSION_MAJOR/MINOR) and the C++ ABI
-// (_GLIBCXX_USE_CXX11_ABI). torch's headers do not say which CUDA it was
-// built with, so `cuda` stays empty. For Options::torch.
+// version (TORCH_VERSION_MAJOR/MINOR), the C++ ABI (_GLIBCXX_USE_CXX11_ABI)
+// and the CUDA or ROCm version torch was built with (CUDA_VERSION and
+// ROCM_VERSION of CAFFE2_BUILD_STRINGS, what torch.__config__.show()
+// prints), which decide the backend as torch.version.cuda does in Python.
+// For Options::torch.
 inline TorchInfo this_torch() {
     TorchInfo info;
     info.major = TORCH_VERSION_MAJOR;
     info.minor = TORCH_VERSION_MINOR;
 #if defined(_GLIBCXX_USE_CXX11_ABI)
     info.cxx11_abi = _GLIBCXX_USE_CXX11_ABI != 0;
+#endif
+#if defined(CAFFE2_BUILD_STRINGS)
+    static const std::pair<const char*, const char*> k_build[] = CAFFE2_BUILD_STRINGS;
+    for (const auto& [key, value] : k_build) {
+        if (std::string(key) == "CUDA_VERSION") info.cuda = value;
+        if (std::string(key) == "ROCM_VERSION") info.hip = value;
+    }
 #endif
     info.source = "kernhub/torch.hpp";
     return info;

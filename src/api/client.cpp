@@ -88,6 +88,12 @@ LoadResult Client::load(const std::string& ref, const std::string& symbol_overri
 }
 
 LoadResult Client::load(const std::string& ref, const LoadOptions& options) {
+    if (!m_impl->settings.host.empty()) {
+        throw Error(ErrorCode::usage,
+                    "a host description selects for another machine, and loading happens on this one; load without "
+                    "it (fetch, lock, prewarm from a lock and mirror take it)",
+                    hint::setting("host"));
+    }
     registry::KernelSpec spec = registry::resolve_ref(m_impl->registry, ref);
     LoadResult result;
     result.ref = ref;

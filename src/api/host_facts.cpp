@@ -17,6 +17,7 @@ std::string version_text(const std::pair<int, int>& version) {
 
 // The first two numbers of "13.2", "6.3.42131-fa1d09cbd"; nullopt otherwise.
 std::optional<std::pair<int, int>> leading_version(const std::string& text) {
+    if (text.size() > 64) return std::nullopt;  // not a version; bounds std::regex's recursion
     static const std::regex k_version(R"(^(\d{1,4})\.(\d{1,4})(?:[.\-+].*)?$)");
     std::smatch match;
     if (!std::regex_match(text, match, k_version)) return std::nullopt;
@@ -92,6 +93,7 @@ void add_backend(HostDetection& found, const Settings& settings) {
     std::string source;
     if (settings.backend == "cpu") {
         found.facts.backend = select::Backend{select::BackendKind::cpu, 0, 0, false};
+        found.facts.cuda.reset();  // the native family's CUDA builds too
         source = "asked for (Options::backend or KERNHUB_BACKEND)";
     } else if (found.torch) {
         found.facts.backend = torch_backend(found.torch->info);

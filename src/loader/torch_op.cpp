@@ -60,8 +60,9 @@ TorchRuntime require_torch(const LoadRequest& request, const std::string& file) 
     if (!runtime) {
         throw Error(ErrorCode::load, "cannot load the torch op library " + file +
                                          ": LibTorch (libtorch_cpu.so) is not in this process, and the library "
-                                         "registers its ops with it; link the program with LibTorch, or set "
-                                         "KERNHUB_TORCH_DIR to a torch package folder for kernhub to load it from");
+                                         "registers its ops with it; link the program with LibTorch, or have "
+                                         "kernhub load it (the kernhub program does) from a torch it finds: "
+                                         "KERNHUB_TORCH_DIR, or a Python environment's torch package");
     }
     return *runtime;
 }
@@ -139,11 +140,20 @@ void check_binding(const elf::BindingFacts& facts, const std::string& file) {
     }
 }
 
+// The ops a message names: a crafted library may list millions.
+constexpr std::size_t k_max_ops_named = 32;
+
+std::string some_ops(const std::vector<std::string>& ops) {
+    if (ops.empty()) return "none found";
+    if (ops.size() <= k_max_ops_named) return join(ops);
+    const std::vector<std::string> first(ops.begin(), ops.begin() + k_max_ops_named);
+    return join(first) + " and " + std::to_string(ops.size() - k_max_ops_named) + " more";
+}
+
 void check_op(const TorchOpListing& listing, const std::string& ns, const std::string& op, const std::string& file) {
     if (may_define_op(listing, op)) return;
     throw Error(ErrorCode::not_found,
-                file + " defines no op " + ns + "::" + op +
-                    "; its ops: " + (listing.ops.empty() ? std::string("none found") : join(listing.ops)) +
+                file + " defines no op " + ns + "::" + op + "; its ops: " + some_ops(listing.ops) +
                     "; check the registry's \"op\" (or the op given to the load)",
                 hint::setting("load.op"));
 }
@@ -193,7 +203,8 @@ void register_namespace(const LoadRequest& request, const Artifact& artifact, co
     const std::string sha256 = verified_sha256(request, artifact);
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = registered.find(ns); it != registered.end()) {
-        if (it->second.sha256 != sha256) {
+        // Bytes the fetch did not verify (no sha256) are never taken for the same.
+        if (sha256.empty() || it->second.sha256 != sha256) {
             throw Error(ErrorCode::load, "cannot load " + file + ": its op namespace " + ns +
                                              " is already registered in this process by " + it->second.file +
                                              ", other bytes, and LibTorch takes one library per namespace; load "
@@ -215,8 +226,10 @@ void register_namespace(const LoadRequest& request, const Artifact& artifact, co
         // A static initialiser threw (a c10::Error from a registration):
         // the exception left dlopen, which may keep the dynamic loader's
         // lock held by this thread.
-        throw Error(ErrorCode::load,
-                    "the op library " + file + " failed while registering its ops; LibTorch said: " + e.what());
+        throw Error(ErrorCode::load, "the op library " + file +
+                                         " failed while registering its ops, and this process may no longer load "
+                                         "libraries; LibTorch said: " +
+                                         e.what());
     }
     registered.emplace(ns, std::move(entry));
 }

@@ -10,6 +10,11 @@ namespace kernhub::loader {
 
 namespace {
 
+// An op name ("name" or "name.overload") longer than this is not one: the
+// bound keeps a crafted library's long identifier runs from costing more
+// than linear time, and a message from quoting them whole.
+constexpr std::size_t k_max_op_name = 256;
+
 bool is_identifier_char(unsigned char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
@@ -80,7 +85,10 @@ void add_heads(const std::uint8_t* bytes, std::size_t length, TorchOpListing& li
             continue;
         }
         std::size_t begin = at;
-        while (begin > 0 && (is_identifier_char(bytes[begin - 1]) || bytes[begin - 1] == '.')) --begin;
+        while (begin > 0 && at - begin < k_max_op_name &&
+               (is_identifier_char(bytes[begin - 1]) || bytes[begin - 1] == '.')) {
+            --begin;
+        }
         for (std::size_t from = begin; from < at; ++from) {
             const std::string name(reinterpret_cast<const char*>(bytes + from), at - from);
             if (listing.names.count(name) != 0) {
@@ -94,6 +102,7 @@ void add_heads(const std::uint8_t* bytes, std::size_t length, TorchOpListing& li
 }  // namespace
 
 bool is_op_name(const std::string& op) {
+    if (op.size() > k_max_op_name) return false;
     const std::size_t dot = op.find('.');
     if (dot == std::string::npos) return is_identifier(op);
     return is_identifier(op.substr(0, dot)) && is_identifier(op.substr(dot + 1));
@@ -116,7 +125,10 @@ TorchOpListing list_torch_ops(const std::uint8_t* data, std::size_t size, const 
 }
 
 bool may_define_op(const TorchOpListing& listing, const std::string& op) {
-    return std::binary_search(listing.ops.begin(), listing.ops.end(), op) || listing.names.count(op) != 0;
+    // Where schemas or schema heads were found they are the list; a bare
+    // name string (any identifier in read-only data) counts only when none were.
+    if (!listing.ops.empty()) return std::binary_search(listing.ops.begin(), listing.ops.end(), op);
+    return listing.names.count(op) != 0;
 }
 
 std::string ops_namespace(const std::string& ops_py) {

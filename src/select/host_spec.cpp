@@ -57,10 +57,10 @@ void set_backend(HostFacts& host, const std::string& key, const std::string& val
         host.backend = versioned(BackendKind::rocm, version_of(key, value));
     } else if (key == "xpu") {
         host.backend = versioned(BackendKind::xpu, version_of(key, value));
-    } else if (flag_of(key, value)) {
+    } else if (value == "true") {
         host.backend = Backend{BackendKind::metal, 0, 0, false};
     } else {
-        host.backend.reset();
+        throw bad("metal=" + quoted_name(value) + " is not true (leave metal out for another backend)");
     }
 }
 

@@ -48,12 +48,26 @@ std::optional<std::pair<int, int>> major_minor(const std::string& version) {
     return std::make_pair(std::stoi(match[1]), std::stoi(match[2]));
 }
 
+// version.py's lines are short; a longer one is not an assignment of
+// torch's, and skipping it keeps std::regex (which recurses per character)
+// to bounded input.
+constexpr std::size_t k_max_line = 256;
+
 // The string assigned to `name` in version.py; "" for None or absent.
 std::string assigned(const std::string& text, const std::string& name) {
-    const std::regex pattern("(?:^|\\n)" + name + R"re((?:\s*:[^=\n]*)?\s*=\s*(?:'([^'\n]*)'|"([^"\n]*)"))re");
-    std::smatch match;
-    if (!std::regex_search(text, match, pattern)) return {};
-    return match[1].matched ? match[1].str() : match[2].str();
+    const std::regex pattern(name + R"re((?:\s*:[^=]*)?\s*=\s*(?:'([^']*)'|"([^"]*)")\s*)re");
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        if (end - start <= k_max_line && text.compare(start, name.size(), name) == 0) {
+            const std::string line = text.substr(start, end - start);
+            std::smatch match;
+            if (std::regex_match(line, match, pattern)) return match[1].matched ? match[1].str() : match[2].str();
+        }
+        start = end + 1;
+    }
+    return {};
 }
 
 // The ABI flag from libc10.so's exports; nullopt when there is no such
@@ -101,7 +115,7 @@ FoundTorch read_libtorch(const fs::path& root, const std::string& named_by) {
     const std::optional<std::string> text = read_small(file);
     if (!text) throw unreadable(file, named_by, "cannot be read (or is over 64 KiB)");
     const std::string version = trim(*text);
-    const auto numbers = major_minor(version);
+    const auto numbers = version.size() <= k_max_line ? major_minor(version) : std::nullopt;
     if (!numbers) throw unreadable(file, named_by, "does not start with a version X.Y");
     FoundTorch found;
     found.info.major = numbers->first;

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "kernhub/kernhub.h"
+#include "torchenv/torch_facts.hpp"
 #include "support/requirements.hpp"
 
 using namespace kernhub::test;
@@ -36,6 +37,42 @@ extern "C" __attribute__((visibility("default"))) void* PyModule_Create2(void* /
 }
 
 using UnaryOp = at::Tensor(const at::Tensor&);
+
+TEST_CASE("this_torch() states the torch the program links, and selection follows it as kernels would",
+          "[torch][needs:torch]") {
+    const kernhub::TorchInfo stated = kernhub::torch::this_torch();
+    // The same facts the torch package's own files give.
+    std::string problem;
+    const auto files = kernhub::torchenv::read_torch_dir(build::torch_dir, "test");
+    CHECK(stated.major == files.info.major);
+    CHECK(stated.minor == files.info.minor);
+    CHECK(stated.cuda == files.info.cuda);
+    CHECK(stated.cxx11_abi == files.info.cxx11_abi);
+    CHECK(stated.source == "kernhub/torch.hpp");
+
+    Setup setup;
+    kernhub::Options options = setup.options(cxx11_variant());
+    options.targets.clear();
+    options.torch = stated;
+    if (!stated.cuda.empty()) {
+        // A CUDA build of torch selects CUDA variants (this repo has none),
+        // as kernels' selection does, GPU or not.
+        kernhub::Client cuda_client(options);
+        try {
+            cuda_client.load("torch-add-one");
+            FAIL("a CPU-only repo loaded for a CUDA torch");
+        } catch (const kernhub::Error& error) {
+            CHECK(error.code() == ErrorCode::not_found);
+            CHECK_THAT(error.what(), Catch::Contains("the backend is cu"));
+        }
+    }
+    options.backend = "cpu";
+    kernhub::Client client(options);
+    const kernhub::LoadResult result = client.load("torch-add-one");
+    CHECK(result.fetch.variant == stable_variant());  // stable-abi ranks first
+    CHECK(values(kernhub::torch::op<UnaryOp>(client, "torch-add-one").call(tensor({1.0f}))) ==
+          (std::vector<float>{2.0f}));
+}
 
 TEST_CASE("each torch layout is loaded and its op called through the dispatcher with exact results",
           "[torch][needs:torch]") {

@@ -108,6 +108,12 @@ TEST_CASE("a torch folder that is not one is a usage error naming the setting", 
     CHECK(refusal(tmp.path() / "big").find("over 64 KiB") != std::string::npos);
     write(tmp.path() / "r" / "build-version", "nightly\n");
     CHECK(refusal(tmp.path() / "r").find("does not start with a version X.Y") != std::string::npos);
+    // Long values under the size cap are refused, not matched by a
+    // recursive regex that would overflow the stack.
+    write(tmp.path() / "long" / "version.py", "__version__ = '2.15.0" + std::string(60000, 'a') + "'\n");
+    CHECK(refusal(tmp.path() / "long").find("has no __version__ of the form X.Y") != std::string::npos);
+    write(tmp.path() / "longer" / "build-version", "2.15." + std::string(60000, 'a'));
+    CHECK(refusal(tmp.path() / "longer").find("does not start with a version X.Y") != std::string::npos);
 }
 
 TEST_CASE("the Python environments' torch is found, and a broken one is passed over with its problem", "[torchenv]") {
