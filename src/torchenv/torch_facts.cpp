@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // version.py and build-version are a few hundred bytes; more is not torch's.
-constexpr std::size_t k_max_version_file = 64 * 1024;
+constexpr std::size_t k_max_version_file = std::size_t{64} * 1024;
 
 bool is_file(const fs::path& path) {
     struct stat st {};
