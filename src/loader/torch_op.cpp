@@ -60,9 +60,10 @@ TorchRuntime require_torch(const LoadRequest& request, const std::string& file) 
     if (!runtime) {
         throw Error(ErrorCode::load, "cannot load the torch op library " + file +
                                          ": LibTorch (libtorch_cpu.so) is not in this process, and the library "
-                                         "registers its ops with it; link the program with LibTorch, or have "
-                                         "kernhub load it (the kernhub program does) from a torch it finds: "
-                                         "KERNHUB_TORCH_DIR, or a Python environment's torch package");
+                                         "registers its ops with it; link the program with LibTorch, or let "
+                                         "kernhub open LibTorch first (LoadOptions::load_torch; the command-line "
+                                         "tool does) from a torch it finds: KERNHUB_TORCH_DIR, or a Python "
+                                         "environment's torch package");
     }
     return *runtime;
 }
