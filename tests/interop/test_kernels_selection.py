@@ -223,6 +223,9 @@ def main():
     report = support.Report()
     if support.inputs_missing(args, report):
         return report.finish()
+    from importlib.metadata import version
+    # The rules README states are kernels 0.17.2's (tests/requirements.txt pins it).
+    report.equal(version("kernels"), "0.17.2", "the peer is kernels 0.17.2")
     rng = random.Random(args.seed)
     cases = []
     for _ in range(args.cases):
