@@ -158,6 +158,11 @@ bool has_suffix(const std::string& path, const char* suffix);
 // `_*.so` files of a variant `depth` folders down (0: its top level): the
 // extension-library naming of kernel-builder (tvm-ffi and torch variants).
 std::vector<std::string> underscore_libraries(const FetchResult& fetched, int depth);
+// The registry's "file", else the variant's only `_*.so` at its top level,
+// else its only one a folder down (a Python package folder). Error(usage)
+// when a level has several, Error(not_found) when none has one; messages
+// call the variant `family` ("torch variant") and the file `what` (a "...library").
+std::string choose_underscore_library(const LoadRequest& request, const std::string& family, const std::string& what);
 // A fatbin or cubin, by its name (cuda_kernel.cpp).
 bool is_cuda_image(const std::string& path);
 // The variant's one file `matches` accepts; nullopt when it has none,

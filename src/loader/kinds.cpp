@@ -48,6 +48,25 @@ std::vector<std::string> underscore_libraries(const FetchResult& fetched, int de
     return found;
 }
 
+std::string choose_underscore_library(const LoadRequest& request, const std::string& family, const std::string& what) {
+    if (!request.file.empty()) return request.file;
+    // "library" -> "libraries": the files it names are libraries.
+    const std::string plural = what.substr(0, what.size() - 1) + "ies";
+    const FetchResult& fetched = request.fetched;
+    for (int depth : {0, 1}) {
+        const std::vector<std::string> found = underscore_libraries(fetched, depth);
+        if (found.size() == 1) return found.front();
+        if (found.size() > 1) {
+            throw Error(ErrorCode::usage, family + " " + fetched.variant + " of " + fetched.repo_id + " has several " +
+                                              plural + " (" + join(found, ", ") +
+                                              "); name one with \"file\" in the registry");
+        }
+    }
+    throw Error(ErrorCode::not_found, family + " " + fetched.variant + " of " + fetched.repo_id + " has no " + what +
+                                          " (a _*.so file at its top level or one folder down); name the library "
+                                          "with \"file\" in the registry");
+}
+
 std::optional<std::string> only_file(const LoadRequest& request, bool (*matches)(const std::string& path)) {
     std::vector<std::string> found;
     for (const auto& file : request.fetched.files) {

@@ -29,26 +29,6 @@ bool is_torch_variant(const std::optional<select::Variant>& variant) {
     return variant && (variant->family == select::Family::torch || variant->family == select::Family::torch_stable_abi);
 }
 
-// The registry's "file", else the variant's only `_*.so` at its top level
-// (kernel-builder's _<name>_<hash>.abi3.so beside __init__.py and
-// _ops.py), else its only one a folder down (a Python package folder).
-std::string choose_op_library(const LoadRequest& request) {
-    if (!request.file.empty()) return request.file;
-    const FetchResult& fetched = request.fetched;
-    for (int depth : {0, 1}) {
-        const std::vector<std::string> found = underscore_libraries(fetched, depth);
-        if (found.size() == 1) return found.front();
-        if (found.size() > 1) {
-            throw Error(ErrorCode::usage, "torch variant " + fetched.variant + " of " + fetched.repo_id +
-                                              " has several op libraries (" + join(found, ", ") +
-                                              "); name one with \"file\" in the registry");
-        }
-    }
-    throw Error(ErrorCode::not_found, "torch variant " + fetched.variant + " of " + fetched.repo_id +
-                                          " has no op library (a _*.so file at its top level or one folder down); "
-                                          "name the library with \"file\" in the registry");
-}
-
 // This process's LibTorch; loaded from request.load_torch_from first when
 // there is none and a folder is named.
 TorchRuntime require_torch(const LoadRequest& request, const std::string& file) {
@@ -247,7 +227,7 @@ public:
     // variants hold Python only.
     std::optional<std::string> choose(const LoadRequest& request) const override {
         if (!is_torch_variant(request.variant)) return std::nullopt;
-        return choose_op_library(request);
+        return choose_underscore_library(request, "torch variant", "op library");
     }
 
     Resolved load(const LoadRequest& request, const Artifact& artifact) const override {

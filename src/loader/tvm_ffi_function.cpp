@@ -16,27 +16,6 @@ namespace kernhub::loader {
 
 namespace {
 
-// A tvm-ffi variant's library: the registry's "file", else the variant's
-// only top-level `_*.so` (kernel-builder names it _<name>_<backend>_<hash>.so
-// beside its Python glue), else its only `_*.so` one folder down (the
-// layout with a Python package folder).
-std::string choose_library(const LoadRequest& request) {
-    if (!request.file.empty()) return request.file;
-    const FetchResult& fetched = request.fetched;
-    for (int depth : {0, 1}) {
-        const std::vector<std::string> found = underscore_libraries(fetched, depth);
-        if (found.size() == 1) return found.front();
-        if (found.size() > 1) {
-            throw Error(ErrorCode::usage, "tvm-ffi variant " + fetched.variant + " of " + fetched.repo_id +
-                                              " has several libraries (" + join(found, ", ") +
-                                              "); name one with \"file\" in the registry");
-        }
-    }
-    throw Error(ErrorCode::not_found, "tvm-ffi variant " + fetched.variant + " of " + fetched.repo_id +
-                                          " has no library (a _*.so file at its top level or one folder down); "
-                                          "name the library with \"file\" in the registry");
-}
-
 // Binds the runtime for the variant. A --target choice skipped selection's
 // version check, so it is made here.
 void bind_runtime(const LoadRequest& request) {
@@ -89,7 +68,7 @@ public:
     // Every variant of the tvm-ffi family, and only those.
     std::optional<std::string> choose(const LoadRequest& request) const override {
         if (!request.variant || request.variant->family != select::Family::tvm_ffi) return std::nullopt;
-        return choose_library(request);
+        return choose_underscore_library(request, "tvm-ffi variant", "library");
     }
 
     Resolved load(const LoadRequest& request, const Artifact& artifact) const override {
