@@ -13,11 +13,13 @@
 
 #include "cache/cache.hpp"
 #include "common/hint.hpp"
+#include "cuda/driver.hpp"
 #include "common/join.hpp"
 #include "common/text.hpp"
 #include "elf/elf_binding.hpp"
 #include "kernhub/error.hpp"
 #include "loader/kind.hpp"
+#include "select/variant.hpp"
 #include "loader/torch_ops.hpp"
 #include "loader/torch_runtime.hpp"
 
@@ -87,6 +89,66 @@ void check_fit(const LoadRequest& request, const TorchRuntime& runtime) {
                                          " is built for the " + variant.cxx_abi + " C++ ABI, and " + ours +
                                          " built for the " + (*runtime.cxx11_abi ? "cxx11" : "cxx98") +
                                          " one; fetch the variant with the other ABI tag");
+    }
+}
+
+// A CUDA variant's library runs on a GPU: the driver must have a device and
+// run the variant's CUDA version.
+void require_cuda_device(const select::Variant& variant, const std::string& file) {
+    std::string why;
+    try {
+        const cuda::DriverInfo info = cuda::Driver::instance().info();
+        const select::Backend& cuda = variant.backend;
+        if (info.devices.empty()) {
+            why = "the CUDA driver reports no device";
+        } else if (info.major() * 100 + info.minor() < cuda.major * 100 + cuda.minor) {
+            why = "the CUDA driver runs CUDA " + std::to_string(info.major()) + "." + std::to_string(info.minor()) +
+                  " and the variant needs " + std::to_string(cuda.major) + "." + std::to_string(cuda.minor);
+        }
+    } catch (const Error& e) {
+        why = e.plain_message();
+    }
+    if (!why.empty()) {
+        throw Error(ErrorCode::load, "cannot load the CUDA op library " + file + " of variant " + variant.name + ": " +
+                                         why + "; load it on a machine with a GPU, or fetch a CPU variant");
+    }
+}
+
+// A CUDA variant's library links LibTorch's CUDA part by soname: it must be
+// in the process, or be opened from the folder this process's LibTorch
+// came from when the caller named one.
+void require_torch_cuda(const LoadRequest& request, const TorchRuntime& runtime, const std::string& file) {
+    if (torch_cuda_in_process()) return;
+    std::error_code ec;
+    const std::filesystem::path lib = std::filesystem::path(request.load_torch_from) / "lib";
+    if (!request.load_torch_from.empty() &&
+        std::filesystem::equivalent(lib, std::filesystem::path(runtime.library).parent_path(), ec)) {
+        open_torch_cuda(request.load_torch_from);
+        return;
+    }
+    throw Error(ErrorCode::load, "cannot load the CUDA op library " + file +
+                                     ": LibTorch's CUDA part (libtorch_cuda.so) is not in this process, whose "
+                                     "LibTorch is " +
+                                     runtime.library +
+                                     "; link the program with torch_cuda, or let kernhub open it from that "
+                                     "torch (LoadOptions::load_torch, with Options::torch_dir naming its folder)");
+}
+
+// kernhub loads torch variants built for the CPU and for CUDA.
+void check_backend(const LoadRequest& request, const TorchRuntime& runtime, const std::string& file) {
+    const select::Variant& variant = *request.variant;
+    switch (variant.backend.kind) {
+        case select::BackendKind::cpu:
+            return;
+        case select::BackendKind::cuda:
+            require_cuda_device(variant, file);
+            require_torch_cuda(request, runtime, file);
+            return;
+        default:
+            throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id +
+                                             " is built for " + select::kind_word(variant.backend.kind) +
+                                             ", and kernhub loads torch variants built for the CPU or CUDA; "
+                                             "load it from Python with the kernels library");
     }
 }
 
@@ -240,6 +302,7 @@ public:
         TorchRuntime runtime = require_torch(request, file);
         complete_version(request, runtime);
         check_fit(request, runtime);
+        check_backend(request, runtime, file);
         const std::string ns = op_namespace(request, artifact);
         register_namespace(request, artifact, ns, op);
         Resolved resolved;

@@ -5,6 +5,7 @@
 #include <link.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <fstream>
 #include <sstream>
 
@@ -96,6 +97,46 @@ std::optional<TorchRuntime> torch_in_process() {
     return runtime;
 }
 
+namespace {
+
+// Opens root/lib/<names...> in order, RTLD_NOW | RTLD_GLOBAL: an op
+// library's NEEDED entries (no RPATH) resolve to them by their sonames.
+void open_globally(const std::filesystem::path& lib, std::initializer_list<const char*> names, const char* what) {
+    for (const char* name : names) {
+        take_dlerror();
+        if (::dlopen((lib / name).c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+            throw Error(ErrorCode::load,
+                        std::string("cannot load ") + what + " " + (lib / name).string() +
+                            "; install the libraries it needs (the reason names them) or name another torch",
+                        take_dlerror());
+        }
+    }
+}
+
+}  // namespace
+
+bool torch_cuda_in_process() {
+    void* torch_cuda = ::dlopen("libtorch_cuda.so", RTLD_LAZY | RTLD_NOLOAD);
+    if (torch_cuda == nullptr) {
+        take_dlerror();
+        return false;
+    }
+    ::dlclose(torch_cuda);  // drops the reference RTLD_NOLOAD took
+    return true;
+}
+
+void open_torch_cuda(const std::filesystem::path& root) {
+    const std::filesystem::path lib = root / "lib";
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(lib / "libtorch_cuda.so", ec)) {
+        throw Error(ErrorCode::load, "the torch at " + root.string() + " is not a CUDA build (" +
+                                         (lib / "libtorch_cuda.so").string() +
+                                         " does not exist), and a CUDA variant's op library needs LibTorch's "
+                                         "CUDA part; name a CUDA build of torch, or fetch a CPU variant");
+    }
+    open_globally(lib, {"libc10_cuda.so", "libtorch_cuda.so"}, "LibTorch's CUDA library");
+}
+
 void open_torch(const std::filesystem::path& root) {
     const std::filesystem::path lib = root / "lib";
     std::error_code ec;
@@ -104,17 +145,7 @@ void open_torch(const std::filesystem::path& root) {
                                               (lib / "libtorch_cpu.so").string() +
                                               " does not exist); name a torch package folder or a LibTorch root");
     }
-    for (const char* name : {"libc10.so", "libtorch_cpu.so"}) {
-        take_dlerror();
-        // RTLD_GLOBAL: an op library's NEEDED libc10.so and libtorch_cpu.so
-        // (no RPATH) resolve to these by their sonames.
-        if (::dlopen((lib / name).c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
-            throw Error(ErrorCode::load,
-                        "cannot load LibTorch's " + (lib / name).string() +
-                            "; install the libraries it needs (the reason names them) or name another torch",
-                        take_dlerror());
-        }
-    }
+    open_globally(lib, {"libc10.so", "libtorch_cpu.so"}, "LibTorch's");
 }
 
 }  // namespace kernhub::loader

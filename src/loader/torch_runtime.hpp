@@ -32,4 +32,13 @@ std::optional<TorchRuntime> torch_in_process();
 // lib/libtorch_cpu.so, Error(load) when the dynamic loader refuses it.
 void open_torch(const std::filesystem::path& root);
 
+// Whether LibTorch's CUDA part (libtorch_cuda.so) is loaded in this process.
+bool torch_cuda_in_process();
+
+// Loads LibTorch's CUDA part from the same folder: lib/libc10_cuda.so, then
+// lib/libtorch_cuda.so, RTLD_NOW | RTLD_GLOBAL, kept for the life of the
+// process. Error(load) when `root` is not a CUDA build of torch or the
+// dynamic loader refuses a library (its reason names what is missing).
+void open_torch_cuda(const std::filesystem::path& root);
+
 }  // namespace kernhub::loader

@@ -32,6 +32,10 @@ extern const char* const torch_dir;
 extern const char* const torch_runtime_dir;
 // What `import torch` needs beyond the wheel (tests/requirements-torch-python.txt); "" when not installed.
 extern const char* const torch_python_site;
+// The CUDA tag (cu130) of the CUDA torch op fixture, _kh_torch_cuda_<hash>,
+// built where nvcc is installed and the torch wheel is a CUDA build; ""
+// when it is not built.
+extern const char* const torch_cuda_tag;
 
 }  // namespace kernhub::test::build
 

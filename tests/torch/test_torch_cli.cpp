@@ -4,6 +4,8 @@
 // README's codes; `inspect` lists an op library's ops.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include "cli/cli_support.hpp"
 #include "torch/torch_hub.hpp"
 
@@ -126,4 +128,38 @@ TEST_CASE("cli: inspect lists the ops of an op library", "[torch][needs:torch]")
     CHECK(stable.out.find("torch ops (1):\n    add_one\n") != std::string::npos);
     const json stable_json = parse_stdout(box.run({"inspect", fixture(k_stable_ns).string(), "--json"}));
     CHECK(stable_json["torch_schemas"] == json::array({"add_one(Tensor x) -> Tensor"}));
+}
+
+TEST_CASE("cli: without a GPU the CUDA torch picks the CUDA variant, and its load is exit 7 naming the driver",
+          "[torch][needs:torch-cuda][needs:no-cuda]") {
+    CliSetup setup;
+    const ProcessResult info =
+        setup.box.run({"info", "torch-cuda-add-one", "--json", "--registry", setup.registry.string(), "--endpoint",
+                       setup.hub.server().endpoint(), "--cache-dir", setup.box.cache.string()},
+                      torch_env());
+    INFO(describe(info));
+    REQUIRE(info.exit_code == 0);
+    CHECK(parse_stdout(info)["selected"] == cuda_variant());
+
+    const ProcessResult r = setup.load({"torch-cuda-add-one", "-q"}, torch_env());
+    check_error(r, 7, {"cannot load the CUDA op library", cuda_variant(), "a machine with a GPU"});
+    const ProcessResult cpu = setup.load({"torch-cuda-add-one", "--json"}, torch_env({{"KERNHUB_BACKEND", "cpu"}}));
+    INFO(describe(cpu));
+    REQUIRE(cpu.exit_code == 0);
+    CHECK(parse_stdout(cpu)["variant"] == cxx11_variant());
+}
+
+TEST_CASE("cli: on a GPU, load of the CUDA variant opens LibTorch's CUDA part from the torch it finds",
+          "[gpu][needs:torch-cuda][needs:torch-cuda-driver][needs:sm_80]") {
+    CliSetup setup;
+    // The libraries libtorch_cuda.so needs, as ctest gives this test.
+    const char* libraries = std::getenv("LD_LIBRARY_PATH");
+    const ProcessResult r = setup.load({"torch-cuda-add-one", "--json"},
+                                       torch_env({{"LD_LIBRARY_PATH", std::string(libraries ? libraries : "")}}));
+    INFO(describe(r));
+    REQUIRE(r.exit_code == 0);
+    const json out = parse_stdout(r);
+    CHECK(out["variant"] == cuda_variant());
+    CHECK(out["kind"] == "torch-op");
+    CHECK(out["torch_op"] == std::string(k_cuda_ns) + "::add_one");
 }

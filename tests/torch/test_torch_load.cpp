@@ -194,6 +194,17 @@ TEST_CASE("a variant for another torch, another C++ ABI or a later stable ABI is
     CHECK(contains(error.what(), "libtorch_cpu.so"));
 }
 
+TEST_CASE("a ROCm torch variant is a load error naming its backend, before its library is opened",
+          "[torch][needs:torch]") {
+    Setup setup;
+    kernhub::Client client(setup.options(rocm_variant()));
+    const kernhub::Error error = error_of([&] { client.load("torch-add-one"); });
+    CHECK(error.code() == ErrorCode::load);
+    CHECK(contains(error.what(), rocm_variant()));
+    CHECK(contains(error.what(), "is built for rocm"));
+    CHECK(contains(error.what(), "the CPU or CUDA"));
+}
+
 TEST_CASE("an op library with a Python data reference is refused before it is loaded", "[torch][needs:torch]") {
     Setup setup;
     kernhub::Client client(setup.options(cxx11_variant()));

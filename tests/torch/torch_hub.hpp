@@ -32,6 +32,9 @@ inline constexpr const char* k_bare_repo = "kernhub-test/torch-bare";
 inline constexpr const char* k_ops_ns = "_kh_torch_ops_9e1b2c7";
 inline constexpr const char* k_stable_ns = "_kh_torch_stable_9e1b2c7";
 inline constexpr const char* k_pydata_ns = "_kh_torch_pydata_9e1b2c7";
+// The CUDA variant's library (built where nvcc and a CUDA torch are).
+inline constexpr const char* k_cuda_repo = "kernhub-test/torch-cuda";
+inline constexpr const char* k_cuda_ns = "_kh_torch_cuda_9e1b2c7";
 
 inline fs::path fixture(const std::string& ns) {
     return fs::path(build::torch_fixture_dir) / (ns + ".abi3.so");
@@ -73,6 +76,16 @@ inline std::string older_torch_variant() {
 inline std::string cxx98_variant() {
     return torch_tag() + "-cxx98-cpu-" + host_platform();
 }
+// torch{MM}-cxx11-cu<nvcc>-...: the CUDA fixture's variant; "" when it is
+// not built.
+inline std::string cuda_variant() {
+    if (*build::torch_cuda_tag == 0) return {};
+    return torch_tag() + "-cxx11-" + build::torch_cuda_tag + "-" + host_platform();
+}
+// A ROCm build, which kernhub selects (under --host) but does not load.
+inline std::string rocm_variant() {
+    return torch_tag() + "-cxx11-rocm64-" + host_platform();
+}
 inline std::string future_stable_variant() {
     return "torch-stable-abi" + std::to_string(TORCH_VERSION_MAJOR) + std::to_string(TORCH_VERSION_MINOR + 1) +
            "-cpu-" + host_platform();
@@ -99,6 +112,7 @@ inline json spec() {
     files.update(variant_files(older_torch_variant(), k_ops_ns));
     files.update(variant_files(cxx98_variant(), k_ops_ns));
     files.update(variant_files(future_stable_variant(), k_stable_ns));
+    files.update(variant_files(rocm_variant(), k_ops_ns));
     // kernels needs a Python name and its minimum version in metadata.json.
     const json extra = {{"name", "torch-ops"}, {"python-depends", json::array()}};
     json commit = {{"message", "torch ops"},
@@ -119,10 +133,24 @@ inline json spec() {
                  {"files",
                   {{bare_dir + k_ops_ns + ".abi3.so", {{"path", fixture(k_ops_ns).string()}}},
                    {bare_dir + "_helper.so", {{"path", fixture(k_stable_ns).string()}}}}}};
-    return {{"repos",
-             {{{"repo_id", k_repo}, {"type", "kernel"}, {"commits", {commit}}},
-              {{"repo_id", k_pydata_repo}, {"type", "kernel"}, {"commits", {pydata}}},
-              {{"repo_id", k_bare_repo}, {"type", "kernel"}, {"commits", {bare}}}}}};
+    json repos = {{{"repo_id", k_repo}, {"type", "kernel"}, {"commits", {commit}}},
+                  {{"repo_id", k_pydata_repo}, {"type", "kernel"}, {"commits", {pydata}}},
+                  {{"repo_id", k_bare_repo}, {"type", "kernel"}, {"commits", {bare}}}};
+    // The CUDA variant beside a CPU one of the same kernel: which one a
+    // host gets is the backend's choice.
+    if (!cuda_variant().empty()) {
+        json cuda_files = variant_files(cuda_variant(), k_cuda_ns);
+        cuda_files.update(variant_files(cxx11_variant(), k_ops_ns));
+        repos.push_back({{"repo_id", k_cuda_repo},
+                         {"type", "kernel"},
+                         {"commits",
+                          {{{"message", "a CUDA op library"},
+                            {"branches", {"main"}},
+                            {"metadata", true},
+                            {"files", cuda_files},
+                            {"metadata_extra", extra}}}}});
+    }
+    return {{"repos", repos}};
 }
 
 // Registry names: the Python wrapper as "symbol", the op as "op" where the
@@ -146,7 +174,8 @@ inline json registry() {
                 {"symbol", "add_one_wrapper"},
                 {"op", "scale"},
                 {"file", std::string("lib/") + k_ops_ns + ".abi3.so"}}},
-              {"torch-bare-unnamed", {{"repo_id", k_bare_repo}, {"revision", "main"}, {"symbol", "scale"}}}}}};
+              {"torch-bare-unnamed", {{"repo_id", k_bare_repo}, {"revision", "main"}, {"symbol", "scale"}}},
+              {"torch-cuda-add-one", {{"repo_id", k_cuda_repo}, {"revision", "main"}, {"symbol", "add_one"}}}}}};
 }
 
 // The hub tree (laid out once per process) and a server over it.

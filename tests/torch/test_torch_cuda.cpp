@@ -1,0 +1,122 @@
+// A CUDA torch variant (tests/fixtures/torch/cuda_ops.cpp, an nvcc-built
+// kernel registered for the CUDA dispatch key) beside a CPU one of the same
+// kernel. Without a GPU: a CUDA build of torch selects the CUDA variant, as
+// kernels does, and loading it is a load error before LibTorch's CUDA
+// part is touched. With a GPU ([gpu]): kernhub opens LibTorch's CUDA part
+// from the torch folder it was given, loads the variant, and the typed op
+// computes on device tensors.
+#include "torch/torch_setup.hpp"  // first: torch's headers before Catch's
+
+#include <dlfcn.h>
+
+#include "cuda/driver.hpp"
+#include "support/requirements.hpp"
+
+using namespace kernhub::test;
+using namespace kernhub::test::torch_hub;
+using kernhub::ErrorCode;
+
+namespace {
+
+KERNHUB_TEST_REQUIREMENT("needs:torch-cuda", []() -> std::string {
+    if (std::string why = why_no_torch(); !why.empty()) return why;
+    if (cuda_variant().empty()) {
+        return "the CUDA torch fixture was not built (it needs nvcc and a CUDA build of torch at configure time)";
+    }
+    return {};
+});
+
+// The fixture's CUDA version must run on the driver (its cudart is torch's).
+KERNHUB_TEST_REQUIREMENT("needs:torch-cuda-driver", []() -> std::string {
+    try {
+        const kernhub::cuda::DriverInfo info = kernhub::cuda::Driver::instance().info();
+        const int needed = std::stoi(std::string(build::torch_cuda_tag).substr(2));
+        const int has = info.major() * 10 + info.minor();
+        if (has < needed) return "the CUDA driver runs " + std::to_string(has) + ", the fixture needs " + std::to_string(needed);
+    } catch (const kernhub::Error& e) {
+        return e.message();
+    }
+    return {};
+});
+
+bool torch_cuda_loaded() {
+    void* handle = ::dlopen("libtorch_cuda.so", RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) return false;
+    ::dlclose(handle);
+    return true;
+}
+
+// Detection from the torch package, as an application that names its torch
+// folder: no target, the backend from torch's build.
+kernhub::Options detecting(const Setup& setup) {
+    kernhub::Options o = setup.options("");
+    o.targets.clear();
+    o.torch_dir = build::torch_dir;
+    return o;
+}
+
+}  // namespace
+
+using UnaryOp = at::Tensor(const at::Tensor&);
+
+TEST_CASE("without a GPU a CUDA torch selects the CUDA variant, whose load is refused before LibTorch's CUDA part opens",
+          "[torch][needs:torch-cuda][needs:no-cuda]") {
+    Setup setup;
+    kernhub::Options options = detecting(setup);
+    kernhub::Client client(options);
+    CHECK(client.fetch("torch-cuda-add-one").variant == cuda_variant());
+
+    kernhub::LoadOptions load;
+    load.load_torch = true;
+    const kernhub::Error error = error_of([&] { client.load("torch-cuda-add-one", load); });
+    CHECK(error.code() == ErrorCode::load);
+    CHECK(contains(error.what(), "cannot load the CUDA op library"));
+    CHECK(contains(error.what(), cuda_variant()));
+    CHECK(contains(error.what(), "a machine with a GPU"));
+    CHECK_FALSE(torch_cuda_loaded());
+
+    // The CPU backend, asked for, gets the CPU build of the same kernel.
+    options.backend = "cpu";
+    kernhub::Client cpu_client(options);
+    const kernhub::LoadResult cpu = cpu_client.load("torch-cuda-add-one", load);
+    CHECK(cpu.fetch.variant == cxx11_variant());
+    CHECK(values(kernhub::torch::op<UnaryOp>(cpu).call(tensor({1.0f}))) == (std::vector<float>{2.0f}));
+    CHECK_FALSE(torch_cuda_loaded());
+}
+
+TEST_CASE("a CUDA torch variant: kernhub opens LibTorch's CUDA part and the typed op computes on the device",
+          "[gpu][needs:torch-cuda][needs:torch-cuda-driver][needs:sm_80]") {
+    Setup setup;
+    kernhub::Client client(detecting(setup));
+    kernhub::LoadOptions load;
+    load.load_torch = true;
+    const kernhub::LoadResult result = client.load("torch-cuda-add-one", load);
+    CHECK(result.fetch.variant == cuda_variant());
+    CHECK(result.kind == "torch-op");
+    CHECK(result.torch_op == std::string(k_cuda_ns) + "::add_one");
+    CHECK(torch_cuda_loaded());
+
+    const auto add_one = kernhub::torch::op<UnaryOp>(result);
+    const std::vector<float> input{1.5f, -2.0f, 0.0f, 1e6f, 41.0f};
+    const at::Tensor on_device = tensor(input).to(at::kCUDA);
+    const at::Tensor out = add_one.call(on_device);
+    CHECK(out.is_cuda());
+    CHECK(values(out.cpu()) == (std::vector<float>{2.5f, -1.0f, 1.0f, 1000001.0f, 42.0f}));
+
+    // Larger than one block, so the grid arithmetic is exercised.
+    const std::int64_t n = (1 << 20) + 3;
+    at::Tensor big = at::empty({n}, at::kFloat);
+    for (std::int64_t i = 0; i < n; ++i) big.data_ptr<float>()[i] = static_cast<float>(i % 1000);
+    const std::vector<float> big_out = values(add_one.call(big.to(at::kCUDA)).cpu());
+    bool exact = true;
+    for (std::int64_t i = 0; i < n; ++i) exact = exact && big_out[static_cast<std::size_t>(i)] == static_cast<float>(i % 1000) + 1.0f;
+    CHECK(exact);
+
+    // The op has only a CUDA kernel: a CPU tensor is the dispatcher's error.
+    try {
+        add_one.call(tensor({1.0f}));
+        FAIL("the CUDA-only op ran on a CPU tensor");
+    } catch (const c10::Error& e) {
+        CHECK(contains(e.what(), "CPU"));
+    }
+}
