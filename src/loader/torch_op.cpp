@@ -13,15 +13,15 @@
 
 #include "cache/cache.hpp"
 #include "common/hint.hpp"
-#include "cuda/driver.hpp"
 #include "common/join.hpp"
 #include "common/text.hpp"
+#include "cuda/driver.hpp"
 #include "elf/elf_binding.hpp"
 #include "kernhub/error.hpp"
 #include "loader/kind.hpp"
-#include "select/variant.hpp"
 #include "loader/torch_ops.hpp"
 #include "loader/torch_runtime.hpp"
+#include "select/variant.hpp"
 
 namespace kernhub::loader {
 

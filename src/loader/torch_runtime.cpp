@@ -5,8 +5,8 @@
 #include <link.h>
 
 #include <cstdint>
-#include <initializer_list>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 
 #include "kernhub/error.hpp"
