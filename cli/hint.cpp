@@ -23,6 +23,7 @@ constexpr CliName k_cli_names[] = {
     {k_setting, "endpoint", "--endpoint"},
     {k_setting, "sigstore_trusted_root", "--trusted-root"},
     {k_setting, "host", "--host"},
+    {k_setting, "backend", "KERNHUB_BACKEND=cpu"},
     {k_setting, "load.symbol", "--symbol"},
     {k_setting, "load.op", "--op"},
     {k_setting, "lock.update", "--update"},

@@ -8,8 +8,8 @@
 # 2.15 requires it); libkernhub never includes or links torch.
 #
 # Sets KERNHUB_TORCH_WHY_NOT ("" when the target exists),
-# KERNHUB_TORCH_VERSION_MAJOR/MINOR (from its torch/headeronly/version.h)
-# and KERNHUB_TORCH_LIB_DIR.
+# KERNHUB_TORCH_VERSION_MAJOR/MINOR (from its torch/headeronly/version.h),
+# KERNHUB_TORCH_CUDA_VERSION (from its version.py) and KERNHUB_TORCH_LIB_DIR.
 set(KERNHUB_TEST_TORCH_DIR "" CACHE PATH
     "A torch package folder (.../site-packages/torch) for the torch tests; tests/run.sh sets it")
 set(KERNHUB_TEST_TORCH_RUNTIME_DIR "" CACHE PATH
@@ -31,6 +31,15 @@ else()
       set(KERNHUB_TORCH_VERSION_${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
     endif()
   endforeach()
+  # The CUDA version the wheel was built with (version.py's cuda = '13.2';
+  # "" for a CPU build or a LibTorch root).
+  set(KERNHUB_TORCH_CUDA_VERSION "")
+  if(EXISTS ${torch_dir}/version.py)
+    file(STRINGS ${torch_dir}/version.py torch_cuda_line REGEX "^cuda[^=]*= *'[0-9]+\\.[0-9]+'")
+    if(torch_cuda_line MATCHES "'([0-9]+\\.[0-9]+)'")
+      set(KERNHUB_TORCH_CUDA_VERSION ${CMAKE_MATCH_1})
+    endif()
+  endif()
   set(KERNHUB_TORCH_LIB_DIR ${torch_dir}/lib)
   add_library(kernhub_torch_c10 SHARED IMPORTED)
   set_target_properties(kernhub_torch_c10 PROPERTIES IMPORTED_LOCATION ${torch_dir}/lib/libc10.so

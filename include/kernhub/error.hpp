@@ -56,8 +56,9 @@ struct ErrorHint {
     enum class Kind { none, setting, action };
     Kind kind = Kind::none;
     // A setting: an Options field ("offline", "targets", "cache_dir",
-    // "project_dir", "endpoint", "sigstore_trusted_root") or an operation's
-    // option ("load.symbol", "lock.update", "mirror.to", "mirror.nginx_conf",
+    // "project_dir", "endpoint", "sigstore_trusted_root", "host", "backend")
+    // or an operation's option ("load.symbol", "load.op", "lock.update",
+    // "mirror.to", "mirror.nginx_conf",
     // "mirror.listen", "prune.partials", "prune.keep_locks"). An action: an
     // operation ("fetch", "lock", "lock.check", "list", "inspect", "mirror",
     // "cache.prune", "cache.repair").

@@ -219,8 +219,9 @@ KH_API void* kh_symbol(kh_hub* hub, const char* name);
  * process must have LibTorch: linked, or loaded by kh_prewarm() itself from
  * the torch kernhub found (the key torch_dir, KERNHUB_TORCH_DIR, else the
  * Python environments' torch package; README "Which torch"): its
- * lib/libc10.so and lib/libtorch_cpu.so, RTLD_GLOBAL, for the life of the
- * process. kh_torch_op() names that op, as
+ * lib/libc10.so and lib/libtorch_cpu.so (for a CUDA variant also
+ * lib/libc10_cuda.so and lib/libtorch_cuda.so), RTLD_GLOBAL, for the life
+ * of the process. kh_torch_op() names that op, as
  * "namespace::op" or "namespace::op.overload", for the stable C shim's
  * torch_call_dispatcher(name, overload, stack, abi_version): split it at
  * "::" and ".". NULL when `name` was not prewarmed on this handle or is not

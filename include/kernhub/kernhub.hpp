@@ -229,9 +229,14 @@ struct LoadOptions {
     // first (libc10.so and libtorch_cpu.so, RTLD_GLOBAL, for the life of
     // the process) from the torch kernhub found: Options::torch_dir,
     // KERNHUB_TORCH_DIR, else the Python environments' torch package
-    // (README, "Which torch"); a stated Options::torch loads nothing. For a program that does not link LibTorch
-    // and wants to know that a kernel loads against a torch installation
-    // (the kernhub program's `load`); off: such a load is Error(load).
+    // (README, "Which torch"); a stated Options::torch loads nothing. For a
+    // program that does not link LibTorch and wants to know that a kernel
+    // loads against a torch installation (the kernhub program's `load`);
+    // off: such a load is Error(load). For a CUDA variant it also opens
+    // LibTorch's CUDA part (libc10_cuda.so, libtorch_cuda.so) from that
+    // torch when the process lacks it and its libtorch_cpu.so came from the
+    // same folder, so a program that links only torch_cpu can load CUDA
+    // variants too.
     bool load_torch = false;
 };
 

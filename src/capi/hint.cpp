@@ -22,6 +22,7 @@ constexpr CName k_c_names[] = {
     {ErrorHint::Kind::setting, "endpoint", "kh_hub_set \"endpoint\""},
     {ErrorHint::Kind::setting, "sigstore_trusted_root", "kh_hub_set \"sigstore_trusted_root\""},
     {ErrorHint::Kind::setting, "host", "kh_hub_set \"host\""},
+    {ErrorHint::Kind::setting, "backend", "kh_hub_set \"backend\""},
     {ErrorHint::Kind::setting, "load.op", "the registry's \"op\""},
     {ErrorHint::Kind::action, "fetch", "kh_prewarm"},
 };

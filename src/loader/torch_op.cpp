@@ -6,10 +6,12 @@
 // LibTorch (kernhub/torch.hpp). kernhub itself never links torch.
 #include <dlfcn.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <exception>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "cache/cache.hpp"
 #include "common/hint.hpp"
@@ -92,25 +94,69 @@ void check_fit(const LoadRequest& request, const TorchRuntime& runtime) {
     }
 }
 
-// A CUDA variant's library runs on a GPU: the driver must have a device and
-// run the variant's CUDA version.
-void require_cuda_device(const select::Variant& variant, const std::string& file) {
-    std::string why;
-    try {
-        const cuda::DriverInfo info = cuda::Driver::instance().info();
-        const select::Backend& cuda = variant.backend;
-        if (info.devices.empty()) {
-            why = "the CUDA driver reports no device";
-        } else if (info.major() * 100 + info.minor() < cuda.major * 100 + cuda.minor) {
-            why = "the CUDA driver runs CUDA " + std::to_string(info.major()) + "." + std::to_string(info.minor()) +
-                  " and the variant needs " + std::to_string(cuda.major) + "." + std::to_string(cuda.minor);
-        }
-    } catch (const Error& e) {
-        why = e.plain_message();
+// "13.2" -> (13, 2); nullopt when it is not N.N.
+std::optional<std::pair<int, int>> major_minor(const std::string& text) {
+    const std::size_t dot = text.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 >= text.size() || dot > 4 || text.size() - dot > 5) {
+        return std::nullopt;
     }
-    if (!why.empty()) {
-        throw Error(ErrorCode::load, "cannot load the CUDA op library " + file + " of variant " + variant.name + ": " +
-                                         why + "; load it on a machine with a GPU, or fetch a CPU variant");
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (i != dot && !std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
+    }
+    return std::make_pair(std::stoi(text.substr(0, dot)), std::stoi(text.substr(dot + 1)));
+}
+
+// A cu{XY} variant fits a torch built with CUDA X.Z, Z >= Y, as in
+// selection; checked when the torch's CUDA version is known.
+void check_torch_cuda_fit(const LoadRequest& request, const TorchRuntime& runtime) {
+    std::optional<std::string> cuda = runtime.cuda;
+    if (!cuda && request.torch && !request.torch->cuda.empty()) cuda = request.torch->cuda;
+    if (!cuda) return;
+    const select::Variant& variant = *request.variant;
+    const std::string need =
+        std::to_string(variant.backend.major) + "." + std::to_string(variant.backend.minor);
+    const std::string ours = "this process's LibTorch " + (runtime.library.empty() ? "" : runtime.library + " ");
+    if (cuda->empty()) {
+        throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id +
+                                         " is built for CUDA " + need + ", and " + ours +
+                                         "is a build without CUDA; fetch a CPU variant, or run with a CUDA build "
+                                         "of torch",
+                    hint::setting("backend"));
+    }
+    const std::optional<std::pair<int, int>> has = major_minor(*cuda);
+    if (has && (has->first != variant.backend.major || has->second < variant.backend.minor)) {
+        throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id +
+                                         " needs a torch built with CUDA " + need + " (or a later " +
+                                         std::to_string(variant.backend.major) + ".x), and " + ours +
+                                         "was built with CUDA " + *cuda + "; fetch the variant for CUDA " + *cuda);
+    }
+}
+
+// A CUDA variant's library runs on a GPU: the driver must have a device and
+// run the variant's CUDA version. Asked before LibTorch's CUDA part is
+// opened.
+void require_cuda_device(const select::Variant& variant, const std::string& file) {
+    const std::string what = "cannot load the CUDA op library " + file + " of variant " + variant.name + ": ";
+    cuda::DriverInfo info;
+    try {
+        info = cuda::Driver::instance().info();
+    } catch (const Error& e) {
+        // The driver's own words say what is missing and what to do.
+        throw Error(ErrorCode::load, what + e.plain_message(), e.hint(), e.context());
+    }
+    const select::Backend& cuda = variant.backend;
+    if (info.devices.empty()) {
+        throw Error(ErrorCode::load,
+                    what + "the CUDA driver reports no device; load it on a machine with a GPU, or select a CPU "
+                           "variant",
+                    hint::setting("backend"));
+    }
+    if (info.major() * 100 + info.minor() < cuda.major * 100 + cuda.minor) {
+        const std::string driver = std::to_string(info.major()) + "." + std::to_string(info.minor());
+        throw Error(ErrorCode::load, what + "the CUDA driver runs CUDA " + driver + " and the variant needs " +
+                                         std::to_string(cuda.major) + "." + std::to_string(cuda.minor) +
+                                         "; update the NVIDIA driver, or fetch a variant for CUDA " + driver +
+                                         " or older");
     }
 }
 
@@ -121,15 +167,15 @@ void require_torch_cuda(const LoadRequest& request, const TorchRuntime& runtime,
     if (torch_cuda_in_process()) return;
     std::error_code ec;
     const std::filesystem::path lib = std::filesystem::path(request.load_torch_from) / "lib";
-    if (!request.load_torch_from.empty() &&
+    if (!request.load_torch_from.empty() && !runtime.library.empty() &&
         std::filesystem::equivalent(lib, std::filesystem::path(runtime.library).parent_path(), ec)) {
         open_torch_cuda(request.load_torch_from);
         return;
     }
     throw Error(ErrorCode::load, "cannot load the CUDA op library " + file +
-                                     ": LibTorch's CUDA part (libtorch_cuda.so) is not in this process, whose "
-                                     "LibTorch is " +
-                                     runtime.library +
+                                     ": LibTorch's CUDA part (libtorch_cuda.so) is not in this process" +
+                                     (runtime.library.empty() ? std::string()
+                                                              : ", whose LibTorch is " + runtime.library) +
                                      "; link the program with torch_cuda, or let kernhub open it from that "
                                      "torch (LoadOptions::load_torch, with Options::torch_dir naming its folder)");
 }
@@ -141,6 +187,7 @@ void check_backend(const LoadRequest& request, const TorchRuntime& runtime, cons
         case select::BackendKind::cpu:
             return;
         case select::BackendKind::cuda:
+            check_torch_cuda_fit(request, runtime);
             require_cuda_device(variant, file);
             require_torch_cuda(request, runtime, file);
             return;

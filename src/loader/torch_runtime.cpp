@@ -11,6 +11,7 @@
 
 #include "kernhub/error.hpp"
 #include "loader/loader.hpp"
+#include "torchenv/torch_facts.hpp"
 
 namespace kernhub::loader {
 
@@ -58,6 +59,20 @@ void version_from_files(const std::filesystem::path& lib_dir, TorchRuntime& runt
     }
 }
 
+// The CUDA version torch was built with, from the same files as the
+// torch facts (torchenv::read_torch_dir on the folder above lib/). A
+// version.py says "no CUDA" explicitly (cuda = None); a build-version
+// without a +cu tag says nothing, so "" from it is taken as unknown.
+void cuda_from_files(const std::filesystem::path& lib_dir, TorchRuntime& runtime) {
+    try {
+        const torchenv::FoundTorch found = torchenv::read_torch_dir(lib_dir.parent_path(), "LibTorch's folder");
+        const bool explicit_none = std::filesystem::path(found.info.source).filename() == "version.py";
+        if (!found.info.cuda.empty() || explicit_none) runtime.cuda = found.info.cuda;
+    } catch (const Error&) {
+        // Not a torch package or LibTorch root: the CUDA version stays unknown.
+    }
+}
+
 std::string loaded_path(void* handle) {
     struct link_map* map = nullptr;
     if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) return {};
@@ -87,6 +102,7 @@ std::optional<TorchRuntime> torch_in_process() {
     } else if (!runtime.library.empty()) {
         version_from_files(std::filesystem::path(runtime.library).parent_path(), runtime);
     }
+    if (!runtime.library.empty()) cuda_from_files(std::filesystem::path(runtime.library).parent_path(), runtime);
     if (::dlsym(torch, k_c10_error_cxx11) != nullptr) {
         runtime.cxx11_abi = true;
     } else if (::dlsym(torch, k_c10_error_cxx98) != nullptr) {

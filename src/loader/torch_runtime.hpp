@@ -21,6 +21,10 @@ struct TorchRuntime {
     std::string version_source;
     // _GLIBCXX_USE_CXX11_ABI of its libc10.so; nullopt when not told.
     std::optional<bool> cxx11_abi;
+    // The CUDA version it was built with ("13.2"), "" for a build without
+    // CUDA; nullopt when not told (read from the version.py or
+    // build-version beside it, else the caller's torch facts).
+    std::optional<std::string> cuda;
 };
 
 // This process's LibTorch, or nullopt when libtorch_cpu.so is not loaded.

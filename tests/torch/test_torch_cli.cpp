@@ -142,7 +142,8 @@ TEST_CASE("cli: without a GPU the CUDA torch picks the CUDA variant, and its loa
     CHECK(parse_stdout(info)["selected"] == cuda_variant());
 
     const ProcessResult r = setup.load({"torch-cuda-add-one", "-q"}, torch_env());
-    check_error(r, 7, {"cannot load the CUDA op library", cuda_variant(), "a machine with a GPU"});
+    check_error(r, 7, {"cannot load the CUDA op library", cuda_variant()});
+    CHECK((r.err.find("no CUDA driver") != std::string::npos || r.err.find("reports no device") != std::string::npos));
     const ProcessResult cpu = setup.load({"torch-cuda-add-one", "--json"}, torch_env({{"KERNHUB_BACKEND", "cpu"}}));
     INFO(describe(cpu));
     REQUIRE(cpu.exit_code == 0);
@@ -150,12 +151,14 @@ TEST_CASE("cli: without a GPU the CUDA torch picks the CUDA variant, and its loa
 }
 
 TEST_CASE("cli: on a GPU, load of the CUDA variant opens LibTorch's CUDA part from the torch it finds",
-          "[gpu][needs:torch-cuda][needs:torch-cuda-driver][needs:sm_80]") {
+          "[gpu][needs:torch-cuda][needs:torch-cuda-driver][needs:sm_80][needs:torch-cuda-runtime]") {
     CliSetup setup;
-    // The libraries libtorch_cuda.so needs, as ctest gives this test.
+    // The libraries libtorch_cuda.so needs, as ctest gives this test, before
+    // the runtime folder torch_env() names.
     const char* libraries = std::getenv("LD_LIBRARY_PATH");
-    const ProcessResult r = setup.load({"torch-cuda-add-one", "--json"},
-                                       torch_env({{"LD_LIBRARY_PATH", std::string(libraries ? libraries : "")}}));
+    const std::string path = (libraries != nullptr && *libraries != 0 ? std::string(libraries) + ":" : std::string()) +
+                             build::torch_runtime_dir;
+    const ProcessResult r = setup.load({"torch-cuda-add-one", "--json"}, torch_env({{"LD_LIBRARY_PATH", path}}));
     INFO(describe(r));
     REQUIRE(r.exit_code == 0);
     const json out = parse_stdout(r);

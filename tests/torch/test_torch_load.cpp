@@ -203,6 +203,21 @@ TEST_CASE("a ROCm torch variant is a load error naming its backend, before its l
     CHECK(contains(error.what(), rocm_variant()));
     CHECK(contains(error.what(), "is built for rocm"));
     CHECK(contains(error.what(), "the CPU or CUDA"));
+    CHECK_FALSE(namespace_loaded(k_ops_ns));
+}
+
+TEST_CASE("a CUDA variant for another CUDA major than the process's torch is a load error naming both",
+          "[torch][needs:torch]") {
+    Setup setup;
+    kernhub::Client client(setup.options(older_cuda_variant()));
+    const kernhub::Error error = error_of([&] { client.load("torch-add-one"); });
+    CHECK(error.code() == ErrorCode::load);
+    CHECK(contains(error.what(), older_cuda_variant()));
+    CHECK(contains(error.what(), "CUDA 12.6"));
+    // The torch's side, as its version.py states it.
+    const std::string torch_cuda = kernhub::torchenv::read_torch_dir(build::torch_dir, "test").info.cuda;
+    CHECK(contains(error.what(), torch_cuda.empty() ? "a build without CUDA" : "built with CUDA " + torch_cuda));
+    CHECK_FALSE(namespace_loaded(k_ops_ns));
 }
 
 TEST_CASE("an op library with a Python data reference is refused before it is loaded", "[torch][needs:torch]") {

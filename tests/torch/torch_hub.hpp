@@ -7,6 +7,7 @@
 // with explicit targets.
 #pragma once
 
+#include <link.h>
 #include <torch/headeronly/version.h>
 
 #include <filesystem>
@@ -38,6 +39,25 @@ inline constexpr const char* k_cuda_ns = "_kh_torch_cuda_9e1b2c7";
 
 inline fs::path fixture(const std::string& ns) {
     return fs::path(build::torch_fixture_dir) / (ns + ".abi3.so");
+}
+
+// Whether an object whose file name starts with `ns` is loaded in this
+// process (each ctest entry is a process of its own).
+inline bool namespace_loaded(const std::string& ns) {
+    struct Search {
+        std::string ns;
+        bool found = false;
+    } search{ns};
+    dl_iterate_phdr(
+        [](struct dl_phdr_info* info, std::size_t, void* data) {
+            auto* s = static_cast<Search*>(data);
+            if (info->dlpi_name != nullptr && fs::path(info->dlpi_name).filename().string().rfind(s->ns, 0) == 0) {
+                s->found = true;
+            }
+            return 0;
+        },
+        &search);
+    return search.found;
 }
 
 // Why the torch tests cannot run here, "" when they can.
@@ -82,6 +102,11 @@ inline std::string cuda_variant() {
     if (*build::torch_cuda_tag == 0) return {};
     return torch_tag() + "-cxx11-" + build::torch_cuda_tag + "-" + host_platform();
 }
+// A CUDA build for an older CUDA major than the test torch's (which is
+// CUDA 13 or a CPU build): refused at load, before its library is opened.
+inline std::string older_cuda_variant() {
+    return torch_tag() + "-cxx11-cu126-" + host_platform();
+}
 // A ROCm build, which kernhub selects (under --host) but does not load.
 inline std::string rocm_variant() {
     return torch_tag() + "-cxx11-rocm64-" + host_platform();
@@ -113,6 +138,7 @@ inline json spec() {
     files.update(variant_files(cxx98_variant(), k_ops_ns));
     files.update(variant_files(future_stable_variant(), k_stable_ns));
     files.update(variant_files(rocm_variant(), k_ops_ns));
+    files.update(variant_files(older_cuda_variant(), k_ops_ns));
     // kernels needs a Python name and its minimum version in metadata.json.
     const json extra = {{"name", "torch-ops"}, {"python-depends", json::array()}};
     json commit = {{"message", "torch ops"},
