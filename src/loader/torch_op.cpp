@@ -165,19 +165,21 @@ void require_cuda_device(const select::Variant& variant, const std::string& file
 // came from when the caller named one.
 void require_torch_cuda(const LoadRequest& request, const TorchRuntime& runtime, const std::string& file) {
     if (torch_cuda_in_process()) return;
+    namespace fs = std::filesystem;
     std::error_code ec;
-    const std::filesystem::path lib = std::filesystem::path(request.load_torch_from) / "lib";
-    if (!request.load_torch_from.empty() && !runtime.library.empty() &&
-        std::filesystem::equivalent(lib, std::filesystem::path(runtime.library).parent_path(), ec)) {
-        open_torch_cuda(request.load_torch_from);
-        return;
+    const bool ours = !request.load_torch_from.empty() && !runtime.library.empty() &&
+                      fs::equivalent(fs::path(request.load_torch_from) / "lib",
+                                     fs::path(runtime.library).parent_path(), ec);
+    if (!ours) {
+        throw Error(ErrorCode::load, "cannot load the CUDA op library " + file +
+                                         ": LibTorch's CUDA part (libtorch_cuda.so) is not in this process" +
+                                         (runtime.library.empty() ? std::string()
+                                                                  : ", whose LibTorch is " + runtime.library) +
+                                         "; link the program with torch_cuda, or let kernhub open it from that "
+                                         "torch (LoadOptions::load_torch, with Options::torch_dir naming its "
+                                         "folder)");
     }
-    throw Error(ErrorCode::load, "cannot load the CUDA op library " + file +
-                                     ": LibTorch's CUDA part (libtorch_cuda.so) is not in this process" +
-                                     (runtime.library.empty() ? std::string()
-                                                              : ", whose LibTorch is " + runtime.library) +
-                                     "; link the program with torch_cuda, or let kernhub open it from that "
-                                     "torch (LoadOptions::load_torch, with Options::torch_dir naming its folder)");
+    open_torch_cuda(request.load_torch_from, runtime.library);
 }
 
 // kernhub loads torch variants built for the CPU and for CUDA.

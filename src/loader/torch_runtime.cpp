@@ -117,7 +117,19 @@ namespace {
 
 // Opens root/lib/<names...> in order, RTLD_NOW | RTLD_GLOBAL: an op
 // library's NEEDED entries (no RPATH) resolve to them by their sonames.
+// Each must be a regular file (after symbolic links): dlopen would block
+// on a FIFO, and a folder of that name only gets a vaguer refusal.
 void open_globally(const std::filesystem::path& lib, std::initializer_list<const char*> names, const char* what) {
+    for (const char* name : names) {  // all checked before any is opened
+        std::error_code ec;
+        const std::filesystem::file_status status = std::filesystem::status(lib / name, ec);
+        if (status.type() != std::filesystem::file_type::regular) {
+            throw Error(ErrorCode::load, std::string("cannot load ") + what + " " + (lib / name).string() + ": " +
+                                             (std::filesystem::exists(status) ? "it is not a regular file"
+                                                                               : "it does not exist") +
+                                             "; name another torch");
+        }
+    }
     for (const char* name : names) {
         take_dlerror();
         if (::dlopen((lib / name).c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
@@ -141,14 +153,30 @@ bool torch_cuda_in_process() {
     return true;
 }
 
-void open_torch_cuda(const std::filesystem::path& root) {
-    const std::filesystem::path lib = root / "lib";
+void open_torch_cuda(const std::filesystem::path& root, const std::string& libtorch_cpu) {
+    namespace fs = std::filesystem;
+    const fs::path lib = root / "lib";
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(lib / "libtorch_cuda.so", ec)) {
+    if (!fs::exists(lib / "libtorch_cuda.so", ec)) {
         throw Error(ErrorCode::load, "the torch at " + root.string() + " is not a CUDA build (" +
                                          (lib / "libtorch_cuda.so").string() +
                                          " does not exist), and a CUDA variant's op library needs LibTorch's "
                                          "CUDA part; name a CUDA build of torch, or fetch a CPU variant");
+    }
+    // The files themselves, symbolic links followed: a folder of links into
+    // two torches is not one torch, and the CUDA part of one would bind to
+    // the CPU part of the other by soname.
+    const fs::path cpu = fs::canonical(libtorch_cpu, ec);
+    for (const char* name : {"libc10_cuda.so", "libtorch_cuda.so"}) {
+        if (!fs::exists(lib / name, ec)) continue;  // open_globally says it is missing
+        const fs::path real = fs::canonical(lib / name, ec);
+        if (cpu.empty() || real.parent_path() != cpu.parent_path()) {
+            throw Error(ErrorCode::load, "cannot load LibTorch's CUDA library " + (lib / name).string() + ": it is " +
+                                             real.string() + ", and this process's libtorch_cpu.so is " +
+                                             (cpu.empty() ? libtorch_cpu : cpu.string()) +
+                                             ", so they may be parts of different torches; name a torch whose "
+                                             "libraries are in one folder");
+        }
     }
     open_globally(lib, {"libc10_cuda.so", "libtorch_cuda.so"}, "LibTorch's CUDA library");
 }

@@ -39,10 +39,14 @@ void open_torch(const std::filesystem::path& root);
 // Whether LibTorch's CUDA part (libtorch_cuda.so) is loaded in this process.
 bool torch_cuda_in_process();
 
-// Loads LibTorch's CUDA part from the same folder: lib/libc10_cuda.so, then
+// Loads LibTorch's CUDA part from root/lib, the folder of the process's
+// `libtorch_cpu` (its path as loaded): lib/libc10_cuda.so, then
 // lib/libtorch_cuda.so, RTLD_NOW | RTLD_GLOBAL, kept for the life of the
-// process. Error(load) when `root` is not a CUDA build of torch or the
-// dynamic loader refuses a library (its reason names what is missing).
-void open_torch_cuda(const std::filesystem::path& root);
+// process. Error(load) when `root` is not a CUDA build of torch, when a
+// library resolves (symbolic links followed) to another folder than
+// `libtorch_cpu` does (parts of two torches), when one is not a regular
+// file, or when the dynamic loader refuses one (its reason names what is
+// missing).
+void open_torch_cuda(const std::filesystem::path& root, const std::string& libtorch_cpu);
 
 }  // namespace kernhub::loader

@@ -8,6 +8,7 @@
 #include "torch/torch_setup.hpp"  // first: torch's headers before Catch's
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -127,19 +128,47 @@ TEST_CASE("without a GPU a CUDA torch selects the CUDA variant, whose load is re
     CHECK_FALSE(torch_cuda_loaded());
 }
 
-TEST_CASE("LibTorch's CUDA part is not opened from a torch without one, and the error says so", "[torch][needs:torch]") {
+TEST_CASE("LibTorch's CUDA part is opened only from one torch's own regular files", "[torch][needs:torch]") {
     TempDir dir;
-    fs::create_directories(dir.path() / "lib");
-    const kernhub::Error error = error_of([&] { kernhub::loader::open_torch_cuda(dir.path()); });
-    CHECK(error.code() == ErrorCode::load);
-    CHECK(contains(error.what(), "is not a CUDA build"));
-    CHECK(contains(error.what(), (dir.path() / "lib" / "libtorch_cuda.so").string()));
-    // A file of that name that is no library: the dynamic loader's reason.
-    std::ofstream(dir.path() / "lib" / "libc10_cuda.so") << "not an ELF file";
-    std::ofstream(dir.path() / "lib" / "libtorch_cuda.so") << "not an ELF file";
-    const kernhub::Error refused = error_of([&] { kernhub::loader::open_torch_cuda(dir.path()); });
+    const fs::path lib = dir.path() / "lib";
+    fs::create_directories(lib);
+    // This folder's "libtorch_cpu.so": only its path matters before opening.
+    std::ofstream(lib / "libtorch_cpu.so") << "stands for the process's libtorch_cpu";
+    const std::string cpu = (lib / "libtorch_cpu.so").string();
+    const auto refusal = [&](const std::string& libtorch_cpu) {
+        return error_of([&] { kernhub::loader::open_torch_cuda(dir.path(), libtorch_cpu); });
+    };
+
+    const kernhub::Error none = refusal(cpu);
+    CHECK(none.code() == ErrorCode::load);
+    CHECK(contains(none.what(), "is not a CUDA build"));
+    CHECK(contains(none.what(), (lib / "libtorch_cuda.so").string()));
+
+    // A FIFO would block dlopen; a folder is no library either.
+    REQUIRE(::mkfifo((lib / "libc10_cuda.so").c_str(), 0600) == 0);
+    fs::create_directory(lib / "libtorch_cuda.so");
+    const kernhub::Error fifo = refusal(cpu);
+    CHECK(fifo.code() == ErrorCode::load);
+    CHECK(contains(fifo.what(), (lib / "libc10_cuda.so").string() + ": it is not a regular file"));
+    fs::remove(lib / "libc10_cuda.so");
+    std::ofstream(lib / "libc10_cuda.so") << "not an ELF file";
+    CHECK(contains(refusal(cpu).what(), (lib / "libtorch_cuda.so").string() + ": it is not a regular file"));
+
+    // Files that are no library: the dynamic loader's reason.
+    fs::remove(lib / "libtorch_cuda.so");
+    std::ofstream(lib / "libtorch_cuda.so") << "not an ELF file";
+    const kernhub::Error refused = refusal(cpu);
     CHECK(refused.code() == ErrorCode::load);
     CHECK(contains(refused.what(), "cannot load LibTorch's CUDA library"));
+
+    // The process's libtorch_cpu.so from another folder (a link into
+    // another torch): these CUDA files are not its CUDA part.
+    fs::remove(lib / "libtorch_cpu.so");
+    fs::create_symlink(fs::path(build::torch_dir) / "lib" / "libtorch_cpu.so", lib / "libtorch_cpu.so");
+    const kernhub::Error mixed = refusal(cpu);
+    CHECK(mixed.code() == ErrorCode::load);
+    CHECK(contains(mixed.what(), "parts of different torches"));
+    CHECK(contains(mixed.what(), fs::canonical(fs::path(build::torch_dir) / "lib" / "libtorch_cpu.so").string()));
     CHECK_FALSE(torch_cuda_loaded());
 }
 
