@@ -171,11 +171,12 @@ void open_torch_cuda(const std::filesystem::path& root, const std::string& libto
         if (!fs::exists(lib / name, ec)) continue;  // open_globally says it is missing
         const fs::path real = fs::canonical(lib / name, ec);
         if (cpu.empty() || real.parent_path() != cpu.parent_path()) {
-            throw Error(ErrorCode::load, "cannot load LibTorch's CUDA library " + (lib / name).string() + ": it is " +
-                                             real.string() + ", and this process's libtorch_cpu.so is " +
+            throw Error(ErrorCode::load, "cannot load LibTorch's CUDA library " + (lib / name).string() +
+                                             ": its file is in " + real.parent_path().string() +
+                                             ", and this process's libtorch_cpu.so (" +
                                              (cpu.empty() ? libtorch_cpu : cpu.string()) +
-                                             ", so they may be parts of different torches; name a torch whose "
-                                             "libraries are in one folder");
+                                             ") in another folder, so they may be parts of different torches; "
+                                             "name a torch whose libraries are in one folder");
         }
     }
     open_globally(lib, {"libc10_cuda.so", "libtorch_cuda.so"}, "LibTorch's CUDA library");
