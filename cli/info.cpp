@@ -16,9 +16,9 @@ static nlohmann::ordered_json info_json(const InfoResult& info) {
     for (const auto& fact : info.host_facts) {
         facts.push_back({{"name", fact.name}, {"value", fact.value}, {"source", fact.source}});
     }
-    nlohmann::ordered_json out = {{"name", info.name},         {"repo_id", info.repo_id}, {"revision", info.revision},
-                                  {"commit", info.commit},     {"symbol", info.symbol},   {"host", info.host},
-                                  {"host_facts", facts},       {"targets", info.targets}, {"variants", variants},
+    nlohmann::ordered_json out = {{"name", info.name},        {"repo_id", info.repo_id}, {"revision", info.revision},
+                                  {"commit", info.commit},    {"symbol", info.symbol},   {"host", info.host},
+                                  {"host_facts", facts},      {"targets", info.targets}, {"variants", variants},
                                   {"requests", info.requests}};
     out["selected"] = info.selected.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.selected);
     if (!info.tvm_ffi_runtime.empty()) out["tvm_ffi_runtime"] = info.tvm_ffi_runtime;
@@ -56,8 +56,7 @@ Command add_info_command(CLI::App& app) {
                     std::cout << "  " << fact.name << " " << printable(fact.value) << "  (" << printable(fact.source)
                               << ")\n";
                 }
-                std::cout
-                          << (info.tvm_ffi_runtime.empty()
+                std::cout << (info.tvm_ffi_runtime.empty()
                                   ? std::string()
                                   : "tvm-ffi runtime: " + printable(info.tvm_ffi_runtime) + "\n")
                           << "symbol: " << (info.symbol.empty() ? "(none)" : printable(info.symbol)) << '\n'

@@ -80,7 +80,6 @@ FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
     return result;
 }
 
-
 LoadResult Client::load(const std::string& ref, const std::string& symbol_override) {
     LoadOptions options;
     options.symbol = symbol_override;

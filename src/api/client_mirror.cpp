@@ -24,8 +24,9 @@ std::vector<std::string> variants_to_mirror(const fetch::VariantChoice& choice, 
     if (available.empty()) throw Error(ErrorCode::not_found, where + " has no build variants to mirror");
     if (!settings.host.empty()) {
         if (choice.selection.chosen) return {*choice.selection.chosen};
-        throw Error(ErrorCode::not_found, "no build variant of " + where + " fits the described host: " +
-                                              fetch::describe_rejections(choice.selection),
+        throw Error(ErrorCode::not_found,
+                    "no build variant of " + where +
+                        " fits the described host: " + fetch::describe_rejections(choice.selection),
                     hint::setting("host"));
     }
     if (targets.empty()) return available;

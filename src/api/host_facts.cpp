@@ -1,8 +1,6 @@
 // detect_host: the facts of this machine, or of a described one.
 #include "api/host_facts.hpp"
 
-#include <regex>
-
 #include "common/hint.hpp"
 #include "common/text.hpp"
 #include "cuda/driver.hpp"
@@ -15,15 +13,6 @@ std::string version_text(const std::pair<int, int>& version) {
     return std::to_string(version.first) + "." + std::to_string(version.second);
 }
 
-// The first two numbers of "13.2", "6.3.42131-fa1d09cbd"; nullopt otherwise.
-std::optional<std::pair<int, int>> leading_version(const std::string& text) {
-    if (text.size() > 64) return std::nullopt;  // not a version; bounds std::regex's recursion
-    static const std::regex k_version(R"(^(\d{1,4})\.(\d{1,4})(?:[.\-+].*)?$)");
-    std::smatch match;
-    if (!std::regex_match(text, match, k_version)) return std::nullopt;
-    return std::make_pair(std::stoi(match[1]), std::stoi(match[2]));
-}
-
 select::Backend versioned(select::BackendKind kind, std::pair<int, int> version) {
     return select::Backend{kind, version.first, version.second, true};
 }
@@ -31,8 +20,8 @@ select::Backend versioned(select::BackendKind kind, std::pair<int, int> version)
 // The backend a torch build decides, as `kernels` reads it: torch.version.
 // cuda, else hip, else xpu ("20250101" -> 2025.1), else the CPU.
 select::Backend torch_backend(const TorchInfo& torch) {
-    if (auto cuda = leading_version(torch.cuda)) return versioned(select::BackendKind::cuda, *cuda);
-    if (auto hip = leading_version(torch.hip)) return versioned(select::BackendKind::rocm, *hip);
+    if (auto cuda = torchenv::major_minor(torch.cuda)) return versioned(select::BackendKind::cuda, *cuda);
+    if (auto hip = torchenv::major_minor(torch.hip)) return versioned(select::BackendKind::rocm, *hip);
     if (torch.xpu.size() >= 6 && torch.xpu.find_first_not_of("0123456789") == std::string::npos) {
         return versioned(select::BackendKind::xpu, {std::stoi(torch.xpu.substr(0, 4)), torch.xpu[5] - '0'});
     }

@@ -4,8 +4,8 @@
 #include <string_view>
 
 #include "common/hint.hpp"
-#include "select/variant.hpp"
 #include "common/text.hpp"
+#include "select/variant.hpp"
 
 namespace kernhub::api {
 
@@ -265,8 +265,9 @@ void resolve_host_settings(const Options& options, const cache::EnvLookup& env, 
     // before it does anything; parsed again where the host facts are made.
     if (!settings.host.empty()) (void)select::parse_host_spec(settings.host);
     if (!settings.host.empty() && !settings.targets.empty()) {
-        throw Error(ErrorCode::usage, "a host description and targets cannot be used together: targets name the "
-                                      "variants, a host description lets kernhub choose them",
+        throw Error(ErrorCode::usage,
+                    "a host description and targets cannot be used together: targets name the "
+                    "variants, a host description lets kernhub choose them",
                     hint::setting("host"));
     }
 }

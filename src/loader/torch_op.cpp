@@ -6,7 +6,6 @@
 // LibTorch (kernhub/torch.hpp). kernhub itself never links torch.
 #include <dlfcn.h>
 
-#include <cctype>
 #include <cstdlib>
 #include <exception>
 #include <map>
@@ -24,6 +23,7 @@
 #include "loader/torch_ops.hpp"
 #include "loader/torch_runtime.hpp"
 #include "select/variant.hpp"
+#include "torchenv/torch_facts.hpp"
 
 namespace kernhub::loader {
 
@@ -94,36 +94,24 @@ void check_fit(const LoadRequest& request, const TorchRuntime& runtime) {
     }
 }
 
-// "13.2" -> (13, 2); nullopt when it is not N.N.
-std::optional<std::pair<int, int>> major_minor(const std::string& text) {
-    const std::size_t dot = text.find('.');
-    if (dot == std::string::npos || dot == 0 || dot + 1 >= text.size() || dot > 4 || text.size() - dot > 5) {
-        return std::nullopt;
-    }
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        if (i != dot && !std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
-    }
-    return std::make_pair(std::stoi(text.substr(0, dot)), std::stoi(text.substr(dot + 1)));
-}
-
 // A cu{XY} variant fits a torch built with CUDA X.Z, Z >= Y, as in
 // selection; checked when the torch's CUDA version is known.
 void check_torch_cuda_fit(const LoadRequest& request, const TorchRuntime& runtime) {
-    std::optional<std::string> cuda = runtime.cuda;
+    std::optional<std::string> cuda = torch_cuda_version(runtime.library);
     if (!cuda && request.torch && !request.torch->cuda.empty()) cuda = request.torch->cuda;
     if (!cuda) return;
     const select::Variant& variant = *request.variant;
-    const std::string need =
-        std::to_string(variant.backend.major) + "." + std::to_string(variant.backend.minor);
+    const std::string need = std::to_string(variant.backend.major) + "." + std::to_string(variant.backend.minor);
     const std::string ours = "this process's LibTorch " + (runtime.library.empty() ? "" : runtime.library + " ");
     if (cuda->empty()) {
-        throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id +
-                                         " is built for CUDA " + need + ", and " + ours +
-                                         "is a build without CUDA; fetch a CPU variant, or run with a CUDA build "
-                                         "of torch",
+        throw Error(ErrorCode::load,
+                    "variant " + variant.name + " of " + request.fetched.repo_id + " is built for CUDA " + need +
+                        ", and " + ours +
+                        "is a build without CUDA; fetch a CPU variant, or run with a CUDA build "
+                        "of torch",
                     hint::setting("backend"));
     }
-    const std::optional<std::pair<int, int>> has = major_minor(*cuda);
+    const std::optional<std::pair<int, int>> has = torchenv::major_minor(*cuda);
     if (has && (has->first != variant.backend.major || has->second < variant.backend.minor)) {
         throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id +
                                          " needs a torch built with CUDA " + need + " (or a later " +
@@ -147,8 +135,9 @@ void require_cuda_device(const select::Variant& variant, const std::string& file
     const select::Backend& cuda = variant.backend;
     if (info.devices.empty()) {
         throw Error(ErrorCode::load,
-                    what + "the CUDA driver reports no device; load it on a machine with a GPU, or select a CPU "
-                           "variant",
+                    what +
+                        "the CUDA driver reports no device; load it on a machine with a GPU, or select a CPU "
+                        "variant",
                     hint::setting("backend"));
     }
     if (info.major() * 100 + info.minor() < cuda.major * 100 + cuda.minor) {
@@ -167,17 +156,17 @@ void require_torch_cuda(const LoadRequest& request, const TorchRuntime& runtime,
     if (torch_cuda_in_process()) return;
     namespace fs = std::filesystem;
     std::error_code ec;
-    const bool ours = !request.load_torch_from.empty() && !runtime.library.empty() &&
-                      fs::equivalent(fs::path(request.load_torch_from) / "lib",
-                                     fs::path(runtime.library).parent_path(), ec);
+    const bool ours =
+        !request.load_torch_from.empty() && !runtime.library.empty() &&
+        fs::equivalent(fs::path(request.load_torch_from) / "lib", fs::path(runtime.library).parent_path(), ec);
     if (!ours) {
-        throw Error(ErrorCode::load, "cannot load the CUDA op library " + file +
-                                         ": LibTorch's CUDA part (libtorch_cuda.so) is not in this process" +
-                                         (runtime.library.empty() ? std::string()
-                                                                  : ", whose LibTorch is " + runtime.library) +
-                                         "; link the program with torch_cuda, or let kernhub open it from that "
-                                         "torch (LoadOptions::load_torch, with Options::torch_dir naming its "
-                                         "folder)");
+        throw Error(ErrorCode::load,
+                    "cannot load the CUDA op library " + file +
+                        ": LibTorch's CUDA part (libtorch_cuda.so) is not in this process" +
+                        (runtime.library.empty() ? std::string() : ", whose LibTorch is " + runtime.library) +
+                        "; link the program with torch_cuda, or let kernhub open it from that "
+                        "torch (LoadOptions::load_torch, with Options::torch_dir naming its "
+                        "folder)");
     }
     open_torch_cuda(request.load_torch_from, runtime.library);
 }

@@ -59,20 +59,6 @@ void version_from_files(const std::filesystem::path& lib_dir, TorchRuntime& runt
     }
 }
 
-// The CUDA version torch was built with, from the same files as the
-// torch facts (torchenv::read_torch_dir on the folder above lib/). A
-// version.py says "no CUDA" explicitly (cuda = None); a build-version
-// without a +cu tag says nothing, so "" from it is taken as unknown.
-void cuda_from_files(const std::filesystem::path& lib_dir, TorchRuntime& runtime) {
-    try {
-        const torchenv::FoundTorch found = torchenv::read_torch_dir(lib_dir.parent_path(), "LibTorch's folder");
-        const bool explicit_none = std::filesystem::path(found.info.source).filename() == "version.py";
-        if (!found.info.cuda.empty() || explicit_none) runtime.cuda = found.info.cuda;
-    } catch (const Error&) {
-        // Not a torch package or LibTorch root: the CUDA version stays unknown.
-    }
-}
-
 std::string loaded_path(void* handle) {
     struct link_map* map = nullptr;
     if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) return {};
@@ -102,7 +88,6 @@ std::optional<TorchRuntime> torch_in_process() {
     } else if (!runtime.library.empty()) {
         version_from_files(std::filesystem::path(runtime.library).parent_path(), runtime);
     }
-    if (!runtime.library.empty()) cuda_from_files(std::filesystem::path(runtime.library).parent_path(), runtime);
     if (::dlsym(torch, k_c10_error_cxx11) != nullptr) {
         runtime.cxx11_abi = true;
     } else if (::dlsym(torch, k_c10_error_cxx98) != nullptr) {
@@ -124,10 +109,10 @@ void open_globally(const std::filesystem::path& lib, std::initializer_list<const
         std::error_code ec;
         const std::filesystem::file_status status = std::filesystem::status(lib / name, ec);
         if (status.type() != std::filesystem::file_type::regular) {
-            throw Error(ErrorCode::load, std::string("cannot load ") + what + " " + (lib / name).string() + ": " +
-                                             (std::filesystem::exists(status) ? "it is not a regular file"
-                                                                               : "it does not exist") +
-                                             "; name another torch");
+            throw Error(ErrorCode::load,
+                        std::string("cannot load ") + what + " " + (lib / name).string() + ": " +
+                            (std::filesystem::exists(status) ? "it is not a regular file" : "it does not exist") +
+                            "; name another torch");
         }
     }
     for (const char* name : names) {
@@ -142,6 +127,21 @@ void open_globally(const std::filesystem::path& lib, std::initializer_list<const
 }
 
 }  // namespace
+
+std::optional<std::string> torch_cuda_version(const std::string& library) {
+    if (library.empty()) return std::nullopt;
+    try {
+        const std::filesystem::path root = std::filesystem::path(library).parent_path().parent_path();
+        const torchenv::FoundTorch found = torchenv::read_torch_dir(root, "LibTorch's folder");
+        // A version.py says "no CUDA" explicitly (cuda = None); a
+        // build-version without a +cu tag says nothing.
+        const bool explicit_none = std::filesystem::path(found.info.source).filename() == "version.py";
+        if (!found.info.cuda.empty() || explicit_none) return found.info.cuda;
+    } catch (const Error&) {
+        // Not a torch package or LibTorch root: unknown.
+    }
+    return std::nullopt;
+}
 
 bool torch_cuda_in_process() {
     void* torch_cuda = ::dlopen("libtorch_cuda.so", RTLD_LAZY | RTLD_NOLOAD);

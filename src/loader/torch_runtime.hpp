@@ -21,14 +21,16 @@ struct TorchRuntime {
     std::string version_source;
     // _GLIBCXX_USE_CXX11_ABI of its libc10.so; nullopt when not told.
     std::optional<bool> cxx11_abi;
-    // The CUDA version it was built with ("13.2"), "" for a build without
-    // CUDA; nullopt when not told (read from the version.py or
-    // build-version beside it, else the caller's torch facts).
-    std::optional<std::string> cuda;
 };
 
 // This process's LibTorch, or nullopt when libtorch_cpu.so is not loaded.
 std::optional<TorchRuntime> torch_in_process();
+
+// The CUDA version the LibTorch at `library` (libtorch_cpu.so) was built
+// with, read from the torch files above its folder (torchenv::read_torch_dir):
+// "13.2", "" when version.py says it has none, nullopt when they do not tell.
+// Reads files: asked only for a CUDA variant.
+std::optional<std::string> torch_cuda_version(const std::string& library);
 
 // Loads LibTorch from a torch package folder or LibTorch root: its lib/
 // libc10.so, then lib/libtorch_cpu.so, RTLD_NOW | RTLD_GLOBAL, kept for the

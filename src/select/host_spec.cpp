@@ -15,8 +15,8 @@ namespace {
 
 // A description longer than this is not a machine's.
 constexpr std::size_t k_max_host_spec = 512;
-constexpr std::array<std::string_view, 10> k_keys{"cpu",   "os",        "cuda",    "rocm",  "xpu",
-                                                  "metal", "torch",     "cxx11-abi", "tvm-ffi", "macos"};
+constexpr std::array<std::string_view, 10> k_keys{"cpu",   "os",    "cuda",      "rocm",    "xpu",
+                                                  "metal", "torch", "cxx11-abi", "tvm-ffi", "macos"};
 
 Error bad(const std::string& what) {
     return Error(ErrorCode::usage, "the host description " + what, hint::setting("host"));
@@ -66,7 +66,8 @@ void set_backend(HostFacts& host, const std::string& key, const std::string& val
 
 void set_key(HostFacts& host, const std::string& key, const std::string& value) {
     if (key == "cpu") {
-        if (value != "x86_64" && value != "aarch64") throw bad("cpu=" + quoted_name(value) + " is not x86_64 or aarch64");
+        if (value != "x86_64" && value != "aarch64")
+            throw bad("cpu=" + quoted_name(value) + " is not x86_64 or aarch64");
         host.cpu = value;
     } else if (key == "os") {
         if (value != "linux" && value != "darwin" && value != "windows") {
@@ -105,7 +106,8 @@ HostFacts parse_host_spec(std::string_view spec) {
         }
         const std::string key = pair.substr(0, equals);
         if (std::find(k_keys.begin(), k_keys.end(), key) == k_keys.end()) {
-            throw bad("key " + quoted_name(key) + " is unknown; keys: cpu, os, cuda, rocm, xpu, metal, torch, "
+            throw bad("key " + quoted_name(key) +
+                      " is unknown; keys: cpu, os, cuda, rocm, xpu, metal, torch, "
                       "cxx11-abi, tvm-ffi, macos");
         }
         if (std::find(seen.begin(), seen.end(), key) != seen.end()) throw bad("names " + key + " twice");

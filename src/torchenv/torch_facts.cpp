@@ -40,14 +40,6 @@ std::optional<std::string> read_small(const fs::path& path) {
     return text;
 }
 
-// "2.15.0+cu132" -> (2, 15); nullopt unless it starts with digits.digits.
-std::optional<std::pair<int, int>> major_minor(const std::string& version) {
-    static const std::regex k_version(R"(^(\d{1,4})\.(\d{1,4})(?:[.+a-z].*)?$)");
-    std::smatch match;
-    if (!std::regex_match(version, match, k_version)) return std::nullopt;
-    return std::make_pair(std::stoi(match[1]), std::stoi(match[2]));
-}
-
 // version.py's lines are short; a longer one is not an assignment of
 // torch's, and skipping it keeps std::regex (which recurses per character)
 // to bounded input.
@@ -87,8 +79,8 @@ std::optional<bool> cxx11_abi(const fs::path& lib_dir, std::string& source) {
 }
 
 Error unreadable(const fs::path& file, const std::string& named_by, const std::string& what) {
-    return Error(ErrorCode::usage, named_by + " names " + quoted_name(file.parent_path().string()) +
-                                       ", but its " + file.filename().string() + " " + what);
+    return Error(ErrorCode::usage, named_by + " names " + quoted_name(file.parent_path().string()) + ", but its " +
+                                       file.filename().string() + " " + what);
 }
 
 FoundTorch read_package(const fs::path& dir, const std::string& named_by) {
@@ -132,6 +124,14 @@ FoundTorch read_libtorch(const fs::path& root, const std::string& named_by) {
 }
 
 }  // namespace
+
+std::optional<std::pair<int, int>> major_minor(const std::string& version) {
+    if (version.size() > 64) return std::nullopt;  // not a version; bounds std::regex's recursion
+    static const std::regex k_version(R"(^(\d{1,4})\.(\d{1,4})(?:[.+\-a-z].*)?$)");
+    std::smatch match;
+    if (!std::regex_match(version, match, k_version)) return std::nullopt;
+    return std::make_pair(std::stoi(match[1]), std::stoi(match[2]));
+}
 
 FoundTorch read_torch_dir(const fs::path& dir, const std::string& named_by) {
     if (is_file(dir / "version.py")) return read_package(dir, named_by);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "kernhub/kernhub.hpp"
 
@@ -18,6 +19,12 @@ struct FoundTorch {
     std::filesystem::path lib_dir;  // the folder holding libc10.so and libtorch_cpu.so
     std::string abi_source;         // the file the ABI flag came from; empty when unknown
 };
+
+// The first two numbers of a version as torch's files and builds spell it:
+// "2.15.0+cu132", "13.2", "6.3.42131-fa1d09cbd", "2.15a0" -> (major,
+// minor); nullopt unless it starts with digits.digits (1 to 4 each), or
+// when it is over 64 bytes.
+std::optional<std::pair<int, int>> major_minor(const std::string& version);
 
 // Reads the torch package folder or LibTorch root `dir`. Error(usage)
 // naming `named_by` (the setting that named it) when it is neither, or

@@ -136,7 +136,7 @@ std::vector<ParseRow> invalid_names() {
         bad("native-rocm63-x86_64-linux"),  // native builds are CPU or CUDA only
         bad("native-cuda-x86_64-linux"),
         bad("torch-universal-x86_64-linux"),
-        bad("torch28-npu-aarch64-linux"),  // npu is a noarch word; its arch builds say cann
+        bad("torch28-npu-aarch64-linux"),      // npu is a noarch word; its arch builds say cann
         bad("torch2-cxx11-cpu-x86_64-linux"),  // {MM} needs two or three digits
         bad("torch2100-cxx11-cpu-x86_64-linux"),
         bad("torch201-cxx11-cpu-x86_64-linux"),  // minor with a leading zero

@@ -39,7 +39,8 @@ KERNHUB_TEST_REQUIREMENT("needs:torch-cuda-driver", []() -> std::string {
         const kernhub::cuda::DriverInfo info = kernhub::cuda::Driver::instance().info();
         const int needed = std::stoi(std::string(build::torch_cuda_tag).substr(2));
         const int has = info.major() * 10 + info.minor();
-        if (has < needed) return "the CUDA driver runs " + std::to_string(has) + ", the fixture needs " + std::to_string(needed);
+        if (has < needed)
+            return "the CUDA driver runs " + std::to_string(has) + ", the fixture needs " + std::to_string(needed);
     } catch (const kernhub::Error& e) {
         return e.message();
     }
@@ -102,8 +103,9 @@ kernhub::Options detecting(const Setup& setup) {
 
 using UnaryOp = at::Tensor(const at::Tensor&);
 
-TEST_CASE("without a GPU a CUDA torch selects the CUDA variant, whose load is refused before LibTorch's CUDA part opens",
-          "[torch][needs:torch-cuda][needs:no-cuda]") {
+TEST_CASE(
+    "without a GPU a CUDA torch selects the CUDA variant, whose load is refused before LibTorch's CUDA part opens",
+    "[torch][needs:torch-cuda][needs:no-cuda]") {
     Setup setup;
     kernhub::Options options = detecting(setup);
     kernhub::Client client(options);
@@ -198,7 +200,8 @@ TEST_CASE("a CUDA torch variant: kernhub opens LibTorch's CUDA part and the type
     for (std::int64_t i = 0; i < n; ++i) fill[i] = static_cast<float>(i % 1000);
     const std::vector<float> big_out = values(add_one.call(big.to(at::kCUDA)).cpu());
     bool exact = true;
-    for (std::int64_t i = 0; i < n; ++i) exact = exact && big_out[static_cast<std::size_t>(i)] == static_cast<float>(i % 1000) + 1.0f;
+    for (std::int64_t i = 0; i < n; ++i)
+        exact = exact && big_out[static_cast<std::size_t>(i)] == static_cast<float>(i % 1000) + 1.0f;
     CHECK(exact);
 
     // The op has only a CUDA kernel: a CPU tensor is the dispatcher's error.
