@@ -35,10 +35,9 @@ print(json.dumps({"file": module.__file__, "values": y.tolist(), "torch": torch.
 // path, the CUDA libraries they need, the cache offline.
 EnvChanges python_env(const fs::path& cache, const fs::path& home) {
     const fs::path site = fs::path(build::torch_python_site);
-    std::string libraries = std::string(build::torch_runtime_dir) + ":/usr/local/cuda/lib64";
-    for (const char* lib : {"nvidia/nccl/lib", "nvidia/cu13/lib", "nvidia/cusparselt/lib", "nvidia/nvshmem/lib"}) {
-        libraries += ":" + (site / lib).string();
-    }
+    // What libtorch_cuda.so needs (tests/torch/CMakeLists.txt): the extras'
+    // nvidia folders, the CUDA runtime folder, the toolkit.
+    const std::string libraries = KERNHUB_TORCH_CUDA_LIBRARIES;
     return {{"PYTHONPATH", fs::path(build::torch_dir).parent_path().string() + ":" + site.string()},
             {"LD_LIBRARY_PATH", libraries},
             {"HF_HUB_OFFLINE", "1"},
