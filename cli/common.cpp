@@ -354,7 +354,29 @@ nlohmann::ordered_json fetch_json(const FetchResult& result) {
             {"files", files},
             {"bytes_downloaded", result.bytes_downloaded},
             {"requests", result.requests},
-            {"signature", result.signature ? signature_json(*result.signature) : nlohmann::ordered_json(nullptr)}};
+            {"signature", result.signature ? signature_json(*result.signature) : nlohmann::ordered_json(nullptr)},
+            {"dependencies", dependencies_json(result)},
+            {"local_folder", result.local_folder.empty() ? nlohmann::ordered_json(nullptr)
+                                                         : nlohmann::ordered_json(result.local_folder)}};
+}
+
+nlohmann::ordered_json dependencies_json(const FetchResult& result) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const FetchResult& dependency : result.dependencies) {
+        out.push_back({{"repo_id", dependency.repo_id},
+                       {"revision", dependency.revision},
+                       {"commit", dependency.commit},
+                       {"variant", dependency.variant},
+                       {"path", dependency.path}});
+    }
+    return out;
+}
+
+void print_dependencies(const CommonFlags& flags, const FetchResult& result) {
+    for (const FetchResult& dependency : result.dependencies) {
+        status(flags, "  depends on " + dependency.repo_id + "@" + dependency.revision + " (" +
+                          short_commit(dependency.commit) + ") variant " + dependency.variant + ": " + dependency.path);
+    }
 }
 
 static std::string utc_time(std::int64_t seconds) {

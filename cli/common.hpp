@@ -86,6 +86,10 @@ Options make_options(const CommonFlags& flags, EventSink* events);
 void status(const CommonFlags& flags, const std::string& line);
 // The one JSON object on stdout.
 void print_json(const nlohmann::ordered_json& object);
+// FetchResult::dependencies: one object (repo_id, revision, commit,
+// variant, path) each, in load order; and as "  depends on ..." lines.
+nlohmann::ordered_json dependencies_json(const FetchResult& result);
+void print_dependencies(const CommonFlags& flags, const FetchResult& result);
 nlohmann::ordered_json fetch_json(const FetchResult& result);
 // {"identity", "issuer", "repository", "log_time" (RFC 3339 UTC), "log_index"}.
 nlohmann::ordered_json signature_json(const SignatureInfo& signature);

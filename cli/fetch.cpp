@@ -16,6 +16,12 @@ Command add_fetch_command(CLI::App& app) {
                 FetchResult result = client.fetch(*ref);
                 if (flags->json) {
                     print_json(fetch_json(result));
+                } else if (!result.local_folder.empty()) {
+                    status(*flags, "local " + result.name + " (" + result.repo_id + ", LOCAL_KERNELS) variant " +
+                                       result.variant + ": " + std::to_string(result.files.size()) + " files, " +
+                                       std::to_string(result.requests) + " requests");
+                    status(*flags, "  " + result.path);
+                    print_dependencies(*flags, result);
                 } else {
                     status(*flags, "fetched " + result.name + " (" + result.repo_id + "@" + result.revision + " = " +
                                        short_commit(result.commit) + ") variant " + result.variant + ": " +
@@ -23,6 +29,7 @@ Command add_fetch_command(CLI::App& app) {
                                        human_size(result.bytes_downloaded) + " downloaded, " +
                                        std::to_string(result.requests) + " requests");
                     status(*flags, "  " + result.path);
+                    print_dependencies(*flags, result);
                     if (result.signature) status(*flags, "  " + describe_signature(*result.signature));
                 }
                 return 0;

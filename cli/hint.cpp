@@ -24,6 +24,8 @@ constexpr CliName k_cli_names[] = {
     {k_setting, "sigstore_trusted_root", "--trusted-root"},
     {k_setting, "host", "--host"},
     {k_setting, "backend", "KERNHUB_BACKEND=cpu"},
+    {k_setting, "local_kernels", "LOCAL_KERNELS=ORG/REPO=PATH"},
+    {k_setting, "trust_remote_code", "KERNHUB_TRUST_REMOTE_CODE=ORG/REPO"},
     {k_setting, "load.symbol", "--symbol"},
     {k_setting, "load.op", "--op"},
     {k_setting, "lock.update", "--update"},

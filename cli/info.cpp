@@ -30,6 +30,8 @@ static nlohmann::ordered_json info_json(const InfoResult& info) {
         out["signature_policy"] = nullptr;
     }
     out["signature"] = info.signature ? signature_json(*info.signature) : nlohmann::ordered_json(nullptr);
+    out["local_folder"] =
+        info.local_folder.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.local_folder);
     return out;
 }
 
@@ -52,6 +54,10 @@ Command add_info_command(CLI::App& app) {
                 std::cout << printable(info.name) << ": " << printable(info.repo_id) << "@" << printable(info.revision)
                           << " = " << printable(info.commit) << '\n'
                           << "host: " << printable(info.host) << '\n';
+                if (!info.local_folder.empty()) {
+                    std::cout << "local: " << printable(info.local_folder)
+                              << "  (LOCAL_KERNELS; nothing comes from the hub)\n";
+                }
                 for (const auto& fact : info.host_facts) {
                     std::cout << "  " << fact.name << " " << printable(fact.value) << "  (" << printable(fact.source)
                               << ")\n";

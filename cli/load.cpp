@@ -27,6 +27,7 @@ static void print_load_json(const LoadResult& result) {
     } else {
         out["address"] = format_address(result.address);
     }
+    out["dependency_files"] = result.dependency_files;
     if (result.kind == "tvm-ffi") {
         const TvmFfiRuntimeInfo runtime = tvm_ffi_runtime();
         out["tvm_ffi_runtime"] = {{"version", runtime.version}, {"library", runtime.library}};
@@ -46,6 +47,8 @@ static void print_load_text(const CommonFlags& flags, const LoadResult& result) 
     status(flags, "loaded " + result.fetch.name + " variant " + result.fetch.variant + " (" +
                       short_commit(result.fetch.commit) + "): " + what);
     status(flags, "  " + result.file);
+    print_dependencies(flags, result.fetch);
+    for (const std::string& file : result.dependency_files) status(flags, "  opened first: " + file);
     if (result.kind == "tvm-ffi") {
         const TvmFfiRuntimeInfo runtime = tvm_ffi_runtime();
         status(flags, "  tvm-ffi runtime " + runtime.version + ": " + runtime.library);

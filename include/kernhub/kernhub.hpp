@@ -96,6 +96,14 @@ struct Options {
     // used. nullopt: KERNHUB_ALLOWED_ORGS (comma-separated; unset or empty
     // allows every organisation). An empty list allows none.
     std::optional<std::vector<std::string>> allowed_orgs;
+    // Trusted publishers (README, "Trusted publishers"): a repo no registry
+    // names, fetched from an http(s) endpoint, must belong to an
+    // organisation the hub marks a trusted kernel publisher, unless
+    // allowed_orgs names its organisation or this setting names it: "1"
+    // (also true, yes, on) for every repo, else repo ids separated by
+    // commas ("org/a,org/b"), as the kernels library's trust_remote_code.
+    // nullopt: KERNHUB_TRUST_REMOTE_CODE.
+    std::optional<std::string> trust_remote_code;
 
     // Bounds on hub answers (listing size, API deadline, download rate).
     // Entries one tree listing may have, over all its pages, 1 to
@@ -171,6 +179,14 @@ struct Options {
     // Not together with targets (Error(usage)).
     std::string host;
 
+    // Local overrides (README, "Local kernels"): "ORG/REPO=PATH[:...]", the
+    // Python kernels library's LOCAL_KERNELS syntax. A repo named here is
+    // loaded from PATH (its variant chosen among PATH's or PATH/build's
+    // subfolders, or PATH itself when it holds metadata.json) by fetch,
+    // load, info and prewarm, with no request, no cache write, no trust or
+    // signature check. nullopt: LOCAL_KERNELS; "" overrides nothing.
+    std::optional<std::string> local_kernels;
+
     // Refuse (Error(verification)) any kernel whose registry entry has no
     // "signature" policy. nullopt: KERNHUB_REQUIRE_SIGNATURES=1 switches it on.
     std::optional<bool> require_signatures;
@@ -195,6 +211,16 @@ struct FetchResult {
     std::uint64_t requests = 0;  // HTTP requests made, redirects included
     // The verified signature, when the registry entry has a policy.
     std::optional<SignatureInfo> signature;
+    // The kernels the variant's metadata.json names under "kernel-depends",
+    // and theirs, each once, fetched for the same machine, in the order
+    // load() opens them: every kernel after those it depends on (README,
+    // "Kernel dependencies"). Their own `dependencies` are empty; `requests`
+    // and `bytes_downloaded` above count the whole tree.
+    std::vector<FetchResult> dependencies;
+    // The LOCAL_KERNELS folder the kernel came from (README, "Local
+    // kernels"); empty when it came from the hub through the cache. A local
+    // kernel has no commit, and its files no sha256.
+    std::string local_folder;
 };
 
 struct LoadResult {
@@ -216,6 +242,10 @@ struct LoadResult {
     std::string torch_op;
     std::string torch_version;
     std::string torch_library;
+    // The libraries of fetch.dependencies that load() opened first, in
+    // that order, absolute (a dependency holding only a CUDA image or
+    // nothing kernhub loads opens none).
+    std::vector<std::string> dependency_files;
 };
 
 // What one Client::load may replace or add.
@@ -275,6 +305,9 @@ struct InfoResult {
     // selected variant's signature established (info verifies it).
     std::optional<SignaturePolicy> signature_policy;
     std::optional<SignatureInfo> signature;
+    // The LOCAL_KERNELS folder the variants were chosen from; empty when
+    // they are the hub's.
+    std::string local_folder;
 };
 
 struct RegistryEntry {
@@ -427,5 +460,10 @@ KernelFn<Signature> Client::resolve(const std::string& ref) const {
 }
 
 KERNHUB_API const char* version() noexcept;
+// The release of the Python `kernels` library whose formats this kernhub
+// follows ("0.17.2"): a variant whose metadata.json asks for a newer one
+// ("kernels-minver") is refused on this machine (README, "Kernel
+// dependencies").
+KERNHUB_API const char* kernels_release() noexcept;
 
 }  // namespace kernhub

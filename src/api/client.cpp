@@ -6,6 +6,7 @@
 #include "api/settings.hpp"
 #include "common/hint.hpp"
 #include "common/text.hpp"
+#include "deptree/metadata.hpp"
 #include "fetch/fetcher.hpp"
 #include "fetch/parallel.hpp"
 #include "kernhub/kernhub.hpp"
@@ -19,6 +20,10 @@ EventSink::~EventSink() = default;
 
 const char* version() noexcept {
     return KERNHUB_VERSION;
+}
+
+const char* kernels_release() noexcept {
+    return deptree::k_kernels_release;
 }
 
 void detail::require_kind(const LoadResult& result, const char* kind) {
@@ -58,8 +63,16 @@ FetchResult Client::fetch(const std::string& ref) {
     return m_impl->fetch(registry::resolve_ref(m_impl->registry, ref));
 }
 
-FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
+FetchResult Client::Impl::fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata) {
+    if (const std::filesystem::path folder = local_folder(spec.repo_id); !folder.empty()) {
+        return fetch_local(spec, folder, metadata);
+    }
     fetch::FetchRequest request = request_for(spec);
+    request.check_metadata = [&](const std::string& text) {
+        // Cold: refused before the variant's other files are downloaded.
+        metadata = deptree::parse_variant_metadata(text, spec.repo_id + " variant (being fetched)");
+        if (!selecting_elsewhere()) check_minver(metadata, spec.repo_id, {});
+    };
     std::uint64_t before = requests();
     fetch::Fetcher fetcher(settings.cache_root, hub_client(), options.events);
     fetcher.use_memo(&memo);
@@ -77,6 +90,8 @@ FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
     result.bytes_downloaded = outcome.bytes_downloaded;
     result.requests = requests() - before;
     if (outcome.signature) result.signature = api::signature_info(*outcome.signature);
+    metadata = api::variant_metadata(result);
+    check_minver(metadata, result.repo_id, result.variant);
     return result;
 }
 
@@ -109,23 +124,25 @@ LoadResult Client::load(const std::string& ref, const LoadOptions& options) {
     // that started last is the one loaded() answers with.
     const std::uint64_t started = m_impl->resolved.start();
     result.fetch = m_impl->fetch(spec);
-    loader::LoadRequest request;
-    request.fetched = result.fetch;
-    request.variant = select::parse_variant(result.fetch.variant);
-    request.file = spec.file;
-    request.symbol = result.symbol;
-    request.verify_on_load = m_impl->settings.verify_on_load;
-    request.cache_root = m_impl->settings.cache_root;
-    request.repo_type = spec.repo_type;
-    request.tvm_ffi_library = m_impl->settings.tvm_ffi_library;
-    request.op = op;
-    request.torch = m_impl->options.torch;
+    std::string load_torch_from;
     if (options.load_torch) {
         // The torch the host facts found (KERNHUB_TORCH_DIR, the Python
         // environments); a torch the program stated is its own, already loaded.
         const std::optional<torchenv::FoundTorch>& torch = m_impl->host_detection().torch;
-        if (torch && !torch->lib_dir.empty()) request.load_torch_from = torch->lib_dir.parent_path().string();
+        if (torch && !torch->lib_dir.empty()) load_torch_from = torch->lib_dir.parent_path().string();
     }
+    // Dependencies first, each opened for what it defines (README, "Kernel
+    // dependencies").
+    for (const FetchResult& dependency : result.fetch.dependencies) {
+        loader::LoadRequest opened = m_impl->load_request(dependency, m_impl->dependency_spec_of(dependency).file);
+        opened.load_torch_from = load_torch_from;
+        if (std::optional<std::string> file = loader::load_dependency(opened)) result.dependency_files.push_back(*file);
+    }
+    loader::LoadRequest request = m_impl->load_request(result.fetch, spec.file);
+    request.symbol = result.symbol;
+    request.repo_type = spec.repo_type;
+    request.op = op;
+    request.load_torch_from = load_torch_from;
     const loader::Loaded loaded = loader::load(request);
     result.file = loaded.file;
     result.kind = loaded.kind->name();
@@ -151,6 +168,9 @@ LoadResult Client::loaded(const std::string& ref) const {
 
 InfoResult Client::info(const std::string& ref) {
     registry::KernelSpec spec = registry::resolve_ref(m_impl->registry, ref);
+    if (const std::filesystem::path folder = m_impl->local_folder(spec.repo_id); !folder.empty()) {
+        return m_impl->local_info(spec, folder);
+    }
     fetch::FetchRequest request = m_impl->request_for(spec);
     std::uint64_t before = m_impl->requests();
     fetch::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);

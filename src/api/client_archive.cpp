@@ -3,6 +3,10 @@
 // refs, never the network; the cache module does the rest.
 #include "api/client_impl.hpp"
 #include "cacheadmin/cache_archive.hpp"
+#include "deptree/tree.hpp"
+#include "lockfile/lockfile.hpp"
+
+#include <map>
 
 namespace kernhub {
 
@@ -25,6 +29,30 @@ cacheadmin::ExportSelection cached_selection(const registry::Registry& registry,
     return cacheadmin::ExportSelection{spec.repo_type, spec.repo_id, *commit};
 }
 
+// The kernels the cached variants of `selection` name under
+// "kernel-depends" (README, "Kernel dependencies"), all variants together.
+std::vector<deptree::KernelDependency> cached_depends(const std::filesystem::path& root,
+                                                      const cacheadmin::ExportSelection& selection) {
+    const cache::RepoCache repo(root, selection.type, selection.repo_id);
+    if (!selection.commit) return {};
+    std::map<std::string, deptree::KernelDependency> found;
+    std::error_code ec;
+    const std::filesystem::path build = repo.snapshot_path(*selection.commit, "build");
+    std::size_t seen = 0;
+    for (std::filesystem::directory_iterator it(build, ec), end; !ec && it != end; it.increment(ec)) {
+        if (++seen > lockfile::k_max_lock_variants) break;
+        if (!it->is_directory(ec)) continue;
+        const std::string variant = it->path().filename().string();
+        for (deptree::KernelDependency& dep :
+             api::variant_metadata(it->path(), selection.repo_id + " variant " + variant).depends) {
+            found.emplace(dep.label(), std::move(dep));
+        }
+    }
+    std::vector<deptree::KernelDependency> out;
+    for (auto& [label, dep] : found) out.push_back(std::move(dep));
+    return out;
+}
+
 }  // namespace
 
 ExportReport Client::cache_export(const std::string& file, const std::vector<std::string>& refs) {
@@ -32,6 +60,24 @@ ExportReport Client::cache_export(const std::string& file, const std::vector<std
     selections.reserve(refs.size());
     for (const auto& ref : refs)
         selections.push_back(cached_selection(m_impl->registry, m_impl->settings.cache_root, ref));
+    // Each kernel's cached dependencies go along, found through the
+    // cache's refs as the kernel's own revision is.
+    const std::filesystem::path& root = m_impl->settings.cache_root;
+    std::map<std::string, std::vector<deptree::KernelDependency>> expanded;
+    const deptree::Expand export_dependency = [&](const deptree::KernelDependency& dep) {
+        const std::string label = dep.label();
+        if (auto done = expanded.find(label); done != expanded.end()) return done->second;
+        cacheadmin::ExportSelection selection = cached_selection(m_impl->registry, root, label);
+        std::vector<deptree::KernelDependency> depends = cached_depends(root, selection);
+        selections.push_back(std::move(selection));
+        expanded.emplace(label, depends);
+        return depends;
+    };
+    const std::size_t named = selections.size();
+    for (std::size_t i = 0; i < named; ++i) {
+        const deptree::KernelDependency top{selections[i].repo_id, std::nullopt, refs[i]};
+        (void)deptree::walk(top, cached_depends(root, selections[i]), export_dependency);
+    }
     cacheadmin::ExportStats stats =
         cacheadmin::export_cache(m_impl->settings.cache_root, selections, file, m_impl->options.cancel);
     ExportReport report;

@@ -36,7 +36,7 @@ std::string Client::cache_path(const std::string& ref) {
     const std::filesystem::path root = absolute_root(m_impl->settings);
     if (ref.empty()) return root.string();
     registry::KernelSpec spec = registry::resolve_ref(m_impl->registry, ref);
-    fetch::FetchRequest request = m_impl->request_for(spec);
+    fetch::FetchRequest request = m_impl->request_for(spec, /*check_trust=*/false);
     request.offline = true;
     fetch::Fetcher fetcher(root, nullptr, m_impl->options.events);
     fetch::VariantChoice choice = fetcher.choose(request);

@@ -4,8 +4,10 @@
 // management, cache archives and mirrors).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "api/host_facts.hpp"
@@ -14,8 +16,11 @@
 #include "common/repo.hpp"
 #include "common/text.hpp"
 #include "cuda/driver.hpp"
+#include "deptree/metadata.hpp"
 #include "fetch/fetcher.hpp"
+#include "fetch/local_kernel.hpp"
 #include "kernhub/kernhub.hpp"
+#include "loader/kind.hpp"
 #include "loader/resolved_table.hpp"
 #include "registry/reference.hpp"
 #include "registry/registry.hpp"
@@ -42,6 +47,19 @@ registry::KernelSpec spec_at_commit(const std::string& name, const std::string& 
 // The candidates a listing offers, as names, in listing order.
 std::vector<std::string> candidate_names(const fetch::VariantChoice& choice);
 bool contains(const std::vector<std::string>& items, const std::string& item);
+
+// What the fetched variant's metadata.json says of kernel dependencies and
+// the kernels release it needs (client_deps.cpp); empty when it has none.
+// Error(verification) when it is malformed.
+deptree::VariantMetadata variant_metadata(const FetchResult& fetched);
+// The same for a variant folder's metadata.json, when it has one; `where`
+// names the variant in errors.
+deptree::VariantMetadata variant_metadata(const std::filesystem::path& variant_dir, const std::string& where);
+
+// Whether the trusted-publisher check applies to `spec` (trust.cpp): a repo
+// no registry names, from an http(s) endpoint, that neither the trust
+// setting nor the organisation allow-list names.
+bool publisher_check_applies(const Settings& settings, const registry::KernelSpec& spec);
 
 // The public view of a recorded signature.
 SignatureInfo signature_info(const cache::RecordedSignature& recorded);
@@ -86,6 +104,11 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     // The Sigstore trusted root, read on the first kernel with a policy.
     std::mutex root_mutex;
     std::optional<sigstore::RootDocument> root;
+    // The trusted-publisher check (trust.cpp): organisations found trusted
+    // by this client, and whether the offline notice was given.
+    std::mutex publisher_mutex;
+    std::set<std::string> trusted_orgs;
+    std::atomic<bool> publisher_notice_given{false};
     // What this client's loads resolved, by the reference asked for
     // (Client::loaded); a table of its own, so another Client's load of
     // the same name never shows here.
@@ -151,7 +174,48 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     // meanwhile through the same client.
     static std::uint64_t requests() { return http::requests_on_this_thread(); }
 
+    // fetch_one, then the variant's kernel-depends tree (client_deps.cpp).
     FetchResult fetch(const registry::KernelSpec& spec);
+    // One kernel, and what its variant's metadata.json says; the
+    // kernels-minver check runs before the variant's other files download.
+    FetchResult fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata);
+    // The kernels `metadata` names, and theirs, fetched in load order
+    // (FetchResult::dependencies).
+    std::vector<FetchResult> fetch_dependencies(const FetchResult& top, const deptree::VariantMetadata& metadata);
+    // Error(load) when the variant needs a newer kernels than kernhub
+    // follows and it is for this machine; a warning event when it is
+    // selected for another (targets, a host description).
+    void check_minver(const deptree::VariantMetadata& metadata, const std::string& repo_id, const std::string& variant);
+    // The spec of a dependency: the repo as an ad-hoc reference would give
+    // it, at the dependency's version or revision.
+    registry::KernelSpec dependency_spec(const deptree::KernelDependency& dep) const;
+    // The LOCAL_KERNELS folder naming `repo_id` (README, "Local kernels"),
+    // absolute; empty when none does. Error(usage) for a malformed value.
+    std::filesystem::path local_folder(const std::string& repo_id) const;
+    // A kernel from its local folder: chosen as a fetch chooses, with no
+    // request, no cache write and no trust or signature check
+    // (client_deps.cpp).
+    FetchResult fetch_local(const registry::KernelSpec& spec, const std::filesystem::path& folder,
+                            deptree::VariantMetadata& metadata);
+    // Client::info for a kernel LOCAL_KERNELS names.
+    InfoResult local_info(const registry::KernelSpec& spec, const std::filesystem::path& folder);
+    // The spec a cached dependency was fetched with (its registry "file").
+    registry::KernelSpec dependency_spec_of(const FetchResult& fetched) const;
+    // What loading `fetched` asks of the loader, less the entry to resolve.
+    loader::LoadRequest load_request(const FetchResult& fetched, const std::string& file) const {
+        loader::LoadRequest request;
+        request.fetched = fetched;
+        request.variant = select::parse_variant(fetched.variant);
+        request.file = file;
+        // A local kernel has no blob to re-hash against.
+        request.verify_on_load = settings.verify_on_load && fetched.local_folder.empty();
+        request.cache_root = settings.cache_root;
+        request.repo_type = fetched.repo_type == "model" ? RepoType::model : RepoType::kernel;
+        request.tvm_ffi_library = settings.tvm_ffi_library;
+        request.torch = options.torch;
+        return request;
+    }
+    bool selecting_elsewhere() const { return !settings.host.empty() || !settings.targets.empty(); }
 
     // Options::sigstore_trusted_root (or KERNHUB_SIGSTORE_TRUSTED_ROOT), else
     // the built-in root; read once, with a warning when its keys are old.
@@ -165,8 +229,16 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     // Every fetch, load, info, lock and prewarm asks here first, so the
     // organisation allow-list and the signature policy apply before a
     // request or a cached file.
-    fetch::FetchRequest request_for(const registry::KernelSpec& spec) {
+    // Error(verification) unless the hub marks the organisation of an
+    // ad-hoc repo a trusted kernel publisher (trust.cpp); offline, a notice
+    // once instead.
+    void check_publisher(const registry::KernelSpec& spec);
+
+    // `check_trust` false: for a request that only reads the cache (cache
+    // path), which the trusted-publisher check has nothing to guard.
+    fetch::FetchRequest request_for(const registry::KernelSpec& spec, bool check_trust = true) {
         api::check_allowed_org(settings, spec.repo_id);
+        if (check_trust) check_publisher(spec);
         std::optional<fetch::SignatureCheck> signature = signature_check(spec);
         fetch::FetchRequest request;
         request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};

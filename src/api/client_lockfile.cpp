@@ -1,6 +1,7 @@
 // Client::lock (docs/ARCHITECTURE.md, "Locks and prewarming"): pin a
 // project's kernels to commits and file digests.
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -9,6 +10,7 @@
 #include "cache/cache.hpp"
 #include "common/hint.hpp"
 #include "common/join.hpp"
+#include "deptree/tree.hpp"
 #include "digest/digest.hpp"
 #include "fetch/parallel.hpp"
 #include "lockfile/lockfile.hpp"
@@ -135,6 +137,42 @@ struct Locker {
         if (outcome.signature)
             locked.signer = lockfile::LockedSigner{outcome.signature->identity, outcome.signature->issuer};
         return locked;
+    }
+
+    // The kernels the locked variants' metadata.json files name under
+    // "kernel-depends", all variants together (README, "Kernel
+    // dependencies"). A metadata.json that describe() did not just place
+    // in the cache (a kept pin, a fresh cache) is described again first.
+    std::vector<deptree::KernelDependency> depends_of(const registry::KernelSpec& spec,
+                                                      const lockfile::LockedKernel& locked) {
+        std::map<std::string, deptree::KernelDependency> found;
+        const cache::RepoCache cache(impl.settings.cache_root, spec.repo_type, spec.repo_id);
+        registry::KernelSpec at_commit =
+            api::spec_at_commit(spec.name, spec.repo_id, spec.repo_type, locked.commit, spec.file);
+        at_commit.signature = spec.signature;
+        for (const auto& [variant, pin] : locked.variants) {
+            const auto metadata_pin = pin.files.find("metadata.json");
+            if (metadata_pin == pin.files.end()) continue;
+            const fs::path path = cache.snapshot_path(locked.commit, "build/" + variant + "/metadata.json");
+            std::string text;
+            cache::ReadStatus status = cache::read_file_into(path, text, deptree::k_max_metadata_bytes + 1);
+            if (status.error != 0 || digest::sha256_hex(text) != metadata_pin->second.sha256) {
+                (void)describe(at_commit, variant);
+                text.clear();
+                status = cache::read_file_into(path, text, deptree::k_max_metadata_bytes + 1);
+                if (status.error != 0) {
+                    throw Error(ErrorCode::internal,
+                                "cannot read " + path.string() + ": " + std::strerror(status.error));
+                }
+            }
+            for (deptree::KernelDependency& dep :
+                 deptree::parse_variant_metadata(text, spec.repo_id + " variant " + variant).depends) {
+                found.emplace(dep.label(), std::move(dep));
+            }
+        }
+        std::vector<deptree::KernelDependency> out;
+        for (auto& [label, dep] : found) out.push_back(std::move(dep));
+        return out;
     }
 
     // The variants to lock for one kernel at the chosen commit: the
@@ -372,6 +410,37 @@ LockReport Client::lock(const LockOptions& options) {
     for (std::size_t i = 0; i < specs.size(); ++i) {
         report.kernels.push_back(summary_of(specs[i], results[i], kept[i] != 0, missing[i], pin_problems[i]));
         if (!pin_problems[i].empty() && options.check) report.pins_disagree = true;
+    }
+    // Kernel dependencies (README, "Kernel dependencies"): every kernel a
+    // locked variant names is locked too, as an entry called by its
+    // "ORG/REPO@REVISION", with the same targets and pin rules; one shared
+    // by several kernels is locked once.
+    std::map<std::string, std::vector<deptree::KernelDependency>> expanded;
+    const deptree::Expand lock_dependency = [&](const deptree::KernelDependency& dep) {
+        const std::string name = dep.label();
+        if (auto done = expanded.find(name); done != expanded.end()) return done->second;
+        registry::KernelSpec spec = m_impl->dependency_spec(dep);
+        spec.name = name;
+        auto found = previous.kernels.find(name);
+        const lockfile::LockedKernel* prior = found == previous.kernels.end() ? nullptr : &found->second;
+        bool keep_pin = prior != nullptr && !options.update_all && prior->repo_id == spec.repo_id &&
+                        prior->repo_type == spec.repo_type && prior->revision == spec.effective_revision();
+        std::vector<std::string> dep_missing;
+        std::string pin_problem;
+        lockfile::LockedKernel locked = locker.lock_kernel(spec, prior, keep_pin, dep_missing, pin_problem);
+        std::vector<deptree::KernelDependency> depends = locker.depends_of(spec, locked);
+        for (const deptree::KernelDependency& d : depends) locked.kernel_depends.insert(d.label());
+        report.kernels.push_back(summary_of(spec, locked, keep_pin, dep_missing, pin_problem));
+        if (!pin_problem.empty() && options.check) report.pins_disagree = true;
+        next.kernels.emplace(name, std::move(locked));
+        expanded.emplace(name, depends);
+        return depends;
+    };
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+        const std::vector<deptree::KernelDependency> depends = locker.depends_of(specs[i], results[i]);
+        for (const deptree::KernelDependency& d : depends) results[i].kernel_depends.insert(d.label());
+        const deptree::KernelDependency top{specs[i].repo_id, std::nullopt, specs[i].effective_revision()};
+        (void)deptree::walk(top, depends, lock_dependency);
         next.kernels.emplace(specs[i].name, std::move(results[i]));
     }
     report.content = lockfile::write_kernhub_lock(next);

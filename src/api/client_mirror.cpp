@@ -3,10 +3,13 @@
 // the verified blobs out as a static hub tree (docs/ARCHITECTURE.md,
 // "Mirrors").
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "api/client_impl.hpp"
 #include "common/hint.hpp"
 #include "common/join.hpp"
+#include "deptree/tree.hpp"
 #include "fetch/parallel.hpp"
 #include "mirror/mirror.hpp"
 
@@ -61,6 +64,25 @@ struct MirrorRun {
 
 MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run);
 
+// What the mirrored variants' metadata.json files name under
+// "kernel-depends", all variants together.
+std::vector<deptree::KernelDependency> mirrored_depends(const MirroredKernel& kernel, const api::Settings& settings) {
+    const cache::RepoCache cache(settings.cache_root, kernel.repo_type == "model" ? RepoType::model : RepoType::kernel,
+                                 kernel.repo_id);
+    std::map<std::string, deptree::KernelDependency> found;
+    for (const std::string& variant : kernel.variants) {
+        for (deptree::KernelDependency& dep :
+             api::variant_metadata(cache.snapshot_path(kernel.commit, "build/" + variant),
+                                   kernel.repo_id + " variant " + variant)
+                 .depends) {
+            found.emplace(dep.label(), std::move(dep));
+        }
+    }
+    std::vector<deptree::KernelDependency> out;
+    for (auto& [label, dep] : found) out.push_back(std::move(dep));
+    return out;
+}
+
 }  // namespace
 
 MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOptions& options) {
@@ -97,7 +119,54 @@ MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOp
                       tree,
                       report,
                       m_impl->settings.host.empty() ? nullptr : &m_impl->host_facts()};
-        for (const auto& spec : specs) report.kernels.push_back(mirror_kernel(spec, run));
+        // Each kernel's "kernel-depends" tree comes along (README, "Kernel
+        // dependencies"): the same variants of each dependency, once.
+        std::map<std::string, std::vector<deptree::KernelDependency>> expanded;
+        std::set<std::string> organizations;
+        const auto mirror_one = [&](const registry::KernelSpec& spec) {
+            m_impl->check_publisher(spec);
+            organizations.insert(spec.repo_id.substr(0, spec.repo_id.find('/')));
+            return mirror_kernel(spec, run);
+        };
+        const deptree::Expand mirror_dependency = [&](const deptree::KernelDependency& dep) {
+            const std::string label = dep.label();
+            if (auto done = expanded.find(label); done != expanded.end()) return done->second;
+            registry::KernelSpec dep_spec = m_impl->dependency_spec(dep);
+            dep_spec.name = label;
+            MirroredKernel kernel = mirror_one(dep_spec);
+            std::vector<deptree::KernelDependency> depends = mirrored_depends(kernel, m_impl->settings);
+            report.kernels.push_back(std::move(kernel));
+            expanded.emplace(label, depends);
+            return depends;
+        };
+        for (const auto& spec : specs) {
+            report.kernels.push_back(mirror_one(spec));
+            const std::vector<deptree::KernelDependency> depends =
+                mirrored_depends(report.kernels.back(), m_impl->settings);
+            const deptree::KernelDependency top{spec.repo_id, std::nullopt, spec.effective_revision()};
+            (void)deptree::walk(top, depends, mirror_dependency);
+        }
+        // Each mirrored organisation's overview, as the hub answers it, so
+        // that a trusted-publisher check against the mirror gets the hub's
+        // answer; an organisation the hub has none of gets none.
+        if (!m_impl->settings.offline) {
+            for (const std::string& org : organizations) {
+                try {
+                    if (std::optional<std::string> overview = m_impl->hub_client()->organization_overview(org)) {
+                        tree.set_organization(org, *overview);
+                    }
+                } catch (const Error& e) {
+                    if (e.code() != ErrorCode::network) throw;
+                    if (m_impl->options.events != nullptr) {
+                        Event event;
+                        event.kind = Event::Kind::info;
+                        event.text = "warning: the mirror has no overview of organisation " + org +
+                                     ", since the hub's could not be read (" + e.plain_message() + ")";
+                        m_impl->options.events->on_event(event);
+                    }
+                }
+            }
+        }
     }
     if (!options.nginx_conf.empty()) {
         report.nginx_conf = std::filesystem::absolute(options.nginx_conf, ec).lexically_normal().string();

@@ -228,7 +228,17 @@ std::vector<Task> plan_tasks(Client::Impl& impl, const std::vector<LockJob>& job
 PrewarmedKernel run_task(Client::Impl& impl, const Task& task, std::mutex& refs_mutex) {
     const LockJob& job = *task.job;
     fetch::Fetcher fetcher(impl.settings.cache_root, impl.hub_client(), impl.options.events);
-    fetch::FetchOutcome outcome = fetcher.fetch(task.request);
+    fetch::FetchRequest request = task.request;
+    request.check_metadata = [&](const std::string& text) {
+        // For this machine, a variant that needs a newer kernels is refused
+        // before its other files download.
+        if (!impl.selecting_elsewhere()) {
+            impl.check_minver(deptree::parse_variant_metadata(text, job.repo_id + " (being fetched)"), job.repo_id, {});
+        }
+    };
+    fetch::FetchOutcome outcome = fetcher.fetch(request);
+    impl.check_minver(api::variant_metadata(outcome.variant_dir, job.repo_id + " variant " + outcome.variant),
+                      job.repo_id, outcome.variant);
     check_locked_signer(job, outcome);
     PrewarmedKernel done = prewarmed(job, outcome);
     if (!job.revision.empty() && job.revision != job.commit) {

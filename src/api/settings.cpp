@@ -196,6 +196,49 @@ std::uint64_t resolve_bytes(const std::optional<std::uint64_t>& option, const ch
 
 }  // namespace
 
+namespace {
+
+// Options::trust_remote_code, else KERNHUB_TRUST_REMOTE_CODE: "1" (true,
+// yes, on) trusts every repo, "0" (false, no, off) none, else a list of
+// repo ids separated by commas.
+void resolve_trust(const Options& options, const cache::EnvLookup& env, Settings& settings) {
+    constexpr std::size_t k_max_trusted_repos = 1024;
+    const char* source = options.trust_remote_code ? "Options::trust_remote_code" : "KERNHUB_TRUST_REMOTE_CODE";
+    const std::optional<std::string> value =
+        options.trust_remote_code ? options.trust_remote_code : env("KERNHUB_TRUST_REMOTE_CODE");
+    if (!value) return;
+    const std::string lowered = ascii_lowercase(trim(*value));
+    if (lowered.empty() || lowered == "0" || lowered == "false" || lowered == "no" || lowered == "off") return;
+    if (lowered == "1" || lowered == "true" || lowered == "yes" || lowered == "on") {
+        settings.trust_all_repos = true;
+        return;
+    }
+    std::size_t begin = 0;
+    while (begin <= value->size()) {
+        std::size_t end = value->find(',', begin);
+        if (end == std::string::npos) end = value->size();
+        const std::string repo = trim(std::string_view(*value).substr(begin, end - begin));
+        begin = end + 1;
+        if (repo.empty()) continue;
+        try {
+            validate_repo_id(repo);
+        } catch (const Error&) {
+            throw Error(ErrorCode::usage,
+                        std::string(source) + " names " + quoted_name(repo) +
+                            ", which is not a repo id; give 1 to trust every repo, or ORG/REPO ids separated by "
+                            "commas",
+                        hint::setting("trust_remote_code"));
+        }
+        if (settings.trusted_repos.size() >= k_max_trusted_repos) {
+            throw Error(ErrorCode::usage, std::string(source) + " names more than " +
+                                              std::to_string(k_max_trusted_repos) + " repos (k_max_trusted_repos)");
+        }
+        settings.trusted_repos.push_back(repo);
+    }
+}
+
+}  // namespace
+
 void check_allowed_org(const Settings& settings, const std::string& repo_id) {
     if (!settings.allowed_orgs) return;
     const std::string org = repo_id.substr(0, repo_id.find('/'));
@@ -311,6 +354,7 @@ Settings resolve_settings(const Options& options, const cache::EnvLookup& env) {
         resolve_int(options.ref_ttl_seconds, "ref_ttl_seconds", env, "KERNHUB_REF_TTL", {0, 31'536'000, 0});
     settings.targets = options.targets;
     settings.allowed_orgs = resolve_allowed_orgs(options, env);
+    resolve_trust(options, env, settings);
     settings.archive_max_bytes =
         resolve_bytes(options.archive_max_bytes, "archive_max_bytes", env, "KERNHUB_ARCHIVE_MAX_BYTES");
     settings.archive_max_entries = resolve_int(options.archive_max_entries, "archive_max_entries", env,
@@ -330,6 +374,12 @@ Settings resolve_settings(const Options& options, const cache::EnvLookup& env) {
     settings.require_signatures =
         options.require_signatures ? *options.require_signatures : strict_env_flag(env, "KERNHUB_REQUIRE_SIGNATURES");
     resolve_host_settings(options, env, settings);
+    if (options.local_kernels) {
+        settings.local_kernels = *options.local_kernels;
+        settings.local_kernels_named_by = "Options::local_kernels";
+    } else if (auto value = env("LOCAL_KERNELS")) {
+        settings.local_kernels = *value;
+    }
     return settings;
 }
 

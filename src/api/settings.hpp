@@ -42,6 +42,10 @@ struct Settings {
     std::vector<std::string> targets;
     // Organisations whose repos may be used; nullopt allows every one.
     std::optional<std::vector<std::string>> allowed_orgs;
+    // Options::trust_remote_code or KERNHUB_TRUST_REMOTE_CODE: every repo,
+    // or these repo ids, pass the trusted-publisher check without asking.
+    bool trust_all_repos = false;
+    std::vector<std::string> trusted_repos;
     // Archive variants; archive_max_bytes 0: the ratio rule.
     std::uint64_t archive_max_bytes = 0;
     int archive_max_entries = 100'000;
@@ -58,6 +62,11 @@ struct Settings {
     std::string torch_dir;
     std::string torch_dir_named_by;
     std::string backend;
+    // Options::local_kernels, else LOCAL_KERNELS, unparsed (a malformed
+    // value fails the commands that use it, not every command), and which
+    // of the two it came from.
+    std::string local_kernels;
+    std::string local_kernels_named_by = "LOCAL_KERNELS";
     std::string host;
 };
 

@@ -14,6 +14,8 @@
 //       .kernhub/variants/<commit>/<variant>.json  record of a complete variant
 //       .kernhub/refs/<encoded revision>.json  when refs/<revision> was last resolved on
 //                                          the hub (KERNHUB_REF_TTL)
+//       .kernhub/publisher.json            when the hub last said the repo's organisation is a
+//                                          trusted kernel publisher
 //       .kernhub/tmp/                      temp files for refs/ and snapshots/
 #pragma once
 
@@ -216,6 +218,16 @@ private:
 inline constexpr std::size_t k_max_listing_bytes = 64u << 20;
 inline constexpr std::size_t k_max_record_bytes = 16u << 20;
 inline constexpr std::size_t k_max_ref_bytes = 4u << 10;
+// A trusted-publisher answer kept with a repo (.kernhub/publisher.json).
+struct PublisherRecord {
+    std::string endpoint;         // the hub that answered, as configured
+    std::string organization;     // the ORG of ORG/REPO
+    std::int64_t checked_at = 0;  // Unix seconds
+};
+inline constexpr std::size_t k_max_publisher_bytes = 4u << 10;
+// How long a fetch uses a kept answer without asking the hub again.
+inline constexpr std::int64_t k_publisher_ttl_seconds = 24 * 60 * 60;
+
 // A ref resolution file (.kernhub/refs/): a commit id and a number.
 inline constexpr std::size_t k_max_ref_resolution_bytes = 1u << 10;
 
@@ -298,6 +310,13 @@ public:
     // a resolution name.
     std::optional<RefResolution> read_ref_resolution(const std::string& revision) const;
     void write_ref_resolution(const std::string& revision, const RefResolution& resolution) const;
+    // .kernhub/publisher.json: the hub (endpoint) last said, at checked_at,
+    // that the repo's organisation is a trusted kernel publisher (README,
+    // "Trusted publishers"). Read and written as a ref resolution is: a bad
+    // file reads as nullopt and costs one request; no fsync.
+    fs::path publisher_path() const { return m_folder / ".kernhub" / "publisher.json"; }
+    std::optional<PublisherRecord> read_publisher() const;
+    void write_publisher(const PublisherRecord& record) const;
 
     bool has_blob(const std::string& etag) const;
     // Lock for one blob: <root>/.locks/<folder>/<etag>.lock, the file

@@ -86,4 +86,36 @@ void RepoCache::write_ref_resolution(const std::string& revision, const RefResol
     write_file_atomic(m_folder / ".kernhub" / "refs" / *name, doc.dump(), staging_dir(), Durability::rename_only);
 }
 
+std::optional<PublisherRecord> RepoCache::read_publisher() const {
+    std::optional<std::string> text;
+    try {
+        text = read_cache_file(publisher_path(), k_max_publisher_bytes, "a publisher record");
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    if (!text) return std::nullopt;
+    const json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_object()) return std::nullopt;
+    const auto endpoint = doc.find("endpoint");
+    const auto organization = doc.find("organization");
+    const auto trusted = doc.find("trusted_kernel_publisher");
+    const auto checked_at = doc.find("checked_at");
+    if (endpoint == doc.end() || !endpoint->is_string() || organization == doc.end() || !organization->is_string() ||
+        trusted == doc.end() || !trusted->is_boolean() || !trusted->get<bool>() || checked_at == doc.end() ||
+        !checked_at->is_number_unsigned() ||
+        checked_at->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        return std::nullopt;
+    }
+    return PublisherRecord{endpoint->get<std::string>(), organization->get<std::string>(),
+                           static_cast<std::int64_t>(checked_at->get<std::uint64_t>())};
+}
+
+void RepoCache::write_publisher(const PublisherRecord& record) const {
+    const json doc = {{"endpoint", record.endpoint},
+                      {"organization", record.organization},
+                      {"trusted_kernel_publisher", true},
+                      {"checked_at", record.checked_at}};
+    write_file_atomic(publisher_path(), doc.dump(), staging_dir(), Durability::rename_only);
+}
+
 }  // namespace kernhub::cache

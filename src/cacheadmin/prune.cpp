@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -152,6 +153,7 @@ public:
             check_cancel();
             prune_temp(temp);
         }
+        prune_publisher();
     }
 
     void check_cancel() const { throw_if_cancelled(m_request, m_repo.folder); }
@@ -166,6 +168,28 @@ private:
     void removed(const fs::path& path, std::uint64_t bytes) {
         m_report.removed.push_back(printable(path.string()));
         m_report.bytes += bytes;
+    }
+
+    // The trusted-publisher answer kept with the repo goes once it is
+    // older than cache::k_publisher_ttl_seconds (a fetch no longer uses
+    // it), dated in the future, or unreadable.
+    void prune_publisher() {
+        const fs::path path = m_cache.publisher_path();
+        std::error_code ec;
+        const auto status = fs::symlink_status(path, ec);
+        if (!fs::exists(status)) return;
+        if (!parents_are_real(path)) {
+            kept(path, "lies below a symbolic link; kernhub never removes through one");
+            return;
+        }
+        const std::int64_t now =
+            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        const std::optional<cache::PublisherRecord> record = m_cache.read_publisher();
+        if (record && record->checked_at <= now && now - record->checked_at < cache::k_publisher_ttl_seconds) return;
+        const std::uint64_t bytes = fs::is_regular_file(status) ? fs::file_size(path, ec) : 0;
+        if (!m_request.dry_run) remove_tree(m_repo.folder, path);
+        removed(path, ec ? 0 : bytes);
     }
 
     // The snapshot is walked again right before it goes, so links a fetch

@@ -85,6 +85,7 @@ public:
             const fs::path path = m_repo.folder / "refs" / ref.revision;
             report(path, ref.problem, [this, path] { remove_entry(m_repo.folder, path); });
         }
+        check_publisher();
         repair(m_record_repairs);
         repair(m_repairs);
     }
@@ -114,6 +115,19 @@ private:
         if (m_options.cancel != nullptr && m_options.cancel->load()) {
             throw Error(ErrorCode::interrupted, "interrupted while verifying " + m_repo.folder.string());
         }
+    }
+
+    // The trusted-publisher answer kept with the repo (.kernhub/
+    // publisher.json): one that does not read as kernhub writes it is
+    // damaged (a fetch would only ask the hub again); a repair removes it.
+    void check_publisher() {
+        const cache::RepoCache cache(m_repo.folder.parent_path(), m_repo.type, m_repo.repo_id);
+        const fs::path path = cache.publisher_path();
+        std::error_code ec;
+        if (!fs::exists(fs::symlink_status(path, ec))) return;
+        if (cache.read_publisher()) return;
+        report(path, "is not a trusted-publisher record kernhub wrote (a link, too large, or malformed)",
+               [this, path] { remove_entry(m_repo.folder, path); });
     }
 
     // Why the blob is damaged, or empty when its content matches its name.

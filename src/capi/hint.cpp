@@ -23,6 +23,8 @@ constexpr CName k_c_names[] = {
     {ErrorHint::Kind::setting, "sigstore_trusted_root", "kh_hub_set \"sigstore_trusted_root\""},
     {ErrorHint::Kind::setting, "host", "kh_hub_set \"host\""},
     {ErrorHint::Kind::setting, "backend", "kh_hub_set \"backend\""},
+    {ErrorHint::Kind::setting, "local_kernels", "kh_hub_set \"local_kernels\""},
+    {ErrorHint::Kind::setting, "trust_remote_code", "kh_hub_set \"trust_remote_code\""},
     {ErrorHint::Kind::setting, "load.op", "the registry's \"op\""},
     {ErrorHint::Kind::action, "fetch", "kh_prewarm"},
 };

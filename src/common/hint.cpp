@@ -19,6 +19,8 @@ const std::vector<Known>& known() {
         {k_setting, "sigstore_trusted_root", "Options::sigstore_trusted_root"},
         {k_setting, "host", "Options::host"},
         {k_setting, "backend", "Options::backend"},
+        {k_setting, "local_kernels", "Options::local_kernels"},
+        {k_setting, "trust_remote_code", "Options::trust_remote_code"},
         {k_setting, "load.symbol", "Client::load's symbol_override"},
         {k_setting, "load.op", "LoadOptions::op"},
         {k_setting, "lock.update", "LockOptions::update"},

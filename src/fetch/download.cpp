@@ -8,6 +8,7 @@
 
 #include "cache/cache.hpp"
 #include "common/crash_point.hpp"
+#include "deptree/metadata.hpp"
 #include "fetch/fetcher.hpp"
 #include "fetch/parallel.hpp"
 #include "fetch/stream_check.hpp"
@@ -341,6 +342,16 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
         auto text = cache::read_file(cache.blob_path(jobs[0].entry->etag()));  // verified just now
         metadata = parse_metadata_digest(text.value_or(""), variant);
         first_parallel = 1;
+    }
+    if (request.check_metadata) {
+        // Placed and verified by now (alone above, or with its signature).
+        const fs::path placed = cache.snapshot_path(commit, "build/" + variant + "/metadata.json");
+        std::string text;
+        std::error_code ec;
+        if (fs::exists(fs::symlink_status(placed, ec)) &&
+            cache::read_file_into(placed, text, deptree::k_max_metadata_bytes + 1).error == 0) {
+            request.check_metadata(text);
+        }
     }
     std::vector<FileJob> rest(std::make_move_iterator(jobs.begin() + static_cast<std::ptrdiff_t>(first_parallel)),
                               std::make_move_iterator(jobs.end()));

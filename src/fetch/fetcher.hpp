@@ -102,6 +102,11 @@ struct FetchRequest {
     // less than this many seconds ago (by any process) is taken from
     // refs/ without asking the hub; 0 asks every time, and records nothing.
     int ref_ttl_seconds = 0;
+    // Called with the variant's metadata.json text (when it has one) once
+    // that file is verified and before any other file of the variant is
+    // downloaded, on a fetch that downloads; it may throw to stop the fetch.
+    // A warm fetch does not call it: the caller reads the cached file.
+    std::function<void(const std::string& metadata)> check_metadata;
 };
 
 // Folders whose fsync a batch of blob commits and snapshot links left to

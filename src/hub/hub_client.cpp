@@ -173,6 +173,39 @@ std::string HubClient::resolve_revision(const RepoRef& repo, const std::string& 
     return sha;
 }
 
+std::optional<std::string> HubClient::organization_overview(const std::string& org) {
+    const std::string url = m_endpoint + "/api/organizations/" + url_quote(org, false) + "/overview";
+    http::GetLimits limits;
+    limits.max_body = k_max_overview_bytes;
+    limits.deadline = clock().now() + m_limits.api_timeout;
+    limits.over_body_message = "the hub's overview of organisation " + quoted_name(org) + " is larger than " +
+                               std::to_string(k_max_overview_bytes) + " bytes (k_max_overview_bytes)";
+    http::Response response = m_transport->get(url, limits);
+    // The transport retried what can pass (5xx, 429); another answer is
+    // the hub's word that it has no overview to give.
+    if (response.status >= 400 && response.status < 500) return std::nullopt;
+    if (response.status != 200) {
+        throw Error(ErrorCode::network,
+                    "the hub answered HTTP " + std::to_string(response.status) + " for " + http::redact(url));
+    }
+    return std::move(response.body);
+}
+
+bool is_trusted_publisher(const std::string& overview, const std::string& source) {
+    const nlohmann::json doc = nlohmann::json::parse(overview, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+        throw Error(ErrorCode::verification, "the organisation overview from " + source + " is not a JSON object");
+    }
+    const auto field = doc.find("trustedKernelPublisher");
+    if (field == doc.end() || field->is_null()) return false;
+    if (!field->is_boolean()) {
+        throw Error(ErrorCode::verification, "the organisation overview from " + source +
+                                                 " has a \"trustedKernelPublisher\" that is not true "
+                                                 "or false");
+    }
+    return field->get<bool>();
+}
+
 static std::string next_link(const std::string& link) {
     // Link: <https://host/api/...&cursor=...>; rel="next"
     auto rel = link.find("rel=\"next\"");

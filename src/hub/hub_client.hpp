@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,16 @@ struct HubLimits {
     std::chrono::milliseconds api_timeout{60000};
 };
 
+// An organisation overview is a small object; a larger answer is not one.
+inline constexpr std::size_t k_max_overview_bytes = 1u << 20;
+
+// Whether an organisation overview (HubClient::organization_overview)
+// marks it a trusted kernel publisher: "trustedKernelPublisher": true. A
+// missing field is false, as for the kernels library. Error(network)
+// naming `source` when the document is not an object or the field is not a
+// boolean.
+bool is_trusted_publisher(const std::string& overview, const std::string& source);
+
 // Percent-encodes everything but unreserved characters; keep_slash leaves
 // '/' alone (for file paths).
 std::string url_quote(const std::string& text, bool keep_slash);
@@ -88,6 +99,14 @@ public:
     // KERNHUB_MAX_LISTING_BYTES or KERNHUB_API_TIMEOUT when the listing
     // exceeds that limit.
     std::vector<TreeEntry> list_tree(const RepoRef& repo, const std::string& commit, const std::string& path);
+    // The hub's overview of an organisation (GET
+    // /api/organizations/ORG/overview, what the kernels library asks before
+    // it trusts a publisher): the body as the hub sent it, a JSON object of
+    // at most k_max_overview_bytes. nullopt when the hub answers 404 (it has
+    // no such organisation, or a static tree has no overview for it).
+    // Error(network) for any other failure after retries, or a body that is
+    // not a JSON object.
+    std::optional<std::string> organization_overview(const std::string& org);
     // Streams a file at `commit` into target (redirects and retries inside).
     void download(const RepoRef& repo, const std::string& commit, const std::string& path, http::BodyTarget& target);
 

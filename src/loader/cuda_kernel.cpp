@@ -61,6 +61,14 @@ public:
     Resolved load(const LoadRequest& request, const Artifact& artifact) const override {
         return load_cuda_image(artifact.read(), artifact.path().string(), request.symbol);
     }
+
+    // A CUDA image adds nothing to the process that another kernel could
+    // use: it is fetched and verified, not loaded.
+    bool open_dependency(const LoadRequest& request, const Artifact& artifact) const override {
+        (void)request;
+        (void)artifact;
+        return false;
+    }
 };
 
 }  // namespace

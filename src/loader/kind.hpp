@@ -109,6 +109,13 @@ public:
     virtual std::optional<std::string> choose(const LoadRequest& request) const = 0;
     // Checks, loads the artifact and resolves the entry. Throws Error.
     virtual Resolved load(const LoadRequest& request, const Artifact& artifact) const = 0;
+    // Opens the artifact of a dependency (README, "Kernel dependencies")
+    // so that what it defines is present for the kernels that depend on
+    // it, resolving nothing: a shared object's symbols join the global
+    // scope, a tvm-ffi library registers its functions, an op library its
+    // ops. Returns false when the kind has nothing to open in a process
+    // (a CUDA image). Throws Error.
+    virtual bool open_dependency(const LoadRequest& request, const Artifact& artifact) const = 0;
     // For `info`: the runtime this kind needs, when some of `variants` are
     // of its kind ("0.1.15 at /path/libtvm_ffi.so"), else `problem` (why
     // selection found none); "" when the kind needs no runtime or none of
@@ -151,6 +158,10 @@ struct Loaded {
     Resolved resolved;
 };
 Loaded load(const LoadRequest& request);
+
+// pick, then the kind opens the dependency's artifact (Kind::open_dependency);
+// the file opened, or nullopt when the kind opens nothing.
+std::optional<std::string> load_dependency(const LoadRequest& request);
 
 // Helpers for the kinds that choose by file name.
 // Whether a file name ends in `suffix` after at least one more byte.

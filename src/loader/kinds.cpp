@@ -112,4 +112,11 @@ Loaded load(const LoadRequest& request) {
     return loaded;
 }
 
+std::optional<std::string> load_dependency(const LoadRequest& request) {
+    const Pick chosen = pick(request);
+    const Artifact artifact(request, chosen.artifact);
+    if (!chosen.kind->open_dependency(request, artifact)) return std::nullopt;
+    return artifact.path().string();
+}
+
 }  // namespace kernhub::loader

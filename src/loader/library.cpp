@@ -83,6 +83,7 @@ std::string renamed(std::string text, const std::string& from, const std::string
 
 namespace {
 int dlopen_mode(Binding binding) {
+    if (binding == Binding::now_global) return RTLD_NOW | RTLD_GLOBAL;
     return (binding == Binding::lazy ? RTLD_LAZY : RTLD_NOW) | RTLD_LOCAL;
 }
 }  // namespace

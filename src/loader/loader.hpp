@@ -35,7 +35,10 @@ std::string renamed(std::string text, const std::string& from, const std::string
 // call. `lazy` (RTLD_LAZY) for a torch op library, whose Python module init
 // refers to Python functions that a process without Python lacks and that
 // nothing calls (docs/ARCHITECTURE.md, "Torch ops").
-enum class Binding { now, lazy };
+// `now_global` (RTLD_NOW | RTLD_GLOBAL) for a dependency's shared object
+// (README, "Kernel dependencies"): its symbols join the global scope, so
+// the kernels that depend on it find them when they are opened after it.
+enum class Binding { now, lazy, now_global };
 
 // A dlopen handle. Kernels stay loaded for the life of the process (dlclose
 // of C++ objects is unreliable), so the destructor does not dlclose.

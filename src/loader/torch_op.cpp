@@ -232,7 +232,8 @@ std::string some_ops(const std::vector<std::string>& ops) {
 }
 
 void check_op(const TorchOpListing& listing, const std::string& ns, const std::string& op, const std::string& file) {
-    if (may_define_op(listing, op)) return;
+    // A dependency's library is opened for all its ops, not for one.
+    if (op.empty() || may_define_op(listing, op)) return;
     throw Error(ErrorCode::not_found,
                 file + " defines no op " + ns + "::" + op + "; its ops: " + some_ops(listing.ops) +
                     "; check the registry's \"op\" (or the op given to the load)",
@@ -349,6 +350,17 @@ public:
         resolved.torch_version = runtime.version;
         resolved.torch_library = runtime.library;
         return resolved;
+    }
+
+    // The same checks as a load, then the library registers all its ops.
+    bool open_dependency(const LoadRequest& request, const Artifact& artifact) const override {
+        const std::string file = artifact.path().string();
+        TorchRuntime runtime = require_torch(request, file);
+        complete_version(request, runtime);
+        check_fit(request, runtime);
+        check_backend(request, runtime, file);
+        register_namespace(request, artifact, op_namespace(request, artifact), {});
+        return true;
     }
 };
 

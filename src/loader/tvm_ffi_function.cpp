@@ -83,6 +83,14 @@ public:
         return resolved_address(resolve_function(library, symbol, artifact.path().string()), symbol);
     }
 
+    // Its static initialisers register the library's functions with the
+    // runtime, which must be bound first.
+    bool open_dependency(const LoadRequest& request, const Artifact& artifact) const override {
+        bind_runtime(request);
+        (void)artifact.open();
+        return true;
+    }
+
     // The bound runtime, or why selection could not bind one.
     std::string runtime_status(const std::vector<std::string>& variants, const std::string& problem) const override {
         const bool any = std::any_of(variants.begin(), variants.end(), [](const std::string& name) {

@@ -208,8 +208,8 @@ LockedVariant parse_kernhub_variant(const json& value, const std::string& source
 
 LockedKernel parse_kernhub_kernel(const json& value, const std::string& source, const std::string& where) {
     if (!value.is_object()) fail(source, where + ": must be an object");
-    check_keys(value, {"repo_id", "repo_type", "revision", "commit", "symbol", "variants"}, {"file", "missing_targets"},
-               source, where);
+    check_keys(value, {"repo_id", "repo_type", "revision", "commit", "symbol", "variants"},
+               {"file", "missing_targets", "kernel_depends"}, source, where);
     LockedKernel kernel;
     kernel.repo_id = checked_repo_id(string_field(value, "repo_id", source, where), source, where);
     const std::string& type = string_field(value, "repo_type", source, where);
@@ -245,6 +245,17 @@ LockedKernel parse_kernhub_kernel(const json& value, const std::string& source, 
             kernel.missing_targets.insert(name);
         }
     }
+    if (value.contains("kernel_depends")) {
+        const json& depends = value.at("kernel_depends");
+        if (!depends.is_array()) fail(source, where + ": field \"kernel_depends\" must be an array");
+        check_count(depends.size(), k_max_lock_kernels, "k_max_lock_kernels", where, source);
+        for (const json& name : depends) {
+            if (!name.is_string() || name.get_ref<const std::string&>().empty()) {
+                fail(source, where + ": \"kernel_depends\" holds something that is not a kernel name");
+            }
+            kernel.kernel_depends.insert(name.get<std::string>());
+        }
+    }
     return kernel;
 }
 
@@ -263,6 +274,14 @@ KernhubLock parse_kernhub(const json& document, const std::string& source) {
         if (name.empty() || name.size() > k_max_name_length)
             fail(source, "kernel " + quote_json(name) + ": invalid name");
         lock.kernels.emplace(name, parse_kernhub_kernel(value, source, "kernel " + quote_json(name)));
+    }
+    for (const auto& [name, kernel] : lock.kernels) {
+        for (const std::string& dependency : kernel.kernel_depends) {
+            if (lock.kernels.count(dependency) == 0) {
+                fail(source, "kernel " + quote_json(name) + ": \"kernel_depends\" names " + quote_json(dependency) +
+                                 ", which is not a kernel of this lock");
+            }
+        }
     }
     return lock;
 }
@@ -384,6 +403,7 @@ std::string write_kernhub_lock(const KernhubLock& lock) {
                       {"symbol", kernel.symbol},     {"variants", std::move(variants)}};
         if (!kernel.file.empty()) entry["file"] = kernel.file;
         if (!kernel.missing_targets.empty()) entry["missing_targets"] = kernel.missing_targets;
+        if (!kernel.kernel_depends.empty()) entry["kernel_depends"] = kernel.kernel_depends;
         kernels[name] = std::move(entry);
     }
     json document = {{"format", k_format}, {"kernels", std::move(kernels)}};

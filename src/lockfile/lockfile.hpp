@@ -60,6 +60,11 @@ struct LockedKernel {
     // prewarm --target skips the kernel for them instead of failing.
     // Written as "missing_targets" only when not empty.
     std::set<std::string> missing_targets;
+    // The lock's entries for the kernels its locked variants' metadata.json
+    // names under "kernel-depends" (README, "Kernel dependencies"), each
+    // called by its "ORG/REPO@REVISION". Written as "kernel_depends" only
+    // when not empty; every name must be an entry of the same lock.
+    std::set<std::string> kernel_depends;
 };
 
 // kernhub.lock: {"format": 1, "kernels": {NAME: {...}}}.

@@ -130,6 +130,11 @@ PlaceCounts HubTree::add_files(const hub::RepoRef& repo, const std::string& comm
     return counts;
 }
 
+void HubTree::set_organization(const std::string& org, const std::string& overview) {
+    validate_repo_id(org + "/overview");
+    cache::write_file_atomic(m_root / "api" / "organizations" / org / "overview", overview, m_root / k_staging_name);
+}
+
 void HubTree::set_revision(const hub::RepoRef& repo, const std::string& revision, const std::string& commit) {
     validate_repo_id(repo.repo_id);
     cache::check_commit(commit);

@@ -67,6 +67,11 @@ public:
     // Points revision/<revision> (a branch, tag or vN; not a commit id) at
     // `commit` and records it in refs. Call after add_files for that commit.
     void set_revision(const hub::RepoRef& repo, const std::string& revision, const std::string& commit);
+    // Writes api/organizations/<org>/overview: the organisation overview
+    // exactly as the hub answered it (README, "Trusted publishers"), so
+    // that clients checking publisher trust against the mirror get the
+    // hub's answer. Error(usage) for an unsafe organisation name.
+    void set_organization(const std::string& org, const std::string& overview);
 
 private:
     fs::path m_root;

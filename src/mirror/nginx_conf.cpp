@@ -223,6 +223,12 @@ std::string nginx_conf(const fs::path& root, const std::string& listen) {
         << "    location @kernhub_entry_not_found {\n"
         << "        add_header X-Error-Code EntryNotFound always;\n"
         << "        return 404;\n"
+        << "    }\n"
+        << "    # Organisation overviews as the hub answered them (trusted kernel publishers).\n"
+        << "    location ~ \"^/api/organizations/[A-Za-z0-9._-]+/overview$\" {\n"
+        << "        default_type application/json;\n"
+        << "        add_header Cache-Control no-cache;\n"
+        << "        try_files $uri =404;\n"
         << "    }\n";
     for (const RepoInTree& repo : repos) write_repo(out, repo);
     out << "}\n";

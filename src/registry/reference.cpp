@@ -75,6 +75,11 @@ KernelSpec resolve_ref(const Registry& registry, const std::string& ref) {
         if (agreed([](const KernelSpec& e) { return e.op; })) spec.op = naming.front().op;
         if (agreed([](const KernelSpec& e) { return e.repo_type; })) spec.repo_type = naming.front().repo_type;
         spec.signature = registry_policy(registry, base, {});
+        // Named by an entry, ASCII case ignored as the hub does for repo ids.
+        const std::vector<KernelSpec> all = registry.entries();
+        spec.registry_named = std::any_of(all.begin(), all.end(), [&](const KernelSpec& entry) {
+            return ascii_lowercase(entry.repo_id) == ascii_lowercase(base);
+        });
         return spec;
     }
     const KernelSpec* found = registry.find(base);

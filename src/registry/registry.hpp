@@ -25,6 +25,10 @@ struct KernelSpec {
     std::string source;  // the registry file (or label) that defined this entry
     // "signature": who must have signed the variant (README, "Signatures").
     std::optional<SignaturePolicy> signature;
+    // False for an ORG/REPO reference to a repo no registry entry names:
+    // the trusted-publisher check applies to it (README, "Trusted
+    // publishers"). A registry entry, or a lock's pin, is the user's choice.
+    bool registry_named = true;
 
     // "vN" for a version, else the revision.
     std::string effective_revision() const;

@@ -85,7 +85,7 @@ TEST_CASE("kh_hub_set refuses unknown keys, bad booleans, NULLs and oversized va
     CHECK(last_error(hub) ==
           "usage error: unknown setting 'colour'; the settings are endpoint, cache_dir, registry, project, offline, "
           "target, token, verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, tvm_ffi_library, "
-          "torch_dir, backend, host, retries, "
+          "torch_dir, backend, local_kernels, trust_remote_code, host, retries, "
           "max_wait_seconds, max_listing_entries, "
           "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, max_connections, ref_ttl, "
           "archive_max_bytes, archive_max_entries, archive_max_path");

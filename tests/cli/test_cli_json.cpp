@@ -8,14 +8,15 @@ using namespace kernhub::test::cli;
 
 namespace {
 
-const std::vector<std::string> k_fetch_keys = {"bytes_downloaded", "commit",   "files",    "name",      "path",
-                                               "repo_id",          "requests", "revision", "signature", "variant"};
+const std::vector<std::string> k_fetch_keys = {"bytes_downloaded", "commit",   "dependencies", "files",
+                                               "local_folder",     "name",     "path",         "repo_id",
+                                               "requests",         "revision", "signature",    "variant"};
 
 // The fetch object is complete and true to the files on disk.
 void check_fetch_object(const json& j, const Sandbox& box, bool load = false) {
     INFO(j.dump(2));
     std::vector<std::string> keys = k_fetch_keys;
-    if (load) keys.insert(keys.end(), {"address", "kind", "symbol"});
+    if (load) keys.insert(keys.end(), {"address", "dependency_files", "kind", "symbol"});
     std::sort(keys.begin(), keys.end());
     CHECK(keys_of(j) == keys);
     CHECK(j["name"] == "vector-add");
@@ -23,6 +24,9 @@ void check_fetch_object(const json& j, const Sandbox& box, bool load = false) {
     CHECK(j["revision"] == "main");
     CHECK(std::regex_match(j["commit"].get<std::string>(), std::regex("[0-9a-f]{40}")));
     CHECK(j["variant"] == host_cpu_variant());
+    CHECK(j["dependencies"] == json::array());  // its metadata.json names no kernel-depends
+    CHECK(j["local_folder"].is_null());
+    if (load) CHECK(j["dependency_files"] == json::array());
     const fs::path path = j["path"].get<std::string>();
     CHECK(path == box.cache / k_vector_add_folder / "snapshots" / j["commit"].get<std::string>() / "build" /
                       host_cpu_variant());

@@ -187,7 +187,13 @@ def run(cmd, env, what, report, timeout=TIMEOUT):
 
 def make_hub(args, spec, out, timeout=TIMEOUT):
     """Lays out spec with make_hub.py into out (spec.json next to it); the hub's
-    _hub.json index. Raises when make_hub.py fails."""
+    _hub.json index. Raises when make_hub.py fails. A spec without
+    "organizations" gets every organisation of its repos as a trusted kernel
+    publisher, so ad-hoc ORG/REPO fetches pass kernhub's (and kernels')
+    trusted-publisher check as they would for such an organisation."""
+    if "organizations" not in spec:
+        orgs = {repo["repo_id"].split("/", 1)[0] for repo in spec.get("repos", [])}
+        spec = {**spec, "organizations": {org: {"trusted_kernel_publisher": True} for org in sorted(orgs)}}
     spec_path = out.parent / "spec.json"
     spec_path.write_text(json.dumps(spec))
     subprocess.run([args.python, args.make_hub, "--spec", str(spec_path), "--out", str(out)], check=True,

@@ -10,7 +10,23 @@
 
 namespace kernhub::test {
 
-void make_hub(const nlohmann::json& spec, const std::filesystem::path& out) {
+void make_hub(const nlohmann::json& given, const std::filesystem::path& out) {
+    // A hub of trusted kernel publishers unless the spec has its own
+    // "organizations": every organisation of its repos gets an overview
+    // marking it one, so
+    // ad-hoc ORG/REPO fetches pass the trusted-publisher check (README,
+    // "Trusted publishers") as they would on the real hub for such orgs.
+    nlohmann::json spec = given;
+    if (spec.is_object() && !spec.contains("organizations") && spec.contains("repos") && spec["repos"].is_array()) {
+        nlohmann::json& organizations = spec["organizations"];
+        organizations = nlohmann::json::object();
+        for (const nlohmann::json& repo : spec["repos"]) {
+            if (!repo.is_object() || !repo.contains("repo_id") || !repo["repo_id"].is_string()) continue;
+            const std::string id = repo["repo_id"].get<std::string>();
+            const std::string org = id.substr(0, id.find('/'));
+            if (!organizations.contains(org)) organizations[org] = {{"trusted_kernel_publisher", true}};
+        }
+    }
     TempDir scratch;
     const auto spec_path = scratch.path() / "spec.json";
     std::ofstream(spec_path) << spec.dump(2);

@@ -7,6 +7,8 @@
 
 namespace kernhub::test {
 
+// A spec without "organizations" gets every organisation of its repos as a
+// trusted kernel publisher (an overview saying so).
 // Lays out the static hub tree described by spec (the make_hub.py spec
 // format) at out, replacing what was there. The spec is written to a
 // temporary file first, so "path" sources must be absolute. Fails the

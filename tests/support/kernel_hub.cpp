@@ -168,8 +168,11 @@ static const std::filesystem::path& shared_hub_root() {
         namespace fs = std::filesystem;
         const nlohmann::json spec = standard_hub_spec();
         // The layout program is part of what the tree is made of.
-        std::string key = spec.dump() + "\n" +
-                          digest::sha256_file_hex(fs::path(KERNHUB_SOURCE_DIR) / "examples" / "hub" / "make_hub.py");
+        // So is hub_builder.cpp, which adds the organisations' overviews.
+        std::string key =
+            spec.dump() + "\n" +
+            digest::sha256_file_hex(fs::path(KERNHUB_SOURCE_DIR) / "examples" / "hub" / "make_hub.py") + "\n" +
+            digest::sha256_file_hex(fs::path(KERNHUB_SOURCE_DIR) / "tests" / "support" / "hub_builder.cpp");
         add_sources(spec, key);
         const fs::path base = fs::path(KERNHUB_BINARY_DIR) / "tests" / "standard-hubs";
         const fs::path tree = base / digest::sha256_hex(key).substr(0, 16);

@@ -1,0 +1,152 @@
+// Kernel dependencies and the kernels release a variant needs
+// (docs/ARCHITECTURE.md, "Kernel dependencies"): Client::Impl::fetch takes
+// a kernel's "kernel-depends" tree along.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "api/client_impl.hpp"
+#include "cache/cache.hpp"
+#include "deptree/tree.hpp"
+#include "kernhub/error.hpp"
+
+namespace kernhub {
+
+namespace fs = std::filesystem;
+
+deptree::VariantMetadata api::variant_metadata(const fs::path& variant_dir, const std::string& where) {
+    const fs::path path = variant_dir / "metadata.json";
+    std::string text;
+    const cache::ReadStatus status = cache::read_file_into(path, text, deptree::k_max_metadata_bytes + 1);
+    if (status.error == ENOENT) return {};
+    if (status.error != 0) {
+        throw Error(ErrorCode::internal, "cannot read " + path.string() + ": " + std::strerror(status.error));
+    }
+    return deptree::parse_variant_metadata(text, where);
+}
+
+deptree::VariantMetadata api::variant_metadata(const FetchResult& fetched) {
+    const bool has = std::any_of(fetched.files.begin(), fetched.files.end(),
+                                 [](const FileInfo& file) { return file.path == "metadata.json"; });
+    if (!has) return {};
+    return variant_metadata(fetched.path, fetched.repo_id + " variant " + fetched.variant);
+}
+
+void Client::Impl::check_minver(const deptree::VariantMetadata& metadata, const std::string& repo_id,
+                                const std::string& variant) {
+    const std::string problem = deptree::minver_problem(metadata);
+    if (problem.empty()) return;
+    const std::string what = variant.empty() ? repo_id : "variant " + variant + " of " + repo_id;
+    if (!selecting_elsewhere()) {
+        throw Error(ErrorCode::load, what + " " + problem +
+                                         "; use a kernhub that follows a newer kernels, or an older version of "
+                                         "the kernel");
+    }
+    if (options.events != nullptr) {
+        Event event;
+        event.kind = Event::Kind::info;
+        event.text = "warning: " + what + " " + problem + "; the machine it is fetched for needs that kernels";
+        options.events->on_event(event);
+    }
+}
+
+fs::path Client::Impl::local_folder(const std::string& repo_id) const {
+    if (settings.local_kernels.empty()) return {};
+    const std::map<std::string, fs::path> folders =
+        fetch::parse_local_kernels(settings.local_kernels, settings.local_kernels_named_by);
+    const auto it = folders.find(repo_id);
+    if (it == folders.end()) return {};
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(it->second, ec);
+    return (ec ? it->second : absolute).lexically_normal();
+}
+
+FetchResult Client::Impl::fetch_local(const registry::KernelSpec& spec, const fs::path& folder,
+                                      deptree::VariantMetadata& metadata) {
+    const fetch::LocalVariant local = fetch::resolve_local_kernel(folder, host_facts(), spec.file);
+    FetchResult result;
+    result.name = spec.name;
+    result.repo_id = spec.repo_id;
+    result.repo_type = to_string(spec.repo_type);
+    result.revision = spec.effective_revision();
+    result.variant = local.variant;
+    result.path = local.dir.string();
+    result.local_folder = folder.string();
+    for (const auto& file : local.files) result.files.push_back(FileInfo{file.path, file.size, {}});
+    metadata = api::variant_metadata(local.dir, spec.repo_id + " variant " + local.variant + " in " + folder.string());
+    check_minver(metadata, result.repo_id, result.variant);
+    return result;
+}
+
+InfoResult Client::Impl::local_info(const registry::KernelSpec& spec, const fs::path& folder) {
+    InfoResult info;
+    info.name = spec.name;
+    info.repo_id = spec.repo_id;
+    info.repo_type = to_string(spec.repo_type);
+    info.revision = spec.effective_revision();
+    info.symbol = spec.symbol;
+    info.local_folder = folder.string();
+    const select::HostFacts& facts = host_facts();
+    info.host = select::describe(facts);
+    info.host_facts = host_detection().report;
+    info.targets = facts.targets;
+    const fetch::LocalVariant local = fetch::resolve_local_kernel(folder, facts, spec.file);
+    info.selected = local.variant;
+    info.variants.push_back(VariantStatus{local.variant, true, {}});
+    std::vector<std::string> names{local.variant};
+    for (const auto& rejection : local.selection.rejected) {
+        info.variants.push_back(VariantStatus{rejection.variant, false, rejection.reason});
+        names.push_back(rejection.variant);
+    }
+    std::sort(info.variants.begin(), info.variants.end(),
+              [](const VariantStatus& a, const VariantStatus& b) { return a.name < b.name; });
+    if (settings.host.empty()) info.tvm_ffi_runtime = loader::runtime_status(names, local.selection.runtime_problem);
+    info.signature_policy = spec.signature;
+    return info;
+}
+
+registry::KernelSpec Client::Impl::dependency_spec(const deptree::KernelDependency& dep) const {
+    registry::KernelSpec spec = registry::resolve_ref(registry, dep.repo_id);
+    spec.name = dep.repo_id;
+    spec.version = dep.version;
+    spec.revision = dep.version ? std::string() : dep.revision;
+    spec.symbol.clear();
+    spec.op.clear();
+    return spec;
+}
+
+registry::KernelSpec Client::Impl::dependency_spec_of(const FetchResult& fetched) const {
+    return registry::resolve_ref(registry, fetched.repo_id);
+}
+
+FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
+    const std::uint64_t before = requests();
+    deptree::VariantMetadata metadata;
+    FetchResult result = fetch_one(spec, metadata);
+    result.dependencies = fetch_dependencies(result, metadata);
+    for (const FetchResult& dependency : result.dependencies) result.bytes_downloaded += dependency.bytes_downloaded;
+    result.requests = requests() - before;
+    return result;
+}
+
+std::vector<FetchResult> Client::Impl::fetch_dependencies(const FetchResult& top,
+                                                          const deptree::VariantMetadata& metadata) {
+    if (metadata.depends.empty()) return {};
+    std::map<std::string, FetchResult> fetched;
+    const deptree::KernelDependency top_node{top.repo_id, std::nullopt, top.revision};
+    const std::vector<deptree::KernelDependency> order =
+        deptree::walk(top_node, metadata.depends, [&](const deptree::KernelDependency& dep) {
+            deptree::VariantMetadata own;
+            FetchResult result = fetch_one(dependency_spec(dep), own);
+            result.revision = dep.ref();
+            fetched[dep.label()] = std::move(result);
+            return own.depends;
+        });
+    std::vector<FetchResult> out;
+    out.reserve(order.size());
+    for (const deptree::KernelDependency& dep : order) out.push_back(std::move(fetched[dep.label()]));
+    return out;
+}
+
+}  // namespace kernhub

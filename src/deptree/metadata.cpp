@@ -1,0 +1,136 @@
+#include "deptree/metadata.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "common/repo.hpp"
+#include "kernhub/error.hpp"
+
+namespace kernhub::deptree {
+
+using json = nlohmann::json;
+
+namespace {
+
+Error malformed(const std::string& where, const std::string& why) {
+    return Error(ErrorCode::verification,
+                 "metadata.json of " + where + " is malformed: " + why + "; the publisher must fix the repo");
+}
+
+// "1.2.3" -> {1, 2, 3}; nullopt unless non-empty dot-separated digit runs
+// of at most 9 digits each.
+std::optional<std::vector<long>> numeric_parts(const std::string& text) {
+    std::vector<long> parts;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t dot = text.find('.', start);
+        const std::string part = text.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+        if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos) {
+            return std::nullopt;
+        }
+        parts.push_back(std::stol(part));
+        if (dot == std::string::npos) return parts;
+        start = dot + 1;
+    }
+}
+
+KernelDependency parse_dependency(const json& entry, const std::string& where, std::size_t index) {
+    const std::string at = "\"kernel-depends\" entry " + std::to_string(index + 1);
+    if (!entry.is_object()) throw malformed(where, at + " is not an object");
+    for (const auto& [key, value] : entry.items()) {
+        (void)value;
+        if (key != "repo-id" && key != "version" && key != "revision") {
+            throw malformed(where, at + " has the unknown key \"" + key + "\" (repo-id, version, revision)");
+        }
+    }
+    KernelDependency dep;
+    if (!entry.contains("repo-id") || !entry["repo-id"].is_string()) {
+        throw malformed(where, at + " needs a string \"repo-id\"");
+    }
+    dep.repo_id = entry["repo-id"].get<std::string>();
+    try {
+        validate_repo_id(dep.repo_id);
+    } catch (const Error&) {
+        throw malformed(where, at + " has the repo-id \"" + dep.repo_id + "\", which is not ORG/NAME");
+    }
+    const bool has_version = entry.contains("version");
+    const bool has_revision = entry.contains("revision");
+    if (has_version == has_revision) {
+        throw malformed(where, at + " (" + dep.repo_id + ") needs exactly one of \"version\" and \"revision\"");
+    }
+    if (has_version) {
+        const json& version = entry["version"];
+        if (!version.is_number_unsigned() || version.get<std::uint64_t>() > 1'000'000'000) {
+            throw malformed(where, at + " (" + dep.repo_id + ") has a \"version\" that is not a whole number");
+        }
+        dep.version = static_cast<int>(version.get<std::uint64_t>());
+    } else {
+        if (!entry["revision"].is_string()) {
+            throw malformed(where, at + " (" + dep.repo_id + ") has a \"revision\" that is not a string");
+        }
+        dep.revision = entry["revision"].get<std::string>();
+        if (const std::string problem = revision_problem(dep.revision); !problem.empty()) {
+            throw malformed(where, at + " (" + dep.repo_id + ") has an unusable revision: " + problem);
+        }
+    }
+    return dep;
+}
+
+}  // namespace
+
+VariantMetadata parse_variant_metadata(const std::string& text, const std::string& where) {
+    if (text.size() > k_max_metadata_bytes) {
+        throw malformed(where,
+                        "it is larger than k_max_metadata_bytes (" + std::to_string(k_max_metadata_bytes) + " bytes)");
+    }
+    const json doc = json::parse(text, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) throw malformed(where, "not a JSON object");
+    VariantMetadata out;
+    if (auto it = doc.find("kernel-depends"); it != doc.end() && !it->is_null()) {
+        if (!it->is_array()) throw malformed(where, "\"kernel-depends\" is not a list");
+        if (it->size() > k_max_kernel_depends) {
+            throw malformed(where, "\"kernel-depends\" has " + std::to_string(it->size()) +
+                                       " entries, more than k_max_kernel_depends (" +
+                                       std::to_string(k_max_kernel_depends) + ")");
+        }
+        for (std::size_t i = 0; i < it->size(); ++i) {
+            KernelDependency dep = parse_dependency((*it)[i], where, i);
+            for (const KernelDependency& earlier : out.depends) {
+                if (earlier.repo_id == dep.repo_id) {
+                    throw malformed(where, "\"kernel-depends\" names " + dep.repo_id + " twice");
+                }
+            }
+            out.depends.push_back(std::move(dep));
+        }
+    }
+    if (auto it = doc.find("kernels-minver"); it != doc.end() && !it->is_null()) {
+        const std::optional<std::vector<long>> parts =
+            it->is_string() ? numeric_parts(it->get<std::string>()) : std::nullopt;
+        if (!parts || parts->size() != 3) {
+            throw malformed(where, "\"kernels-minver\" is not a version of three numbers (like \"0.17.0\")");
+        }
+        out.kernels_minver = it->get<std::string>();
+    }
+    return out;
+}
+
+std::optional<int> compare_versions(const std::string& a, const std::string& b) {
+    std::optional<std::vector<long>> left = numeric_parts(a);
+    std::optional<std::vector<long>> right = numeric_parts(b);
+    if (!left || !right) return std::nullopt;
+    const std::size_t n = std::max(left->size(), right->size());
+    left->resize(n, 0);
+    right->resize(n, 0);
+    if (*left < *right) return -1;
+    if (*right < *left) return 1;
+    return 0;
+}
+
+std::string minver_problem(const VariantMetadata& metadata) {
+    if (!metadata.kernels_minver) return {};
+    const std::optional<int> order = compare_versions(k_kernels_release, *metadata.kernels_minver);
+    if (!order || *order >= 0) return {};
+    return "needs kernels>=" + *metadata.kernels_minver +
+           " (its metadata.json's kernels-minver), and kernhub follows kernels " + k_kernels_release;
+}
+
+}  // namespace kernhub::deptree

@@ -1,0 +1,66 @@
+// What a variant's metadata.json says about other kernels and about the
+// Python `kernels` library (docs/ARCHITECTURE.md, "Kernel dependencies"):
+// its "kernel-depends" list and its "kernels-minver". Pure: parsing and
+// version comparison, no I/O.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace kernhub::deptree {
+
+// The `kernels` release whose formats kernhub follows (metadata.json,
+// kernels.lock, the cache layout): a variant whose "kernels-minver" is
+// newer needs something kernhub does not know.
+inline constexpr const char* k_kernels_release = "0.17.2";
+
+// Bounds on what one metadata.json may declare.
+inline constexpr std::size_t k_max_metadata_bytes = 4u << 20;
+inline constexpr std::size_t k_max_kernel_depends = 64;  // entries of one "kernel-depends"
+
+// One entry of "kernel-depends": a repo and exactly one of a version (a
+// "vN" branch) or a revision (a branch, tag or commit).
+struct KernelDependency {
+    std::string repo_id;
+    std::optional<int> version;
+    std::string revision;
+    // "vN" for a version, else the revision: what a fetch asks the hub for.
+    std::string ref() const { return version ? "v" + std::to_string(*version) : revision; }
+    // "org/x@v1", for messages and lock entries.
+    std::string label() const { return repo_id + "@" + ref(); }
+    bool operator<(const KernelDependency& other) const {
+        return std::tie(repo_id, version, revision) < std::tie(other.repo_id, other.version, other.revision);
+    }
+    bool operator==(const KernelDependency& other) const {
+        return repo_id == other.repo_id && version == other.version && revision == other.revision;
+    }
+};
+
+struct VariantMetadata {
+    std::vector<KernelDependency> depends;
+    std::optional<std::string> kernels_minver;  // "0.18.0", as written
+};
+
+// Reads the two fields from a metadata.json document; every other field is
+// left alone. As strict as `kernels` on them: "kernel-depends" must be a
+// list of objects with "repo-id" and exactly one of "version" (a number
+// 0 or more) or "revision" (a string), and no other key; "kernels-minver"
+// must be three dot-separated numbers. A safe repo id and revision (they
+// reach URLs and cache paths), at most k_max_kernel_depends entries, at
+// most k_max_metadata_bytes. Anything else is Error(verification) naming
+// `where` (the repo and variant) and the field: it is the hub's data.
+VariantMetadata parse_variant_metadata(const std::string& json, const std::string& where);
+
+// Compares dotted numeric versions ("0.17", "0.17.0.0" equal): negative,
+// zero or positive. nullopt when either is not dotted numbers.
+std::optional<int> compare_versions(const std::string& a, const std::string& b);
+
+// Why `metadata` asks for a newer `kernels` than k_kernels_release, or ""
+// when it does not: "needs kernels>=0.18.0 (its kernels-minver), and kernhub
+// follows kernels 0.17.2".
+std::string minver_problem(const VariantMetadata& metadata);
+
+}  // namespace kernhub::deptree
