@@ -68,10 +68,10 @@ FetchResult Client::Impl::fetch_one(const registry::KernelSpec& spec, deptree::V
         return fetch_local(spec, folder, metadata);
     }
     fetch::FetchRequest request = request_for(spec);
-    request.check_metadata = [&](const std::string& text) {
+    request.check_metadata = [&](const std::string& variant, const std::string& text) {
         // Cold: refused before the variant's other files are downloaded.
-        metadata = deptree::parse_variant_metadata(text, spec.repo_id + " variant (being fetched)");
-        if (!selecting_elsewhere()) check_minver(metadata, spec.repo_id, {});
+        metadata = deptree::parse_variant_metadata(text, spec.repo_id + " variant " + variant);
+        if (!selecting_elsewhere()) check_minver(metadata, spec.repo_id, variant);
     };
     std::uint64_t before = requests();
     fetch::Fetcher fetcher(settings.cache_root, hub_client(), options.events);

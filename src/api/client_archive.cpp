@@ -49,6 +49,7 @@ std::vector<deptree::KernelDependency> cached_depends(const std::filesystem::pat
         }
     }
     std::vector<deptree::KernelDependency> out;
+    out.reserve(found.size());
     for (auto& [label, dep] : found) out.push_back(std::move(dep));
     return out;
 }

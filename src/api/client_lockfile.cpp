@@ -171,6 +171,7 @@ struct Locker {
             }
         }
         std::vector<deptree::KernelDependency> out;
+        out.reserve(found.size());
         for (auto& [label, dep] : found) out.push_back(std::move(dep));
         return out;
     }
@@ -378,6 +379,47 @@ LockedKernel summary_of(const registry::KernelSpec& spec, const lockfile::Locked
 
 }  // namespace
 
+namespace {
+
+// Kernel dependencies (README, "Kernel dependencies"): every kernel a
+// locked variant names is locked too, as an entry called by its
+// "ORG/REPO@REVISION", with the same targets and pin rules; one shared by
+// several kernels is locked once. Sets each manifest kernel's
+// kernel_depends; the dependencies' entries go into `next` and `report`.
+void lock_dependencies(Client::Impl& impl, Locker& locker, const std::vector<registry::KernelSpec>& specs,
+                       std::vector<lockfile::LockedKernel>& results, const lockfile::KernhubLock& previous,
+                       const LockOptions& options, LockReport& report, lockfile::KernhubLock& next) {
+    std::map<std::string, std::vector<deptree::KernelDependency>> expanded;
+    const deptree::Expand lock_dependency = [&](const deptree::KernelDependency& dep) {
+        const std::string name = dep.label();
+        if (auto done = expanded.find(name); done != expanded.end()) return done->second;
+        registry::KernelSpec spec = impl.dependency_spec(dep);
+        spec.name = name;
+        auto found = previous.kernels.find(name);
+        const lockfile::LockedKernel* prior = found == previous.kernels.end() ? nullptr : &found->second;
+        bool keep_pin = prior != nullptr && !options.update_all && prior->repo_id == spec.repo_id &&
+                        prior->repo_type == spec.repo_type && prior->revision == spec.effective_revision();
+        std::vector<std::string> missing;
+        std::string pin_problem;
+        lockfile::LockedKernel locked = locker.lock_kernel(spec, prior, keep_pin, missing, pin_problem);
+        std::vector<deptree::KernelDependency> depends = locker.depends_of(spec, locked);
+        for (const deptree::KernelDependency& d : depends) locked.kernel_depends.insert(d.label());
+        report.kernels.push_back(summary_of(spec, locked, keep_pin, missing, pin_problem));
+        if (!pin_problem.empty() && options.check) report.pins_disagree = true;
+        next.kernels.emplace(name, std::move(locked));
+        expanded.emplace(name, depends);
+        return depends;
+    };
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+        const std::vector<deptree::KernelDependency> depends = locker.depends_of(specs[i], results[i]);
+        for (const deptree::KernelDependency& d : depends) results[i].kernel_depends.insert(d.label());
+        const deptree::KernelDependency top{specs[i].repo_id, std::nullopt, specs[i].effective_revision()};
+        (void)deptree::walk(top, depends, lock_dependency);
+    }
+}
+
+}  // namespace
+
 LockReport Client::lock(const LockOptions& options) {
     const fs::path dir = api::project_dir(m_impl->options);
     const fs::path lock_path = dir / api::k_lock_name;
@@ -411,38 +453,10 @@ LockReport Client::lock(const LockOptions& options) {
         report.kernels.push_back(summary_of(specs[i], results[i], kept[i] != 0, missing[i], pin_problems[i]));
         if (!pin_problems[i].empty() && options.check) report.pins_disagree = true;
     }
-    // Kernel dependencies (README, "Kernel dependencies"): every kernel a
-    // locked variant names is locked too, as an entry called by its
-    // "ORG/REPO@REVISION", with the same targets and pin rules; one shared
-    // by several kernels is locked once.
-    std::map<std::string, std::vector<deptree::KernelDependency>> expanded;
-    const deptree::Expand lock_dependency = [&](const deptree::KernelDependency& dep) {
-        const std::string name = dep.label();
-        if (auto done = expanded.find(name); done != expanded.end()) return done->second;
-        registry::KernelSpec spec = m_impl->dependency_spec(dep);
-        spec.name = name;
-        auto found = previous.kernels.find(name);
-        const lockfile::LockedKernel* prior = found == previous.kernels.end() ? nullptr : &found->second;
-        bool keep_pin = prior != nullptr && !options.update_all && prior->repo_id == spec.repo_id &&
-                        prior->repo_type == spec.repo_type && prior->revision == spec.effective_revision();
-        std::vector<std::string> dep_missing;
-        std::string pin_problem;
-        lockfile::LockedKernel locked = locker.lock_kernel(spec, prior, keep_pin, dep_missing, pin_problem);
-        std::vector<deptree::KernelDependency> depends = locker.depends_of(spec, locked);
-        for (const deptree::KernelDependency& d : depends) locked.kernel_depends.insert(d.label());
-        report.kernels.push_back(summary_of(spec, locked, keep_pin, dep_missing, pin_problem));
-        if (!pin_problem.empty() && options.check) report.pins_disagree = true;
-        next.kernels.emplace(name, std::move(locked));
-        expanded.emplace(name, depends);
-        return depends;
-    };
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-        const std::vector<deptree::KernelDependency> depends = locker.depends_of(specs[i], results[i]);
-        for (const deptree::KernelDependency& d : depends) results[i].kernel_depends.insert(d.label());
-        const deptree::KernelDependency top{specs[i].repo_id, std::nullopt, specs[i].effective_revision()};
-        (void)deptree::walk(top, depends, lock_dependency);
-        next.kernels.emplace(specs[i].name, std::move(results[i]));
-    }
+    // The manifest's kernels go in after their dependencies were locked:
+    // the walk reads each kernel's kernel_depends as it sets it.
+    lock_dependencies(*m_impl, locker, specs, results, previous, options, report, next);
+    for (std::size_t i = 0; i < specs.size(); ++i) next.kernels.emplace(specs[i].name, std::move(results[i]));
     report.content = lockfile::write_kernhub_lock(next);
     report.changed = !old_text || *old_text != report.content;
     if (report.changed) {

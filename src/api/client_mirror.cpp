@@ -79,8 +79,67 @@ std::vector<deptree::KernelDependency> mirrored_depends(const MirroredKernel& ke
         }
     }
     std::vector<deptree::KernelDependency> out;
+    out.reserve(found.size());
     for (auto& [label, dep] : found) out.push_back(std::move(dep));
     return out;
+}
+
+}  // namespace
+
+namespace {
+
+// Mirrors each kernel with its "kernel-depends" tree, then writes each
+// mirrored organisation's overview (README, "Trusted publishers").
+void mirror_trees(Client::Impl& impl, const std::vector<registry::KernelSpec>& specs, MirrorRun& run,
+                  mirror::HubTree& tree) {
+    // Each kernel's "kernel-depends" tree comes along (README, "Kernel
+    // dependencies"): the same variants of each dependency, once.
+    std::map<std::string, std::vector<deptree::KernelDependency>> expanded;
+    std::set<std::string> organizations;
+    const auto mirror_one = [&](const registry::KernelSpec& spec) {
+        impl.check_publisher(spec);
+        organizations.insert(spec.repo_id.substr(0, spec.repo_id.find('/')));
+        return mirror_kernel(spec, run);
+    };
+    const deptree::Expand mirror_dependency = [&](const deptree::KernelDependency& dep) {
+        const std::string label = dep.label();
+        if (auto done = expanded.find(label); done != expanded.end()) return done->second;
+        registry::KernelSpec dep_spec = impl.dependency_spec(dep);
+        dep_spec.name = label;
+        MirroredKernel kernel = mirror_one(dep_spec);
+        std::vector<deptree::KernelDependency> depends = mirrored_depends(kernel, impl.settings);
+        run.report.kernels.push_back(std::move(kernel));
+        expanded.emplace(label, depends);
+        return depends;
+    };
+    for (const auto& spec : specs) {
+        run.report.kernels.push_back(mirror_one(spec));
+        const std::vector<deptree::KernelDependency> depends =
+            mirrored_depends(run.report.kernels.back(), impl.settings);
+        const deptree::KernelDependency top{spec.repo_id, std::nullopt, spec.effective_revision()};
+        (void)deptree::walk(top, depends, mirror_dependency);
+    }
+    // Each mirrored organisation's overview, as the hub answers it, so
+    // that a trusted-publisher check against the mirror gets the hub's
+    // answer; an organisation the hub has none of gets none.
+    if (!impl.settings.offline) {
+        for (const std::string& org : organizations) {
+            try {
+                if (std::optional<std::string> overview = impl.hub_client()->organization_overview(org)) {
+                    tree.set_organization(org, *overview);
+                }
+            } catch (const Error& e) {
+                if (e.code() != ErrorCode::network) throw;
+                if (impl.options.events != nullptr) {
+                    Event event;
+                    event.kind = Event::Kind::info;
+                    event.text = "warning: the mirror has no overview of organisation " + org +
+                                 ", since the hub's could not be read (" + e.plain_message() + ")";
+                    impl.options.events->on_event(event);
+                }
+            }
+        }
+    }
 }
 
 }  // namespace
@@ -119,54 +178,7 @@ MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOp
                       tree,
                       report,
                       m_impl->settings.host.empty() ? nullptr : &m_impl->host_facts()};
-        // Each kernel's "kernel-depends" tree comes along (README, "Kernel
-        // dependencies"): the same variants of each dependency, once.
-        std::map<std::string, std::vector<deptree::KernelDependency>> expanded;
-        std::set<std::string> organizations;
-        const auto mirror_one = [&](const registry::KernelSpec& spec) {
-            m_impl->check_publisher(spec);
-            organizations.insert(spec.repo_id.substr(0, spec.repo_id.find('/')));
-            return mirror_kernel(spec, run);
-        };
-        const deptree::Expand mirror_dependency = [&](const deptree::KernelDependency& dep) {
-            const std::string label = dep.label();
-            if (auto done = expanded.find(label); done != expanded.end()) return done->second;
-            registry::KernelSpec dep_spec = m_impl->dependency_spec(dep);
-            dep_spec.name = label;
-            MirroredKernel kernel = mirror_one(dep_spec);
-            std::vector<deptree::KernelDependency> depends = mirrored_depends(kernel, m_impl->settings);
-            report.kernels.push_back(std::move(kernel));
-            expanded.emplace(label, depends);
-            return depends;
-        };
-        for (const auto& spec : specs) {
-            report.kernels.push_back(mirror_one(spec));
-            const std::vector<deptree::KernelDependency> depends =
-                mirrored_depends(report.kernels.back(), m_impl->settings);
-            const deptree::KernelDependency top{spec.repo_id, std::nullopt, spec.effective_revision()};
-            (void)deptree::walk(top, depends, mirror_dependency);
-        }
-        // Each mirrored organisation's overview, as the hub answers it, so
-        // that a trusted-publisher check against the mirror gets the hub's
-        // answer; an organisation the hub has none of gets none.
-        if (!m_impl->settings.offline) {
-            for (const std::string& org : organizations) {
-                try {
-                    if (std::optional<std::string> overview = m_impl->hub_client()->organization_overview(org)) {
-                        tree.set_organization(org, *overview);
-                    }
-                } catch (const Error& e) {
-                    if (e.code() != ErrorCode::network) throw;
-                    if (m_impl->options.events != nullptr) {
-                        Event event;
-                        event.kind = Event::Kind::info;
-                        event.text = "warning: the mirror has no overview of organisation " + org +
-                                     ", since the hub's could not be read (" + e.plain_message() + ")";
-                        m_impl->options.events->on_event(event);
-                    }
-                }
-            }
-        }
+        mirror_trees(*m_impl, specs, run, tree);
     }
     if (!options.nginx_conf.empty()) {
         report.nginx_conf = std::filesystem::absolute(options.nginx_conf, ec).lexically_normal().string();

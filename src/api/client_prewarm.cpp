@@ -229,11 +229,12 @@ PrewarmedKernel run_task(Client::Impl& impl, const Task& task, std::mutex& refs_
     const LockJob& job = *task.job;
     fetch::Fetcher fetcher(impl.settings.cache_root, impl.hub_client(), impl.options.events);
     fetch::FetchRequest request = task.request;
-    request.check_metadata = [&](const std::string& text) {
+    request.check_metadata = [&](const std::string& variant, const std::string& text) {
         // For this machine, a variant that needs a newer kernels is refused
         // before its other files download.
         if (!impl.selecting_elsewhere()) {
-            impl.check_minver(deptree::parse_variant_metadata(text, job.repo_id + " (being fetched)"), job.repo_id, {});
+            impl.check_minver(deptree::parse_variant_metadata(text, job.repo_id + " variant " + variant), job.repo_id,
+                              variant);
         }
     };
     fetch::FetchOutcome outcome = fetcher.fetch(request);

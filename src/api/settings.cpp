@@ -303,6 +303,14 @@ void resolve_host_settings(const Options& options, const cache::EnvLookup& env, 
                         "; the one backend that can be asked for is cpu (the default is the detected one)");
     }
     settings.backend = backend;
+    // Local overrides, parsed where a kernel is looked up (a malformed
+    // value fails the commands that use it).
+    if (options.local_kernels) {
+        settings.local_kernels = *options.local_kernels;
+        settings.local_kernels_named_by = "Options::local_kernels";
+    } else if (auto value = env("LOCAL_KERNELS")) {
+        settings.local_kernels = *value;
+    }
     settings.host = options.host;
     // Checked now, so that every command refuses a malformed description
     // before it does anything; parsed again where the host facts are made.
@@ -374,12 +382,6 @@ Settings resolve_settings(const Options& options, const cache::EnvLookup& env) {
     settings.require_signatures =
         options.require_signatures ? *options.require_signatures : strict_env_flag(env, "KERNHUB_REQUIRE_SIGNATURES");
     resolve_host_settings(options, env, settings);
-    if (options.local_kernels) {
-        settings.local_kernels = *options.local_kernels;
-        settings.local_kernels_named_by = "Options::local_kernels";
-    } else if (auto value = env("LOCAL_KERNELS")) {
-        settings.local_kernels = *value;
-    }
     return settings;
 }
 

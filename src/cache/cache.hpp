@@ -226,7 +226,7 @@ struct PublisherRecord {
 };
 inline constexpr std::size_t k_max_publisher_bytes = 4u << 10;
 // How long a fetch uses a kept answer without asking the hub again.
-inline constexpr std::int64_t k_publisher_ttl_seconds = 24 * 60 * 60;
+inline constexpr std::int64_t k_publisher_ttl_seconds = std::int64_t{24} * 60 * 60;
 
 // A ref resolution file (.kernhub/refs/): a commit id and a number.
 inline constexpr std::size_t k_max_ref_resolution_bytes = 1u << 10;

@@ -350,7 +350,7 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
         std::error_code ec;
         if (fs::exists(fs::symlink_status(placed, ec)) &&
             cache::read_file_into(placed, text, deptree::k_max_metadata_bytes + 1).error == 0) {
-            request.check_metadata(text);
+            request.check_metadata(variant, text);
         }
     }
     std::vector<FileJob> rest(std::make_move_iterator(jobs.begin() + static_cast<std::ptrdiff_t>(first_parallel)),

@@ -106,7 +106,7 @@ struct FetchRequest {
     // that file is verified and before any other file of the variant is
     // downloaded, on a fetch that downloads; it may throw to stop the fetch.
     // A warm fetch does not call it: the caller reads the cached file.
-    std::function<void(const std::string& metadata)> check_metadata;
+    std::function<void(const std::string& variant, const std::string& metadata)> check_metadata;
 };
 
 // Folders whose fsync a batch of blob commits and snapshot links left to

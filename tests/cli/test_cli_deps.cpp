@@ -180,6 +180,19 @@ TEST_CASE("a malformed kernel-depends entry is exit 4 naming the repo, the entry
                 {"deptest/bad-depends", "\"kernel-depends\" entry 1", "exactly one of \"version\" and \"revision\""});
 }
 
+TEST_CASE("--host selects each dependency for the described machine, as it selects the kernel") {
+    DepsHub hub;
+    // A CUDA machine: top and mid have a native CUDA build, leaf only the CPU one.
+    ProcessResult r = hub.kh("fetch", "deptest/top@v1",
+                             {"--host", "cpu=x86_64,os=linux,cuda=12.8", "--json", "--quiet"});
+    json out = parse_stdout(r);
+    REQUIRE(r.exit_code == 0);
+    CHECK(out["variant"] == k_cuda);
+    REQUIRE(out["dependencies"].size() == 2);
+    CHECK(out["dependencies"][0]["variant"] == host_cpu_variant());  // leaf: the CPU build is what fits
+    CHECK(out["dependencies"][1]["variant"] == k_cuda);
+}
+
 TEST_CASE("a dependency without the --target build fails as a kernel without it would, naming the dependency") {
     DepsHub hub;
     ProcessResult alone = hub.kh("fetch", "deptest/leaf@v1", {"--target", k_cuda});
@@ -210,6 +223,40 @@ TEST_CASE(
     CHECK(other.err.find("kernels>=99.0.0") != std::string::npos);
     CHECK(other.err.find("0.17.2") != std::string::npos);
     CHECK(tree_has_name(hub.box.cache, "libkh_good.so"));
+    ProcessResult described = hub.kh("fetch", "deptest/newer@v1", {"--host", "cpu=x86_64,os=linux"});
+    INFO(describe(described));
+    CHECK(described.exit_code == 0);
+    CHECK(described.err.find("warning: ") != std::string::npos);
+    CHECK(described.err.find("kernels>=99.0.0") != std::string::npos);
+}
+
+TEST_CASE("prewarm from a lock refuses a kernels-minver newer than kernhub follows for this machine, warns for a "
+          "target") {
+    DepsHub hub;
+    const fs::path project = hub.box.dir.path() / "project";
+    fs::create_directories(project);
+    write_text(project / "kernhub.json",
+               json({{"format", 1},
+                     {"kernels",
+                      {{"newer", {{"repo_id", "deptest/newer"}, {"version", 1}, {"symbol", "kh_fixture_id"}}}}}})
+                   .dump());
+    auto run = [&](const std::string& command, std::vector<std::string> more) {
+        std::vector<std::string> args{command,    "--endpoint", hub.server->endpoint(), "--project", project.string(),
+                                      "--quiet",  "--cache-dir"};
+        args.insert(args.end(), more.begin(), more.end());
+        return hub.box.run(args);
+    };
+    // Locking is for any machine: it pins the variant.
+    ProcessResult locked = run("lock", {hub.box.cache.string()});
+    INFO(describe(locked));
+    REQUIRE(locked.exit_code == 0);
+    const fs::path image = hub.box.dir.path() / "image";
+    check_error(run("prewarm", {image.string()}), 7, {"deptest/newer", "kernels>=99.0.0", "0.17.2"});
+    CHECK_FALSE(tree_has_name(image, "libkh_good.so"));
+    ProcessResult target = run("prewarm", {image.string(), "--target", host_cpu_variant()});
+    INFO(describe(target));
+    CHECK(target.exit_code == 0);
+    CHECK(tree_has_name(image, "libkh_good.so"));
 }
 
 TEST_CASE("lock records the tree as entries of their own, lock --check checks it, and prewarm fetches all of it") {
