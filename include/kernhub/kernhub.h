@@ -140,6 +140,13 @@ KH_API void kh_hub_free(kh_hub* hub);
  *                   KERNHUB_TORCH_DIR, else the Python environments.
  *   backend         "cpu": select CPU variants where torch or the driver
  *                   says CUDA. "": KERNHUB_BACKEND, else detected.
+ *   local_kernels   "ORG/REPO=PATH[:ORG/REPO=PATH...]": load those repos
+ *                   from local build folders, with no request and no cache
+ *                   write (README "Local kernels"). "": LOCAL_KERNELS.
+ *   trust_remote_code  "1": every ORG/REPO no registry names passes the
+ *                   trusted-publisher check; "ORG/REPO,ORG/REPO": those do
+ *                   (README "Trusted publishers"). "":
+ *                   KERNHUB_TRUST_REMOTE_CODE.
  *   host            select for a described machine, as --host describes it
  *                   ("cpu=x86_64,os=linux,cuda=13.0,torch=2.15"); not with
  *                   target. A malformed description makes the next
@@ -294,6 +301,12 @@ KH_API const char* kh_error_name(int code);
 
 /* The kernhub version, for example "0.1.0". A constant string. */
 KH_API const char* kh_version(void);
+
+/* The release of the Python kernels library whose formats this kernhub
+ * follows, for example "0.17.2": a variant whose metadata.json asks for a
+ * newer one ("kernels-minver") is refused with 7 (README, "Minimum kernels
+ * version"). A constant string. */
+KH_API const char* kh_kernels_release(void);
 
 #ifdef __cplusplus
 }

@@ -65,6 +65,9 @@ FetchResult Client::fetch(const std::string& ref) {
 
 FetchResult Client::Impl::fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata) {
     if (const std::filesystem::path folder = local_folder(spec.repo_id); !folder.empty()) {
+        // The organisation allow-list is the program's policy and holds for
+        // local kernels too; trust and signatures are about a hub's bytes.
+        api::check_allowed_org(settings, spec.repo_id);
         return fetch_local(spec, folder, metadata);
     }
     fetch::FetchRequest request = request_for(spec);
@@ -132,7 +135,9 @@ LoadResult Client::load(const std::string& ref, const LoadOptions& options) {
         if (torch && !torch->lib_dir.empty()) load_torch_from = torch->lib_dir.parent_path().string();
     }
     // Dependencies first, each opened for what it defines (README, "Kernel
-    // dependencies").
+    // dependencies"); every library joins one process, so a tree holding
+    // two versions of one repo cannot load.
+    api::check_one_version_each(result.fetch);
     for (const FetchResult& dependency : result.fetch.dependencies) {
         loader::LoadRequest opened = m_impl->load_request(dependency, m_impl->dependency_spec_of(dependency).file);
         opened.load_torch_from = load_torch_from;
@@ -169,6 +174,7 @@ LoadResult Client::loaded(const std::string& ref) const {
 InfoResult Client::info(const std::string& ref) {
     registry::KernelSpec spec = registry::resolve_ref(m_impl->registry, ref);
     if (const std::filesystem::path folder = m_impl->local_folder(spec.repo_id); !folder.empty()) {
+        api::check_allowed_org(m_impl->settings, spec.repo_id);
         return m_impl->local_info(spec, folder);
     }
     fetch::FetchRequest request = m_impl->request_for(spec);

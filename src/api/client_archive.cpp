@@ -35,23 +35,17 @@ std::vector<deptree::KernelDependency> cached_depends(const std::filesystem::pat
                                                       const cacheadmin::ExportSelection& selection) {
     const cache::RepoCache repo(root, selection.type, selection.repo_id);
     if (!selection.commit) return {};
-    std::map<std::string, deptree::KernelDependency> found;
+    std::vector<deptree::VariantMetadata> variants;
     std::error_code ec;
     const std::filesystem::path build = repo.snapshot_path(*selection.commit, "build");
-    std::size_t seen = 0;
     for (std::filesystem::directory_iterator it(build, ec), end; !ec && it != end; it.increment(ec)) {
-        if (++seen > lockfile::k_max_lock_variants) break;
-        if (!it->is_directory(ec)) continue;
-        const std::string variant = it->path().filename().string();
-        for (deptree::KernelDependency& dep :
-             api::variant_metadata(it->path(), selection.repo_id + " variant " + variant).depends) {
-            found.emplace(dep.label(), std::move(dep));
-        }
+        if (variants.size() >= lockfile::k_max_lock_variants) break;
+        std::error_code type_ec;
+        if (!it->is_directory(type_ec)) continue;
+        variants.push_back(
+            api::variant_metadata(it->path(), selection.repo_id + " variant " + it->path().filename().string()));
     }
-    std::vector<deptree::KernelDependency> out;
-    out.reserve(found.size());
-    for (auto& [label, dep] : found) out.push_back(std::move(dep));
-    return out;
+    return deptree::merged_depends(variants);
 }
 
 }  // namespace
@@ -62,21 +56,34 @@ ExportReport Client::cache_export(const std::string& file, const std::vector<std
     for (const auto& ref : refs)
         selections.push_back(cached_selection(m_impl->registry, m_impl->settings.cache_root, ref));
     // Each kernel's cached dependencies go along, found through the
-    // cache's refs as the kernel's own revision is.
+    // cache's refs as the kernel's own revision is; one the cache lacks is
+    // left out, with a warning (the archive is what this cache holds).
     const std::filesystem::path& root = m_impl->settings.cache_root;
     std::map<std::string, std::vector<deptree::KernelDependency>> expanded;
     const deptree::Expand export_dependency = [&](const deptree::KernelDependency& dep) {
         const std::string label = dep.label();
         if (auto done = expanded.find(label); done != expanded.end()) return done->second;
-        cacheadmin::ExportSelection selection = cached_selection(m_impl->registry, root, label);
-        std::vector<deptree::KernelDependency> depends = cached_depends(root, selection);
-        selections.push_back(std::move(selection));
+        std::vector<deptree::KernelDependency> depends;
+        try {
+            cacheadmin::ExportSelection selection = cached_selection(m_impl->registry, root, label);
+            depends = cached_depends(root, selection);
+            selections.push_back(std::move(selection));
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::offline) throw;
+            if (m_impl->options.events != nullptr) {
+                Event event;
+                event.kind = Event::Kind::info;
+                event.text = "warning: the dependency " + label + " is not in the cache, so the archive leaves it out";
+                m_impl->options.events->on_event(event);
+            }
+        }
         expanded.emplace(label, depends);
         return depends;
     };
     const std::size_t named = selections.size();
     for (std::size_t i = 0; i < named; ++i) {
-        const deptree::KernelDependency top{selections[i].repo_id, std::nullopt, refs[i]};
+        const registry::KernelSpec spec = registry::resolve_ref(m_impl->registry, refs[i]);
+        const deptree::KernelDependency top{spec.repo_id, std::nullopt, spec.effective_revision()};
         (void)deptree::walk(top, cached_depends(root, selections[i]), export_dependency);
     }
     cacheadmin::ExportStats stats =

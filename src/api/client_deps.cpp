@@ -8,6 +8,7 @@
 
 #include "api/client_impl.hpp"
 #include "cache/cache.hpp"
+#include "common/text.hpp"
 #include "deptree/tree.hpp"
 #include "kernhub/error.hpp"
 
@@ -20,6 +21,14 @@ deptree::VariantMetadata api::variant_metadata(const fs::path& variant_dir, cons
     std::string text;
     const cache::ReadStatus status = cache::read_file_into(path, text, deptree::k_max_metadata_bytes + 1);
     if (status.error == ENOENT) return {};
+    if (status.not_regular || status.error == EISDIR) {
+        throw Error(ErrorCode::verification, "metadata.json of " + where + " (" + path.string() +
+                                                 ") is not a regular file; the publisher must fix the variant");
+    }
+    if (status.error == EFBIG || status.error == EOVERFLOW || text.size() > deptree::k_max_metadata_bytes) {
+        throw Error(ErrorCode::verification, "metadata.json of " + where + " is larger than k_max_metadata_bytes (" +
+                                                 std::to_string(deptree::k_max_metadata_bytes) + " bytes)");
+    }
     if (status.error != 0) {
         throw Error(ErrorCode::internal, "cannot read " + path.string() + ": " + std::strerror(status.error));
     }
@@ -31,6 +40,20 @@ deptree::VariantMetadata api::variant_metadata(const FetchResult& fetched) {
                                  [](const FileInfo& file) { return file.path == "metadata.json"; });
     if (!has) return {};
     return variant_metadata(fetched.path, fetched.repo_id + " variant " + fetched.variant);
+}
+
+void api::check_one_version_each(const FetchResult& fetched) {
+    std::map<std::string, const FetchResult*> seen;
+    seen.emplace(ascii_lowercase(fetched.repo_id), &fetched);
+    for (const FetchResult& dependency : fetched.dependencies) {
+        auto [it, fresh] = seen.emplace(ascii_lowercase(dependency.repo_id), &dependency);
+        if (fresh) continue;
+        throw Error(ErrorCode::load,
+                    "the kernel-depends tree of " + fetched.repo_id + " holds " + dependency.repo_id + " twice, at " +
+                        it->second->revision + " and at " + dependency.revision +
+                        "; kernhub opens every kernel of a tree into one process, where two builds of one library "
+                        "would share their symbols, so the publishers must agree on one version");
+    }
 }
 
 void Client::Impl::check_minver(const deptree::VariantMetadata& metadata, const std::string& repo_id,
@@ -59,7 +82,9 @@ fs::path Client::Impl::local_folder(const std::string& repo_id) const {
     if (it == folders.end()) return {};
     std::error_code ec;
     const fs::path absolute = fs::absolute(it->second, ec);
-    return (ec ? it->second : absolute).lexically_normal();
+    fs::path folder = (ec ? it->second : absolute).lexically_normal();
+    if (folder.filename().empty() && folder.has_parent_path()) folder = folder.parent_path();  // "dir/." -> "dir"
+    return folder;
 }
 
 FetchResult Client::Impl::fetch_local(const registry::KernelSpec& spec, const fs::path& folder,

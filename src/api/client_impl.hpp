@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -52,6 +53,10 @@ bool contains(const std::vector<std::string>& items, const std::string& item);
 // the kernels release it needs (client_deps.cpp); empty when it has none.
 // Error(verification) when it is malformed.
 deptree::VariantMetadata variant_metadata(const FetchResult& fetched);
+// Error(load) when `fetched` and its dependencies hold one repo at two
+// revisions (ASCII case ignored): their libraries would share symbols in
+// one process (client_deps.cpp).
+void check_one_version_each(const FetchResult& fetched);
 // The same for a variant folder's metadata.json, when it has one; `where`
 // names the variant in errors.
 deptree::VariantMetadata variant_metadata(const std::filesystem::path& variant_dir, const std::string& where);
@@ -105,9 +110,10 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     std::mutex root_mutex;
     std::optional<sigstore::RootDocument> root;
     // The trusted-publisher check (trust.cpp): organisations found trusted
-    // by this client, and whether the offline notice was given.
+    // by this client and when the hub said so (used for as long as a kept
+    // answer is), and whether the offline notice was given.
     std::mutex publisher_mutex;
-    std::set<std::string> trusted_orgs;
+    std::map<std::string, std::int64_t> trusted_orgs;
     std::atomic<bool> publisher_notice_given{false};
     // What this client's loads resolved, by the reference asked for
     // (Client::loaded); a table of its own, so another Client's load of
@@ -233,6 +239,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     // ad-hoc repo a trusted kernel publisher (trust.cpp); offline, a notice
     // once instead.
     void check_publisher(const registry::KernelSpec& spec);
+    void ask_publisher(const std::string& repo_id, const std::string& org);
 
     // `check_trust` false: for a request that only reads the cache (cache
     // path), which the trusted-publisher check has nothing to guard.

@@ -145,7 +145,7 @@ struct Locker {
     // in the cache (a kept pin, a fresh cache) is described again first.
     std::vector<deptree::KernelDependency> depends_of(const registry::KernelSpec& spec,
                                                       const lockfile::LockedKernel& locked) {
-        std::map<std::string, deptree::KernelDependency> found;
+        std::vector<deptree::VariantMetadata> variants;
         const cache::RepoCache cache(impl.settings.cache_root, spec.repo_type, spec.repo_id);
         registry::KernelSpec at_commit =
             api::spec_at_commit(spec.name, spec.repo_id, spec.repo_type, locked.commit, spec.file);
@@ -165,15 +165,9 @@ struct Locker {
                                 "cannot read " + path.string() + ": " + std::strerror(status.error));
                 }
             }
-            for (deptree::KernelDependency& dep :
-                 deptree::parse_variant_metadata(text, spec.repo_id + " variant " + variant).depends) {
-                found.emplace(dep.label(), std::move(dep));
-            }
+            variants.push_back(deptree::parse_variant_metadata(text, spec.repo_id + " variant " + variant));
         }
-        std::vector<deptree::KernelDependency> out;
-        out.reserve(found.size());
-        for (auto& [label, dep] : found) out.push_back(std::move(dep));
-        return out;
+        return deptree::merged_depends(variants);
     }
 
     // The variants to lock for one kernel at the chosen commit: the

@@ -69,19 +69,13 @@ MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run);
 std::vector<deptree::KernelDependency> mirrored_depends(const MirroredKernel& kernel, const api::Settings& settings) {
     const cache::RepoCache cache(settings.cache_root, kernel.repo_type == "model" ? RepoType::model : RepoType::kernel,
                                  kernel.repo_id);
-    std::map<std::string, deptree::KernelDependency> found;
+    std::vector<deptree::VariantMetadata> variants;
+    variants.reserve(kernel.variants.size());
     for (const std::string& variant : kernel.variants) {
-        for (deptree::KernelDependency& dep :
-             api::variant_metadata(cache.snapshot_path(kernel.commit, "build/" + variant),
-                                   kernel.repo_id + " variant " + variant)
-                 .depends) {
-            found.emplace(dep.label(), std::move(dep));
-        }
+        variants.push_back(api::variant_metadata(cache.snapshot_path(kernel.commit, "build/" + variant),
+                                                 kernel.repo_id + " variant " + variant));
     }
-    std::vector<deptree::KernelDependency> out;
-    out.reserve(found.size());
-    for (auto& [label, dep] : found) out.push_back(std::move(dep));
-    return out;
+    return deptree::merged_depends(variants);
 }
 
 }  // namespace
@@ -97,6 +91,8 @@ void mirror_trees(Client::Impl& impl, const std::vector<registry::KernelSpec>& s
     std::map<std::string, std::vector<deptree::KernelDependency>> expanded;
     std::set<std::string> organizations;
     const auto mirror_one = [&](const registry::KernelSpec& spec) {
+        // The allow-list before anything is asked, as for a fetch.
+        api::check_allowed_org(impl.settings, spec.repo_id);
         impl.check_publisher(spec);
         organizations.insert(spec.repo_id.substr(0, spec.repo_id.find('/')));
         return mirror_kernel(spec, run);
@@ -122,7 +118,16 @@ void mirror_trees(Client::Impl& impl, const std::vector<registry::KernelSpec>& s
     // Each mirrored organisation's overview, as the hub answers it, so
     // that a trusted-publisher check against the mirror gets the hub's
     // answer; an organisation the hub has none of gets none.
-    if (!impl.settings.offline) {
+    if (impl.settings.offline) {
+        if (!organizations.empty() && impl.options.events != nullptr) {
+            Event event;
+            event.kind = Event::Kind::info;
+            event.text = "warning: offline, so the mirror gets no organisation overview (" +
+                         join(std::vector<std::string>(organizations.begin(), organizations.end())) +
+                         "); mirror online to add them";
+            impl.options.events->on_event(event);
+        }
+    } else {
         for (const std::string& org : organizations) {
             try {
                 if (std::optional<std::string> overview = impl.hub_client()->organization_overview(org)) {

@@ -199,6 +199,11 @@ std::vector<Task> plan_tasks(Client::Impl& impl, const std::vector<LockJob>& job
         // is the policy.
         const std::optional<SignaturePolicy> policy = registry::registry_policy(impl.registry, job.repo_id, job.name);
         spec.signature = policy ? policy : job.signers;
+        // kernhub.lock's pins were checked when it was made; a kernels.lock
+        // may come from anywhere, so its repos get the trusted-publisher
+        // check as kernels' own get_locked_kernel gives them online.
+        spec.registry_named =
+            parsed.format == lockfile::Format::kernhub || registry::names_repo(impl.registry, job.repo_id);
         fetch::FetchRequest base = impl.request_for(spec);
         base.pins = job.pins;
         for (const auto& run : variant_runs(impl, job, base, report, unmarked)) {

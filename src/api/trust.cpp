@@ -8,6 +8,7 @@
 #include "api/client_impl.hpp"
 #include "common/hint.hpp"
 #include "common/text.hpp"
+#include "http/http.hpp"
 #include "hub/hub_client.hpp"
 #include "kernhub/error.hpp"
 
@@ -20,23 +21,25 @@ std::int64_t unix_now() {
         .count();
 }
 
-bool is_http(const std::string& endpoint) {
-    return endpoint.rfind("http://", 0) == 0 || endpoint.rfind("https://", 0) == 0;
+// Whether requests to `endpoint` go over the network: everything but a
+// file:// tree does (hub::make_transport decides the same way).
+bool over_network(const std::string& endpoint) {
+    return endpoint.rfind("file://", 0) != 0;
 }
 
 Error refusal(const std::string& repo_id, const std::string& org, const std::string& why) {
     return Error(ErrorCode::verification,
                  "kernel repository " + quoted_name(repo_id) + " is not from a trusted kernel publisher: " + why +
-                     "; if you trust it, allow the repo with KERNHUB_TRUST_REMOTE_CODE=" + repo_id +
-                     " (1 trusts every repo), list its organisation " + quoted_name(org) +
-                     " in KERNHUB_ALLOWED_ORGS, or name it in a registry",
+                     "; if you trust it, name the repo in a registry, list its organisation " + quoted_name(org) +
+                     " in KERNHUB_ALLOWED_ORGS, or allow it with KERNHUB_TRUST_REMOTE_CODE=" + repo_id +
+                     " (1 trusts every repo)",
                  hint::setting("trust_remote_code"));
 }
 
 }  // namespace
 
 bool api::publisher_check_applies(const Settings& settings, const registry::KernelSpec& spec) {
-    if (spec.registry_named || !is_http(settings.endpoint)) return false;
+    if (spec.registry_named || !over_network(settings.endpoint)) return false;
     if (settings.trust_all_repos) return false;
     if (std::find(settings.trusted_repos.begin(), settings.trusted_repos.end(), spec.repo_id) !=
         settings.trusted_repos.end()) {
@@ -48,6 +51,28 @@ bool api::publisher_check_applies(const Settings& settings, const registry::Kern
         if (std::find(orgs.begin(), orgs.end(), org) != orgs.end()) return false;
     }
     return true;
+}
+
+// Asks the hub's overview of `org`; returns when it marks `org` a trusted
+// kernel publisher. A hub that cannot be reached is a network failure
+// (exit 5) as for any request; a hub that answers without saying
+// "trusted" is a refusal.
+void Client::Impl::ask_publisher(const std::string& repo_id, const std::string& org) {
+    const std::optional<std::string> overview = hub_client()->organization_overview(org);
+    if (!overview) {
+        throw refusal(repo_id, org,
+                      "the hub has no overview of the organisation " + quoted_name(org) + ", so it cannot say");
+    }
+    bool trusted = false;
+    try {
+        trusted = hub::is_trusted_publisher(*overview, "the hub");
+    } catch (const Error& e) {
+        throw refusal(repo_id, org, "the hub cannot say (" + e.plain_message() + ")");
+    }
+    if (!trusted) {
+        throw refusal(repo_id, org,
+                      "the hub's overview of " + quoted_name(org) + " does not mark it trustedKernelPublisher");
+    }
 }
 
 void Client::Impl::check_publisher(const registry::KernelSpec& spec) {
@@ -64,40 +89,30 @@ void Client::Impl::check_publisher(const registry::KernelSpec& spec) {
         }
         return;
     }
+    const std::int64_t now = unix_now();
+    const auto fresh = [now](std::int64_t checked_at) {
+        return checked_at <= now && now - checked_at < cache::k_publisher_ttl_seconds;
+    };
     {
         std::lock_guard<std::mutex> lock(publisher_mutex);
-        if (trusted_orgs.count(org) != 0) return;
+        if (auto it = trusted_orgs.find(org); it != trusted_orgs.end() && fresh(it->second)) return;
     }
+    // Kept without the endpoint's user name or password, if it has them.
+    const std::string endpoint = http::redact(settings.endpoint);
     const cache::RepoCache cache(settings.cache_root, spec.repo_type, spec.repo_id);
-    const std::int64_t now = unix_now();
+    // A .kernhub that is a link (another user's planted folder) goes first,
+    // as a fetch removes it, so no answer is read or written through it.
+    cache.unlink_linked_folders();
     if (const std::optional<cache::PublisherRecord> record = cache.read_publisher()) {
-        const std::int64_t age = now - record->checked_at;
-        if (record->endpoint == settings.endpoint && record->organization == org && age >= 0 &&
-            age < cache::k_publisher_ttl_seconds) {
+        if (record->endpoint == endpoint && record->organization == org && fresh(record->checked_at)) {
             std::lock_guard<std::mutex> lock(publisher_mutex);
-            trusted_orgs.insert(org);
+            trusted_orgs[org] = record->checked_at;
             return;
         }
     }
-    // A hub that cannot be reached is a network failure (exit 5) as for any
-    // request; a hub that answers without saying "trusted" is a refusal.
-    const std::optional<std::string> overview = hub_client()->organization_overview(org);
-    if (!overview) {
-        throw refusal(spec.repo_id, org,
-                      "the hub has no overview of the organisation " + quoted_name(org) + ", so it cannot say");
-    }
-    bool trusted = false;
+    ask_publisher(spec.repo_id, org);
     try {
-        trusted = hub::is_trusted_publisher(*overview, "the hub");
-    } catch (const Error& e) {
-        throw refusal(spec.repo_id, org, "the hub cannot say (" + e.plain_message() + ")");
-    }
-    if (!trusted) {
-        throw refusal(spec.repo_id, org,
-                      "the hub's overview of " + quoted_name(org) + " does not mark it trustedKernelPublisher");
-    }
-    try {
-        cache.write_publisher(cache::PublisherRecord{settings.endpoint, org, now});
+        cache.write_publisher(cache::PublisherRecord{endpoint, org, now});
     } catch (const Error& e) {
         if (e.code() != ErrorCode::internal) throw;
         if (options.events != nullptr) {
@@ -109,7 +124,7 @@ void Client::Impl::check_publisher(const registry::KernelSpec& spec) {
         }
     }
     std::lock_guard<std::mutex> lock(publisher_mutex);
-    trusted_orgs.insert(org);
+    trusted_orgs[org] = now;
 }
 
 }  // namespace kernhub

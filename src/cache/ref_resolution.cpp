@@ -95,7 +95,8 @@ std::optional<PublisherRecord> RepoCache::read_publisher() const {
     }
     if (!text) return std::nullopt;
     const json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (!doc.is_object()) return std::nullopt;
+    // Exactly what write_publisher writes: four keys.
+    if (!doc.is_object() || doc.size() != 4) return std::nullopt;
     const auto endpoint = doc.find("endpoint");
     const auto organization = doc.find("organization");
     const auto trusted = doc.find("trusted_kernel_publisher");

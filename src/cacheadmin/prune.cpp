@@ -15,6 +15,7 @@
 #include "cache/cache.hpp"
 #include "common/hint.hpp"
 #include "common/text.hpp"
+#include "deptree/metadata.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::cacheadmin {
@@ -27,6 +28,9 @@ constexpr const char* k_locked = "its blob lock is held: a fetch is downloading 
 // Blob locks held at once while removing blobs, which bounds the descriptors
 // prune keeps open; snapshots/ is walked again once per batch.
 constexpr std::size_t k_prune_lock_batch = 256;
+// Bounds on the walk for commit-pinned dependencies (dependency_pins).
+constexpr std::size_t k_max_pinning_repos = 100000;
+constexpr std::size_t k_max_pinning_variants = 1000;  // per snapshot
 
 // Removal below the repo folder never follows a link, even one swapped in
 // while prune runs (cache::remove_beneath).
@@ -317,9 +321,47 @@ private:
 
 }  // namespace
 
-PruneReport prune_cache(const fs::path& root, const PruneRequest& request) {
+KeptCommits dependency_pins(const fs::path& root) {
+    KeptCommits pins;
+    std::error_code ec;
+    std::size_t repos = 0;
+    for (fs::directory_iterator repo(root, ec), end; !ec && repo != end; repo.increment(ec)) {
+        if (++repos > k_max_pinning_repos) break;
+        if (!cache::parse_repo_folder(repo->path().filename().string())) continue;
+        std::error_code snap_ec;
+        for (fs::directory_iterator snapshot(repo->path() / "snapshots", snap_ec), snap_end;
+             !snap_ec && snapshot != snap_end; snapshot.increment(snap_ec)) {
+            std::error_code build_ec;
+            std::size_t variants = 0;
+            for (fs::directory_iterator variant(snapshot->path() / "build", build_ec), variant_end;
+                 !build_ec && variant != variant_end && ++variants <= k_max_pinning_variants;
+                 variant.increment(build_ec)) {
+                std::string text;
+                const cache::ReadStatus status =
+                    cache::read_file_into(variant->path() / "metadata.json", text, deptree::k_max_metadata_bytes + 1);
+                if (status.error != 0) continue;
+                try {
+                    for (const deptree::KernelDependency& dep :
+                         deptree::parse_variant_metadata(text, repo->path().filename().string()).depends) {
+                        if (!is_commit_sha(dep.revision)) continue;
+                        pins[cache::repo_folder_name(RepoType::kernel, dep.repo_id)].insert(dep.revision);
+                    }
+                } catch (const Error&) {
+                    // Malformed metadata pins nothing; a fetch refuses it anyway.
+                }
+            }
+        }
+    }
+    return pins;
+}
+
+PruneReport prune_cache(const fs::path& root, const PruneRequest& given) {
     PruneReport report;
-    report.dry_run = request.dry_run;
+    report.dry_run = given.dry_run;
+    // A dependency pinned by commit id has no ref of its own: what the
+    // cached variants pin is kept as a ref's commit is.
+    PruneRequest request = given;
+    for (auto& [folder, commits] : dependency_pins(root)) request.keep[folder].insert(commits.begin(), commits.end());
     try {
         throw_if_cancelled(request, root);
         visit_repos(root, [&](const RepoScan& repo) {

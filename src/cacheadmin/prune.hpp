@@ -44,8 +44,16 @@ struct PruneRequest {
     const std::atomic<bool>* cancel = nullptr;
 };
 
+// The commits that cached variants' metadata.json name by commit id under
+// "kernel-depends", by repo folder (README, "Kernel dependencies"): such a
+// dependency has no ref, so prune_cache keeps them as it keeps a ref's.
+// Every snapshot counts, not only the ones kept; unreadable or malformed
+// metadata pins nothing.
+KeptCommits dependency_pins(const std::filesystem::path& root);
+
 // Error(internal) naming the path when something cannot be removed. Each
-// repo is scanned right before it is pruned (visit_repos).
+// repo is scanned right before it is pruned (visit_repos). Also keeps
+// dependency_pins(root).
 PruneReport prune_cache(const std::filesystem::path& root, const PruneRequest& request);
 // prune_cache's work on a scan_cache taken earlier: the cache may have
 // changed since, as it does under a prune that runs while others fetch

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -122,11 +123,24 @@ private:
     // damaged (a fetch would only ask the hub again); a repair removes it.
     void check_publisher() {
         const cache::RepoCache cache(m_repo.folder.parent_path(), m_repo.type, m_repo.repo_id);
-        const fs::path path = cache.publisher_path();
+        const fs::path side = m_repo.folder / ".kernhub";
         std::error_code ec;
+        if (fs::is_symlink(fs::symlink_status(side, ec))) {
+            // Whatever it leads to is not this cache's; the link goes, never its target.
+            report(side, "is a symbolic link where kernhub's side-data folder belongs",
+                   [this, side] { remove_entry(m_repo.folder, side); });
+            return;
+        }
+        const fs::path path = cache.publisher_path();
         if (!fs::exists(fs::symlink_status(path, ec))) return;
-        if (cache.read_publisher()) return;
-        report(path, "is not a trusted-publisher record kernhub wrote (a link, too large, or malformed)",
+        const std::optional<cache::PublisherRecord> record = cache.read_publisher();
+        const std::int64_t now =
+            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        if (record && record->checked_at <= now) return;
+        report(path,
+               record ? "is dated in the future, which no answer kernhub kept can be"
+                      : "is not a trusted-publisher record kernhub wrote (a link, too large, or malformed)",
                [this, path] { remove_entry(m_repo.folder, path); });
     }
 

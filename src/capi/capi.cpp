@@ -281,4 +281,8 @@ const char* kh_version(void) {
     return kernhub::version();
 }
 
+const char* kh_kernels_release(void) {
+    return kernhub::kernels_release();
+}
+
 }  // extern "C"

@@ -89,6 +89,12 @@ std::optional<int> parse_int(const char* key, const char* value) {
     return static_cast<int>(*parsed);
 }
 
+// "" -> nullopt (the environment decides), else the text.
+std::optional<std::string> optional_text(const char* value) {
+    if (*value == '\0') return std::nullopt;
+    return std::string(value);
+}
+
 void set_token(Options& options, const char* value) {
     if (*value == '\0') {
         options.token.reset();
@@ -125,8 +131,8 @@ constexpr SettingRule k_rules[] = {
     {"tvm_ffi_library", [](Options& o, const char*, const char* v) { o.tvm_ffi_library = v; }},
     {"torch_dir", [](Options& o, const char*, const char* v) { o.torch_dir = v; }},
     {"backend", [](Options& o, const char*, const char* v) { o.backend = v; }},
-    {"local_kernels", [](Options& o, const char*, const char* v) { o.local_kernels = v; }},
-    {"trust_remote_code", [](Options& o, const char*, const char* v) { o.trust_remote_code = v; }},
+    {"local_kernels", [](Options& o, const char*, const char* v) { o.local_kernels = optional_text(v); }},
+    {"trust_remote_code", [](Options& o, const char*, const char* v) { o.trust_remote_code = optional_text(v); }},
     {"host", [](Options& o, const char*, const char* v) { o.host = v; }},
     {"retries", [](Options& o, const char* k, const char* v) { o.retries = parse_int(k, v); }},
     {"max_wait_seconds", [](Options& o, const char* k, const char* v) { o.max_wait_seconds = parse_int(k, v); }},

@@ -1,6 +1,8 @@
 #include "deptree/metadata.hpp"
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/repo.hpp"
 #include "kernhub/error.hpp"
@@ -82,10 +84,24 @@ VariantMetadata parse_variant_metadata(const std::string& text, const std::strin
         throw malformed(where,
                         "it is larger than k_max_metadata_bytes (" + std::to_string(k_max_metadata_bytes) + " bytes)");
     }
-    const json doc = json::parse(text, nullptr, false);
+    // nlohmann keeps the last of two equal keys; kernels refuses them, and
+    // a second "kernels-minver" must not quietly replace the first.
+    std::vector<std::set<std::string>> open_objects;
+    std::string duplicate;
+    const json::parser_callback_t note_keys = [&](int, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+        if (event == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
+        if (event == json::parse_event_t::key && !open_objects.empty() &&
+            !open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
+            duplicate = parsed.get<std::string>();
+        }
+        return true;
+    };
+    const json doc = json::parse(text, note_keys, false);
     if (doc.is_discarded() || !doc.is_object()) throw malformed(where, "not a JSON object");
+    if (!duplicate.empty()) throw malformed(where, "the key \"" + duplicate + "\" appears twice in one object");
     VariantMetadata out;
-    if (auto it = doc.find("kernel-depends"); it != doc.end() && !it->is_null()) {
+    if (auto it = doc.find("kernel-depends"); it != doc.end()) {
         if (!it->is_array()) throw malformed(where, "\"kernel-depends\" is not a list");
         if (it->size() > k_max_kernel_depends) {
             throw malformed(where, "\"kernel-depends\" has " + std::to_string(it->size()) +
@@ -110,6 +126,17 @@ VariantMetadata parse_variant_metadata(const std::string& text, const std::strin
         }
         out.kernels_minver = it->get<std::string>();
     }
+    return out;
+}
+
+std::vector<KernelDependency> merged_depends(const std::vector<VariantMetadata>& variants) {
+    std::map<std::string, KernelDependency> found;
+    for (const VariantMetadata& variant : variants) {
+        for (const KernelDependency& dep : variant.depends) found.emplace(dep.label(), dep);
+    }
+    std::vector<KernelDependency> out;
+    out.reserve(found.size());
+    for (auto& [label, dep] : found) out.push_back(std::move(dep));
     return out;
 }
 

@@ -45,14 +45,20 @@ struct VariantMetadata {
 };
 
 // Reads the two fields from a metadata.json document; every other field is
-// left alone. As strict as `kernels` on them: "kernel-depends" must be a
-// list of objects with "repo-id" and exactly one of "version" (a number
-// 0 or more) or "revision" (a string), and no other key; "kernels-minver"
-// must be three dot-separated numbers. A safe repo id and revision (they
-// reach URLs and cache paths), at most k_max_kernel_depends entries, at
-// most k_max_metadata_bytes. Anything else is Error(verification) naming
-// `where` (the repo and variant) and the field: it is the hub's data.
+// left alone. What `kernels` refuses is refused: "kernel-depends" must be a
+// list (not null) of objects with "repo-id" and exactly one of "version" (a
+// number 0 or more) or "revision" (a string), and no other key;
+// "kernels-minver" must be three dot-separated numbers (or null). kernhub
+// refuses more: an unsafe repo id or revision (they reach URLs and cache
+// paths), a repo named twice (which would leave a kernel two versions of
+// one dependency), more than k_max_kernel_depends entries, more than
+// k_max_metadata_bytes. Each is Error(verification) naming `where` (the
+// repo and variant) and the field: it is the hub's data.
 VariantMetadata parse_variant_metadata(const std::string& json, const std::string& where);
+
+// Every kernel the variants' metadata name, each once (by label()), in
+// label order: what a kernel needs over all its variants.
+std::vector<KernelDependency> merged_depends(const std::vector<VariantMetadata>& variants);
 
 // Compares dotted numeric versions ("0.17", "0.17.0.0" equal): negative,
 // zero or positive. nullopt when either is not dotted numbers.

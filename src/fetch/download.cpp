@@ -1,6 +1,7 @@
 // The download half of Fetcher: verified blobs, resumed partials, snapshot
 // links.
 #include <algorithm>
+#include <cerrno>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -348,10 +349,12 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
         const fs::path placed = cache.snapshot_path(commit, "build/" + variant + "/metadata.json");
         std::string text;
         std::error_code ec;
-        if (fs::exists(fs::symlink_status(placed, ec)) &&
-            cache::read_file_into(placed, text, deptree::k_max_metadata_bytes + 1).error == 0) {
-            request.check_metadata(variant, text);
-        }
+        // Over the cap, the first bytes past it are enough for the check to
+        // refuse the file as too large.
+        const int error = fs::exists(fs::symlink_status(placed, ec))
+                              ? cache::read_file_into(placed, text, deptree::k_max_metadata_bytes + 1).error
+                              : ENOENT;
+        if (error == 0 || error == EFBIG) request.check_metadata(variant, text);
     }
     std::vector<FileJob> rest(std::make_move_iterator(jobs.begin() + static_cast<std::ptrdiff_t>(first_parallel)),
                               std::make_move_iterator(jobs.end()));

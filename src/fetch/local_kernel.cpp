@@ -34,7 +34,9 @@ std::map<std::string, fs::path> parse_local_kernels(const std::string& text, con
                             "reads them, so a path cannot hold ':')",
                         hint::setting("local_kernels"));
         }
-        out[entry.substr(0, equals)] = fs::path(entry.substr(equals + 1));
+        // An empty PATH is the working directory, as Path("") is for kernels.
+        const std::string path = entry.substr(equals + 1);
+        out[entry.substr(0, equals)] = fs::path(path.empty() ? "." : path);
         if (colon == std::string::npos) return out;
         start = colon + 1;
     }
@@ -97,7 +99,8 @@ LocalVariant resolve_local_kernel(const fs::path& folder, const select::HostFact
                                   const std::string& required_file) {
     std::error_code ec;
     if (!fs::is_directory(folder, ec)) {
-        throw Error(ErrorCode::not_found, "the local kernel folder " + folder.string() + " does not exist",
+        throw Error(ErrorCode::not_found,
+                    "the local kernel folder " + folder.string() + " does not exist or is not a folder",
                     hint::setting("local_kernels"));
     }
     const std::optional<std::string> required =

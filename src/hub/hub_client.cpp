@@ -181,12 +181,13 @@ std::optional<std::string> HubClient::organization_overview(const std::string& o
     limits.over_body_message = "the hub's overview of organisation " + quoted_name(org) + " is larger than " +
                                std::to_string(k_max_overview_bytes) + " bytes (k_max_overview_bytes)";
     http::Response response = m_transport->get(url, limits);
-    // The transport retried what can pass (5xx, 429); another answer is
-    // the hub's word that it has no overview to give.
-    if (response.status >= 400 && response.status < 500) return std::nullopt;
+    // 404, or 401/403 for an overview the hub will not show: the hub has
+    // none to give. Anything else that is not 200 (429 and 5xx after the
+    // transport's retries, an odd status) is a failure to get an answer.
+    if (response.status == 404 || response.status == 401 || response.status == 403) return std::nullopt;
     if (response.status != 200) {
-        throw Error(ErrorCode::network,
-                    "the hub answered HTTP " + std::to_string(response.status) + " for " + http::redact(url));
+        throw Error(ErrorCode::network, "the hub answered HTTP " + std::to_string(response.status) + " for " +
+                                            http::redact(url) + "; try again later");
     }
     return std::move(response.body);
 }

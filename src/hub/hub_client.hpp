@@ -73,9 +73,9 @@ inline constexpr std::size_t k_max_overview_bytes = 1u << 20;
 
 // Whether an organisation overview (HubClient::organization_overview)
 // marks it a trusted kernel publisher: "trustedKernelPublisher": true. A
-// missing field is false, as for the kernels library. Error(network)
-// naming `source` when the document is not an object or the field is not a
-// boolean.
+// missing field is false, as for the kernels library.
+// Error(verification) naming `source` when the document is not an object
+// or the field is not a boolean.
 bool is_trusted_publisher(const std::string& overview, const std::string& source);
 
 // Percent-encodes everything but unreserved characters; keep_slash leaves
@@ -101,11 +101,11 @@ public:
     std::vector<TreeEntry> list_tree(const RepoRef& repo, const std::string& commit, const std::string& path);
     // The hub's overview of an organisation (GET
     // /api/organizations/ORG/overview, what the kernels library asks before
-    // it trusts a publisher): the body as the hub sent it, a JSON object of
-    // at most k_max_overview_bytes. nullopt when the hub answers 404 (it has
-    // no such organisation, or a static tree has no overview for it).
-    // Error(network) for any other failure after retries, or a body that is
-    // not a JSON object.
+    // it trusts a publisher): the body as the hub sent it (not parsed), at
+    // most k_max_overview_bytes. nullopt when the hub answers 404, 401 or
+    // 403 (no such organisation, a static tree without its overview, one it
+    // will not show). Error(network) when the hub cannot be reached, or
+    // answers another status (429 and 5xx after retries).
     std::optional<std::string> organization_overview(const std::string& org);
     // Streams a file at `commit` into target (redirects and retries inside).
     void download(const RepoRef& repo, const std::string& commit, const std::string& path, http::BodyTarget& target);

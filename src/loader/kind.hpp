@@ -160,7 +160,8 @@ struct Loaded {
 Loaded load(const LoadRequest& request);
 
 // pick, then the kind opens the dependency's artifact (Kind::open_dependency);
-// the file opened, or nullopt when the kind opens nothing.
+// the file opened, or nullopt when the kind opens nothing or no kind loads
+// the variant (a pure-Python one).
 std::optional<std::string> load_dependency(const LoadRequest& request);
 
 // Helpers for the kinds that choose by file name.

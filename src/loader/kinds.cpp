@@ -113,6 +113,11 @@ Loaded load(const LoadRequest& request) {
 }
 
 std::optional<std::string> load_dependency(const LoadRequest& request) {
+    // A dependency holding nothing kernhub loads (pure Python, a noarch
+    // torch variant) is there for the Python kernels library: nothing to open.
+    const bool loadable = std::any_of(kinds().begin(), kinds().end(),
+                                      [&](const Kind* kind) { return kind->choose(request).has_value(); });
+    if (!loadable) return std::nullopt;
     const Pick chosen = pick(request);
     const Artifact artifact(request, chosen.artifact);
     if (!chosen.kind->open_dependency(request, artifact)) return std::nullopt;

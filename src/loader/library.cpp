@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "common/hint.hpp"
 #include "common/text.hpp"
@@ -116,14 +117,27 @@ Library Library::open(const std::filesystem::path& path, Binding binding) {
 Library Library::open_sealed(SealedImage image, const std::filesystem::path& label, const std::string& content_id,
                              Binding binding) {
     static std::mutex mutex;
-    static std::map<std::string, void*> loaded;  // content_id -> handle
+    // content_id -> the handle, and the /proc path of its copy (open for
+    // the process's life) that dlopen knows it by.
+    static std::map<std::string, std::pair<void*, std::string>> loaded;
     std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = loaded.find(content_id); it != loaded.end()) return Library(it->second, label);
+    if (auto it = loaded.find(content_id); it != loaded.end()) {
+        // Loaded before, perhaps RTLD_LOCAL; a dependency's load makes its
+        // symbols global now (dlopen of a loaded library promotes it).
+        if (binding == Binding::now_global) {
+            take_dlerror();
+            if (::dlopen(it->second.second.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL) == nullptr) {
+                throw Error(ErrorCode::load, "cannot make the symbols of " + label.string() + " global",
+                            renamed(take_dlerror(), it->second.second, label.string()));
+            }
+        }
+        return Library(it->second.first, label);
+    }
     const std::string proc_path = image.proc_path();
     take_dlerror();
     void* handle = ::dlopen(proc_path.c_str(), dlopen_mode(binding));
     if (handle != nullptr) {
-        loaded.emplace(content_id, handle);
+        loaded.emplace(content_id, std::make_pair(handle, proc_path));
         image.release();
         return Library(handle, label);
     }

@@ -83,11 +83,12 @@ public:
         return resolved_address(resolve_function(library, symbol, artifact.path().string()), symbol);
     }
 
-    // Its static initialisers register the library's functions with the
-    // runtime, which must be bound first.
+    // The runtime is bound first; then the library's exports join the
+    // global scope as a shared object's do, and what its static
+    // initialisers register with the runtime is registered.
     bool open_dependency(const LoadRequest& request, const Artifact& artifact) const override {
         bind_runtime(request);
-        (void)artifact.open();
+        (void)artifact.open(Binding::now_global);
         return true;
     }
 

@@ -38,6 +38,13 @@ std::optional<SignaturePolicy> registry_policy(const Registry& registry, const s
     return policy;
 }
 
+bool names_repo(const Registry& registry, const std::string& repo_id) {
+    const std::vector<KernelSpec> all = registry.entries();
+    const std::string key = ascii_lowercase(repo_id);
+    return std::any_of(all.begin(), all.end(),
+                       [&](const KernelSpec& entry) { return ascii_lowercase(entry.repo_id) == key; });
+}
+
 KernelSpec resolve_ref(const Registry& registry, const std::string& ref) {
     auto at = ref.find('@');
     std::string base = ref.substr(0, at);
@@ -75,11 +82,7 @@ KernelSpec resolve_ref(const Registry& registry, const std::string& ref) {
         if (agreed([](const KernelSpec& e) { return e.op; })) spec.op = naming.front().op;
         if (agreed([](const KernelSpec& e) { return e.repo_type; })) spec.repo_type = naming.front().repo_type;
         spec.signature = registry_policy(registry, base, {});
-        // Named by an entry, ASCII case ignored as the hub does for repo ids.
-        const std::vector<KernelSpec> all = registry.entries();
-        spec.registry_named = std::any_of(all.begin(), all.end(), [&](const KernelSpec& entry) {
-            return ascii_lowercase(entry.repo_id) == ascii_lowercase(base);
-        });
+        spec.registry_named = names_repo(registry, base);
         return spec;
     }
     const KernelSpec* found = registry.find(base);

@@ -15,6 +15,11 @@ namespace kernhub::registry {
 // Error(not_found) for an unknown name.
 KernelSpec resolve_ref(const Registry& registry, const std::string& ref);
 
+// Whether an entry of the registry names `repo_id` (ASCII case ignored, as
+// the hub ignores it in repo ids): such a repo is the user's explicit choice
+// (KernelSpec::registry_named).
+bool names_repo(const Registry& registry, const std::string& repo_id);
+
 // Whether two policies ask for the same issuer, identities (in any order)
 // and source repository.
 bool same_policy(const SignaturePolicy& a, const SignaturePolicy& b);

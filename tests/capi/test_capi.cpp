@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -15,6 +17,7 @@
 #include "capi/c_header_check.h"
 #include "kernhub/kernhub.hpp"
 #include "support/build_paths.hpp"
+#include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/temp_dir.hpp"
 
@@ -137,6 +140,73 @@ TEST_CASE("kh_hub_set refuses unknown keys, bad booleans, NULLs and oversized va
     CHECK(kh_hub_set(hub.get(), "target", "native-cpu-x86_64-linux") == 0);
 }
 
+TEST_CASE("local_kernels loads from a folder with no request or cache write, and \"\" defers to LOCAL_KERNELS",
+          "[capi]") {
+    DemoEnv env;
+    const std::filesystem::path variant = env.dir.path() / "local" / "build" / kernhub::test::host_cpu_variant();
+    std::filesystem::create_directories(variant);
+    std::filesystem::copy_file(vector_add_so(), variant / "libvector_add.so");
+    Hub hub = env.hub();
+    REQUIRE(kh_hub_set(hub.get(), "endpoint", "http://127.0.0.1:9") == 0);  // a dead port: no request may go
+    const std::string value = "kernhub-demo/vector-add=" + (env.dir.path() / "local").string();
+    REQUIRE(kh_hub_set(hub.get(), "local_kernels", value.c_str()) == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(adds_correctly(kh_symbol(hub.get(), "vector-add")));
+    CHECK_FALSE(std::filesystem::exists(env.cache));
+    // "" is the environment's choice, here a malformed LOCAL_KERNELS.
+    REQUIRE(::setenv("LOCAL_KERNELS", "kernhub-demo/vector-add", 1) == 0);
+    REQUIRE(kh_hub_set(hub.get(), "local_kernels", "") == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 2);
+    CHECK(last_error(hub).find("LOCAL_KERNELS entry") != std::string::npos);
+    REQUIRE(::unsetenv("LOCAL_KERNELS") == 0);
+}
+
+TEST_CASE("trust_remote_code opts a dependency of an untrusted organisation in, and \"\" defers to the variable",
+          "[capi]") {
+    DemoEnv env;
+    const std::string cpu = "build/" + kernhub::test::host_cpu_variant() + "/";
+    auto repo = [&](const std::string& id, const std::string& so, const nlohmann::json& depends) {
+        nlohmann::json commit = {
+            {"message", "v1"},
+            {"branches", {"main", "v1"}},
+            {"metadata", true},
+            {"files", {{cpu + so, {{"path", (std::filesystem::path(KERNHUB_FIXTURE_DIR) / so).string()}}}}}};
+        if (!depends.empty()) commit["metadata_extra"] = {{"kernel-depends", depends}};
+        return nlohmann::json{{"repo_id", id}, {"type", "kernel"}, {"commits", {commit}}};
+    };
+    const nlohmann::json leaf = {{"repo-id", "capibad/leaf"}, {"version", 1}};
+    make_hub({{"organizations",
+               {{"capiok", {{"trusted_kernel_publisher", true}}}, {"capibad", {{"trusted_kernel_publisher", false}}}}},
+              {"repos",
+               {repo("capiok/mid", "libkh_dep_mid.so", nlohmann::json::array({leaf})),
+                repo("capibad/leaf", "libkh_dep_leaf.so", nlohmann::json::array())}}},
+             env.dir.path() / "hub");
+    HubServer server(env.dir.path() / "hub");
+    const std::filesystem::path registry = env.dir.path() / "registry.json";
+    std::ofstream(registry) << R"({"format": 1, "kernels": {"mid": {"repo_id": "capiok/mid", "version": 1,
+                                  "symbol": "kh_dep_mid"}}})";
+    Hub hub = env.hub();
+    REQUIRE(kh_hub_set(hub.get(), "endpoint", server.endpoint().c_str()) == 0);
+    REQUIRE(kh_hub_set(hub.get(), "registry", registry.c_str()) == 0);
+    // The registry names mid; its dependency's organisation is not trusted.
+    CHECK(kh_prewarm(hub.get(), "mid") == 4);
+    CHECK(last_error(hub).find("'capibad/leaf' is not from a trusted kernel publisher") != std::string::npos);
+    REQUIRE(::setenv("KERNHUB_TRUST_REMOTE_CODE", "capibad/leaf", 1) == 0);
+    REQUIRE(kh_hub_set(hub.get(), "trust_remote_code", "") == 0);
+    CHECK(kh_prewarm(hub.get(), "mid") == 0);
+    REQUIRE(::unsetenv("KERNHUB_TRUST_REMOTE_CODE") == 0);
+    REQUIRE(kh_hub_set(hub.get(), "trust_remote_code", "capibad/other") == 0);
+    CHECK(kh_prewarm(hub.get(), "mid") == 4);
+    REQUIRE(kh_hub_set(hub.get(), "trust_remote_code", "capibad/leaf") == 0);
+    CHECK(kh_prewarm(hub.get(), "mid") == 0);
+    using Mid = int (*)();
+    void* address = kh_symbol(hub.get(), "mid");
+    REQUIRE(address != nullptr);
+    Mid mid = nullptr;
+    std::memcpy(&mid, &address, sizeof mid);
+    CHECK(mid() == 70);
+}
+
 TEST_CASE("kh_error_name and kh_version", "[capi]") {
     CHECK(std::string(kh_error_name(0)) == "ok");
     CHECK(std::string(kh_error_name(3)) == "not found");
@@ -144,6 +214,7 @@ TEST_CASE("kh_error_name and kh_version", "[capi]") {
     CHECK(std::string(kh_error_name(130)) == "interrupted");
     CHECK(std::string(kh_error_name(42)) == "unknown error");
     CHECK(std::string(kh_version()) == kernhub::version());
+    CHECK(std::string(kh_kernels_release()) == kernhub::kernels_release());
 }
 
 TEST_CASE("kh_prewarm of a demo kernel gives a callable kh_symbol, other names NULL", "[capi]") {

@@ -67,6 +67,26 @@ json deps_hub_spec() {
                          {{"kernels-minver", "99.0.0"}}));
     repos.push_back(repo("deptest/needs-newer", {{cpu + "NOTES.txt", {{"text", "n"}}}},
                          {{"kernel-depends", depends_on({"deptest/newer"})}}));
+    repos.push_back(repo("deptest/pyonly", {{"build/torch-universal/pyonly/__init__.py", {{"text", "X = 1\n"}}}}));
+    repos.push_back(repo("deptest/needs-py", {{cpu + "libkh_good.so", {{"path", good_fixture_so().string()}}}},
+                         {{"kernel-depends", depends_on({"deptest/pyonly"})}}));
+    // Two versions of one repo in one tree (twin v1 and v2, each needed
+    // by one side), and metadata over k_max_metadata_bytes.
+    json twin = repo("deptest/twin", {{cpu + "NOTES.txt", {{"text", "twin v1"}}}});
+    twin["commits"][0]["branches"] = {"v1"};
+    twin["commits"].push_back({{"message", "v2"},
+                               {"branches", {"main", "v2"}},
+                               {"metadata", true},
+                               {"files", {{cpu + "NOTES.txt", {{"text", "twin v2"}}}}}});
+    repos.push_back(twin);
+    repos.push_back(repo("deptest/wants-v1", {{cpu + "NOTES.txt", {{"text", "w1"}}}},
+                         {{"kernel-depends", json::array({{{"repo-id", "deptest/twin"}, {"version", 1}}})}}));
+    repos.push_back(repo("deptest/wants-v2", {{cpu + "NOTES.txt", {{"text", "w2"}}}},
+                         {{"kernel-depends", json::array({{{"repo-id", "deptest/twin"}, {"version", 2}}})}}));
+    repos.push_back(repo("deptest/both", {{cpu + "libkh_good.so", {{"path", good_fixture_so().string()}}}},
+                         {{"kernel-depends", depends_on({"deptest/wants-v1", "deptest/wants-v2"})}}));
+    repos.push_back(repo("deptest/huge-metadata", {{cpu + "NOTES.txt", {{"text", "h"}}}},
+                         {{"pad", std::string((4u << 20) + 1, 'x')}}));
     repos.push_back(repo("deptest/bad-depends", {{cpu + "NOTES.txt", {{"text", "x"}}}},
                          {{"kernel-depends", json::array({{{"repo-id", "deptest/leaf"}}})}}));
     return {{"repos", repos}};
@@ -122,8 +142,11 @@ TEST_CASE("fetch takes the kernel-depends tree along: each kernel once, every de
     }
     // The variant of each kernel this host needs, and nothing else.
     CHECK_FALSE(tree_has_name(hub.box.cache, "libkern.so"));
-    const std::uint64_t cold = out["requests"].get<std::uint64_t>();
-    CHECK(cold > 0);
+    // The organisation's overview once (the repos are ad-hoc), then for each
+    // of the three kernels: revision, listing, metadata.json and the .so
+    // (the hub's 302, then the CDN).
+    CHECK(out["requests"] == 1 + 3 * 5);
+    CHECK(hub.server->count_requests("/overview") == 1);
 
     // Warm: each of the three kernels asks its revision again, nothing more.
     hub.server->reset();
@@ -160,6 +183,62 @@ TEST_CASE("load opens each dependency's library first, so the symbols the kernel
     CHECK(text.err.find("opened first: ") != std::string::npos);
 }
 
+TEST_CASE("a dependency holding nothing kernhub loads (pure Python) is fetched and opens nothing") {
+    DepsHub hub;
+    ProcessResult r = hub.kh("load", "deptest/needs-py@v1", {"--symbol", "kh_fixture_id", "--json", "--quiet"});
+    json out = parse_stdout(r);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(out["dependencies"].size() == 1);
+    CHECK(out["dependencies"][0]["variant"] == "torch-universal");
+    CHECK(out["dependency_files"] == json::array());
+}
+
+TEST_CASE("a tree holding one repo at two versions fetches, and its load is exit 7 naming both") {
+    DepsHub hub;
+    ProcessResult fetched = hub.kh("fetch", "deptest/both@v1", {"--json", "--quiet"});
+    json out = parse_stdout(fetched);
+    REQUIRE(fetched.exit_code == 0);
+    CHECK(out["dependencies"].size() == 4);
+    // Their libraries would share one process's symbols: refused before any is opened.
+    check_error(hub.kh("load", "deptest/both@v1", {"--symbol", "kh_fixture_id", "--quiet"}), 7,
+                {"deptest/twin twice, at v1 and at v2", "agree on one version"});
+}
+
+TEST_CASE("a metadata.json over k_max_metadata_bytes is exit 4 naming the limit, before the variant downloads") {
+    DepsHub hub;
+    check_error(hub.kh("fetch", "deptest/huge-metadata@v1", {"--quiet"}), 4,
+                {"deptest/huge-metadata", "k_max_metadata_bytes (4194304 bytes)"});
+    CHECK(hub.server->count_requests("NOTES.txt") == 0);
+}
+
+TEST_CASE("cache prune keeps a dependency pinned by commit id, which has no ref of its own") {
+    DepsHub hub;
+    // A second hub: the same repos and one more, pinning leaf by its commit.
+    json spec = deps_hub_spec();
+    spec["repos"].push_back(repo("deptest/pins-leaf", {{"build/" + host_cpu_variant() + "/NOTES.txt", {{"text", "p"}}}},
+                                 {{"kernel-depends", json::array({{{"repo-id", "deptest/leaf"},
+                                                                   {"revision", hub.commit_of("deptest/leaf")}}})}}));
+    const fs::path dir = hub.box.dir.path() / "hub2";
+    make_hub(spec, dir);
+    const std::vector<std::string> where{"--endpoint", "file://" + dir.string(), "--cache-dir", hub.box.cache.string(),
+                                         "--quiet"};
+    auto run = [&](std::vector<std::string> args) {
+        args.insert(args.end(), where.begin(), where.end());
+        return hub.box.run(args);
+    };
+    REQUIRE(run({"fetch", "deptest/pins-leaf@v1"}).exit_code == 0);
+    // Past prune's grace period.
+    REQUIRE(run_process({"find", hub.box.cache.string(), "-exec", "touch", "-h", "-d", "3 hours ago", "{}", "+"})
+                .exit_code == 0);
+    ProcessResult pruned = hub.box.run({"cache", "prune", "--cache-dir", hub.box.cache.string(), "--quiet"});
+    INFO(describe(pruned));
+    REQUIRE(pruned.exit_code == 0);
+    CHECK(fs::is_directory(snapshot(hub.box.cache, "deptest/leaf", hub.commit_of("deptest/leaf"))));
+    ProcessResult offline = run({"fetch", "deptest/pins-leaf@v1", "--offline"});
+    INFO(describe(offline));
+    CHECK(offline.exit_code == 0);
+}
+
 TEST_CASE("a cycle in kernel-depends is exit 4 naming the chain") {
     DepsHub hub;
     check_error(hub.kh("fetch", "deptest/cyc-a@v1", {"--quiet"}), 4,
@@ -180,11 +259,11 @@ TEST_CASE("a malformed kernel-depends entry is exit 4 naming the repo, the entry
                 {"deptest/bad-depends", "\"kernel-depends\" entry 1", "exactly one of \"version\" and \"revision\""});
 }
 
-TEST_CASE("--host selects each dependency for the described machine, as it selects the kernel") {
+TEST_CASE("a described machine (--host) selects each dependency as it selects the kernel") {
     DepsHub hub;
     // A CUDA machine: top and mid have a native CUDA build, leaf only the CPU one.
-    ProcessResult r = hub.kh("fetch", "deptest/top@v1",
-                             {"--host", "cpu=x86_64,os=linux,cuda=12.8", "--json", "--quiet"});
+    ProcessResult r =
+        hub.kh("fetch", "deptest/top@v1", {"--host", "cpu=x86_64,os=linux,cuda=12.8", "--json", "--quiet"});
     json out = parse_stdout(r);
     REQUIRE(r.exit_code == 0);
     CHECK(out["variant"] == k_cuda);
@@ -230,19 +309,20 @@ TEST_CASE(
     CHECK(described.err.find("kernels>=99.0.0") != std::string::npos);
 }
 
-TEST_CASE("prewarm from a lock refuses a kernels-minver newer than kernhub follows for this machine, warns for a "
-          "target") {
+TEST_CASE(
+    "prewarm from a lock refuses a kernels-minver newer than kernhub follows for this machine, warns for a "
+    "target") {
     DepsHub hub;
     const fs::path project = hub.box.dir.path() / "project";
     fs::create_directories(project);
-    write_text(project / "kernhub.json",
-               json({{"format", 1},
-                     {"kernels",
-                      {{"newer", {{"repo_id", "deptest/newer"}, {"version", 1}, {"symbol", "kh_fixture_id"}}}}}})
-                   .dump());
+    write_text(
+        project / "kernhub.json",
+        json({{"format", 1},
+              {"kernels", {{"newer", {{"repo_id", "deptest/newer"}, {"version", 1}, {"symbol", "kh_fixture_id"}}}}}})
+            .dump());
     auto run = [&](const std::string& command, std::vector<std::string> more) {
-        std::vector<std::string> args{command,    "--endpoint", hub.server->endpoint(), "--project", project.string(),
-                                      "--quiet",  "--cache-dir"};
+        std::vector<std::string> args{command,          "--endpoint", hub.server->endpoint(), "--project",
+                                      project.string(), "--quiet",    "--cache-dir"};
         args.insert(args.end(), more.begin(), more.end());
         return hub.box.run(args);
     };
@@ -286,6 +366,17 @@ TEST_CASE("lock records the tree as entries of their own, lock --check checks it
     CHECK(lock["kernels"]["deptest/leaf@v1"]["commit"] == hub.commit_of("deptest/leaf"));
     CHECK(lock["kernels"]["deptest/leaf@v1"]["revision"] == "v1");
     CHECK(lock["kernels"]["deptest/leaf@v1"]["variants"].contains(host_cpu_variant()));
+
+    // Locked for the CUDA target too: leaf has no such build, which its
+    // entry records as a kernel's would.
+    ProcessResult targets =
+        run("lock", {"--update", "--target", host_cpu_variant(), "--target", k_cuda}, hub.box.cache);
+    INFO(describe(targets));
+    REQUIRE(targets.exit_code == 0);
+    const json both = json::parse(read_text(project / "kernhub.lock"));
+    CHECK(both["kernels"]["deptest/leaf@v1"]["missing_targets"] == json({k_cuda}));
+    CHECK(keys_of(both["kernels"]["deptest/mid@v1"]["variants"]).size() == 2);
+    write_text(project / "kernhub.lock", lock.dump(2) + "\n");
 
     // --check in a fresh cache (kept pins, no metadata.json cached yet).
     ProcessResult check = run("lock", {"--check"}, hub.box.dir.path() / "fresh");

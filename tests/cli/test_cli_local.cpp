@@ -61,6 +61,12 @@ TEST_CASE(
     }
     CHECK_FALSE(fs::exists(t.box.cache));
 
+    // An empty PATH is the working directory, as Path("") is for kernels.
+    local_build(t.dir, good_fixture_so());
+    json here = parse_stdout(t.run("fetch", "localtest/good", "localtest/good=", {"--json"}));
+    CHECK(here["local_folder"] == t.dir.lexically_normal().string());
+    CHECK(here["variant"] == host_cpu_variant());
+
     // A relative folder is taken from the working directory, as kernels does.
     ProcessResult relative = t.run("fetch", "localtest/good", "localtest/good=good", {"--json"});
     json out = parse_stdout(relative);
@@ -91,7 +97,7 @@ TEST_CASE("LOCAL_KERNELS with kernels' syntax: an entry without '=' is exit 2 sa
     CHECK(other.exit_code == 5);
 }
 
-TEST_CASE("a local kernel still gets selection, the ELF check and kernels-minver, and no organisation check") {
+TEST_CASE("a local kernel still gets selection, the ELF check, kernels-minver and the organisation allow-list") {
     Local t;
     // No variant for this host: exit 3 naming the folder and the rejection.
     const fs::path cuda_only = t.dir / "cuda-only" / "build" / "native-cu128-x86_64-linux";
@@ -113,10 +119,14 @@ TEST_CASE("a local kernel still gets selection, the ELF check and kernels-minver
     check_error(t.run("load", "localtest/k", "localtest/k=" + newer.string(), {"--symbol", "kh_fixture_id", "--quiet"}),
                 7, {"kernels>=99.0.0", "0.17.2"});
 
-    // The organisation allow-list is about what comes from a hub.
+    // The organisation allow-list is the program's policy, wherever the
+    // kernel comes from; the trusted-publisher check is about a hub.
     const fs::path good = local_build(t.dir / "good", good_fixture_so());
+    check_error(t.run("load", "localtest/k", "localtest/k=" + good.string(), {"--symbol", "kh_fixture_id", "--quiet"},
+                      {{"KERNHUB_ALLOWED_ORGS", "someone-else"}}),
+                4, {"localtest"});
     ProcessResult allowed = t.run("load", "localtest/k", "localtest/k=" + good.string(),
-                                  {"--symbol", "kh_fixture_id", "--quiet"}, {{"KERNHUB_ALLOWED_ORGS", "someone-else"}});
+                                  {"--symbol", "kh_fixture_id", "--quiet"}, {{"KERNHUB_ALLOWED_ORGS", "localtest"}});
     INFO(describe(allowed));
     CHECK(allowed.exit_code == 0);
 }

@@ -26,13 +26,16 @@ json kernel(const std::string& id, const json& extra = json::object()) {
 }
 
 // trusted/* and untrusted/* with overviews saying so; unlisted/* with no
-// overview (404); trusted/top depends on trusted/leaf.
+// overview (404); trusted/top depends on trusted/leaf, trusted/mixed on
+// untrusted/good.
 json trust_hub_spec() {
     const json leaf_dep = {{"kernel-depends", {{{"repo-id", "trusted/leaf"}, {"version", 1}}}}};
+    const json untrusted_dep = {{"kernel-depends", {{{"repo-id", "untrusted/good"}, {"version", 1}}}}};
     return {{"organizations",
              {{"trusted", {{"trusted_kernel_publisher", true}}}, {"untrusted", {{"trusted_kernel_publisher", false}}}}},
-            {"repos", json::array({kernel("trusted/good"), kernel("trusted/leaf"), kernel("trusted/top", leaf_dep),
-                                   kernel("untrusted/good"), kernel("unlisted/good")})}};
+            {"repos",
+             json::array({kernel("trusted/good"), kernel("trusted/leaf"), kernel("trusted/top", leaf_dep),
+                          kernel("trusted/mixed", untrusted_dep), kernel("untrusted/good"), kernel("unlisted/good")})}};
 }
 
 struct TrustHub {
@@ -159,6 +162,41 @@ TEST_CASE("a trusted organisation: one overview request cold, none warm, again o
     CHECK(hub.server->count_requests("/overview") == 1);
     CHECK(json::parse(read_text(record))["checked_at"].get<std::int64_t>() > kept["checked_at"].get<std::int64_t>());
 
+    // A .kernhub that is a link to another folder (another user's, with an
+    // answer of their own) is not read through: it goes, and the hub is asked.
+    const fs::path elsewhere = hub.box.dir.path() / "elsewhere";
+    fs::create_directories(elsewhere);
+    write_text(elsewhere / "publisher.json", read_text(record));
+    const fs::path side = record.parent_path();
+    fs::rename(side, hub.box.dir.path() / "side-data");
+    fs::create_directory_symlink(elsewhere, side);
+    hub.server->reset();
+    REQUIRE(hub.fetch("trusted/good@v1", {}, {"--quiet"}).exit_code == 0);
+    CHECK(hub.server->count_requests("/overview") == 1);
+    CHECK_FALSE(fs::is_symlink(side));
+    CHECK(fs::is_regular_file(elsewhere / "publisher.json"));
+
+    // cache export leaves the answer out, and import refuses an archive
+    // that carries one: each machine asks its own hub.
+    const fs::path archive = hub.box.dir.path() / "cache.tar";
+    ProcessResult exported = hub.box.run({"cache", "export", "trusted/good@v1", "--to", archive.string(), "--cache-dir",
+                                          hub.box.cache.string(), "--quiet"});
+    INFO(describe(exported));
+    REQUIRE(exported.exit_code == 0);
+    const fs::path imported = hub.box.dir.path() / "imported";
+    REQUIRE(hub.box.run({"cache", "import", archive.string(), "--cache-dir", imported.string(), "--quiet"}).exit_code ==
+            0);
+    CHECK(fs::is_directory(imported / "kernels--trusted--good" / "snapshots"));
+    CHECK_FALSE(fs::exists(imported / "kernels--trusted--good" / ".kernhub" / "publisher.json"));
+    const fs::path planted = hub.box.dir.path() / "planted.tar";
+    ProcessResult tar = run_process({"tar", "-cf", planted.string(), "-C", hub.box.cache.string(),
+                                     "kernels--trusted--good/.kernhub/publisher.json"});
+    REQUIRE(tar.exit_code == 0);
+    check_error(hub.box.run({"cache", "import", planted.string(), "--cache-dir",
+                             (hub.box.dir.path() / "planted").string(), "--quiet"}),
+                4, {"publisher.json"});
+    CHECK_FALSE(fs::exists(hub.box.dir.path() / "planted" / "kernels--trusted--good" / ".kernhub" / "publisher.json"));
+
     // verify reports a record that is not one kernhub wrote; repair removes it.
     write_text(record, "{\"organization\": 1}");
     ProcessResult verified = hub.box.run({"cache", "verify", "--cache-dir", hub.box.cache.string(), "--quiet"});
@@ -172,6 +210,13 @@ TEST_CASE("a trusted organisation: one overview request cold, none warm, again o
 
 TEST_CASE("dependencies get the check too, and offline it is skipped with one notice for the whole tree") {
     TrustHub hub;
+    // A trusted kernel whose dependency is not: refused, naming the dependency.
+    check_error(hub.fetch("trusted/mixed@v1", {}, {"--quiet"}), 4,
+                {"'untrusted/good' is not from a trusted kernel publisher"});
+    CHECK(hub.server->count_requests("/api/organizations/untrusted/overview") == 1);
+    REQUIRE(hub.fetch("trusted/mixed@v1", {{"KERNHUB_TRUST_REMOTE_CODE", "untrusted/good"}}, {"--quiet"}).exit_code ==
+            0);
+    hub.server->reset();
     REQUIRE(hub.fetch("trusted/top@v1", {}, {"--quiet"}).exit_code == 0);
     // One command asks once per organisation, top and leaf alike.
     CHECK(hub.server->count_requests("/api/organizations/trusted/overview") == 1);
@@ -204,6 +249,13 @@ TEST_CASE("mirror checks ad-hoc repos and writes each mirrored organisation's ov
     REQUIRE(mirror("untrusted/good@v1", {{"KERNHUB_TRUST_REMOTE_CODE", "1"}}).exit_code == 0);
     CHECK(read_text(tree / "api/organizations/untrusted/overview") ==
           read_text(hub.dir / "api/organizations/untrusted/overview"));
+    // Offline nothing can be asked, and the command says so.
+    ProcessResult offline = hub.box.run({"mirror", "trusted/good@v1", "--to", (hub.box.dir.path() / "m2").string(),
+                                         "--cache-dir", hub.box.cache.string(), "--offline"});
+    INFO(describe(offline));
+    CHECK(offline.exit_code == 0);
+    CHECK(offline.err.find("the mirror gets no organisation overview (trusted)") != std::string::npos);
+    CHECK_FALSE(fs::exists(hub.box.dir.path() / "m2" / "api" / "organizations"));
     // The nginx server block serves them.
     const fs::path conf = hub.box.dir.path() / "mirror.conf";
     REQUIRE(hub.box.run({"mirror", "--to", tree.string(), "--nginx-conf", conf.string(), "--quiet"}).exit_code == 0);

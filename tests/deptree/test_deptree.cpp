@@ -59,7 +59,7 @@ TEST_CASE("kernel-depends entries: a version or a revision, as the kernels libra
     CHECK(got.depends[0].ref() == "v2");
     CHECK(got.depends[1].label() == "org/b@0123456789abcdef0123456789abcdef01234567");
     CHECK(got.kernels_minver == "0.17.0");
-    const VariantMetadata none = parse({{"name", "k"}, {"kernel-depends", nullptr}});
+    const VariantMetadata none = parse({{"name", "k"}, {"kernels-minver", nullptr}});
     CHECK(none.depends.empty());
     CHECK_FALSE(none.kernels_minver);
 }
@@ -71,6 +71,7 @@ TEST_CASE("malformed kernel-depends and kernels-minver are refused naming the va
     };
     const std::vector<Case> cases = {
         {{{"kernel-depends", json::object()}}, "\"kernel-depends\" is not a list"},
+        {{{"kernel-depends", nullptr}}, "\"kernel-depends\" is not a list"},
         {{{"kernel-depends", {{{"repo-id", "org/a"}}}}}, "exactly one of \"version\" and \"revision\""},
         {{{"kernel-depends", {{{"repo-id", "org/a"}, {"version", 1}, {"revision", "main"}}}}},
          "exactly one of \"version\" and \"revision\""},
@@ -175,8 +176,12 @@ TEST_CASE("the walk refuses a cycle, a deep chain and a tree too large, naming t
         Catch::Contains("k_max_dependency_kernels (256)"));
 }
 
-TEST_CASE("Client::load opens the dependencies first, and the kernel then calls into both of them") {
-    test::TempDir dir;
+namespace {
+
+// deplib/leaf, deplib/mid (needs leaf) and deplib/top (needs mid and leaf),
+// each a real .so of tests/fixtures/dep_chain.c, in a file:// hub; the
+// Options of a Client on it.
+Options dep_chain_hub(const test::TempDir& dir) {
     const std::string cpu = "build/" + test::host_cpu_variant() + "/";
     auto so = [](const std::string& name) {
         return json{{"path", (std::filesystem::path(KERNHUB_FIXTURE_DIR) / ("libkh_dep_" + name + ".so")).string()}};
@@ -200,6 +205,14 @@ TEST_CASE("Client::load opens the dependencies first, and the kernel then calls 
     options.cache_dir = (dir.path() / "cache").string();
     options.no_default_registry = true;
     options.project_dir = dir.path().string();
+    return options;
+}
+
+}  // namespace
+
+TEST_CASE("Client::load opens the dependencies first, and the kernel then calls into both of them") {
+    test::TempDir dir;
+    const Options options = dep_chain_hub(dir);
     Client client(options);
     const LoadResult loaded = client.load("deplib/top@v1", "kh_dep_top");
     REQUIRE(loaded.fetch.dependencies.size() == 2);
@@ -209,4 +222,17 @@ TEST_CASE("Client::load opens the dependencies first, and the kernel then calls 
     const KernelFn<int()> top = KernelFn<int()>::from(loaded);
     // 100 x leaf (7) + mid (10 x leaf).
     CHECK(top() == 770);
+}
+
+TEST_CASE("with verify_on_load, a library loaded before on its own serves a later kernel as a dependency") {
+    // Its sealed copy was opened RTLD_LOCAL; the dependency's load makes
+    // its symbols global, or mid's own load finds no kh_dep_leaf.
+    test::TempDir dir;
+    Options options = dep_chain_hub(dir);
+    options.verify_on_load = true;
+    Client client(options);
+    const LoadResult leaf = client.load("deplib/leaf@v1", "kh_dep_leaf");
+    CHECK(KernelFn<int()>::from(leaf)() == 7);
+    const LoadResult mid = client.load("deplib/mid@v1", "kh_dep_mid");
+    CHECK(KernelFn<int()>::from(mid)() == 70);
 }

@@ -31,33 +31,52 @@ have this host's native-cpu variant with a real .so, which kernhub loads. A
 kernel's __init__.py takes each dependency with get_kernel_dep and records
 the order modules were loaded in, so a load shows its tree was really loaded.
 
+Each part compares kernhub with kernels 0.17.2 on the same hub: the same
+variant chosen (kernhub is given --target <the variant kernels selects>, or
+both are forced to the CPU backend), the same refusal, the same files cached.
+
 --part lock-prewarm: `kernels lock` on a project naming top = 1 writes one
   kernels.lock entry per kernel of the tree; `kernhub prewarm --lock
   kernels.lock --target <the variant kernels selects here>` fills an empty
   cache; with the hub stopped and HF_HUB_OFFLINE=1 kernels' load_kernel(top,
   lockfile=...) and get_kernel(top, version=1) load top with mid and leaf,
-  and the cache holds that one variant of each of the three kernels.
+  and the cache holds that one variant of each of the three kernels. A
+  kernels.lock written by hand pinning the untrusted organisation's kernel:
+  kernels' get_locked_kernel refuses it online and kernhub prewarm --lock
+  exits 4, neither caching anything of it; opted in, both fetch it, and the
+  two caches hold the same files of the variant.
 --part fetch-tree: `kernhub fetch kernhub-deps/top@v1 --target VARIANT --json`
-  fetches the tree into an empty cache and lists it ("dependencies", each
-  {repo_id, revision, commit, variant, path}, a dependency before its
-  dependents); kernels loads it offline from that cache. The cycle: kernhub
-  exits 4 naming both repos; kernels' message is an INFO line.
---part minver: kernels refuses the minver-99 kernel; kernhub fetch for this
-  host exits 7 naming 99.0.0 and the kernels version kernhub follows
-  (0.17.2); with --target it fetches (exit 0) and warns naming both.
---part trust: kernels refuses the untrusted organisation's kernel and the one
-  whose organisation has no overview; kernhub exits 4 for the untrusted one,
-  saying how to opt in (KERNHUB_TRUST_REMOTE_CODE, KERNHUB_ALLOWED_ORGS), and
-  fetches it with KERNHUB_TRUST_REMOTE_CODE=1; for the trusted organisation
-  a cold fetch asks for the overview once, a warm one not at all, and offline
-  kernhub says once that the check is skipped.
---part local: LOCAL_KERNELS=REPO=FOLDER[:REPO=FOLDER...] points kernels at
-  local builds (a repo folder holding build/, the build/ folder itself, or a
-  variant folder); kernhub info and load see the same override without a
-  request or a cache write; an entry without '=' is refused by both.
+  fetches the tree into an empty cache and lists "dependencies" as leaf then
+  mid (each {repo_id, revision, commit, variant, path}, top itself not
+  listed); kernels loads the tree offline from that cache with no request.
+  The cycle: kernels raises ValueError and kernhub exits 4 naming both repos;
+  what each leaves in its cache is an INFO line.
+--part minver: kernels refuses the minver-99 kernel (RuntimeError naming
+  both versions); kernhub fetch for this host exits 7 naming 99.0.0 and
+  0.17.2. Both forced to the CPU backend refuse the same variant, and
+  kernhub's cache holds at most that variant's metadata.json, never its
+  other files (what kernels leaves is an INFO line). With --target kernhub
+  fetches it (exit 0) and warns once naming both versions.
+--part trust: kernels refuses the untrusted organisation's kernel and the
+  one whose organisation has no overview, asking only for the overview;
+  kernhub exits 4 for both, saying how to opt in (KERNHUB_TRUST_REMOTE_CODE,
+  KERNHUB_ALLOWED_ORGS); after each refusal neither cache holds a file of
+  it. Opted in (kernels trust_remote_code=[repo], kernhub
+  KERNHUB_TRUST_REMOTE_CODE=repo --target <kernels' variant>) both caches
+  hold the same files with the same bytes. For the trusted organisation a
+  cold kernhub fetch asks for the overview once, a warm one not at all, and
+  offline kernels and kernhub each say once that the check is skipped.
+--part local: LOCAL_KERNELS=REPO=FOLDER[:REPO=FOLDER...] naming folders that
+  hold only the kernels-family variants (torch-cpu, torch-cuda,
+  torch-universal), as a repo folder, its build/ folder or a variant folder.
+  kernels (backend="cpu") loads the tree from them; kernhub
+  (KERNHUB_BACKEND=cpu) info --json selects the same variant of each kernel
+  ("selected", "local_folder") and fetch --json gives the same variant
+  folders, all with no request and no cache write. Both refuse an entry
+  without '=' and a folder with no usable variant (only torch-cuda, backend
+  cpu). kernhub load of a local native-cpu build (which kernels cannot load)
+  makes no request and writes no cache.
 
-Parts other than lock-prewarm check kernhub features being built: until they
-exist their kernhub checks fail (FAIL lines) while every kernels check passes.
 Every kernels and huggingface_hub call runs in a child process, so
 HF_HUB_OFFLINE and the cache variables are read at import, as in real use.
 Prints one PASS/FAIL line per check, then "N passed, N failed". Exit 0 when
@@ -97,6 +116,7 @@ DEPENDS = {TOP: [MID, LEAF], MID: [LEAF], LEAF: [], CYC_A: [CYC_B], CYC_B: [CYC_
 NATIVE = (TOP, MID, LEAF)  # the kernels with a native-cpu variant kernhub loads
 MINVER_NEEDED = "99.0.0"
 PYTHON_VARIANTS = ("torch-cpu", "torch-cuda", "torch-universal")
+CPU_VARIANT = "torch-cpu"  # what kernels (backend="cpu") and kernhub (KERNHUB_BACKEND=cpu) select among them
 SO_NAME = "libvector_add.so"
 SYMBOL = "kh_vector_add"
 
@@ -243,8 +263,8 @@ decisions = kernels.get_kernel_variants(sys.argv[1], version=int(sys.argv[2]))
 print(json.dumps([[type(d).__name__, d.variant.variant_str] for d in decisions]))
 """
 
-# Loads a kernel as argv says; prints its tree and the load order, or the
-# exception kernels raised.
+# Loads a kernel as argv says (HOW REPO ARG [BACKEND]); prints its tree and
+# the load order, or the exception kernels raised.
 LOAD = """
 import json, sys, types
 from pathlib import Path
@@ -253,15 +273,22 @@ trace.loaded = []
 sys.modules["kernhub_deps_trace"] = trace
 import kernels
 how, repo, arg = sys.argv[1:4]
+backend = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
 try:
     if how == "lockfile":
-        module = kernels.load_kernel(repo, lockfile=Path(arg))
+        module = kernels.load_kernel(repo, lockfile=Path(arg), backend=backend)
+    elif how == "locked":
+        module = kernels.get_locked_kernel(repo, lockfile=Path(arg))
+    elif how == "locked-trusting":
+        module = kernels.get_locked_kernel(repo, lockfile=Path(arg), trust_remote_code=True)
     elif how == "revision":
-        module = kernels.get_kernel(repo, revision=arg)
+        module = kernels.get_kernel(repo, revision=arg, backend=backend)
     elif how == "trusting":
-        module = kernels.get_kernel(repo, version=int(arg), trust_remote_code=True)
+        module = kernels.get_kernel(repo, version=int(arg), backend=backend, trust_remote_code=True)
+    elif how == "trusting-list":
+        module = kernels.get_kernel(repo, version=int(arg), backend=backend, trust_remote_code=[repo])
     else:
-        module = kernels.get_kernel(repo, version=int(arg))
+        module = kernels.get_kernel(repo, version=int(arg), backend=backend)
 except Exception as e:
     print(json.dumps({"error": type(e).__name__, "message": str(e)}))
     sys.exit(3)
@@ -269,9 +296,9 @@ print(json.dumps({"tree": module.tree(), "loaded": trace.loaded}))
 """
 
 
-def kernels_load(tmp, how, repo, arg, **env):
+def kernels_load(tmp, how, repo, arg, backend=None, **env):
     """(process, its JSON) of a kernels load in a child."""
-    p = support.run_python(LOAD, kernels_env(tmp, **env), how, repo, str(arg), timeout=TIMEOUT)
+    p = support.run_python(LOAD, kernels_env(tmp, **env), how, repo, str(arg), backend or "", timeout=TIMEOUT)
     return p, last_json(p.stdout) or {}
 
 
@@ -365,6 +392,36 @@ def cache_variants(cache):
     return out
 
 
+def files_under(root):
+    """Sorted paths, relative to root, of the files under it (a symlink to a blob counts as its file)."""
+    return sorted(str(f.relative_to(root)) for f in root.rglob("*") if f.is_file()) if root.is_dir() else []
+
+
+def repo_files(cache, repo):
+    """Every file a cache holds for repo: under its kernels-- folder and its .locks folder."""
+    return [f"{where}/{f}" for where in (folder(repo), f".locks/{folder(repo)}") for f in files_under(cache / where)]
+
+
+def variant_contents(cache, hub, repo, variant):
+    """{path under snapshots/<v1 commit>/build/<variant>: bytes} of a cache."""
+    root = cache / folder(repo) / "snapshots" / hub.commit(repo) / "build" / variant
+    return {f: (root / f).read_bytes() for f in files_under(root)}
+
+
+def check_same_variant_files(report, hub, repo, variant, kcache, hcache, what):
+    """kernels' cache and kernhub's hold the same files of repo's variant, with the same bytes."""
+    kfiles, hfiles = variant_contents(kcache, hub, repo, variant), variant_contents(hcache, hub, repo, variant)
+    report.info(f"{what}: kernels cached {sorted(kfiles)}, kernhub {sorted(hfiles)} "
+                f"(under snapshots/<commit>/build/{variant})")
+    report.check(kfiles and sorted(kfiles) == sorted(hfiles),
+                 f"{what}: kernels' cache and kernhub's hold the same files of {repo} {variant}",
+                 f"kernels {sorted(kfiles)}, kernhub {sorted(hfiles)}")
+    report.check(kfiles and kfiles == hfiles, f"{what}: with the same bytes",
+                 str([f for f in kfiles if kfiles[f] != hfiles.get(f)]))
+    report.equal(cache_variants(hcache).get(folder(repo)), cache_variants(kcache).get(folder(repo)),
+                 f"{what}: both hold that one variant at the same commit")
+
+
 def check_cache_holds_tree(report, hub, cache, variant, what):
     """The cache holds exactly `variant` of each kernel of top's tree, every file of it, and refs/v1."""
     want = {folder(r): {hub.commit(r): [variant]} for r in TREE}
@@ -417,7 +474,12 @@ def part_lock_prewarm(report, args, tmp, hub, variant):
                  "kernhub prewarm's report names the three kernels at their locked commits")
     check_cache_holds_tree(report, hub, cache, variant, "prewarm")
 
-    # 3. The hub goes away; kernels loads the tree offline from that cache.
+    # 3. A lock naming the untrusted organisation's kernel: its pin is no
+    # opt-in for kernels (get_locked_kernel checks the publisher online) nor
+    # for kernhub (no registry names the repo).
+    check_untrusted_lock(report, args, tmp, hub, variant)
+
+    # 4. The hub goes away; kernels loads the tree offline from that cache.
     hub.stop()
     p, out = kernels_load(tmp, "lockfile", TOP, lock, HF_HUB_OFFLINE=1, HF_HUB_CACHE=cache)
     check_tree_loaded(report, p, out, TOP, variant, cache,
@@ -427,6 +489,44 @@ def part_lock_prewarm(report, args, tmp, hub, variant):
     check_tree_loaded(report, p, out, TOP, variant, cache,
                       "offline get_kernel(top, version=1) via KERNELS_CACHE over the prewarmed cache")
     report.info("kernels' log in that offline get_kernel: " + oneline(p.stderr, 800))
+
+
+def check_untrusted_lock(report, args, tmp, hub, variant):
+    ulock = tmp / "untrusted.lock"  # kernels' format, written by hand
+    ulock.write_text(json.dumps([{"dependency": {"repo-id": UNTRUSTED, "version": 1},
+                                  "lock": {"commit": hub.commit(UNTRUSTED)}}], indent=2) + "\n")
+    kcache = tmp / "kernels-untrusted-lock"
+    hub.reset()
+    p, out = kernels_load(tmp, "locked", UNTRUSTED, ulock, HF_ENDPOINT=hub.endpoint, HF_HUB_CACHE=kcache)
+    report.info(f"kernels get_locked_kernel({UNTRUSTED!r}, lockfile=<its pin>): {out.get('error')}: "
+                f"{out.get('message')}; requests {hub.requests()}")
+    report.check(p.returncode == 3 and out.get("error") == "ValueError"
+                 and "is not from a trusted publisher" in out.get("message", ""),
+                 "kernels get_locked_kernel refuses the untrusted organisation's locked kernel", tail(p))
+    report.equal(repo_files(kcache, UNTRUSTED), [], "and kernels cached nothing of it")
+
+    cache = tmp / "untrusted-lock-cache"
+    hub.reset()
+    p = kernhub(args, tmp, ["prewarm", "--lock", ulock, "--target", variant, "--cache-dir", cache,
+                            "--endpoint", hub.endpoint])
+    requests = hub.requests()
+    report.info(f"kernhub prewarm --lock <{UNTRUSTED} pinned> --target {variant}: exit {p.returncode}: "
+                f"{oneline(p.stderr)}; requests {requests}")
+    report.check(p.returncode == 4 and "KERNHUB_TRUST_REMOTE_CODE" in p.stderr,
+                 f"kernhub prewarm --lock of a lock pinning {UNTRUSTED}: exit 4 (trusted-publisher refusal) "
+                 "naming KERNHUB_TRUST_REMOTE_CODE", tail(p))
+    report.equal(repo_files(cache, UNTRUSTED), [], "and kernhub cached nothing of it")
+    report.equal([r for r in requests if f"/{UNTRUSTED}/" in r or r.endswith(f"/{UNTRUSTED}")], [],
+                 "and kernhub asked nothing about the repo itself")
+
+    # Opted in, both fetch it, and cache the same files of the variant.
+    p, out = kernels_load(tmp, "locked-trusting", UNTRUSTED, ulock, HF_ENDPOINT=hub.endpoint, HF_HUB_CACHE=kcache)
+    check_tree_loaded(report, p, out, UNTRUSTED, variant, kcache,
+                      f"kernels get_locked_kernel({UNTRUSTED!r}, trust_remote_code=True)")
+    p = kernhub(args, tmp, ["prewarm", "--lock", ulock, "--target", variant, "--cache-dir", cache,
+                            "--endpoint", hub.endpoint], KERNHUB_TRUST_REMOTE_CODE=1)
+    report.check(p.returncode == 0, "with KERNHUB_TRUST_REMOTE_CODE=1 that kernhub prewarm --lock exits 0", tail(p))
+    check_same_variant_files(report, hub, UNTRUSTED, variant, kcache, cache, "the opted-in locked kernel")
 
 
 # ---- --part fetch-tree ---------------------------------------------------------
@@ -445,12 +545,9 @@ def part_fetch_tree(report, args, tmp, hub, variant):
         deps = out.get("dependencies")
         if report.check(isinstance(deps, list) and all(isinstance(d, dict) for d in deps),
                         "fetch --json lists \"dependencies\"", str(out)[:800]):
-            order = [d.get("repo_id") for d in deps]
-            if order and order[-1] == TOP:  # the list may end with the kernel itself
-                report.info("\"dependencies\" ends with the fetched kernel itself")
-                deps, order = deps[:-1], order[:-1]
-            report.equal(order, [LEAF, MID], "\"dependencies\" is leaf then mid: each once, a dependency before "
-                         "its dependents")
+            report.equal([d.get("repo_id") for d in deps], [LEAF, MID],
+                         "\"dependencies\" is leaf then mid: each once, a dependency before its dependents, "
+                         "top itself not listed")
             got = sorted((d.get("repo_id"), d.get("revision"), d.get("commit"), d.get("variant"), d.get("path"))
                          for d in deps)
             want = sorted((r, "v1", hub.commit(r), variant,
@@ -476,8 +573,7 @@ def part_fetch_tree(report, args, tmp, hub, variant):
     report.check(p.returncode == 4 and CYC_A in p.stderr and CYC_B in p.stderr,
                  f"kernhub fetch {CYC_A}@v1 refuses the cycle: exit 4 naming {CYC_A} and {CYC_B}", tail(p))
     report.info(f"what kernhub left in its cache after refusing the cycle: {cache_variants(cache)}")
-    report.info("what kernels left in its cache after refusing it: "
-                f"{sorted(str(f.relative_to(tmp / 'kernels-cycle')) for f in (tmp / 'kernels-cycle').rglob('*') if f.is_file())}")
+    report.info(f"what kernels left in its cache after refusing it: {files_under(tmp / 'kernels-cycle')}")
 
 
 # ---- --part minver -------------------------------------------------------------
@@ -494,6 +590,35 @@ def part_minver(report, args, tmp, hub, variant):
     report.info(f"kernhub fetch {MINVER}@v1 (this host): exit {p.returncode}: {oneline(p.stderr)}")
     report.check(p.returncode == 7 and MINVER_NEEDED in p.stderr and version in p.stderr,
                  f"kernhub fetch {MINVER}@v1 for this host: exit 7 naming {MINVER_NEEDED} and {version}", tail(p))
+    report.info(f"after those refusals kernels' cache holds {repo_files(tmp / 'kernels-minver', MINVER)}; "
+                f"kernhub's {repo_files(tmp / 'minver-host', MINVER)}")
+
+    # The same refusal of the same variant: both forced to the CPU backend.
+    kcache, cache = tmp / "kernels-minver-cpu", tmp / "minver-cpu"
+    p, out = kernels_load(tmp, "version", MINVER, 1, backend="cpu", HF_ENDPOINT=hub.endpoint, HF_HUB_CACHE=kcache)
+    report.info(f"kernels get_kernel({MINVER!r}, version=1, backend='cpu'): {out.get('error')}: {out.get('message')}")
+    words = f"variant '{CPU_VARIANT}' requires kernels>={MINVER_NEEDED}"
+    report.check(p.returncode == 3 and out.get("error") == "RuntimeError" and words in out.get("message", ""),
+                 f"kernels (backend cpu) refuses {CPU_VARIANT} of the minver kernel", tail(p))
+    p = fetch(args, tmp, hub, MINVER, cache, KERNHUB_BACKEND="cpu")
+    report.info(f"kernhub fetch {MINVER}@v1 (this host, KERNHUB_BACKEND=cpu): exit {p.returncode}: "
+                f"{oneline(p.stderr)}")
+    report.check(p.returncode == 7 and CPU_VARIANT in p.stderr and MINVER_NEEDED in p.stderr,
+                 f"kernhub (KERNHUB_BACKEND=cpu) refuses the same variant, {CPU_VARIANT}: exit 7", tail(p))
+    kfiles, hfiles = repo_files(kcache, MINVER), repo_files(cache, MINVER)
+    report.info(f"what kernels left in its cache after refusing {CPU_VARIANT}: {kfiles}")
+    report.info(f"what kernhub left in its cache after refusing {CPU_VARIANT}: {hfiles}")
+    snapshot = f"{folder(MINVER)}/snapshots/{hub.commit(MINVER)}/"
+    kvariant = sorted(f[len(snapshot):] for f in kfiles if f.startswith(snapshot))
+    hvariant = sorted(f[len(snapshot):] for f in hfiles if f.startswith(snapshot))
+    report.check(set(hvariant) <= {f"build/{CPU_VARIANT}/metadata.json"},
+                 f"kernhub's snapshot holds at most build/{CPU_VARIANT}/metadata.json, none of the variant's "
+                 "other files", str(hvariant))
+    report.check(set(hvariant) <= set(kvariant),
+                 "and no snapshot file kernels did not cache when it refused",
+                 f"kernels {kvariant}, kernhub {hvariant}")
+    blobs = [f for f in hfiles if f.startswith(f"{folder(MINVER)}/blobs/")]
+    report.check(len(blobs) <= len(hvariant), "and no blob beyond that metadata.json", str(blobs))
     p = fetch(args, tmp, hub, MINVER, tmp / "minver-target", "--target", variant)
     report.info(f"kernhub fetch {MINVER}@v1 --target {variant}: exit {p.returncode}: {oneline(p.stderr)}")
     warned = [line for line in p.stderr.splitlines() if MINVER_NEEDED in line and version in line]
@@ -520,6 +645,7 @@ def part_trust(report, args, tmp, hub, variant):
         asked = [r for r in requests if "/api/agent-harnesses" not in r]
         report.equal(asked, [f"hub GET {overview_path(org)} -> {status}"],
                      f"kernels asked for {overview_path(org)} (answered {status}) and nothing of the repo")
+        report.equal(repo_files(tmp / "kernels-a", repo), [], f"kernels cached no file of {repo}")
     p, out = kernels_load(tmp, "trusting", UNTRUSTED, 1, HF_ENDPOINT=hub.endpoint, HF_HUB_CACHE=tmp / "kernels-a")
     check_tree_loaded(report, p, out, UNTRUSTED, variant, tmp / "kernels-a",
                       f"kernels get_kernel({UNTRUSTED!r}, trust_remote_code=True)")
@@ -557,9 +683,7 @@ def part_trust(report, args, tmp, hub, variant):
     report.check(p.returncode == 4 and "KERNHUB_TRUST_REMOTE_CODE" in p.stderr and "KERNHUB_ALLOWED_ORGS" in p.stderr,
                  f"kernhub fetch {UNTRUSTED}@v1: exit 4 naming KERNHUB_TRUST_REMOTE_CODE and KERNHUB_ALLOWED_ORGS",
                  tail(p))
-    report.check(folder(UNTRUSTED) not in cache_variants(cache) or not any(cache_variants(cache)[folder(UNTRUSTED)]
-                                                                           .values()),
-                 "and nothing of it is in the cache", str(cache_variants(cache)))
+    report.equal(repo_files(cache, UNTRUSTED), [], f"and kernhub cached no file of {UNTRUSTED}")
     report.check(len(overview_requests(hub.requests(), UNTRUSTED_ORG)) == 1,
                  f"kernhub asked for {overview_path(UNTRUSTED_ORG)} once", str(hub.requests()))
     p = fetch(args, tmp, hub, UNLISTED, cache, "--target", variant)
@@ -567,8 +691,21 @@ def part_trust(report, args, tmp, hub, variant):
                 f"{oneline(p.stderr)}")
     report.check(p.returncode == 4, f"kernhub fetch {UNLISTED}@v1, whose publisher cannot be verified: exit 4",
                  tail(p))
+    report.equal(repo_files(cache, UNLISTED), [], f"and kernhub cached no file of {UNLISTED}")
     p = fetch(args, tmp, hub, UNTRUSTED, cache, "--target", variant, KERNHUB_TRUST_REMOTE_CODE=1)
     report.check(p.returncode == 0, f"with KERNHUB_TRUST_REMOTE_CODE=1 kernhub fetch {UNTRUSTED}@v1 exits 0", tail(p))
+
+    # Opted in for that one repo, both fetch the same variant (kernhub is
+    # given the one kernels selects) and cache the same files.
+    kcache, cache = tmp / "kernels-opted-in", tmp / "kernhub-opted-in"
+    p, out = kernels_load(tmp, "trusting-list", UNTRUSTED, 1, HF_ENDPOINT=hub.endpoint, HF_HUB_CACHE=kcache)
+    check_tree_loaded(report, p, out, UNTRUSTED, variant, kcache,
+                      f"kernels get_kernel({UNTRUSTED!r}, trust_remote_code=[{UNTRUSTED!r}])")
+    p = fetch(args, tmp, hub, UNTRUSTED, cache, "--target", variant, KERNHUB_TRUST_REMOTE_CODE=UNTRUSTED)
+    report.check(p.returncode == 0,
+                 f"with KERNHUB_TRUST_REMOTE_CODE={UNTRUSTED} kernhub fetch {UNTRUSTED}@v1 --target {variant} exits 0",
+                 tail(p))
+    check_same_variant_files(report, hub, UNTRUSTED, variant, kcache, cache, "opted in to the untrusted kernel")
 
     # kernhub: the trusted organisation, cold, warm and offline.
     cache = tmp / "kernhub-b"
@@ -591,66 +728,100 @@ def part_trust(report, args, tmp, hub, variant):
 # ---- --part local --------------------------------------------------------------
 
 def part_local(report, args, tmp, hub, variant):
-    # Local builds: copies of the hub's trees, outside any cache.
+    # Local builds: copies of the hub's trees, outside any cache, holding only
+    # the kernels-family variants, so both choose from the same folders.
+    native = support.host_variant()
     local = tmp / "local"
     for repo in TREE:
-        shutil.copytree(hub.repo_dir(repo), local / module_name(repo))
+        shutil.copytree(hub.repo_dir(repo), local / module_name(repo), ignore=shutil.ignore_patterns(native))
     roots = {repo: local / module_name(repo) for repo in TREE}
     layouts = {"a repo folder holding build/": lambda r: roots[r],
                "the build/ folder": lambda r: roots[r] / "build",
-               "a variant folder": lambda r: roots[r] / "build" / variant}
+               "a variant folder": lambda r: roots[r] / "build" / CPU_VARIANT}
+    kcache, cache = tmp / "kernels-local-cache", tmp / "kernhub-local-cache"
     for layout, path in layouts.items():
         spec = ":".join(f"{r}={path(r)}" for r in TREE)
         hub.reset()
-        p, out = kernels_load(tmp, "version", TOP, 1, LOCAL_KERNELS=spec, HF_ENDPOINT=hub.endpoint,
-                              HF_HUB_CACHE=tmp / "kernels-local-cache")
-        check_tree_loaded(report, p, out, TOP, variant, {r: roots[r] / "build" / variant for r in TREE},
-                          f"kernels with LOCAL_KERNELS naming {layout} of each kernel")
+        p, out = kernels_load(tmp, "version", TOP, 1, backend="cpu", LOCAL_KERNELS=spec, HF_ENDPOINT=hub.endpoint,
+                              HF_HUB_CACHE=kcache)
+        check_tree_loaded(report, p, out, TOP, CPU_VARIANT, {r: roots[r] / "build" / CPU_VARIANT for r in TREE},
+                          f"kernels (backend cpu) with LOCAL_KERNELS naming {layout} of each kernel")
         report.equal(hub.requests(), [], f"kernels with LOCAL_KERNELS ({layout}) made no request")
-    report.check(not (tmp / "kernels-local-cache").exists(), "and kernels wrote no cache")
+        # The variant folder kernels loaded each kernel from: its package's parent.
+        loaded = {n["repo"]: str(Path(n["file"]).parent.parent) for n in nodes(out.get("tree") or {"deps": []})
+                  if "repo" in n}
+        report.info(f"kernels loaded, with LOCAL_KERNELS naming {layout}: {loaded}")
 
-    # kernhub info and load with the same variable: no request, no cache write.
-    # kernhub selects the native-cpu variant here (native wins over the
-    # Python ones), so its variant folder is that one.
-    native = support.host_variant()
-    cache = tmp / "kernhub-local-cache"
-    for layout, path in layouts.items():
-        where = path(TOP) if layout != "a variant folder" else roots[TOP] / "build" / native
-        spec = f"{TOP}={where}"
+        # kernhub, forced to the CPU backend too, over the same folders.
+        for repo in TREE:
+            hub.reset()
+            p = kernhub(args, tmp, ["info", f"{repo}@v1", "--endpoint", hub.endpoint, "--cache-dir", cache, "--json"],
+                        LOCAL_KERNELS=spec, KERNHUB_BACKEND="cpu")
+            info = stdout_json(p)
+            got = (info.get("selected"), info.get("local_folder"))
+            want = (Path(loaded[repo]).name if repo in loaded else None, str(path(repo)))
+            report.check(p.returncode == 0 and got == want and hub.requests() == [],
+                         f"kernhub info {repo}@v1 (KERNHUB_BACKEND=cpu, LOCAL_KERNELS naming {layout}): exit 0, "
+                         "\"selected\" is the variant kernels loaded, \"local_folder\" the folder named, no request",
+                         f"got {got}, want {want}; requests {hub.requests()}; {tail(p)}")
         hub.reset()
-        p = kernhub(args, tmp, ["info", f"{TOP}@v1", "--endpoint", hub.endpoint, "--cache-dir", cache, "--json"],
-                    LOCAL_KERNELS=spec)
-        report.info(f"kernhub info {TOP}@v1 with LOCAL_KERNELS={spec}: exit {p.returncode}: "
-                    f"{oneline(p.stdout)} {oneline(p.stderr)}")
-        report.check(p.returncode == 0 and str(roots[TOP]) in p.stdout and hub.requests() == [],
-                     f"kernhub info with LOCAL_KERNELS naming {layout}: exit 0, names the folder, no request",
-                     f"requests {hub.requests()}; {tail(p)}")
+        p = kernhub(args, tmp, ["fetch", f"{TOP}@v1", "--endpoint", hub.endpoint, "--cache-dir", cache, "--json"],
+                    LOCAL_KERNELS=spec, KERNHUB_BACKEND="cpu")
+        out = stdout_json(p)
+        got = {out.get("repo_id"): out.get("path"),
+               **{d.get("repo_id"): d.get("path") for d in out.get("dependencies") or [] if isinstance(d, dict)}}
+        report.info(f"kernhub fetch {TOP}@v1 --json (KERNHUB_BACKEND=cpu, LOCAL_KERNELS naming {layout}): "
+                    f"exit {p.returncode}: paths {got}")
+        report.check(p.returncode == 0 and got == loaded and hub.requests() == [],
+                     f"kernhub fetch {TOP}@v1 (KERNHUB_BACKEND=cpu, LOCAL_KERNELS naming {layout}): the variant "
+                     "folders of top, mid and leaf are those kernels loaded, no request",
+                     f"got {got}, want {loaded}; requests {hub.requests()}; {tail(p)}")
+    report.check(not kcache.exists(), "kernels wrote no cache for LOCAL_KERNELS kernels")
+
+    # kernhub only: load of a local native-cpu build (kernels has no loader
+    # for one), from a copy that keeps it.
+    native_root = tmp / "local-native" / module_name(LEAF)
+    shutil.copytree(hub.repo_dir(LEAF), native_root)
     hub.reset()
-    spec = f"{LEAF}={roots[LEAF]}"
+    spec = f"{LEAF}={native_root}"
     p = kernhub(args, tmp, ["load", f"{LEAF}@v1", "--symbol", SYMBOL, "--endpoint", hub.endpoint,
                             "--cache-dir", cache, "--json"], LOCAL_KERNELS=spec)
-    report.info(f"kernhub load {LEAF}@v1 with LOCAL_KERNELS={spec}: exit {p.returncode}: "
-                f"{oneline(p.stdout)} {oneline(p.stderr)}")
-    report.check(p.returncode == 0 and str(roots[LEAF] / "build" / native) in p.stdout and hub.requests() == [],
+    out = stdout_json(p)
+    report.info(f"kernhub load {LEAF}@v1 with LOCAL_KERNELS={spec}: exit {p.returncode}: variant "
+                f"{out.get('variant')}, path {out.get('path')}, local_folder {out.get('local_folder')}")
+    report.check(p.returncode == 0 and out.get("path") == str(native_root / "build" / native)
+                 and out.get("local_folder") == str(native_root) and hub.requests() == [],
                  f"kernhub load {LEAF}@v1 with LOCAL_KERNELS: exit 0, loads {native} from the folder, no request",
                  f"requests {hub.requests()}; {tail(p)}")
     report.check(not cache.exists() or not any(cache.rglob("*")),
                  "kernhub wrote nothing to the cache for LOCAL_KERNELS kernels",
                  str(sorted(str(p.relative_to(cache)) for p in cache.rglob("*"))[:20]) if cache.exists() else "")
 
-    # An entry without '=' is refused by both.
-    bad = f"{TOP}"
-    p, out = kernels_load(tmp, "version", TOP, 1, LOCAL_KERNELS=bad, HF_ENDPOINT=hub.endpoint,
-                          HF_HUB_CACHE=tmp / "kernels-local-cache")
-    report.info(f"kernels with LOCAL_KERNELS={bad!r}: {out.get('error')}: {out.get('message')}")
-    report.check(p.returncode == 3 and out.get("error") == "ValueError"
-                 and out.get("message", "").startswith("Invalid LOCAL_KERNELS entry"),
-                 "kernels refuses a LOCAL_KERNELS entry without '='", tail(p))
-    p = kernhub(args, tmp, ["info", f"{TOP}@v1", "--endpoint", hub.endpoint, "--cache-dir", cache],
-                LOCAL_KERNELS=bad)
-    report.info(f"kernhub info with LOCAL_KERNELS={bad!r}: exit {p.returncode}: {oneline(p.stderr)}")
-    report.check(p.returncode == 2 and "LOCAL_KERNELS" in p.stderr,
-                 "kernhub refuses a LOCAL_KERNELS entry without '=': exit 2 naming the variable", tail(p))
+    # Refusals, both ways: an entry without '=', and a folder with no usable
+    # variant (only torch-cuda, and the backend is cpu).
+    cuda_only = tmp / "local-cuda-only" / module_name(TOP)
+    shutil.copytree(hub.repo_dir(TOP), cuda_only,
+                    ignore=shutil.ignore_patterns(*(v for v in (*PYTHON_VARIANTS, native) if v != "torch-cuda")))
+    for spec, what, kwant, hwant in (
+            (TOP, "an entry without '='", ("ValueError", "Invalid LOCAL_KERNELS entry"), (2, "LOCAL_KERNELS")),
+            (f"{TOP}={cuda_only}", "a folder with no usable variant (only torch-cuda, backend cpu)",
+             ("FileNotFoundError", "Cannot find a build variant"), (3, str(cuda_only)))):
+        hub.reset()
+        p, out = kernels_load(tmp, "version", TOP, 1, backend="cpu", LOCAL_KERNELS=spec, HF_ENDPOINT=hub.endpoint,
+                              HF_HUB_CACHE=kcache)
+        report.info(f"kernels (backend cpu) with LOCAL_KERNELS={spec!r}: {out.get('error')}: "
+                    f"{oneline(out.get('message'))}")
+        report.check(p.returncode == 3 and out.get("error") == kwant[0]
+                     and out.get("message", "").startswith(kwant[1]) and hub.requests() == [],
+                     f"kernels refuses {what} ({kwant[0]}), no request", tail(p))
+        p = kernhub(args, tmp, ["info", f"{TOP}@v1", "--endpoint", hub.endpoint, "--cache-dir", cache],
+                    LOCAL_KERNELS=spec, KERNHUB_BACKEND="cpu")
+        report.info(f"kernhub info (KERNHUB_BACKEND=cpu) with LOCAL_KERNELS={spec!r}: exit {p.returncode}: "
+                    f"{oneline(p.stderr)}")
+        report.check(p.returncode == hwant[0] and hwant[1] in p.stderr and hub.requests() == [],
+                     f"kernhub refuses {what}: exit {hwant[0]} naming {hwant[1]}, no request", tail(p))
+    report.check(not kcache.exists() and (not cache.exists() or not any(cache.rglob("*"))),
+                 "neither cached anything for those refusals")
 
 
 # ---- main ----------------------------------------------------------------------

@@ -284,3 +284,21 @@ TEST_CASE("the C API names the op a prewarm loaded, for the stable shim's dispat
     CHECK(kh_symbol(hub, "torch-add-one") == nullptr);
     kh_hub_free(hub);
 }
+
+TEST_CASE("an op library's dependency is opened first and registers its ops, and the kernel's op then runs",
+          "[torch][needs:torch]") {
+    Setup setup;
+    REQUIRE_FALSE(namespace_loaded(k_ops_ns));
+    kernhub::Client client(setup.options(cxx11_variant()));
+    const kernhub::LoadResult result = client.load("torch-needs-ops");
+    REQUIRE(result.fetch.dependencies.size() == 1);
+    CHECK(result.fetch.dependencies[0].repo_id == k_repo);
+    REQUIRE(result.dependency_files.size() == 1);
+    CHECK(fs::path(result.dependency_files[0]).filename() == k_ops_ns + std::string(".abi3.so"));
+    // The dependency's ops are in the dispatcher, though nothing resolved one.
+    CHECK(namespace_loaded(k_ops_ns));
+    CHECK(c10::Dispatcher::singleton().findSchema({std::string(k_ops_ns) + "::add_one", ""}).has_value());
+    CHECK(result.torch_op == k_stable_ns + std::string("::add_one"));
+    const auto add_one = kernhub::torch::op<UnaryOp>(client, "torch-needs-ops");
+    CHECK(values(add_one.call(tensor({1.0f, 2.0f}))) == (std::vector<float>{2.0f, 3.0f}));
+}

@@ -30,6 +30,7 @@ using nlohmann::json;
 inline constexpr const char* k_repo = "kernhub-test/torch-ops";
 inline constexpr const char* k_pydata_repo = "kernhub-test/torch-pydata";
 inline constexpr const char* k_bare_repo = "kernhub-test/torch-bare";
+inline constexpr const char* k_needs_repo = "kernhub-test/torch-needs-ops";
 inline constexpr const char* k_ops_ns = "_kh_torch_ops_9e1b2c7";
 inline constexpr const char* k_stable_ns = "_kh_torch_stable_9e1b2c7";
 inline constexpr const char* k_pydata_ns = "_kh_torch_pydata_9e1b2c7";
@@ -159,7 +160,15 @@ inline json spec() {
                  {"files",
                   {{bare_dir + k_ops_ns + ".abi3.so", {{"path", fixture(k_ops_ns).string()}}},
                    {bare_dir + "_helper.so", {{"path", fixture(k_stable_ns).string()}}}}}};
+    // An op library (the stable fixture's namespace) that needs torch-ops
+    // (README, "Kernel dependencies").
+    json needs = {{"message", "an op library with a dependency"},
+                  {"branches", {"main"}},
+                  {"metadata", true},
+                  {"files", variant_files(cxx11_variant(), k_stable_ns)},
+                  {"metadata_extra", {{"kernel-depends", {{{"repo-id", k_repo}, {"revision", "main"}}}}}}};
     json repos = {{{"repo_id", k_repo}, {"type", "kernel"}, {"commits", {commit}}},
+                  {{"repo_id", k_needs_repo}, {"type", "kernel"}, {"commits", {needs}}},
                   {{"repo_id", k_pydata_repo}, {"type", "kernel"}, {"commits", {pydata}}},
                   {{"repo_id", k_bare_repo}, {"type", "kernel"}, {"commits", {bare}}}};
     // The CUDA variant beside a CPU one of the same kernel: which one a
@@ -194,6 +203,7 @@ inline json registry() {
               {"torch-scale", entry("scale", nullptr)},
               {"torch-missing", entry("add_two", nullptr)},
               {"torch-pydata", {{"repo_id", k_pydata_repo}, {"revision", "main"}, {"symbol", "add_one"}}},
+              {"torch-needs-ops", {{"repo_id", k_needs_repo}, {"revision", "main"}, {"symbol", "add_one"}}},
               {"torch-bare",
                {{"repo_id", k_bare_repo},
                 {"revision", "main"},

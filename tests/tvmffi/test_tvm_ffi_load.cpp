@@ -546,3 +546,19 @@ TEST_CASE("the runtime of the active virtual environment is found without naming
     CHECK(r.err.find("tvm-ffi runtime 0.1.") != std::string::npos);
     CHECK(r.err.find(venv.string()) != std::string::npos);
 }
+
+TEST_CASE("a tvm-ffi dependency is opened first, after its runtime is bound, and the kernel then loads and runs",
+          "[tvm-ffi][needs:tvm-ffi]") {
+    Setup setup;
+    kernhub::Client client(setup.options());
+    const kernhub::LoadResult loaded = client.load("tvm-needs-ops");
+    REQUIRE(loaded.fetch.dependencies.size() == 1);
+    CHECK(loaded.fetch.dependencies[0].repo_id == k_repo);
+    CHECK(loaded.fetch.dependencies[0].variant == cpu_variant());
+    REQUIRE(loaded.dependency_files.size() == 1);
+    CHECK(fs::path(loaded.dependency_files[0]).filename() == tvm_ffi_fixture_so().filename());
+    CHECK(loaded.dependency_files[0].find("kernels--kernhub-test--tvm-ops") != std::string::npos);
+    // The dependency's exports are in the global scope now.
+    CHECK(::dlsym(RTLD_DEFAULT, "__tvm_ffi_add_int") != nullptr);
+    CHECK(kernhub::TvmFunction::from(loaded)(40, std::int64_t{2}).as_int() == 42);
+}

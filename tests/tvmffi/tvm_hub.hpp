@@ -51,6 +51,7 @@ inline std::string cuda_variant() {
 
 inline const char* k_repo = "kernhub-test/tvm-ops";
 inline const char* k_nested_repo = "kernhub-test/tvm-nested";
+inline const char* k_needs_repo = "kernhub-test/tvm-needs-ops";
 
 inline json variant_files(const std::string& variant, const fs::path& library) {
     const std::string dir = "build/" + variant + "/";
@@ -72,9 +73,16 @@ inline json spec() {
                    {"files",
                     {{nested_dir + tvm_ffi_fixture_so().filename().string(), {{"path", tvm_ffi_fixture_so().string()}}},
                      {nested_dir + "__init__.py", {{"text", "from ._ops import ops\n"}}}}}};
+    // A tvm-ffi kernel that needs tvm-ops (README, "Kernel dependencies").
+    json needs = {{"message", "a tvm-ffi kernel with a dependency"},
+                  {"branches", {"main"}},
+                  {"metadata", true},
+                  {"metadata_extra", {{"kernel-depends", {{{"repo-id", k_repo}, {"revision", "main"}}}}}},
+                  {"files", variant_files(cpu_variant(), tvm_ffi_fixture_so())}};
     return {{"repos",
              {{{"repo_id", k_repo}, {"type", "kernel"}, {"commits", {commit}}},
-              {{"repo_id", k_nested_repo}, {"type", "kernel"}, {"commits", {nested}}}}}};
+              {{"repo_id", k_nested_repo}, {"type", "kernel"}, {"commits", {nested}}},
+              {{"repo_id", k_needs_repo}, {"type", "kernel"}, {"commits", {needs}}}}}};
 }
 
 // Registry names for each fixture function (and one it lacks).
@@ -90,6 +98,7 @@ inline json registry() {
               {"tvm-greeting", entry("greeting")},
               {"tvm-current-stream", entry("current_stream")},
               {"tvm-nested", {{"repo_id", k_nested_repo}, {"revision", "main"}, {"symbol", "add_int"}}},
+              {"tvm-needs-ops", {{"repo_id", k_needs_repo}, {"revision", "main"}, {"symbol", "add_int"}}},
               {"tvm-data", entry("not_code")},
               {"tvm-internal", entry("_library_ctx")},
               {"tvm-cuda-add-one", entry("add_one_cuda")}}}};
