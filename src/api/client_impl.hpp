@@ -8,7 +8,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 
 #include "api/host_facts.hpp"
@@ -62,8 +61,8 @@ void check_one_version_each(const FetchResult& fetched);
 deptree::VariantMetadata variant_metadata(const std::filesystem::path& variant_dir, const std::string& where);
 
 // Whether the trusted-publisher check applies to `spec` (trust.cpp): a repo
-// no registry names, from an http(s) endpoint, that neither the trust
-// setting nor the organisation allow-list names.
+// no registry names, from an endpoint that is not file://, that neither the
+// trust setting nor the organisation allow-list names.
 bool publisher_check_applies(const Settings& settings, const registry::KernelSpec& spec);
 
 // The public view of a recorded signature.
@@ -232,15 +231,15 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     // entry has no policy (README, "Signatures").
     std::optional<fetch::SignatureCheck> signature_check(const registry::KernelSpec& spec);
 
-    // Every fetch, load, info, lock and prewarm asks here first, so the
-    // organisation allow-list and the signature policy apply before a
-    // request or a cached file.
     // Error(verification) unless the hub marks the organisation of an
     // ad-hoc repo a trusted kernel publisher (trust.cpp); offline, a notice
-    // once instead.
+    // once instead. ask_publisher asks the hub's overview.
     void check_publisher(const registry::KernelSpec& spec);
     void ask_publisher(const std::string& repo_id, const std::string& org);
 
+    // Every fetch, load, info, lock and prewarm asks here first, so the
+    // organisation allow-list, the trusted-publisher check and the
+    // signature policy apply before a request or a cached file.
     // `check_trust` false: for a request that only reads the cache (cache
     // path), which the trusted-publisher check has nothing to guard.
     fetch::FetchRequest request_for(const registry::KernelSpec& spec, bool check_trust = true) {
