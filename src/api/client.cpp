@@ -71,9 +71,11 @@ FetchResult Client::Impl::fetch_one(const registry::KernelSpec& spec, deptree::V
         return fetch_local(spec, folder, metadata);
     }
     fetch::FetchRequest request = request_for(spec);
+    bool parsed = false;  // by the hook, on a fetch that downloads
     request.check_metadata = [&](const std::string& variant, const std::string& text) {
         // Cold: refused before the variant's other files are downloaded.
         metadata = deptree::parse_variant_metadata(text, spec.repo_id + " variant " + variant);
+        parsed = true;
         if (!selecting_elsewhere()) check_minver(metadata, spec.repo_id, variant);
     };
     std::uint64_t before = requests();
@@ -93,7 +95,8 @@ FetchResult Client::Impl::fetch_one(const registry::KernelSpec& spec, deptree::V
     result.bytes_downloaded = outcome.bytes_downloaded;
     result.requests = requests() - before;
     if (outcome.signature) result.signature = api::signature_info(*outcome.signature);
-    metadata = api::variant_metadata(result);
+    // A warm fetch downloaded nothing: its metadata.json is read from the cache.
+    if (!parsed) metadata = api::variant_metadata(result);
     check_minver(metadata, result.repo_id, result.variant);
     return result;
 }

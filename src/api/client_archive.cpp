@@ -70,12 +70,7 @@ ExportReport Client::cache_export(const std::string& file, const std::vector<std
             selections.push_back(std::move(selection));
         } catch (const Error& e) {
             if (e.code() != ErrorCode::offline) throw;
-            if (m_impl->options.events != nullptr) {
-                Event event;
-                event.kind = Event::Kind::info;
-                event.text = "warning: the dependency " + label + " is not in the cache, so the archive leaves it out";
-                m_impl->options.events->on_event(event);
-            }
+            m_impl->say("warning: the dependency " + label + " is not in the cache, so the archive leaves it out");
         }
         expanded.emplace(label, depends);
         return depends;

@@ -66,12 +66,7 @@ void Client::Impl::check_minver(const deptree::VariantMetadata& metadata, const 
                                          "; use a kernhub that follows a newer kernels, or an older version of "
                                          "the kernel");
     }
-    if (options.events != nullptr) {
-        Event event;
-        event.kind = Event::Kind::info;
-        event.text = "warning: " + what + " " + problem + "; the machine it is fetched for needs that kernels";
-        options.events->on_event(event);
-    }
+    say("warning: " + what + " " + problem + "; the machine it is fetched for needs that kernels");
 }
 
 fs::path Client::Impl::local_folder(const std::string& repo_id) const {

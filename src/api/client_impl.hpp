@@ -174,6 +174,16 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         return hub.get();
     }
 
+    // Sends `text` to the caller's sink as an info event ("warning: ...",
+    // "note: ..."), when there is a sink.
+    void say(const std::string& text) const {
+        if (options.events == nullptr) return;
+        Event event;
+        event.kind = Event::Kind::info;
+        event.text = text;
+        options.events->on_event(event);
+    }
+
     // Requests sent by the calling thread so far: a difference around one
     // call counts that call's requests, not those other threads sent
     // meanwhile through the same client.

@@ -119,13 +119,10 @@ void mirror_trees(Client::Impl& impl, const std::vector<registry::KernelSpec>& s
     // that a trusted-publisher check against the mirror gets the hub's
     // answer; an organisation the hub has none of gets none.
     if (impl.settings.offline) {
-        if (!organizations.empty() && impl.options.events != nullptr) {
-            Event event;
-            event.kind = Event::Kind::info;
-            event.text = "warning: offline, so the mirror gets no organisation overview (" +
-                         join(std::vector<std::string>(organizations.begin(), organizations.end())) +
-                         "); mirror online to add them";
-            impl.options.events->on_event(event);
+        if (!organizations.empty()) {
+            impl.say("warning: offline, so the mirror gets no organisation overview (" +
+                     join(std::vector<std::string>(organizations.begin(), organizations.end())) +
+                     "); mirror online to add them");
         }
     } else {
         for (const std::string& org : organizations) {
@@ -135,13 +132,8 @@ void mirror_trees(Client::Impl& impl, const std::vector<registry::KernelSpec>& s
                 }
             } catch (const Error& e) {
                 if (e.code() != ErrorCode::network) throw;
-                if (impl.options.events != nullptr) {
-                    Event event;
-                    event.kind = Event::Kind::info;
-                    event.text = "warning: the mirror has no overview of organisation " + org +
-                                 ", since the hub's could not be read (" + e.plain_message() + ")";
-                    impl.options.events->on_event(event);
-                }
+                impl.say("warning: the mirror has no overview of organisation " + org +
+                         ", since the hub's could not be read (" + e.plain_message() + ")");
             }
         }
     }

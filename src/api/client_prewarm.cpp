@@ -234,17 +234,16 @@ PrewarmedKernel run_task(Client::Impl& impl, const Task& task, std::mutex& refs_
     const LockJob& job = *task.job;
     fetch::Fetcher fetcher(impl.settings.cache_root, impl.hub_client(), impl.options.events);
     fetch::FetchRequest request = task.request;
+    std::optional<deptree::VariantMetadata> metadata;  // parsed by the hook, on a fetch that downloads
     request.check_metadata = [&](const std::string& variant, const std::string& text) {
         // For this machine, a variant that needs a newer kernels is refused
         // before its other files download.
-        if (!impl.selecting_elsewhere()) {
-            impl.check_minver(deptree::parse_variant_metadata(text, job.repo_id + " variant " + variant), job.repo_id,
-                              variant);
-        }
+        metadata = deptree::parse_variant_metadata(text, job.repo_id + " variant " + variant);
+        if (!impl.selecting_elsewhere()) impl.check_minver(*metadata, job.repo_id, variant);
     };
     fetch::FetchOutcome outcome = fetcher.fetch(request);
-    impl.check_minver(api::variant_metadata(outcome.variant_dir, job.repo_id + " variant " + outcome.variant),
-                      job.repo_id, outcome.variant);
+    if (!metadata) metadata = api::variant_metadata(outcome.variant_dir, job.repo_id + " variant " + outcome.variant);
+    impl.check_minver(*metadata, job.repo_id, outcome.variant);
     check_locked_signer(job, outcome);
     PrewarmedKernel done = prewarmed(job, outcome);
     if (!job.revision.empty() && job.revision != job.commit) {

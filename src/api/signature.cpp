@@ -53,12 +53,7 @@ const sigstore::RootDocument& Client::Impl::trusted_root() {
         document = &*root;
     }
     // Outside the lock: a sink may call back into this Client.
-    if (!warning.empty() && options.events != nullptr) {
-        Event event;
-        event.kind = Event::Kind::info;
-        event.text = "warning: " + warning;
-        options.events->on_event(event);
-    }
+    if (!warning.empty()) say("warning: " + warning);
     return *document;
 }
 

@@ -81,11 +81,8 @@ void Client::Impl::check_publisher(const registry::KernelSpec& spec) {
     if (settings.offline) {
         // Nothing can be asked; what the cache holds was checked when it
         // was fetched (or came from elsewhere on purpose). Said once.
-        if (!publisher_notice_given.exchange(true) && options.events != nullptr) {
-            Event event;
-            event.kind = Event::Kind::info;
-            event.text = "note: the trusted-publisher check is skipped offline (first for " + spec.repo_id + ")";
-            options.events->on_event(event);
+        if (!publisher_notice_given.exchange(true)) {
+            say("note: the trusted-publisher check is skipped offline (first for " + spec.repo_id + ")");
         }
         return;
     }
@@ -115,13 +112,8 @@ void Client::Impl::check_publisher(const registry::KernelSpec& spec) {
         cache.write_publisher(cache::PublisherRecord{endpoint, org, now});
     } catch (const Error& e) {
         if (e.code() != ErrorCode::internal) throw;
-        if (options.events != nullptr) {
-            Event event;
-            event.kind = Event::Kind::info;
-            event.text = "could not record the hub's trusted-publisher answer for " + quoted_name(org) +
-                         " in the cache (" + e.plain_message() + "); the next run asks again";
-            options.events->on_event(event);
-        }
+        say("could not record the hub's trusted-publisher answer for " + quoted_name(org) + " in the cache (" +
+            e.plain_message() + "); the next run asks again");
     }
     std::lock_guard<std::mutex> lock(publisher_mutex);
     trusted_orgs[org] = now;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "support/build_paths.hpp"
+#include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/process.hpp"
 #include "support/slurp.hpp"
@@ -152,6 +153,22 @@ inline bool tree_has_name(const fs::path& dir, const std::string& part) {
 
 inline const std::string k_vector_add_folder = "kernels--kernhub-test--vector-add";
 inline const std::string k_dead_endpoint = "http://127.0.0.1:9";
+
+// A test's own hub: `spec` laid out (make_hub) in the sandbox and served on
+// loopback for the object's life.
+struct SpecHub {
+    Sandbox box;
+    fs::path dir = box.dir.path() / "hub";
+    std::unique_ptr<HubServer> server;
+    explicit SpecHub(const json& spec) {
+        make_hub(spec, dir);
+        server = std::make_unique<HubServer>(dir);
+    }
+    // The commit branch `revision` of kernel repo `repo_id` names in the hub.
+    std::string commit_of(const std::string& repo_id, const std::string& revision = "v1") const {
+        return json::parse(read_text(dir / "api/kernels" / repo_id / "revision" / revision))["sha"].get<std::string>();
+    }
+};
 
 struct Interrupted {
     bool started = false;  // `started` held before the signal was sent

@@ -7,7 +7,6 @@
 #include <dlfcn.h>
 
 #include "cli_support.hpp"
-#include "support/hub_builder.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;
@@ -92,14 +91,8 @@ json deps_hub_spec() {
     return {{"repos", repos}};
 }
 
-struct DepsHub {
-    Sandbox box;
-    fs::path dir = box.dir.path() / "hub";
-    std::unique_ptr<HubServer> server;
-    DepsHub() {
-        make_hub(deps_hub_spec(), dir);
-        server = std::make_unique<HubServer>(dir);
-    }
+struct DepsHub : SpecHub {
+    DepsHub() : SpecHub(deps_hub_spec()) {}
     std::string file_endpoint() const { return "file://" + dir.string(); }
     ProcessResult kh(const std::string& command, const std::string& ref, std::vector<std::string> more = {},
                      const fs::path& cache = {}) const {
@@ -108,9 +101,6 @@ struct DepsHub {
                                       "--cache-dir", (cache.empty() ? box.cache : cache).string()};
         args.insert(args.end(), more.begin(), more.end());
         return box.run(args);
-    }
-    std::string commit_of(const std::string& repo_id) const {
-        return json::parse(read_text(dir / "api/kernels" / repo_id / "revision/v1"))["sha"].get<std::string>();
     }
 };
 

@@ -8,7 +8,6 @@
 #include <chrono>
 
 #include "cli_support.hpp"
-#include "support/hub_builder.hpp"
 
 using namespace kernhub::test;
 using namespace kernhub::test::cli;
@@ -38,14 +37,8 @@ json trust_hub_spec() {
                           kernel("trusted/mixed", untrusted_dep), kernel("untrusted/good"), kernel("unlisted/good")})}};
 }
 
-struct TrustHub {
-    Sandbox box;
-    fs::path dir = box.dir.path() / "hub";
-    std::unique_ptr<HubServer> server;
-    TrustHub() {
-        make_hub(trust_hub_spec(), dir);
-        server = std::make_unique<HubServer>(dir);
-    }
+struct TrustHub : SpecHub {
+    TrustHub() : SpecHub(trust_hub_spec()) {}
     ProcessResult fetch(const std::string& ref, const EnvChanges& extra = {}, std::vector<std::string> more = {}) {
         std::vector<std::string> args{"fetch",           ref, "--endpoint", server->endpoint(), "--cache-dir",
                                       box.cache.string()};

@@ -1,6 +1,7 @@
 """What the interop scripts in tests/interop/ share: arguments, the
 skip-with-77 rule, PASS/FAIL counting, a scrubbed environment, running
-kernhub and Python children, laying out a hub with examples/hub/make_hub.py,
+kernhub and Python children (the kernels library's variant decisions and
+`kernels lock` among them), laying out a hub with examples/hub/make_hub.py,
 serving it with tests/support/hub_server.py, and the vector-add hub of a model
 and a kernel repo that test_hf_cache.py and test_hf_mirror.py both compare
 kernhub's cache against.
@@ -154,6 +155,68 @@ def scrubbed_env(also_drop=(), **extra):
 def clean_env(**extra):
     """scrubbed_env with huggingface_hub's telemetry off."""
     return scrubbed_env(**{"HF_HUB_DISABLE_TELEMETRY": 1, **extra})
+
+
+# ---- the kernels library in children -----------------------------------------
+# What test_kernels_prewarm.py and test_kernels_deps.py both ask of kernels.
+
+def child_env(tmp, **extra):
+    """No inherited hub, cache, kernels or proxy settings; HOME and HF_HOME inside tmp."""
+    return scrubbed_env(also_drop=("LOCAL_KERNELS",), **{
+        "HOME": tmp / "home", "HF_HOME": tmp / "hf-home", "PYTHONDONTWRITEBYTECODE": 1, **extra})
+
+
+def kernels_env(tmp, **extra):
+    """child_env for a kernels child. HF_HUB_DISABLE_TELEMETRY stays unset: with
+    it, kernels (0.16 and 0.17 with huggingface_hub 2.4) sends a User-Agent
+    ending in "; ", which the HTTP client refuses before any request leaves.
+    The hub is on loopback, so nothing is reported anywhere."""
+    return child_env(tmp, **extra)
+
+
+def last_json(text):
+    """The JSON document a child printed last (kernels logs to stderr)."""
+    lines = [line for line in text.splitlines() if line.startswith(("{", "["))]
+    try:
+        return json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+
+
+def tail(p, n=1500):
+    """A finished child's exit status and the ends of its output, for a FAIL line."""
+    return f"exit {p.returncode}: {(p.stderr or '')[-n:]} {(p.stdout or '')[-400:]}"
+
+
+KERNELS_DECISIONS = """
+import json, sys, kernels
+decisions = kernels.get_kernel_variants(sys.argv[1], version=int(sys.argv[2]))
+print(json.dumps([[type(d).__name__, d.variant.variant_str] for d in decisions]))
+"""
+
+
+def kernels_decisions(tmp, endpoint, repo, version, timeout=TIMEOUT):
+    """kernels' variant decisions for repo at version on this host:
+    (the child, [[kind, variant], ...], the accepted variants in order)."""
+    p = run_python(KERNELS_DECISIONS,
+                   kernels_env(tmp, HF_ENDPOINT=endpoint, HF_HUB_CACHE=tmp / "kernels-scratch"),
+                   repo, str(version), timeout=timeout)
+    decisions = last_json(p.stdout) or []
+    return p, decisions, [name for kind, name in decisions if kind == "VariantAccepted"]
+
+
+def kernels_lock(tmp, name, repo, endpoint, timeout=TIMEOUT):
+    """`kernels lock` on a project tmp/name whose pyproject.toml names repo = 1:
+    (the child, its kernels.lock or None)."""
+    project = tmp / name
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        f'[project]\nname = "demo"\nversion = "0.1"\n\n[tool.kernels.dependencies]\n"{repo}" = 1\n')
+    cli = "import sys; from kernels.cli import main; sys.argv[0] = 'kernels'; main()"
+    p = subprocess.run([sys.executable, "-c", cli, "lock", str(project)], capture_output=True, text=True,
+                       timeout=timeout, env=kernels_env(tmp, HF_ENDPOINT=endpoint, HF_HUB_CACHE=tmp / "kernels-scratch"))
+    lock = project / "kernels.lock"
+    return p, (lock if p.returncode == 0 and lock.is_file() else None)
 
 
 def run_python(code, env, *args, timeout=TIMEOUT):

@@ -90,7 +90,6 @@ Usage: test_kernels_deps.py --kernhub CLI --so LIB.so --make-hub make_hub.py
 
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -131,31 +130,15 @@ def module_name(repo):
 
 # ---- environments and children -------------------------------------------------
 
-def clean_env(tmp, **extra):
-    """No inherited hub, cache, kernels or proxy settings; HOME and HF_HOME inside tmp."""
-    return support.scrubbed_env(also_drop=("LOCAL_KERNELS",), **{
-        "HOME": tmp / "home", "HF_HOME": tmp / "hf-home", "PYTHONDONTWRITEBYTECODE": 1, **extra})
-
-
-def kernels_env(tmp, **extra):
-    # HF_HUB_DISABLE_TELEMETRY stays unset for kernels (see
-    # test_kernels_prewarm.py: with it kernels sends a User-Agent the HTTP
-    # client refuses); the hub is on loopback, nothing is reported anywhere.
-    return clean_env(tmp, **extra)
+clean_env = support.child_env
+kernels_env = support.kernels_env
+last_json = support.last_json
+tail = support.tail
 
 
 def kernhub(args, tmp, argv, **env):
     return support.kernhub(args.kernhub, [str(a) for a in argv],
                            clean_env(tmp, HF_HUB_DISABLE_TELEMETRY=1, **env), timeout=TIMEOUT)
-
-
-def last_json(text):
-    """The JSON document a child printed last (kernels logs to stderr)."""
-    lines = [line for line in text.splitlines() if line.startswith(("{", "["))]
-    try:
-        return json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
 
 
 def stdout_json(p):
@@ -165,10 +148,6 @@ def stdout_json(p):
     except ValueError:
         return {}
     return out if isinstance(out, dict) else {}
-
-
-def tail(p, n=1500):
-    return f"exit {p.returncode}: {(p.stderr or '')[-n:]} {(p.stdout or '')[-400:]}"
 
 
 def oneline(text, n=600):
@@ -257,12 +236,6 @@ def overview_path(org):
 
 # ---- kernels children ----------------------------------------------------------
 
-SELECT = """
-import json, sys, kernels
-decisions = kernels.get_kernel_variants(sys.argv[1], version=int(sys.argv[2]))
-print(json.dumps([[type(d).__name__, d.variant.variant_str] for d in decisions]))
-"""
-
 # Loads a kernel as argv says (HOW REPO ARG [BACKEND]); prints its tree and
 # the load order, or the exception kernels raised.
 LOAD = """
@@ -304,10 +277,7 @@ def kernels_load(tmp, how, repo, arg, backend=None, **env):
 
 def select_variant(report, tmp, hub):
     """The variant kernels prefers on this host, asked of kernels itself."""
-    p = support.run_python(SELECT, kernels_env(tmp, HF_ENDPOINT=hub.endpoint, HF_HUB_CACHE=tmp / "kernels-scratch"),
-                           TOP, "1", timeout=TIMEOUT)
-    decisions = last_json(p.stdout) or []
-    accepted = [name for kind, name in decisions if kind == "VariantAccepted"]
+    p, decisions, accepted = support.kernels_decisions(tmp, hub.endpoint, TOP, 1, timeout=TIMEOUT)
     report.info(f"kernels' decisions for {TOP} on this host: {decisions}")
     if not report.check(p.returncode == 0 and accepted and accepted[0] in PYTHON_VARIANTS,
                         "kernels selects a torch-free Python variant of top on this host", tail(p)):
@@ -317,17 +287,9 @@ def select_variant(report, tmp, hub):
 
 def kernels_lock(report, tmp, hub):
     """`kernels lock PROJECT` against the hub for a project naming top = 1; the lock file."""
-    project = tmp / "project"
-    project.mkdir()
-    (project / "pyproject.toml").write_text(
-        f'[project]\nname = "demo"\nversion = "0.1"\n\n[tool.kernels.dependencies]\n"{TOP}" = 1\n')
-    cli = "import sys; from kernels.cli import main; sys.argv[0] = 'kernels'; main()"
-    p = subprocess.run([sys.executable, "-c", cli, "lock", str(project)], capture_output=True, text=True,
-                       timeout=TIMEOUT,
-                       env=kernels_env(tmp, HF_ENDPOINT=hub.endpoint, HF_HUB_CACHE=tmp / "kernels-scratch"))
-    lock = project / "kernels.lock"
-    report.check(p.returncode == 0 and lock.is_file(), "`kernels lock` writes kernels.lock for top's tree", tail(p))
-    return lock if lock.is_file() else None
+    p, lock = support.kernels_lock(tmp, "project", TOP, hub.endpoint, timeout=TIMEOUT)
+    report.check(lock is not None, "`kernels lock` writes kernels.lock for top's tree", tail(p))
+    return lock
 
 
 # ---- checks --------------------------------------------------------------------

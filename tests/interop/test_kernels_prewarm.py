@@ -59,7 +59,6 @@ import hashlib
 import json
 import py_compile
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -77,18 +76,10 @@ TORCH_CUDA = "torch28-cxx11-cu128-x86_64-linux"
 
 # ---- environments ------------------------------------------------------------
 
-def clean_env(tmp, **extra):
-    """No inherited hub, cache, kernels or proxy settings; HOME and HF_HOME inside tmp."""
-    return support.scrubbed_env(also_drop=("LOCAL_KERNELS",), **{
-        "HOME": tmp / "home", "HF_HOME": tmp / "hf-home", "PYTHONDONTWRITEBYTECODE": 1, **extra})
-
-
-def kernels_env(tmp, **extra):
-    # HF_HUB_DISABLE_TELEMETRY stays unset for kernels: with it, kernels
-    # (0.16 and 0.17 with huggingface_hub 2.4) sends a User-Agent ending in
-    # "; ", which the HTTP client refuses before any request leaves. The hub
-    # is on loopback, so nothing is reported anywhere.
-    return clean_env(tmp, **extra)
+clean_env = support.child_env
+kernels_env = support.kernels_env
+last_json = support.last_json
+tail = support.tail
 
 
 def hf_env(tmp, **extra):
@@ -97,19 +88,6 @@ def hf_env(tmp, **extra):
 
 def run_python(code, env, *args):
     return support.run_python(code, env, *args, timeout=TIMEOUT)
-
-
-def last_json(text):
-    """The JSON document a child printed last (kernels logs to stderr)."""
-    lines = [line for line in text.splitlines() if line.startswith(("{", "["))]
-    try:
-        return json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
-
-
-def tail(p, n=1500):
-    return f"exit {p.returncode}: {(p.stderr or '')[-n:]} {(p.stdout or '')[-300:]}"
 
 
 # ---- the hub -----------------------------------------------------------------
@@ -188,12 +166,6 @@ class Hub:
 
 # ---- kernels children --------------------------------------------------------
 
-SELECT = """
-import json, sys, kernels
-decisions = kernels.get_kernel_variants(sys.argv[1], version=int(sys.argv[2]))
-print(json.dumps([[type(d).__name__, d.variant.variant_str] for d in decisions]))
-"""
-
 LOAD = """
 import json, sys
 from pathlib import Path
@@ -221,10 +193,7 @@ print(json.dumps({"files": sorted(metadata.digest.files)}))
 
 def select_variant(report, tmp, hub):
     """The variant kernels prefers on this host, asked of kernels itself."""
-    p = run_python(SELECT, kernels_env(tmp, HF_ENDPOINT=hub.endpoint, HF_HUB_CACHE=tmp / "kernels-scratch"),
-                   REPO, "1")
-    decisions = last_json(p.stdout) or []
-    accepted = [name for kind, name in decisions if kind == "VariantAccepted"]
+    p, decisions, accepted = support.kernels_decisions(tmp, hub.endpoint, REPO, 1, timeout=TIMEOUT)
     report.info(f"kernels' decisions on this host: {decisions}")
     if not report.check(p.returncode == 0 and accepted, "kernels selects a variant of the repo on this host", tail(p)):
         return None
@@ -235,18 +204,9 @@ def select_variant(report, tmp, hub):
 
 def kernels_lock(report, tmp, hub, name):
     """`kernels lock PROJECT` against the hub; returns the lock file."""
-    project = tmp / name
-    project.mkdir()
-    (project / "pyproject.toml").write_text(
-        f'[project]\nname = "demo"\nversion = "0.1"\n\n[tool.kernels.dependencies]\n"{REPO}" = 1\n')
-    cli = "import sys; from kernels.cli import main; sys.argv[0] = 'kernels'; main()"
-    p = subprocess.run([sys.executable, "-c", cli, "lock", str(project)], capture_output=True, text=True,
-                       timeout=TIMEOUT,
-                       env=kernels_env(tmp, HF_ENDPOINT=hub.endpoint, HF_HUB_CACHE=tmp / "kernels-scratch"))
-    lock = project / "kernels.lock"
-    report.check(p.returncode == 0 and lock.is_file(), f"`kernels lock` writes {name}/kernels.lock from the hub",
-                 tail(p))
-    return lock if lock.is_file() else None
+    p, lock = support.kernels_lock(tmp, name, REPO, hub.endpoint, timeout=TIMEOUT)
+    report.check(lock is not None, f"`kernels lock` writes {name}/kernels.lock from the hub", tail(p))
+    return lock
 
 
 def load(tmp, how, arg, cache_var, cache):
