@@ -1,7 +1,7 @@
 # The default Sigstore trusted root: the public-good instance's
 # trusted_root.json, committed in src/sigstore/root/ with its provenance
 # (provenance.json: where it came from, when, its SHA-256), compiled into
-# the library (docs/ARCHITECTURE.md, "Signatures"). Configuring reads only
+# the library (docs/trust.md, "How signatures are verified"). Configuring reads only
 # files of the project: nothing is downloaded.
 #
 #   -DKERNHUB_SIGSTORE_TRUSTED_ROOT=FILE  builds FILE in instead (a private
@@ -9,7 +9,7 @@
 set(KERNHUB_SIGSTORE_TRUSTED_ROOT "" CACHE FILEPATH
     "trusted_root.json to build in as the default Sigstore root (empty: src/sigstore/root/trusted_root.json)")
 
-set(_kh_root_dir ${PROJECT_BINARY_DIR}/sigstore-root)
+set(_kh_root_dir ${KERNHUB_GENERATED_DIR}/sigstore-root)
 if(KERNHUB_SIGSTORE_TRUSTED_ROOT)
   set(_kh_root_json ${KERNHUB_SIGSTORE_TRUSTED_ROOT})
   set(_kh_root_origin "the root given at build time (KERNHUB_SIGSTORE_TRUSTED_ROOT)")

@@ -1,4 +1,4 @@
-/* A C program that changes directory before its first kh_prewarm() and asks
+/* A C program that changes directory before its first kh_load() and asks
  * for a kernel by its default-registry name. consume.sh runs it with
  * libkernhub_c.so found through a relative LD_LIBRARY_PATH entry, so the
  * dynamic loader knows the library by a relative name that no longer leads to
@@ -17,9 +17,9 @@ int main(int argc, char** argv) {
     }
     kh_hub* hub = kh_hub_new();
     if (hub == NULL) return 100;
-    int rc = kh_prewarm(hub, "vector-add");
+    int rc = kh_load(hub, "vector-add");
     if (rc != 0) {
-        fprintf(stderr, "kh_prewarm(vector-add) after chdir: %d: %s\n", rc, kh_last_error(hub));
+        fprintf(stderr, "kh_load(vector-add) after chdir: %d: %s\n", rc, kh_last_error(hub));
     } else {
         printf("vector-add prewarmed after chdir to %s\n", argv[1]);
     }

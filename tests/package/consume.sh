@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The installed package as a user meets it (README "Embedding: install, CMake,
-# pkg-config"): install the build to a prefix, build the consumer example
+# The installed package as a user meets it (docs/embedding.md, "Install,
+# CMake, pkg-config"): install the build to a prefix (its components runtime
+# and development one after the other), build the consumer example
 # against it with find_package and with pkg-config, run both against the demo
 # hub, then move the prefix and check that the CLI and the library still find
 # the default registry inside it.
@@ -27,8 +28,30 @@ expect_registry() {  # <program output> <prefix the registry must be in>
   grep -qF "(registry $2/share/kernhub/registry.json)" <<<"$1" || fail "registry not from $2: $1"
 }
 
-echo "== cmake --install $build --prefix $prefix"
-cmake --install "$build" --prefix "$prefix" >/dev/null
+# The two install components, one after the other: runtime (what a program
+# that uses kernhub needs to run) must hold nothing of development's (what
+# building against it needs), and the two together make the full install.
+echo "== cmake --install $build --prefix $prefix --component runtime"
+cmake --install "$build" --prefix "$prefix" --component runtime >/dev/null
+runtime=$(cd "$prefix" && find . ! -type d | sort)
+echo "$runtime" | sed 's/^/  /'
+for expected in "./bin/kernhub" "./share/kernhub/registry.json"; do
+  grep -qxF "$expected" <<<"$runtime" || fail "the runtime component lacks $expected"
+done
+grep -qE "^\./$libdir/libkernhub\.so\.[0-9]" <<<"$runtime" || fail "the runtime component lacks libkernhub.so.*"
+grep -qE "^\./$libdir/libkernhub_c\.so\.[0-9]" <<<"$runtime" || fail "the runtime component lacks libkernhub_c.so.*"
+! grep -E "^\./include/|\.a$|\.pc$|\.cmake$|/libkernhub(_c)?\.so$" <<<"$runtime" ||
+  fail "the runtime component holds development files (above)"
+echo "== cmake --install $build --prefix $prefix --component development"
+cmake --install "$build" --prefix "$prefix" --component development >/dev/null
+development=$(cd "$prefix" && find . ! -type d | sort | comm -13 <(echo "$runtime") -)
+echo "$development" | sed 's/^/  /'
+for expected in "./include/kernhub/kernhub.hpp" "./include/kernhub/kernhub.h" "./$libdir/libkernhub.a" \
+                "./$libdir/libkernhub.so" "./$libdir/libkernhub_c.so" "./$libdir/cmake/kernhub/kernhubConfig.cmake" \
+                "./$libdir/cmake/kernhub/kernhubTargets.cmake" "./$libdir/pkgconfig/kernhub.pc" \
+                "./$libdir/pkgconfig/kernhub_c.pc"; do
+  grep -qxF "$expected" <<<"$development" || fail "the development component lacks $expected"
+done
 ldd "$prefix/$libdir/libkernhub.so"
 
 # Before 1.0 every minor version may break the ABI, so the SONAME carries
