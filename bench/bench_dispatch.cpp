@@ -10,7 +10,7 @@
 //                             KernelFn<void(const float*, const float*, float*, size_t)>
 //   BM_Dispatch_ClientResolve the same, with the KernelFn taken from
 //                             Client::resolve (the Client's own table)
-//   BM_Dispatch_CSymbol       the C API: kh_prewarm(hub, "vector-add") offline,
+//   BM_Dispatch_CSymbol       the C API: kh_load(hub, "vector-add") offline,
 //                             then calls through the pointer kh_symbol gave
 //
 // The argument is n (floats per call). n = 16 keeps the kernel to a few
@@ -105,11 +105,11 @@ void BM_Dispatch_CSymbol(benchmark::State& state) {
             const bool set = kh_hub_set(hub, "cache_dir", demo.cache.path().c_str()) == 0 &&
                              kh_hub_set(hub, "project", demo.project.path().c_str()) == 0 &&
                              kh_hub_set(hub, "offline", "1") == 0;
-            const int rc = set ? kh_prewarm(hub, "vector-add") : 2;
+            const int rc = set ? kh_load(hub, "vector-add") : 2;
             void* address = rc == 0 ? kh_symbol(hub, "vector-add") : nullptr;
             const std::string error = kh_last_error(hub) != nullptr ? kh_last_error(hub) : "";
             kh_hub_free(hub);  // the pointer outlives the handle
-            if (address == nullptr) throw std::runtime_error("kh_prewarm/kh_symbol failed: " + error);
+            if (address == nullptr) throw std::runtime_error("kh_load/kh_symbol failed: " + error);
             fn = reinterpret_cast<VectorAdd*>(address);
         })) {
         return;

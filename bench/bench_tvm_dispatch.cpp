@@ -17,7 +17,7 @@
 //                                N-float DLTensors through TvmFunction
 //
 // The tvm-ffi functions come through kernhub's real path: Client::load (or
-// kh_prewarm) from a cache warmed once from a file:// hub that the build
+// kh_load) from a cache warmed once from a file:// hub that the build
 // lays out with the tvm-ffi fixture (bench/CMakeLists.txt). Without the
 // fixture or the runtime the tvm-ffi cases skip, saying why.
 #include <dlfcn.h>
@@ -90,7 +90,9 @@ bool tvm_ready(benchmark::State& state) {
 kernhub::TvmFunction load_tvm(const std::string& ref) {
     kernhub::Client client(tvm_cache().options(true));
     const kernhub::LoadResult loaded = client.load(ref);
-    if (loaded.kind != "tvm-ffi") throw std::runtime_error(ref + " loaded as " + loaded.kind + ", not tvm-ffi");
+    if (loaded.kind != kernhub::LoadKind::tvm_ffi) {
+        throw std::runtime_error(ref + " loaded as " + kernhub::to_string(loaded.kind) + ", not tvm-ffi");
+    }
     return kernhub::TvmFunction::from(loaded);
 }
 
@@ -193,11 +195,11 @@ void BM_TvmDispatch_KhTvmCall(benchmark::State& state) {
                              kh_hub_set(hub, "registry", KERNHUB_BENCH_TVM_REGISTRY) == 0 &&
                              kh_hub_set(hub, "tvm_ffi_library", KERNHUB_BENCH_TVM_FFI_LIBRARY) == 0 &&
                              kh_hub_set(hub, "offline", "1") == 0;
-            const int rc = set ? kh_prewarm(hub, "tvm-add-int") : 2;
+            const int rc = set ? kh_load(hub, "tvm-add-int") : 2;
             fn = rc == 0 ? kh_symbol(hub, "tvm-add-int") : nullptr;
             if (fn == nullptr) {
                 const std::string error = kh_last_error(hub) != nullptr ? kh_last_error(hub) : "";
-                throw std::runtime_error("kh_prewarm/kh_symbol failed: " + error);
+                throw std::runtime_error("kh_load/kh_symbol failed: " + error);
             }
         })) {
         kh_hub_free(hub);

@@ -87,7 +87,7 @@ PAIRS = {
     ],
 }
 
-# The goals some ratios are held to (README "Benchmarks"); shown beside them.
+# The goals some ratios are held to (docs/performance.md "Benchmarks"); shown beside them.
 TARGETS = {
     "KernelFn / direct": 1.05,
     "kh_symbol pointer (C API) / direct": 1.05,

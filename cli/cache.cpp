@@ -34,7 +34,7 @@ ordered_json listing_json(const CacheListing& listing) {
                                {"variants", variants}});
         }
         repos.push_back({{"repo_id", repo.repo_id},
-                         {"repo_type", repo.repo_type},
+                         {"repo_type", to_string(repo.repo_type)},
                          {"folder", repo.folder},
                          {"refs", repo.refs},
                          {"commits", commits},
@@ -57,7 +57,7 @@ void print_listing(const CacheListing& listing) {
     }
     std::cout << '\n';
     for (const auto& repo : listing.repos) {
-        std::cout << repo.repo_type << ' ' << printable(repo.repo_id) << "  " << repo.blobs << " blobs, "
+        std::cout << to_string(repo.repo_type) << ' ' << printable(repo.repo_id) << "  " << repo.blobs << " blobs, "
                   << human_size(repo.size);
         if (repo.partials > 0) std::cout << ", " << repo.partials << " partial downloads";
         std::cout << '\n';

@@ -1,5 +1,5 @@
 // `kernhub cache export --to FILE [NAME...]` and `kernhub cache import FILE`
-// (README.md, "Cache archives").
+// (docs/ci-images.md, "Cache archives").
 #include "commands.hpp"
 #include "common.hpp"
 
@@ -35,13 +35,13 @@ Command add_export_command(CLI::App& cache) {
                 ExportReport report = client.cache_export(*to, *refs);
                 if (flags->json) {
                     print_json({{"file", report.file},
-                                {"compression", report.compression},
+                                {"compression", to_string(report.compression)},
                                 {"entries", report.entries},
                                 {"bytes", report.bytes},
                                 {"repos", names(report.repos)}});
                 } else {
                     status(*flags, "exported " + std::to_string(report.repos.size()) + " repos to " + report.file +
-                                       " (" + report.compression + "): " + std::to_string(report.entries) +
+                                       " (" + to_string(report.compression) + "): " + std::to_string(report.entries) +
                                        " entries, " + human_size(report.bytes) + " of files");
                     for (const auto& repo : report.repos) status(*flags, "  " + repo);
                 }

@@ -313,7 +313,22 @@ void ProgressPrinter::redraw(const std::vector<std::string>& above) {
     (void)std::fflush(stderr);
 }
 
+namespace {
+
+// The sink of a command that shows no progress: the library's warnings
+// still reach stderr (an unknown KERNHUB_* variable, for one).
+class WarningsOnly final : public EventSink {
+public:
+    void on_event(const Event& event) noexcept override {
+        if (event.kind != Event::Kind::info || event.text.rfind("warning: ", 0) != 0) return;
+        (void)std::fprintf(stderr, "%s\n", printable(event.text).c_str());
+    }
+};
+
+}  // namespace
+
 Options make_options(const CommonFlags& flags, EventSink* events) {
+    static WarningsOnly warnings_only;
     Options options;
     options.endpoint = flags.endpoint;
     options.cache_dir = flags.cache_dir;
@@ -323,7 +338,7 @@ Options make_options(const CommonFlags& flags, EventSink* events) {
     options.host = flags.host;
     options.sigstore_trusted_root = flags.trusted_root;
     if (flags.offline) options.offline = true;
-    options.events = events;
+    options.events = events != nullptr ? events : &warnings_only;
     options.cancel = interrupt_flag();
     return options;
 }

@@ -80,6 +80,8 @@ private:
     std::size_t m_drawn = 0;  // lines of the block on screen; the cursor is at the start of the line below
 };
 
+// Options from the common flags; `events` null shows only the library's
+// warnings, on stderr.
 Options make_options(const CommonFlags& flags, EventSink* events);
 
 // Status lines for humans go to stderr unless --quiet.

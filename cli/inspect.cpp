@@ -7,53 +7,60 @@
 namespace kernhub::cli {
 
 static nlohmann::ordered_json entry_json(const BinaryEntry& entry) {
-    return {{"kind", entry.kind}, {"arch", entry.arch}, {"compressed", entry.compressed}, {"size", entry.size}};
+    return {
+        {"kind", to_string(entry.kind)}, {"arch", entry.arch}, {"compressed", entry.compressed}, {"size", entry.size}};
 }
 
 static nlohmann::ordered_json inspect_json(const InspectResult& result) {
-    nlohmann::ordered_json out = {{"format", result.format}};
-    if (result.format == "elf") {
-        out["class"] = result.elf_class;
-        out["machine"] = result.machine;
-        out["type"] = result.type;
-        out["glibc_versions"] = result.glibc_versions;
-        out["max_glibc"] = result.max_glibc;
-        out["needed"] = result.needed;
-        out["exported_functions"] = result.exported_functions;
-        out["tvm_ffi_functions"] = result.tvm_ffi_functions;
-        out["torch_ops"] = result.torch_ops;
-        out["torch_schemas"] = result.torch_schemas;
+    nlohmann::ordered_json out = {{"format", to_string(result.format)}};
+    if (result.elf) {
+        const ElfInfo& elf = *result.elf;
+        out["class"] = elf.elf_class;
+        out["machine"] = elf.machine;
+        out["type"] = elf.type;
+        out["glibc_versions"] = elf.glibc_versions;
+        out["max_glibc"] = elf.max_glibc;
+        out["needed"] = elf.needed;
+        out["exported_functions"] = elf.exported_functions;
+        out["tvm_ffi_functions"] = elf.tvm_ffi_functions;
+        out["torch_ops"] = elf.torch_ops;
+        out["torch_schemas"] = elf.torch_schemas;
         return out;
     }
-    out["containers"] = result.containers;
+    const FatbinInfo fatbin = result.fatbin.value_or(FatbinInfo{});
+    out["containers"] = fatbin.containers;
     out["entries"] = nlohmann::ordered_json::array();
-    for (const auto& entry : result.entries) out["entries"].push_back(entry_json(entry));
-    if (result.selected) out["selected"] = {{"kind", result.selected->kind}, {"arch", result.selected->arch}};
+    for (const auto& entry : fatbin.entries) out["entries"].push_back(entry_json(entry));
+    if (fatbin.selected) {
+        out["selected"] = {{"kind", to_string(fatbin.selected->kind)}, {"arch", fatbin.selected->arch}};
+    }
     return out;
 }
 
 static void print_human(const InspectResult& result) {
-    std::cout << printable(result.path) << ": " << result.format << '\n';
-    if (result.format == "elf") {
-        std::cout << "  ELF" << result.elf_class << " " << result.type << " " << result.machine << '\n'
-                  << "  needs " << (result.max_glibc.empty() ? "no versioned glibc" : printable(result.max_glibc))
-                  << '\n';
-        for (const auto& lib : result.needed) std::cout << "  NEEDED " << printable(lib) << '\n';
-        if (!result.tvm_ffi_functions.empty()) {
-            std::cout << "  tvm-ffi functions (" << result.tvm_ffi_functions.size() << "):\n";
-            for (const auto& name : result.tvm_ffi_functions) std::cout << "    " << printable(name) << '\n';
+    std::cout << printable(result.path) << ": " << to_string(result.format) << '\n';
+    if (result.elf) {
+        const ElfInfo& elf = *result.elf;
+        std::cout << "  ELF" << elf.elf_class << " " << elf.type << " " << elf.machine << '\n'
+                  << "  needs " << (elf.max_glibc.empty() ? "no versioned glibc" : printable(elf.max_glibc)) << '\n';
+        for (const auto& lib : elf.needed) std::cout << "  NEEDED " << printable(lib) << '\n';
+        if (!elf.tvm_ffi_functions.empty()) {
+            std::cout << "  tvm-ffi functions (" << elf.tvm_ffi_functions.size() << "):\n";
+            for (const auto& name : elf.tvm_ffi_functions) std::cout << "    " << printable(name) << '\n';
         }
-        if (!result.torch_ops.empty()) {
-            std::cout << "  torch ops (" << result.torch_ops.size() << "):\n";
-            for (const auto& name : result.torch_ops) std::cout << "    " << printable(name) << '\n';
+        if (!elf.torch_ops.empty()) {
+            std::cout << "  torch ops (" << elf.torch_ops.size() << "):\n";
+            for (const auto& name : elf.torch_ops) std::cout << "    " << printable(name) << '\n';
         }
         return;
     }
-    for (const auto& entry : result.entries) {
-        std::cout << "  " << entry.kind << "  " << entry.arch << "  " << human_size(entry.size)
+    const FatbinInfo fatbin = result.fatbin.value_or(FatbinInfo{});
+    for (const auto& entry : fatbin.entries) {
+        std::cout << "  " << to_string(entry.kind) << "  " << entry.arch << "  " << human_size(entry.size)
                   << (entry.compressed ? "  compressed" : "") << '\n';
     }
-    if (result.selected) std::cout << "runs: " << result.selected->kind << " " << result.selected->arch << '\n';
+    if (fatbin.selected)
+        std::cout << "runs: " << to_string(fatbin.selected->kind) << " " << fatbin.selected->arch << '\n';
 }
 
 Command add_inspect_command(CLI::App& app) {

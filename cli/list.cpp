@@ -22,7 +22,7 @@ Command add_list_command(CLI::App& app) {
                     for (const auto& e : entries) {
                         nlohmann::ordered_json item = {{"name", e.name},
                                                        {"repo_id", e.repo_id},
-                                                       {"repo_type", e.repo_type},
+                                                       {"repo_type", to_string(e.repo_type)},
                                                        {"symbol", e.symbol},
                                                        {"source", e.source}};
                         if (e.version)

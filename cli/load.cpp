@@ -19,8 +19,8 @@ static std::string format_address(const void* address) {
 static void print_load_json(const LoadResult& result) {
     nlohmann::ordered_json out = fetch_json(result.fetch);
     out["symbol"] = result.symbol;
-    out["kind"] = result.kind;
-    if (result.kind == "torch-op") {
+    out["kind"] = to_string(result.kind);
+    if (result.kind == LoadKind::torch_op) {
         // An op of the dispatcher has no address of its own.
         out["torch_op"] = result.torch_op;
         out["torch"] = {{"version", result.torch_version}, {"library", result.torch_library}};
@@ -28,7 +28,7 @@ static void print_load_json(const LoadResult& result) {
         out["address"] = format_address(result.address);
     }
     out["dependency_files"] = result.dependency_files;
-    if (result.kind == "tvm-ffi") {
+    if (result.kind == LoadKind::tvm_ffi) {
         const TvmFfiRuntimeInfo runtime = tvm_ffi_runtime();
         out["tvm_ffi_runtime"] = {{"version", runtime.version}, {"library", runtime.library}};
     }
@@ -37,11 +37,11 @@ static void print_load_json(const LoadResult& result) {
 
 static void print_load_text(const CommonFlags& flags, const LoadResult& result) {
     std::string what = result.symbol + " at " + format_address(result.address);
-    if (result.kind == "tvm-ffi") {
+    if (result.kind == LoadKind::tvm_ffi) {
         // A tvm-ffi symbol is __tvm_ffi_<function>.
         what = "tvm-ffi function " + result.symbol.substr(k_tvm_ffi_prefix.size()) + " (" + result.symbol + ") at " +
                format_address(result.address);
-    } else if (result.kind == "torch-op") {
+    } else if (result.kind == LoadKind::torch_op) {
         what = "torch op " + result.torch_op;
     }
     status(flags, "loaded " + result.fetch.name + " variant " + result.fetch.variant + " (" +
@@ -49,10 +49,10 @@ static void print_load_text(const CommonFlags& flags, const LoadResult& result) 
     status(flags, "  " + result.file);
     print_dependencies(flags, result.fetch);
     for (const std::string& file : result.dependency_files) status(flags, "  opened first: " + file);
-    if (result.kind == "tvm-ffi") {
+    if (result.kind == LoadKind::tvm_ffi) {
         const TvmFfiRuntimeInfo runtime = tvm_ffi_runtime();
         status(flags, "  tvm-ffi runtime " + runtime.version + ": " + runtime.library);
-    } else if (result.kind == "torch-op") {
+    } else if (result.kind == LoadKind::torch_op) {
         status(flags, "  torch " + result.torch_version + ": " + result.torch_library);
     }
     if (result.fetch.signature) status(flags, "  " + describe_signature(*result.fetch.signature));

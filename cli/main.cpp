@@ -1,5 +1,5 @@
 // kernhub command-line tool: parses argv, runs one command, and turns
-// kernhub::Error codes into exit codes (docs/ARCHITECTURE.md, "Exit codes").
+// kernhub::Error codes into exit codes (docs/commands.md, "Exit codes").
 #include <unistd.h>
 
 #include <algorithm>

@@ -10,7 +10,7 @@ nlohmann::ordered_json mirror_json(const MirrorReport& report) {
     for (const auto& kernel : report.kernels) {
         kernels.push_back({{"name", kernel.name},
                            {"repo_id", kernel.repo_id},
-                           {"repo_type", kernel.repo_type},
+                           {"repo_type", to_string(kernel.repo_type)},
                            {"revision", kernel.revision},
                            {"commit", kernel.commit},
                            {"variants", kernel.variants},

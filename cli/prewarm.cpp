@@ -16,7 +16,7 @@ nlohmann::ordered_json prewarm_json(const PrewarmReport& report) {
     for (const auto& k : report.kernels) {
         kernels.push_back({{"name", k.name},
                            {"repo_id", k.repo_id},
-                           {"repo_type", k.repo_type},
+                           {"repo_type", to_string(k.repo_type)},
                            {"revision", k.revision},
                            {"commit", k.commit},
                            {"variant", k.variant},
@@ -28,7 +28,7 @@ nlohmann::ordered_json prewarm_json(const PrewarmReport& report) {
                            {"refs", k.refs}});
     }
     return {{"lock", report.lock_file},
-            {"format", report.lock_format},
+            {"format", to_string(report.lock_format)},
             {"kernels", kernels},
             {"missing_targets", report.missing_targets},
             {"bytes_downloaded", report.bytes_downloaded},
@@ -52,7 +52,7 @@ Command add_prewarm_command(CLI::App& app) {
     return {command, [flags]() {
                 ProgressPrinter progress(flags->common.quiet);
                 Client client(make_options(flags->common, &progress));
-                PrewarmReport report = client.prewarm_lock(flags->lock_file);
+                PrewarmReport report = client.prewarm(flags->lock_file);
                 if (flags->common.json) {
                     print_json(prewarm_json(report));
                     return 0;
@@ -73,7 +73,7 @@ Command add_prewarm_command(CLI::App& app) {
                            "skipped " + missing + ": the lock records that the kernel has no build for it");
                 }
                 status(flags->common, "prewarmed " + std::to_string(report.kernels.size()) + " variant(s) from " +
-                                          report.lock_file + " (" + report.lock_format +
+                                          report.lock_file + " (" + to_string(report.lock_format) +
                                           "): " + human_size(report.bytes_downloaded) + " downloaded, " +
                                           std::to_string(report.requests) + " requests");
                 return 0;

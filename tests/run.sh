@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 # Wall time per phase, printed as one table when the script ends (also on
 # failure). A report, not an assertion: nothing fails on time. When
-# KERNHUB_PHASE_TIMES names a file, each row is appended to it too, so that
+# KERNHUB_TEST_PHASE_TIMES names a file, each row is appended to it too, so that
 # .ci/run can print one table for all its passes.
 pass=normal
 phase_rows=()
@@ -30,8 +30,8 @@ phase_end() {
   row=$(printf '%-8s %-13s %8s s%s' "$pass" "$phase_name" \
     "$(awk -v a="$phase_started" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')" "${1:-}")
   phase_rows+=("$row")
-  if [ -n "${KERNHUB_PHASE_TIMES:-}" ]; then
-    echo "$row" >>"$KERNHUB_PHASE_TIMES"
+  if [ -n "${KERNHUB_TEST_PHASE_TIMES:-}" ]; then
+    echo "$row" >>"$KERNHUB_TEST_PHASE_TIMES"
   fi
   phase_name=""
 }
@@ -48,7 +48,7 @@ dir=build
 # KERNHUB_TEST_HOOKS: the crash points the durability tests kill the CLI at.
 # Line tables only (-g1) instead of RelWithDebInfo's full -g: backtraces and
 # sanitizer reports keep file and line, debuggers lose variables, and the
-# build takes about a third less time (docs/ARCHITECTURE.md, "Build and
+# build takes about a third less time (CONTRIBUTING.md, "Build and
 # test speed"). Configure a build of your own for full debug information.
 flags=(-DKERNHUB_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKERNHUB_TEST_HOOKS=ON
   "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
@@ -62,8 +62,8 @@ else
   flags+=(-DKERNHUB_BUILD_BENCH=OFF)
 fi
 
-# ThreadSanitizer: the library and tests/threads only (docs/ARCHITECTURE.md,
-# "Threads"). The loopback hub is stdlib Python, so no virtual environment.
+# ThreadSanitizer: the library and tests/threads only (CONTRIBUTING.md,
+# "How the tests are organised"). The loopback hub is stdlib Python, so no virtual environment.
 if [ "${1:-}" = "--tsan" ]; then
   dir=build-tsan
   pass=tsan
@@ -93,7 +93,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   pass=asan
   # The benchmarks are compiled by CI's normal pass; none runs under ctest.
   # -O1, the level the sanitizers' documentation suggests: the library compiles in
-  # about 30 % less time than at -O2 under ASan (docs/ARCHITECTURE.md,
+  # about 30 % less time than at -O2 under ASan (CONTRIBUTING.md,
   # "Build and test speed"); the later -D wins.
   flags+=(-DKERNHUB_SANITIZE=ON -DKERNHUB_BUILD_BENCH=OFF
     "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")

@@ -1,7 +1,7 @@
 // The backend-table pattern of an inference engine, in C++: the engine
 // knows a few backends for one operation by name, starts on its built-in
 // one, and `set_backend(name)` switches to a kernel from the hub. Switching
-// prewarms (fetch, verify, load, resolve) before anything dispatches, so a
+// loads (fetch, verify, load, resolve) before anything dispatches, so a
 // backend that cannot be had leaves the previous one in place, and dispatch
 // stays one plain call through a function pointer.
 //

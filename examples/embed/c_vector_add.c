@@ -1,13 +1,13 @@
 /* Embedding kernhub in a C program through the C API (kernhub/kernhub.h):
- * prewarm at start-up, then call the kernel through a plain function pointer.
+ * load at start-up, then call the kernel through a plain function pointer.
  *
  *   KERNHUB_ENDPOINT=file://$PWD/build/demo-hub ./build/examples/c_vector_add
  *   ./build/examples/c_vector_add offline=1 cache_dir=/tmp/kh-cache
  *
- * Settings come from the environment (README, "Environment") and from
- * arguments KEY=VALUE, each passed to kh_hub_set (README, "C API"). On a
+ * Settings come from the environment (docs/configuration.md, "Settings") and from
+ * arguments KEY=VALUE, each passed to kh_hub_set (docs/embedding.md, "C API"). On a
  * failure the program prints kernhub's message and exits with the code
- * kh_prewarm returned, the same numbers as the kernhub command. */
+ * kh_load returned, the same numbers as the kernhub command. */
 #include <kernhub/kernhub.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,9 +47,9 @@ int main(int argc, char** argv) {
         return rc;
     }
     /* Start-up: fetch (or find in the cache), verify, load and resolve. */
-    rc = kh_prewarm(hub, "vector-add");
+    rc = kh_load(hub, "vector-add");
     if (rc != 0) {
-        fprintf(stderr, "c_vector_add: cannot prewarm 'vector-add' (exit %d): %s\n", rc, kh_last_error(hub));
+        fprintf(stderr, "c_vector_add: cannot load 'vector-add' (exit %d): %s\n", rc, kh_last_error(hub));
         kh_hub_free(hub);
         return rc;
     }

@@ -9,7 +9,10 @@
 #include <kernhub/kernhub.hpp>
 
 #include <cstdio>
+#include <stdexcept>
 #include <vector>
+
+#include "cuda_memory.hpp"
 
 int main() {
     if (!kernhub::cuda_available()) {
@@ -21,16 +24,17 @@ int main() {
         // fetch + verify + device check + cuLibraryLoadData
         auto vector_add = kernhub::CudaKernel::from(client.load("vector-add-cuda"));
 
+        example::CudaDriver::get().use_device0();
         const unsigned long long n = 1 << 20;
         std::vector<float> a(n, 1.0f), b(n, 2.0f), out(n, 0.0f);
-        kernhub::DeviceBuffer da(n * sizeof(float)), db(n * sizeof(float)), dout(n * sizeof(float));
+        example::DeviceBuffer da(n * sizeof(float)), db(n * sizeof(float)), dout(n * sizeof(float));
         da.copy_from_host(a.data(), n * sizeof(float));
         db.copy_from_host(b.data(), n * sizeof(float));
 
         const unsigned block = 256;
         vector_add.launch({static_cast<unsigned>((n + block - 1) / block)}, {block}, 0, nullptr, da.device_pointer(),
                           db.device_pointer(), dout.device_pointer(), n);
-        kernhub::cuda_synchronize();
+        example::CudaDriver::get().synchronize();
         dout.copy_to_host(out.data(), n * sizeof(float));
 
         bool ok = out.front() == 3.0f && out.back() == 3.0f;
@@ -39,5 +43,8 @@ int main() {
     } catch (const kernhub::Error& error) {
         std::fprintf(stderr, "embed_cuda: %s\n", error.what());
         return static_cast<int>(error.code());
+    } catch (const std::runtime_error& error) {
+        std::fprintf(stderr, "embed_cuda: %s\n", error.what());
+        return 1;
     }
 }

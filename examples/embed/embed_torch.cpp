@@ -17,8 +17,8 @@
 // NAME defaults to "torch-add-one". Variants are selected for this
 // program's torch (Options::torch from kernhub::torch::this_torch()), or
 // named with --target. Everything else comes from the environment, as for
-// the kernhub command (README, "Environment"). Exit codes: 0 when the call
-// gave the expected values; kernhub's code (README, "Exit codes") when
+// the kernhub command (docs/configuration.md, "Settings"). Exit codes: 0 when the call
+// gave the expected values; kernhub's code (docs/commands.md, "Exit codes") when
 // fetching, loading or resolving failed; 2 for bad arguments; 1 for a wrong
 // result.
 #include <ATen/core/Tensor.h>

@@ -19,8 +19,8 @@
 //                                  [--tvm-ffi-library FILE] [NAME]
 //
 // NAME defaults to "tvm-add-one". Everything not given as a flag comes from
-// the environment, as for the kernhub command (README, "Environment"). Exit
-// codes: 0 when both calls behaved as expected; kernhub's code (README,
+// the environment, as for the kernhub command (docs/configuration.md, "Settings"). Exit
+// codes: 0 when both calls behaved as expected; kernhub's code (docs/commands.md,
 // "Exit codes") when fetching, loading or a call failed; 2 for bad
 // arguments; 1 for a wrong result.
 #include <kernhub/kernhub.hpp>

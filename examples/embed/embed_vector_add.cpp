@@ -13,9 +13,9 @@ using Saxpy = void(float, const float*, const float*, float*, std::size_t);
 int main() {
     try {
         // Start-up: fetch, verify, load and resolve before any dispatch runs.
-        // Endpoint, cache and token come from the environment (see README).
+        // Endpoint, cache and token come from the environment (docs/configuration.md).
         kernhub::Client client;
-        client.prewarm({"vector-add", "saxpy"});
+        client.load({"vector-add", "saxpy"});
         // The handles come from the Client that loaded the kernels.
         auto vector_add = client.resolve<VectorAdd>("vector-add");
         auto saxpy = client.resolve<Saxpy>("saxpy");

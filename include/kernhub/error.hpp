@@ -15,7 +15,7 @@
 
 namespace kernhub {
 
-// Values are the CLI exit codes (docs/ARCHITECTURE.md, "Exit codes").
+// Values are the CLI exit codes (docs/commands.md, "Exit codes").
 enum class ErrorCode : int {
     ok = 0,
     internal = 1,       // a bug, or the local system refused (I/O on the cache)
@@ -31,6 +31,8 @@ enum class ErrorCode : int {
                         // exit 130 or 143); partial downloads are kept
 };
 
+// "usage error", "not found", ...: the word the messages start with. No
+// error.
 KERNHUB_API const char* to_string(ErrorCode code) noexcept;
 
 // `text` safe to show on a terminal as one line: \n, \r and \t are shown
@@ -42,7 +44,8 @@ KERNHUB_API const char* to_string(ErrorCode code) noexcept;
 // cache entry held; every Error message has been through it already, and a
 // program that shows other text from kernhub's results (file paths, variant
 // names, NEEDED entries) should pass it through too. A backslash is kept as
-// it is, so printable(printable(x)) == printable(x).
+// it is, so printable(printable(x)) == printable(x). No error but
+// std::bad_alloc.
 KERNHUB_API std::string printable(std::string_view text);
 
 // The setting or the operation a message's advice refers to. The message
@@ -51,7 +54,8 @@ KERNHUB_API std::string printable(std::string_view text);
 // the words in parentheses: the C++ API as an Options field or a Client
 // method ("(Client::fetch)"), the C API as a kh_hub_set key or a C function
 // ("(kh_prewarm)"), the command-line tool as a flag or a command
-// ("(`kernhub fetch`)"). docs/ARCHITECTURE.md, "Errors", lists the names.
+// ("(`kernhub fetch`)"). docs/embedding.md, "Hints: advice in each
+// interface's words", lists the names.
 struct ErrorHint {
     enum class Kind { none, setting, action };
     Kind kind = Kind::none;

@@ -21,21 +21,29 @@ struct ComputeCapability {
 // Parses "9.0" / "10.3" / "sm_90" / "90"; Error(usage) for anything else.
 KERNHUB_API ComputeCapability parse_compute_capability(const std::string& text);
 
+// One binary of a fatbin or cubin.
 struct BinaryEntry {
-    std::string kind;  // "sass" or "ptx"
+    enum class Kind { sass, ptx };
+    Kind kind = Kind::sass;
     std::string arch;  // "sm_90a", "compute_90"
     bool compressed = false;
     std::uint64_t size = 0;
 };
 
-struct InspectResult {
-    std::string path;
-    std::string format;  // "fatbin", "cubin" or "elf"
-    // fatbin and cubin
+// "sass", "ptx".
+inline const char* to_string(BinaryEntry::Kind kind) noexcept {
+    return kind == BinaryEntry::Kind::sass ? "sass" : "ptx";
+}
+
+// A CUDA fatbin or cubin.
+struct FatbinInfo {
     std::size_t containers = 0;
     std::vector<BinaryEntry> entries;
     std::optional<BinaryEntry> selected;  // the entry that runs on the asked capability
-    // elf
+};
+
+// An ELF shared object or executable.
+struct ElfInfo {
     int elf_class = 0;  // 32 or 64
     std::string machine;
     std::string type;  // "DYN", "EXEC", ...
@@ -47,11 +55,32 @@ struct InspectResult {
     // tvm-ffi variant's library), less tvm-ffi's own "__tvm_ffi__" symbols.
     std::vector<std::string> tvm_ffi_functions;
     // The torch ops the library registers ("add_one", "add_one.out"), as
-    // its read-only data names them (a torch variant's op library; README,
-    // "Torch kernels"), and the whole schemas found there.
+    // its read-only data names them (a torch variant's op library;
+    // docs/kernels.md, "Torch kernels"), and the whole schemas found there.
     std::vector<std::string> torch_ops;
     std::vector<std::string> torch_schemas;
 };
+
+struct InspectResult {
+    enum class Format { fatbin, cubin, elf };
+    std::string path;
+    Format format = Format::elf;
+    std::optional<FatbinInfo> fatbin;  // for Format::fatbin and Format::cubin
+    std::optional<ElfInfo> elf;        // for Format::elf
+};
+
+// "fatbin", "cubin", "elf".
+inline const char* to_string(InspectResult::Format format) noexcept {
+    switch (format) {
+        case InspectResult::Format::fatbin:
+            return "fatbin";
+        case InspectResult::Format::cubin:
+            return "cubin";
+        case InspectResult::Format::elf:
+            return "elf";
+    }
+    return "elf";
+}
 
 // Error(not_found) when the file is missing, Error(verification) when it is
 // malformed or of no known format, Error(load) when `cc` is given and no

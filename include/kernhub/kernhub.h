@@ -4,13 +4,15 @@
  * It is the same pipeline as kernhub::Client (kernhub.hpp): a name is
  * resolved through the stacked registries, the one build variant this host
  * needs is fetched from the hub into the shared cache (or found there),
- * verified, loaded, and its entry point resolved. Call kh_prewarm() once per
+ * verified, loaded, and its entry point resolved. Call kh_load() once per
  * kernel at start-up, keep the pointer kh_symbol() gives, cast it to the
  * kernel's function type and call it: no lookup, lock or allocation then.
+ * kh_prewarm() only makes the cache hold the verified kernel (an image
+ * build step), loading nothing.
  *
  *     kh_hub* hub = kh_hub_new();
  *     if (hub == NULL) return 1;
- *     int rc = kh_prewarm(hub, "vector-add");
+ *     int rc = kh_load(hub, "vector-add");
  *     if (rc != 0) { fprintf(stderr, "%s\n", kh_last_error(hub)); kh_hub_free(hub); return rc; }
  *     void* address = kh_symbol(hub, "vector-add");
  *     void (*add)(const float*, const float*, float*, size_t);
@@ -19,7 +21,7 @@
  *     add(a, b, out, n);
  *
  * Return codes are the exit codes of the kernhub command-line tool
- * (README, "Exit codes"):
+ * (docs/commands.md, "Exit codes"):
  *     0   ok
  *     1   internal error, out of memory, or the local system refused
  *         (for example, the cache cannot be written)
@@ -40,22 +42,22 @@
  * one handle or on separate ones; only kh_hub_free() must come after every
  * other call on its handle has returned, and none may follow it. The
  * handle is locked only for moments, never across network or disk work: a
- * kh_prewarm() that is fetching does not hold up kh_symbol(), kh_hub_set(),
- * kh_last_error() or a kh_prewarm() of another kernel on the same handle
+ * kh_load() that is fetching does not hold up kh_symbol(), kh_hub_set(),
+ * kh_last_error() or a kh_load() of another kernel on the same handle
  * (one that needs the very files being fetched waits for them, as with
  * kernhub::Client). Each thread has its own kh_last_error() text per
- * handle. Separate handles share nothing but the cache on disk (and what
- * the process itself shares: a library loaded by two handles is one
- * dlopen handle); each handle keeps its own table of resolved kernels, as
+ * handle. Separate handles share the cache on disk and what the process
+ * itself has once: a library loaded by two handles is one dlopen handle,
+ * and the CUDA driver and the tvm-ffi runtime are bound once per process,
+ * by the first handle that needs them. Each handle keeps its own table of resolved kernels, as
  * each kernhub::Client does, so two handles whose registries map one name
  * to different kernels each get their own. The only state this layer
  * keeps outside its handles is each thread's error texts.
  *
  * No C++ exception ever leaves a function of this header.
  *
- * Not offered here: cancelling a kh_prewarm() from another thread, or
- * retries and the longest hub wait per handle; they come from the
- * environment (KERNHUB_RETRIES, KERNHUB_MAX_WAIT), as for the CLI. */
+ * Not offered here: cancelling a running kh_prewarm() or kh_load() from
+ * another thread, and progress events (warnings among them). */
 #ifndef KERNHUB_KERNHUB_H
 #define KERNHUB_KERNHUB_H
 
@@ -73,14 +75,15 @@
 extern "C" {
 #endif
 
-/* Settings, the kernels prewarmed through it, and each thread's last error
+/* Settings, the kernels loaded through it, and each thread's last error
  * on it. Opaque. */
 typedef struct kh_hub kh_hub;
 
 /* A new handle with default settings: everything the environment and the
  * installed default registry say, exactly like `kernhub` with no flags
- * (KERNHUB_ENDPOINT, KERNHUB_CACHE, HF_TOKEN, KERNHUB_OFFLINE, ...; README,
- * "Environment"). Nothing is read or fetched before the first kh_prewarm().
+ * (KERNHUB_ENDPOINT, KERNHUB_CACHE, HF_TOKEN, KERNHUB_OFFLINE, ...;
+ * docs/configuration.md). Nothing is read or fetched before the first
+ * kh_prewarm() or kh_load().
  * Returns NULL only when out of memory. Free it with kh_hub_free(). */
 KH_API kh_hub* kh_hub_new(void);
 
@@ -92,151 +95,98 @@ KH_API kh_hub* kh_hub_new(void);
 KH_API void kh_hub_free(kh_hub* hub);
 
 /* Sets one setting of the handle. `key` and `value` are copied; the caller
- * keeps ownership of both. An empty value restores the default of that key
- * (for the repeatable keys: clears the list).
+ * keeps ownership of both. The keys, what each takes, its range and its
+ * default are the "C key" column of the settings table in
+ * docs/configuration.md (the one declaration of every setting). An empty
+ * value restores the default of that key: its environment variable, else
+ * its default (for the repeatable keys, registry and target: clears the
+ * list; each other call appends one value). Booleans take exactly "1",
+ * "0", "true" or "false"; numbers decimal digits only. The token never
+ * appears in any message; one that is only white space, or holds a space,
+ * a control character or a non-ASCII byte inside, is refused with 2.
  *
- *   endpoint        hub URL (http://, https://, file://).
- *                   "": KERNHUB_ENDPOINT, then HF_ENDPOINT, then
- *                   https://huggingface.co.
- *   cache_dir       cache root. "": KERNHUB_CACHE, KERNELS_CACHE,
- *                   HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub.
- *   registry        a registry file stacked after the default registry, the
- *                   project's kernhub.json and KERNHUB_REGISTRY, like
- *                   `--registry`. Repeatable: each call appends one file;
- *                   a later file wins per name. "": no extra files.
- *   project         the directory searched for kernhub.json.
- *                   "": the current directory.
- *   offline         "1"/"true": never use the network; "0"/"false": use it
- *                   when needed. "": KERNHUB_OFFLINE or HF_HUB_OFFLINE.
- *   target          a variant to use instead of detecting the host, like
- *                   `--target`. Repeatable: each call appends one.
- *                   "": detect the host.
- *   token           the hub token, sent only to the endpoint's own origin.
- *                   "": HF_TOKEN, then the file $HF_HOME/token. The value
- *                   never appears in any message. Surrounding white space
- *                   is trimmed; a token that is only white space, or holds
- *                   a space, a control character (CR, LF, ...) or a
- *                   non-ASCII byte inside, is refused with 2: it would end
- *                   the Authorization header. A malformed HF_TOKEN or token
- *                   file makes the first request to an http(s) hub fail
- *                   with 2; nothing is refused before a request needs it.
- *   verify_on_load  "1"/"true": re-hash the file before every load;
- *                   "0"/"false": trust the verified cache.
- *                   "": KERNHUB_VERIFY_ON_LOAD.
- *   allowed_orgs    comma-separated organisations whose repos may be
- *                   fetched or loaded; any other is refused with 4.
- *                   "": KERNHUB_ALLOWED_ORGS (unset: every organisation).
- *   require_signatures  "1"/"true": refuse (4) a kernel whose registry
- *                   entry has no "signature" policy. "":
- *                   KERNHUB_REQUIRE_SIGNATURES.
- *   sigstore_trusted_root  the Sigstore trusted_root.json signatures are
- *                   checked against. "": KERNHUB_SIGSTORE_TRUSTED_ROOT,
- *                   else the public-good root built into kernhub.
- *   tvm_ffi_library the tvm-ffi runtime (libtvm_ffi.so) to bind for tvm-ffi
- *                   kernels. "": KERNHUB_TVM_FFI_LIBRARY, else the places
- *                   README "tvm-ffi variants" lists. A process binds one.
- *   torch_dir       a torch package folder or LibTorch root whose torch
- *                   selects torch variants (README "Torch kernels"). "":
- *                   KERNHUB_TORCH_DIR, else the Python environments.
- *   backend         "cpu": select CPU variants where torch or the driver
- *                   says CUDA. "": KERNHUB_BACKEND, else detected.
- *   local_kernels   "ORG/REPO=PATH[:ORG/REPO=PATH...]": load those repos
- *                   from local build folders, with no request and no cache
- *                   write (README "Local kernels"). "": LOCAL_KERNELS.
- *   trust_remote_code  "1": every ORG/REPO no registry names passes the
- *                   trusted-publisher check; "ORG/REPO,ORG/REPO": those do
- *                   (README "Trusted publishers"). "":
- *                   KERNHUB_TRUST_REMOTE_CODE.
- *   host            select for a described machine, as --host describes it
- *                   ("cpu=x86_64,os=linux,cuda=13.0,torch=2.15"); not with
- *                   target. A malformed description makes the next
- *                   kh_prewarm() return 2 naming the key.
+ * A value is at most 4096 bytes, and a repeatable key holds at most 256
+ * values. A number outside its range, a malformed host description, a bad
+ * endpoint or registry file make the next kh_prewarm() or kh_load() return
+ * 2 naming the setting; a target no variant matches 3; a cache_dir that
+ * cannot be written 1; a project folder without kernhub.json simply adds
+ * no registry. Settings changed after a kh_load() apply from the next call
+ * on; kernels already loaded stay available.
  *
- * Numeric settings, decimal digits; "" means the environment variable, else
- * the default (README, "Environment"). A value outside its range makes the
- * next kh_prewarm() return 2 naming the setting.
- *   retries                  KERNHUB_RETRIES, 0 to 10 (3)
- *   max_wait_seconds         KERNHUB_MAX_WAIT, 0 to 86400 (60)
- *   max_listing_entries      KERNHUB_MAX_LISTING_ENTRIES, 1 to 100000000 (100000)
- *   max_listing_bytes        KERNHUB_MAX_LISTING_BYTES, 1024 to 536870912 (64 MiB)
- *   api_timeout_seconds      KERNHUB_API_TIMEOUT, 1 to 86400 (60)
- *   min_rate                 KERNHUB_MIN_RATE, bytes/s, 0 (off) to 100000000 (1024)
- *   min_rate_window_seconds  KERNHUB_MIN_RATE_WINDOW, 1 to 3600 (30)
- *   max_connections          KERNHUB_MAX_CONNECTIONS, 1 to 64 (8)
- *   ref_ttl                  KERNHUB_REF_TTL, seconds, 0 to 31536000 (0)
- *   archive_max_bytes        KERNHUB_ARCHIVE_MAX_BYTES, at least 1
- *                            (max(512 MiB, 20 x the archive's size))
- *   archive_max_entries      KERNHUB_ARCHIVE_MAX_ENTRIES, 1 to 10000000 (100000)
- *   archive_max_path         KERNHUB_ARCHIVE_MAX_PATH, 1 to 4096 (1024)
- *
- * Booleans take exactly "1", "0", "true" or "false". A value is at most
- * 4096 bytes, and a repeatable key holds at most 256 values. The endpoint,
- * registry files and targets are checked by the next kh_prewarm(): a bad
- * endpoint or registry file makes it return 2, a target no variant
- * matches 3, a cache_dir that cannot be written 1; a project folder without
- * kernhub.json simply adds no registry. Settings changed after a
- * kh_prewarm() apply from the next kh_prewarm() on; kernels already
- * prewarmed stay available.
- *
- * A kh_prewarm() runs to its end with the settings the handle had when it
- * started: a kh_hub_set() from another thread meanwhile returns at once,
- * does not affect that kh_prewarm(), and applies to every kh_prewarm()
+ * A kh_prewarm() or kh_load() runs to its end with the settings the handle
+ * had when it started: a kh_hub_set() from another thread meanwhile
+ * returns at once, does not affect that call, and applies to every call
  * that starts after it returned. Calls of kh_hub_set() from several
  * threads apply one after the other, in some order; appends to a
  * repeatable key are all kept.
  *
  * Returns 0, or 2 (kh_last_error() says why) for a NULL handle, key or
- * value, an unknown key, a bad boolean, or a value over the limits; the
- * settings are then unchanged. */
+ * value, an unknown key (the message names the nearest key), a bad boolean
+ * or number, or a value over the limits; the settings are then unchanged. */
 KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
 
-/* Resolves `name` and makes its kernel ready: a registry name
- * ("vector-add", "flash-attn3") or a repo "ORG/REPO[@REVISION]" (default
- * revision "main") whose registry entries agree on a symbol; entries that
- * disagree, or none, make it 2. Fetches the variant this host needs when
- * the cache lacks it, verifies it, loads it and resolves its entry point,
- * which kh_symbol(hub, name) then returns. Blocks until done; the network
- * is used only when the cache cannot answer.
+/* Makes the cache hold, and verifies, the kernel of `name`, loading
+ * nothing: a registry name ("vector-add", "flash-attn3") or a repo
+ * "ORG/REPO[@REVISION]" (default revision "main"). Fetches the variant this
+ * host (or the target setting) needs, and the kernels it depends on, when
+ * the cache lacks them, and verifies every file. For an image build step;
+ * a program that calls the kernel uses kh_load().
  *
- * Returns 0 on success, else one of the codes listed at the top of this
- * file (2 for a NULL handle or name) and kh_last_error() says why. A failure
- * leaves an earlier successful kh_prewarm() of the same name in place.
- * Other threads may use the handle while it runs (see kh_hub_set() for
- * settings changed meanwhile). */
+ * Returns 0; 2 for a NULL handle or name, a bad setting, or a repo whose
+ * registry entries disagree; 3 when the name, repo, revision or a file is
+ * not found or no variant fits; 4 when a hash, digest, signature, trust or
+ * organisation check fails; 5 for a network or hub error after retries;
+ * 6 offline and not cached; 7 when the variant needs a newer kernels
+ * library than kh_kernels_release(); 1 when the cache cannot be written.
+ * kh_last_error() says why. Other threads may use the handle meanwhile. */
 KH_API int kh_prewarm(kh_hub* hub, const char* name);
 
-/* The entry point of `name` recorded by the successful kh_prewarm() of the
+/* kh_prewarm(), then loads the variant's artifact (and first those of the
+ * kernels it depends on) and resolves its entry point, which
+ * kh_symbol(hub, name) then returns. Blocks until done; the network is
+ * used only when the cache cannot answer.
+ *
+ * Returns kh_prewarm()'s codes, and 3 for a symbol the artifact lacks, 4
+ * for a file that changed since it was verified (verify_on_load) or fails
+ * the ELF checks, 7 when the dynamic loader, the CUDA driver (none, no
+ * device, no binary for this GPU) or the tvm-ffi runtime refuses it, or a
+ * torch variant finds no LibTorch of its version. A failure leaves an
+ * earlier successful kh_load() of the same name in place. Other threads
+ * may use the handle while it runs (see kh_hub_set() for settings changed
+ * meanwhile). */
+KH_API int kh_load(kh_hub* hub, const char* name);
+
+/* The entry point of `name` recorded by the successful kh_load() of the
  * very same `name` string on this handle (not the dlsym symbol name) that
  * started last, or NULL when there was none (kh_last_error() then says
- * so); when kh_prewarm() calls of one name overlap on several threads, one
- * that started earlier but ended later does not replace it (the rule of
- * kernhub::Client::loaded too). Another handle's kh_prewarm() never shows
- * here. The
- * pointer stays valid for the life of the process, also after
- * kh_hub_free(). For a shared-object kernel, cast it to the kernel's
- * function type; for a CUDA kernel (a fatbin or cubin) it is the driver's
- * CUfunction handle, for cuLaunchKernel; for a tvm-ffi kernel it is a
- * kh_tvm_safe_call, for kh_tvm_call(). For a torch op it is NULL: see
+ * so, with 3); when kh_load() calls of one name overlap on several
+ * threads, one that started earlier but ended later does not replace it
+ * (the rule of kernhub::Client::loaded too). Another handle's kh_load()
+ * never shows here. The pointer stays valid for the life of the process,
+ * also after kh_hub_free(). For a shared-object kernel, cast it to the
+ * kernel's function type; for a CUDA kernel (a fatbin or cubin) it is the
+ * driver's CUfunction handle, for cuLaunchKernel; for a tvm-ffi kernel it
+ * is a kh_tvm_safe_call, for kh_tvm_call(). For a torch op it is NULL: see
  * kh_torch_op(). */
 KH_API void* kh_symbol(kh_hub* hub, const char* name);
 
-/* ---- torch kernels (README, "Torch kernels") ----------------------------
+/* ---- torch kernels (docs/kernels.md, "Torch kernels") -------------------
  * A kernel of a torch or torch-stable-abi variant is an op its library
- * registered in LibTorch's dispatcher when kh_prewarm() loaded it. The
- * process must have LibTorch: linked, or loaded by kh_prewarm() itself from
+ * registered in LibTorch's dispatcher when kh_load() loaded it. The
+ * process must have LibTorch: linked, or loaded by kh_load() itself from
  * the torch kernhub found (the key torch_dir, KERNHUB_TORCH_DIR, else the
- * Python environments' torch package; README "Which torch"): its
+ * Python environments' torch package; docs/kernels.md, "Which torch"): its
  * lib/libc10.so and lib/libtorch_cpu.so (for a CUDA variant also
  * lib/libc10_cuda.so and lib/libtorch_cuda.so), RTLD_GLOBAL, for the life
  * of the process. kh_torch_op() names that op, as
  * "namespace::op" or "namespace::op.overload", for the stable C shim's
  * torch_call_dispatcher(name, overload, stack, abi_version): split it at
- * "::" and ".". NULL when `name` was not prewarmed on this handle or is not
- * a torch op (kh_last_error() says which). The string stays valid until
+ * "::" and ".". NULL when `name` was not loaded on this handle (3) or is not
+ * a torch op (2; kh_last_error() says which). The string stays valid until
  * kh_hub_free(). */
 KH_API const char* kh_torch_op(kh_hub* hub, const char* name);
 
-/* ---- tvm-ffi kernels (README, "tvm-ffi variants") ----------------------
+/* ---- tvm-ffi kernels (docs/kernels.md, "tvm-ffi variants") -------------
  * For a kernel of a tvm-ffi variant, kh_symbol() returns its function in
  * the TVM FFI C calling convention (a kh_tvm_safe_call). Call it with
  * kh_tvm_call(), or directly for the lowest cost: the status is then the
@@ -281,7 +231,7 @@ KH_API int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int3
  * the calling thread (TVMFFIEnvSetStream), which a CUDA tvm-ffi kernel
  * launches on; the previous one goes to *previous unless it is NULL.
  * Returns 0; 2 for a NULL handle or a device outside 0 to 1023; 7 when no
- * tvm-ffi kernel was prewarmed in this process or the runtime refused. */
+ * tvm-ffi kernel was loaded in this process or the runtime refused. */
 KH_API int kh_tvm_set_stream(kh_hub* hub, int32_t device, void* stream, void** previous);
 
 /* The calling thread's last failure on this handle as one printable line
@@ -296,16 +246,18 @@ KH_API int kh_tvm_set_stream(kh_hub* hub, int32_t device, void* stream, void** p
 KH_API const char* kh_last_error(const kh_hub* hub);
 
 /* The kind of a return code, for example "not found" for 3 or "offline"
- * for 6; "unknown error" for a number that is no code. A constant string. */
+ * for 6; "unknown error" for a number that is no code. A constant string;
+ * never fails. */
 KH_API const char* kh_error_name(int code);
 
-/* The kernhub version, for example "0.1.0". A constant string. */
+/* The kernhub version, for example "0.3.0". A constant string; never
+ * fails. */
 KH_API const char* kh_version(void);
 
 /* The release of the Python kernels library whose formats this kernhub
  * follows, for example "0.17.2": a variant whose metadata.json asks for a
- * newer one ("kernels-minver") is refused with 7 (README, "Minimum kernels
- * version"). A constant string. */
+ * newer one ("kernels-minver") is refused with 7. A constant string; never
+ * fails. */
 KH_API const char* kh_kernels_release(void);
 
 #ifdef __cplusplus

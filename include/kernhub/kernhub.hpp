@@ -4,7 +4,8 @@
 // stacked registries, fetches the one build variant this host (or --target)
 // needs from the hub into the shared cache, verifies it, loads it and keeps
 // the resolved entry in its own table, under the name asked for. Call
-// load() (or prewarm()) at start-up and take a typed handle from the Client
+// load() at start-up (of one name, or of several at once) and take a typed
+// handle from the Client
 // (client.resolve<Sig>(name), or KernelFn<Sig>::from(load result));
 // afterwards a KernelFn is a plain function pointer: calling it is one
 // indirect call with no lookup, lock or allocation.
@@ -18,11 +19,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kernhub/enums.hpp"
 #include "kernhub/error.hpp"
 #include "kernhub/events.hpp"
 #include "kernhub/export.hpp"
@@ -33,7 +36,7 @@ namespace kernhub {
 
 // The torch a program uses, as the Python `kernels` library reads it: it
 // decides which torch and torch-stable-abi variants fit and, when present,
-// the backend (docs: README, "Torch kernels").
+// the backend (docs/kernels.md, "Torch kernels").
 struct TorchInfo {
     int major = 0;  // torch 2.15.0 -> 2
     int minor = 0;  // torch 2.15.0 -> 15
@@ -47,6 +50,10 @@ struct TorchInfo {
     std::string source;
 };
 
+// What a Client is told. Each setting's environment variable, C key,
+// range and default are in the one settings table (docs/configuration.md,
+// "Settings"): a field left empty or nullopt takes its variable, else its
+// default; a value outside the range is Error(usage) naming the field.
 struct Options {
     // Hub endpoint (http://, https:// or file://). Empty: KERNHUB_ENDPOINT,
     // then HF_ENDPOINT, then https://huggingface.co.
@@ -70,13 +77,11 @@ struct Options {
     // nullopt: KERNHUB_VERIFY_ON_LOAD=1 re-hashes files before loading.
     std::optional<bool> verify_on_load;
     // Attempts after the first for transient failures (408, 429, 5xx, broken
-    // transfers). nullopt: KERNHUB_RETRIES, else 3.
+    // transfers).
     std::optional<int> retries;
     // The longest the hub may ask a retry to wait (Retry-After, or the
-    // reset time of an exhausted RateLimit quota), in seconds, 0 to 86400;
-    // a longer request fails at once with Error(network) instead of
-    // sleeping, and a value outside the range is Error(usage). nullopt:
-    // KERNHUB_MAX_WAIT, else 60.
+    // reset time of an exhausted RateLimit quota), in seconds; a longer
+    // request fails at once with Error(network) instead of sleeping.
     std::optional<int> max_wait_seconds;
     // Receives progress and status events; may be null. Called on the
     // thread that runs the call or on that call's worker threads, never
@@ -96,7 +101,7 @@ struct Options {
     // used. nullopt: KERNHUB_ALLOWED_ORGS (comma-separated; unset or empty
     // allows every organisation). An empty list allows none.
     std::optional<std::vector<std::string>> allowed_orgs;
-    // Trusted publishers (README, "Trusted publishers"): a repo no registry
+    // Trusted publishers (docs/trust.md, "Trusted publishers"): a repo no registry
     // names, fetched from an http(s) endpoint, must belong to an
     // organisation the hub marks a trusted kernel publisher, unless
     // allowed_orgs names its organisation or this setting names it: "1"
@@ -106,53 +111,48 @@ struct Options {
     std::optional<std::string> trust_remote_code;
 
     // Bounds on hub answers (listing size, API deadline, download rate).
-    // Entries one tree listing may have, over all its pages, 1 to
-    // 100000000; more is Error(network). nullopt:
-    // KERNHUB_MAX_LISTING_ENTRIES, else 100000.
+    // Entries one tree listing may have, over all its pages; more is
+    // Error(network).
     std::optional<int> max_listing_entries;
-    // Body bytes one tree listing may have, over all its pages, 1024 to
-    // 536870912; more is Error(network). nullopt: KERNHUB_MAX_LISTING_BYTES,
-    // else 67108864 (64 MiB).
+    // Body bytes one tree listing may have, over all its pages; more is
+    // Error(network).
     std::optional<int> max_listing_bytes;
     // Seconds one API call (a revision lookup, a listing with all its pages)
-    // may take, every attempt, redirect and retry wait included, 1 to 86400;
-    // then Error(network). nullopt: KERNHUB_API_TIMEOUT, else 60.
+    // may take, every attempt, redirect and retry wait included; then
+    // Error(network).
     std::optional<int> api_timeout_seconds;
     // The lowest average download rate, in bytes per second over each
-    // window of min_rate_window_seconds, 0 (off) to 100000000; an attempt
-    // that falls below is cut and retried, and the last one is
-    // Error(network). nullopt: KERNHUB_MIN_RATE, else 1024.
+    // window of min_rate_window_seconds (0: off); an attempt that falls
+    // below is cut and retried, and the last one is Error(network).
     std::optional<int> min_rate;
-    // That window, in seconds, 1 to 3600. nullopt: KERNHUB_MIN_RATE_WINDOW,
-    // else 30.
+    // That window, in seconds.
     std::optional<int> min_rate_window_seconds;
     // How many files of a variant are transferred at once, each with a
-    // connection of its own, 1 to 64; also the most downloads this Client
-    // runs at once with one host, over all its calls (prewarm, lock and
-    // mirror fetch up to min(4, this) kernels or variants side by side).
-    // API requests (revision, listing) do not wait for that bound.
-    // nullopt: KERNHUB_MAX_CONNECTIONS, else 8.
+    // connection of its own; also the most downloads this Client runs at
+    // once with one host, over all its calls (load of several names,
+    // prewarm, lock and mirror fetch up to min(4, this) kernels or variants
+    // side by side). API requests (revision, listing) do not wait for that
+    // bound.
     std::optional<int> max_connections;
-    // Seconds, 0 to 31536000, during which a branch or tag this cache
-    // resolved on the hub (by any process) is taken from the cache's refs/
-    // without asking the hub again; 0 asks on every fetch. nullopt:
-    // KERNHUB_REF_TTL, else 0.
+    // Seconds during which a branch or tag this cache resolved on the hub
+    // (by any process) is taken from the cache's refs/ without asking the
+    // hub again; 0 asks on every fetch.
     std::optional<int> ref_ttl_seconds;
-    // Archive variants: caps on unpacking one archive of a variant (README, "Archive variants").
-    // File bytes unpacked, at least 1. nullopt: KERNHUB_ARCHIVE_MAX_BYTES,
-    // else max(512 MiB, 20 x the archive's size).
+    // Archive variants: caps on unpacking one archive of a variant
+    // (docs/registry.md, "Archive variants").
+    // File bytes unpacked.
     std::optional<std::uint64_t> archive_max_bytes;
-    // Entries, 1 to 10000000. nullopt: KERNHUB_ARCHIVE_MAX_ENTRIES, else 100000.
+    // Entries.
     std::optional<int> archive_max_entries;
-    // Bytes of one entry's path, 1 to 4096. nullopt: KERNHUB_ARCHIVE_MAX_PATH, else 1024.
+    // Bytes of one entry's path.
     std::optional<int> archive_max_path;
 
-    // Signatures (README, "Signatures").
+    // Signatures (docs/trust.md, "Signatures").
     // The Sigstore trusted_root.json that signatures are checked against.
     // Empty: KERNHUB_SIGSTORE_TRUSTED_ROOT, else the public-good root built
     // into kernhub.
     std::string sigstore_trusted_root;
-    // tvm-ffi variants (README, "tvm-ffi variants"): the tvm-ffi runtime
+    // tvm-ffi variants (docs/kernels.md, "tvm-ffi variants"): the tvm-ffi runtime
     // library to bind (a path, or a name for the dynamic loader). Empty:
     // KERNHUB_TVM_FFI_LIBRARY, else a libtvm_ffi.so already in the process,
     // on the loader's path or in the apache-tvm-ffi package of a Python
@@ -160,7 +160,7 @@ struct Options {
     // Error(load).
     std::string tvm_ffi_library;
 
-    // Torch kernels and the machine selected for (README, "Torch kernels").
+    // Torch kernels and the machine selected for (docs/kernels.md, "Torch kernels").
     // The torch this program uses; kernhub::torch::this_torch() (from
     // kernhub/torch.hpp) fills it from the LibTorch headers the program is
     // compiled against. nullopt: the torch package or LibTorch root named
@@ -179,7 +179,7 @@ struct Options {
     // Not together with targets (Error(usage)).
     std::string host;
 
-    // Local overrides (README, "Local kernels"): "ORG/REPO=PATH[:...]", the
+    // Local overrides (docs/configuration.md, "Local kernels"): "ORG/REPO=PATH[:...]", the
     // Python kernels library's LOCAL_KERNELS syntax. A repo named here is
     // loaded from PATH (its variant chosen among PATH's or PATH/build's
     // subfolders, or PATH itself when it holds metadata.json) by fetch,
@@ -201,8 +201,8 @@ struct FileInfo {
 struct FetchResult {
     std::string name;  // the registry name, or the repo id when none
     std::string repo_id;
-    std::string repo_type;  // "kernel" or "model"
-    std::string revision;   // what was asked for: a branch, tag, commit or "vN"
+    RepoType repo_type = RepoType::kernel;
+    std::string revision;  // what was asked for: a branch, tag, commit or "vN"
     std::string commit;
     std::string variant;
     std::string path;  // the variant directory inside the cache snapshot
@@ -213,11 +213,11 @@ struct FetchResult {
     std::optional<SignatureInfo> signature;
     // The kernels the variant's metadata.json names under "kernel-depends",
     // and theirs, each once, fetched for the same machine, in the order
-    // load() opens them: every kernel after those it depends on (README,
+    // load() opens them: every kernel after those it depends on (docs/registry.md,
     // "Kernel dependencies"). Their own `dependencies` are empty; `requests`
     // and `bytes_downloaded` above count the whole tree.
     std::vector<FetchResult> dependencies;
-    // The LOCAL_KERNELS folder the kernel came from (README, "Local
+    // The LOCAL_KERNELS folder the kernel came from (docs/configuration.md, "Local
     // kernels"); empty when it came from the hub through the cache. A local
     // kernel has no commit, and its files no sha256.
     std::string local_folder;
@@ -228,13 +228,12 @@ struct LoadResult {
     FetchResult fetch;
     std::string symbol;
     std::string file;  // the loaded file, absolute
-    // What address is: "function" (a C symbol, for KernelFn), "cuda-kernel"
-    // (a CUfunction/CUkernel, for CudaKernel) or "tvm-ffi" (a TVM FFI safe
-    // call, for TvmFunction; symbol is then __tvm_ffi_<function>). For
-    // "torch-op" (an op the library registered in LibTorch's dispatcher,
-    // for kernhub/torch.hpp's op<Sig>) address is null and torch_op names
-    // the op.
-    std::string kind;
+    // What address is (LoadKind says which handle takes it): a C symbol, a
+    // CUfunction/CUkernel, or a TVM FFI safe call (symbol is then
+    // __tvm_ffi_<function>). For LoadKind::torch_op (an op the library
+    // registered in LibTorch's dispatcher) address is null and torch_op
+    // names the op.
+    LoadKind kind = LoadKind::function;
     void* address = nullptr;
     int device = 0;  // for a CUDA kernel: the device ordinal it was loaded for
     // For a torch op: "namespace::op" or "namespace::op.overload", the
@@ -259,7 +258,7 @@ struct LoadOptions {
     // first (libc10.so and libtorch_cpu.so, RTLD_GLOBAL, for the life of
     // the process) from the torch kernhub found: Options::torch_dir,
     // KERNHUB_TORCH_DIR, else the Python environments' torch package
-    // (README, "Which torch"); a stated Options::torch loads nothing. For a
+    // (docs/kernels.md, "Which torch"); a stated Options::torch loads nothing. For a
     // program that does not link LibTorch and wants to know that a kernel
     // loads against a torch installation (the kernhub program's `load`);
     // off: such a load is Error(load). For a CUDA variant it also opens
@@ -287,7 +286,7 @@ struct HostFact {
 struct InfoResult {
     std::string name;
     std::string repo_id;
-    std::string repo_type;
+    RepoType repo_type = RepoType::kernel;
     std::string revision;
     std::string commit;
     std::string symbol;
@@ -313,7 +312,7 @@ struct InfoResult {
 struct RegistryEntry {
     std::string name;
     std::string repo_id;
-    std::string repo_type;
+    RepoType repo_type = RepoType::kernel;
     std::string revision;  // empty when version is set
     std::optional<int> version;
     std::string symbol;
@@ -330,8 +329,10 @@ class KernelFn;
 // loaded, resolve, info, prewarm and list may run at the same time, for the same or
 // different names, and each returns what it would have returned alone
 // (FetchResult::requests and the other request counts count the call's
-// own requests). Separate Clients are independent, in one thread or
-// several, and may share a cache directory: calls coordinate through the
+// own requests). Separate Clients have their own settings, registries and
+// tables, in one thread or several, but the process has one binding of
+// the CUDA driver and one of the tvm-ffi runtime (the first Client that
+// needs either binds it for all), and Clients may share a cache directory: calls coordinate through the
 // cache's file locks as separate processes do, so a file is downloaded
 // once while the other callers wait for it. Concurrent requests of one
 // Client use separate connections; its downloads share the per-host bound
@@ -342,6 +343,10 @@ class KernelFn;
 // or destroying a Client while another thread uses it is not allowed.
 class KERNHUB_API Client {
 public:
+    // Resolves the settings (Options, then the environment) and reads the
+    // registries. Error(usage): a setting out of its range or malformed
+    // (the message names it), a registry file that is not valid;
+    // Error(internal): no cache folder can be chosen (HOME unset).
     explicit Client(Options options = {});
     ~Client();
     Client(Client&&) noexcept;
@@ -349,11 +354,26 @@ public:
     Client(const Client&) = delete;
     Client& operator=(const Client&) = delete;
 
-    // Fetches (or finds in the cache) the selected variant and verifies it.
+    // Every call below may also throw Error(usage) for a malformed `ref`
+    // or setting, Error(internal) when the local system refuses (the cache
+    // cannot be written: the message names the path and errno), and
+    // Error(interrupted) when Options::cancel is set.
+
+    // Fetches (or finds in the cache) the selected variant, and the kernels
+    // it depends on, and verifies them. Error(not_found): no such name,
+    // repo, revision or file, or no variant fits this host; Error(
+    // verification): a hash, digest, signature, trust or organisation
+    // check failed; Error(network): the hub failed after retries, or an
+    // answer went over a limit; Error(offline): offline and not cached;
+    // Error(load): the variant needs a newer kernels than kernhub follows.
     FetchResult fetch(const std::string& ref);
     // fetch(), then load the variant's artifact and resolve the symbol
     // (symbol_override replaces the registry's). The result is kept in this
-    // Client's table under `ref` (loaded(), resolve()).
+    // Client's table under `ref` (loaded(), resolve()). fetch()'s errors,
+    // and Error(not_found) for a symbol the artifact lacks, Error(
+    // verification) for a file that changed since it was verified (with
+    // verify_on_load) or fails the ELF checks, Error(load) when dlopen, the
+    // CUDA driver or the tvm-ffi runtime refuses it.
     LoadResult load(const std::string& ref, const std::string& symbol_override = {});
     // load() with the replacements and additions of `options`. A torch
     // variant's op (LoadOptions::op, else the registry's "op", else the
@@ -361,74 +381,103 @@ public:
     // the ops it does. Error(load) when the process has no LibTorch, when
     // it is another torch version or C++ ABI than the variant's, or when
     // the library cannot be bound lazily here (LD_BIND_NOW, a Python data
-    // reference); README, "Torch kernels".
+    // reference); docs/kernels.md, "Torch kernels".
     LoadResult load(const std::string& ref, const LoadOptions& options);
-    // What the successful load() (or prewarm()) of the very same `ref`
-    // string by this Client resolved; when loads of one `ref` overlap on
-    // several threads, the one that started last wins, also if it ended
-    // first. Error(not_found) when this Client has not loaded `ref`: each
-    // Client has its own table, so another Client's load does not count.
-    // Not for the hot path: take a handle once and keep it.
+    // load() of each name, all before returning, up to four kernels at
+    // once (fewer when Options::max_connections is lower): a program's
+    // start-up. After a failure no further kernel starts, and the failure
+    // that happened first (in time, not in `refs` order) is thrown, with
+    // load()'s codes; kernels loaded before it stay loaded.
+    std::vector<LoadResult> load(const std::vector<std::string>& refs);
+    std::vector<LoadResult> load(std::initializer_list<std::string> refs);
+    // What the successful load() of the very same `ref` string by this
+    // Client resolved; when loads of one `ref` overlap on several threads,
+    // the one that started last wins, also if it ended first.
+    // Error(not_found) when this Client has not loaded `ref`: each Client
+    // has its own table, so another Client's load does not count. Not for
+    // the hot path: take a handle once and keep it.
     LoadResult loaded(const std::string& ref) const;
     // KernelFn<Signature>::from(loaded(ref)): the C function this Client
     // loaded for `ref`. Error(not_found) when it did not load `ref`,
-    // Error(usage) when `ref` is a CUDA kernel or a tvm-ffi function
-    // (CudaKernel::from, TvmFunction::from take those).
+    // Error(usage) when `ref` is a CUDA kernel, a tvm-ffi function or a
+    // torch op (CudaKernel::from, TvmFunction::from, kernhub::torch::op take
+    // those).
     template <class Signature>
     KernelFn<Signature> resolve(const std::string& ref) const;
-    // The commit, the variants and which one this host selects, and why.
+    // The commit, the variants and which one this host selects, and why;
+    // verifies the selected variant's signature when there is a policy.
+    // Error(not_found), Error(network), Error(offline) and Error(
+    // verification) as fetch(); a host with no fitting variant is no error
+    // (InfoResult::selected is empty).
     InfoResult info(const std::string& ref);
-    // The stacked registry, sorted by name.
+    // The stacked registry, sorted by name. No error.
     std::vector<RegistryEntry> list() const;
-    // load() for each name, all before returning, up to four kernels at
-    // once (fewer when Options::max_connections is lower). After a failure
-    // no further kernel starts; throws the first failure in `refs` order.
-    std::vector<LoadResult> prewarm(const std::vector<std::string>& refs);
+
+    // Prewarming: make the cache hold, and verify, exactly what a lock file
+    // pins (kernhub.lock, or the Python kernels library's kernels.lock in
+    // either format) for Options::targets or this host, and write the refs
+    // the lock names. Nothing is loaded. Error(usage): not a lock file;
+    // Error(not_found): a pinned commit, file or target variant the hub
+    // lacks; Error(verification): a file that does not match its pin;
+    // Error(network), Error(offline) as fetch(); Error(load): a kernel needs
+    // a newer kernels (for this host).
+    PrewarmReport prewarm(const std::string& lock_file);
 
     // kernhub.lock for the kernels of the project's kernhub.json
     // (Options::project_dir), for Options::targets or this host's variant.
+    // Error(not_found): no kernhub.json, or a kernel or variant the hub
+    // lacks; Error(lock_outdated): with LockOptions::check, the lock on
+    // disk differs; Error(network), Error(offline), Error(verification) as
+    // fetch().
     LockReport lock(const LockOptions& options);
-    // Fetches exactly what a lock file pins (kernhub.lock, or the Python
-    // kernels library's kernels.lock in either format) for Options::targets
-    // or this host, verifies every file against the lock and writes the refs
-    // the lock names. Nothing is loaded.
-    PrewarmReport prewarm_lock(const std::string& lock_file);
 
-    // Cache management over the cache root (Options::cache_dir).
+    // Cache management over the cache root (Options::cache_dir). Nothing
+    // here sends a request.
+    // The repos, commits and variants the cache holds. Error(internal):
+    // the cache cannot be read.
     CacheListing cache_ls();
     // The cache root, or with `ref` the cached variant directory of that
-    // kernel (offline: no request, no write).
+    // kernel (offline: no request). A snapshot entry that is a link to a
+    // folder is replaced by a real folder first (docs/cache.md).
+    // Error(offline): the variant is not cached; Error(not_found): no such
+    // name.
     std::string cache_path(const std::string& ref);
+    // Checks every blob against its name and every link and record; with
+    // `repair`, removes what is damaged. Problems are reported, not thrown.
     CacheVerifyReport cache_verify(bool repair);
+    // Removes what nothing references (older snapshots, orphaned blobs,
+    // stale partial downloads), keeping what the named locks pin.
+    // Error(usage): a keep-lock that cannot be read.
     PruneReport cache_prune(const PruneOptions& options);
     // A reproducible archive of the cache, or of the named kernels only.
+    // Error(offline): a named kernel is not cached; Error(usage): an
+    // unknown compression suffix.
     ExportReport cache_export(const std::string& file, const std::vector<std::string>& refs);
     // Adds a cache archive to the cache after verifying every blob.
+    // Error(verification): a blob that does not match its name, or an
+    // entry the format does not allow; Error(usage): not an archive, or
+    // over a limit (the message names it).
     ImportReport cache_import(const std::string& file);
     // Checks the cached variant of `ref` again, offline: every file against
     // the variant's metadata.json digest and the hub's hashes, and the
     // signature against the registry entry's policy (or `policy` when it
-    // names an issuer). Throws Error(verification) naming what failed,
+    // names an issuer). Error(verification) naming what failed,
     // Error(offline) when the variant is not cached.
     VerifyReport verify(const std::string& ref, const SignaturePolicy& policy = {});
 
     // Writes a static hub tree holding `refs` at their resolved commits
-    // (every variant, or Options::targets only).
+    // (every variant, or Options::targets only). fetch()'s errors, and
+    // Error(usage) for a target folder that is not a mirror.
     MirrorReport mirror(const std::vector<std::string>& refs, const MirrorOptions& options);
 
-    // The implementation (src/api/client_impl.hpp); named here so that the
-    // files implementing Client can share helpers over it.
-    struct Impl;
-
 private:
+    struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
 
-namespace detail {
-// Error(usage) unless `result` is a load of kind `kind` ("function",
-// "cuda-kernel", "tvm-ffi"); the message says which handle takes it.
-KERNHUB_API void require_kind(const LoadResult& result, const char* kind);
-}  // namespace detail
+// Error(usage) unless `result` is a load of `kind`; the message names the
+// handle that takes what it is. The handles' from() call it.
+KERNHUB_API void expect_kind(const LoadResult& result, LoadKind kind);
 
 // A typed, resolved kernel entry point. Calling it is one indirect call.
 template <class R, class... Args>
@@ -440,9 +489,10 @@ public:
     explicit KernelFn(void* address) : m_fn(reinterpret_cast<Pointer>(address)) {}
 
     // The C function a load resolved (Client::load, Client::loaded).
-    // Error(usage) when it is a CUDA kernel or a tvm-ffi function.
+    // Error(usage) when it is a CUDA kernel, a tvm-ffi function or a
+    // torch op.
     static KernelFn from(const LoadResult& result) {
-        detail::require_kind(result, "function");
+        expect_kind(result, LoadKind::function);
         return KernelFn(result.address);
     }
 
@@ -459,10 +509,11 @@ KernelFn<Signature> Client::resolve(const std::string& ref) const {
     return KernelFn<Signature>::from(loaded(ref));
 }
 
+// "0.3.0". No error.
 KERNHUB_API const char* version() noexcept;
 // The release of the Python `kernels` library whose formats this kernhub
 // follows ("0.17.2"): a variant whose metadata.json asks for a newer one
-// ("kernels-minver") is refused on this machine (README, "Kernel
+// ("kernels-minver") is refused on this machine (docs/registry.md, "Kernel
 // dependencies").
 KERNHUB_API const char* kernels_release() noexcept;
 

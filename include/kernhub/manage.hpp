@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernhub/enums.hpp"
 #include "kernhub/signature.hpp"
 
 namespace kernhub {
@@ -62,7 +63,7 @@ struct LockReport {
 struct PrewarmedKernel {
     std::string name;  // the lock's name (kernhub.lock) or repo id (kernels.lock)
     std::string repo_id;
-    std::string repo_type;
+    RepoType repo_type = RepoType::kernel;
     std::string revision;  // the branch, tag or "vN" the lock names; may be empty
     std::string commit;
     std::string variant;
@@ -80,7 +81,7 @@ struct PrewarmReport {
     // fetched. A target a kernel lacks that the lock does not mark is
     // Error(not_found) naming every such kernel.
     std::vector<std::string> missing_targets;
-    std::string lock_format;  // "kernhub.lock", "kernels.lock" or "kernels.lock (0.16)"
+    LockFormat lock_format = LockFormat::kernhub_lock;
     std::vector<PrewarmedKernel> kernels;
     std::uint64_t bytes_downloaded = 0;
     std::uint64_t requests = 0;
@@ -105,7 +106,7 @@ struct CachedCommit {
 
 struct CachedRepo {
     std::string repo_id;
-    std::string repo_type;                    // "kernel" or "model"
+    RepoType repo_type = RepoType::kernel;
     std::string folder;                       // absolute path of the repo folder
     std::map<std::string, std::string> refs;  // revision -> commit
     std::vector<CachedCommit> commits;        // one per snapshot
@@ -178,9 +179,9 @@ struct PruneReport {
 struct ExportReport {
     std::string file;
     std::size_t entries = 0;
-    std::uint64_t bytes = 0;         // bytes of file content archived
-    std::string compression;         // "zstd", "gzip", "xz" or "none", from the file name
-    std::vector<std::string> repos;  // repo folders exported ("kernels--org--name")
+    std::uint64_t bytes = 0;                      // bytes of file content archived
+    Compression compression = Compression::none;  // from the file name
+    std::vector<std::string> repos;               // repo folders exported ("kernels--org--name")
 };
 
 struct ImportReport {
@@ -207,8 +208,8 @@ struct MirrorOptions {
 struct MirroredKernel {
     std::string name;
     std::string repo_id;
-    std::string repo_type;  // "kernel" or "model"
-    std::string revision;   // the branch, tag or vN the tree now maps to commit
+    RepoType repo_type = RepoType::kernel;
+    std::string revision;  // the branch, tag or vN the tree now maps to commit
     std::string commit;
     std::vector<std::string> variants;
     std::size_t files = 0;

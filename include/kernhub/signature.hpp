@@ -1,4 +1,4 @@
-// Sigstore signatures (README, "Signatures"): who may sign a kernel, what a
+// Sigstore signatures (docs/trust.md, "Signatures"): who may sign a kernel, what a
 // verified signature established, and verifying any file against a bundle
 // (the CLI's verify-blob). Bundles are verified offline against a trusted
 // root and an identity policy.
@@ -47,7 +47,7 @@ struct SignatureReport {
     std::string log_id;        // hex key id of the transparency log
     std::string trusted_root;  // which root verified it (a path, or the built-in root's description)
     // Set when the root's newest key is older than kernhub trusts a root to
-    // be current (README, "Signatures"): what to refresh, and how.
+    // be current (docs/trust.md, "Signatures"): what to refresh, and how.
     std::string root_warning;
 };
 

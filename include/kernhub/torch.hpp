@@ -4,7 +4,7 @@
 //
 // A torch kernel (a torch{MM} or torch-stable-abi{MM} variant) is an op its
 // library registers in the c10 dispatcher when kernhub loads it
-// (LoadResult::kind "torch-op", LoadResult::torch_op its name). op<Sig>
+// (LoadResult::kind LoadKind::torch_op, LoadResult::torch_op its name). op<Sig>
 // looks the op up once and returns the dispatcher's typed handle; calling
 // the handle is the dispatcher's own call, with no name lookup:
 //
@@ -15,7 +15,7 @@
 //   auto silu = kernhub::torch::op<at::Tensor(const at::Tensor&)>(client, "activation");
 //   at::Tensor y = silu.call(x);
 //
-// README, "Torch kernels".
+// docs/kernels.md, "Torch kernels".
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -57,68 +57,57 @@ inline TorchInfo this_torch() {
     return info;
 }
 
-namespace detail {
-
-// "ns::name.overload" -> ("ns::name", "overload"); the overload is "" when
-// there is none.
-inline std::pair<std::string, std::string> split_op(const std::string& qualified) {
+// The dispatcher's handle for the op named "namespace::op[.overload]".
+// Error(not_found) naming the ops the dispatcher has in that namespace
+// when it has no such op.
+inline c10::OperatorHandle find_op(const std::string& qualified) {
     const std::size_t colons = qualified.rfind("::");
     const std::size_t dot = qualified.find('.', colons == std::string::npos ? 0 : colons + 2);
-    if (dot == std::string::npos) return {qualified, std::string()};
-    return {qualified.substr(0, dot), qualified.substr(dot + 1)};
-}
-
-// The ops the dispatcher has in the namespace of `qualified`, sorted:
-// "name" or "name.overload".
-inline std::vector<std::string> ops_in_namespace(const std::string& qualified) {
-    const std::string prefix = qualified.substr(0, qualified.rfind("::") + 2);
-    std::vector<std::string> ops;
-    for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
-        if (name.name.rfind(prefix, 0) != 0) continue;
-        std::string op = name.name.substr(prefix.size());
-        if (!name.overload_name.empty()) op += "." + name.overload_name;
-        ops.push_back(std::move(op));
-    }
-    std::sort(ops.begin(), ops.end());
-    return ops;
-}
-
-}  // namespace detail
-
-// The dispatcher's handle for the op named "namespace::op[.overload]",
-// typed as Sig (the op's C++ signature: at::Tensor(const at::Tensor&) for
-// "f(Tensor x) -> Tensor"). Error(not_found) naming the ops the dispatcher
-// has in that namespace when it has no such op; Error(usage) when Sig is
-// not the op's signature.
-template <class Sig>
-c10::TypedOperatorHandle<Sig> op(const std::string& qualified) {
-    const auto [name, overload] = detail::split_op(qualified);
+    const std::string name = dot == std::string::npos ? qualified : qualified.substr(0, dot);
+    const std::string overload = dot == std::string::npos ? std::string() : qualified.substr(dot + 1);
     const std::optional<c10::OperatorHandle> handle =
         c10::Dispatcher::singleton().findSchema(c10::OperatorName(name, overload));
-    if (!handle) {
-        std::string ops;
-        for (const std::string& each : detail::ops_in_namespace(qualified)) ops += (ops.empty() ? "" : ", ") + each;
-        throw Error(ErrorCode::not_found,
-                    "the torch dispatcher has no op " + qualified +
-                        "; the ops of its namespace: " + (ops.empty() ? std::string("none") : ops));
+    if (handle) return *handle;
+    // The ops of the namespace, sorted: "name" or "name.overload".
+    const std::string prefix = qualified.substr(0, qualified.rfind("::") + 2);
+    std::vector<std::string> found;
+    for (const c10::OperatorName& each : c10::Dispatcher::singleton().getAllOpNames()) {
+        if (each.name.rfind(prefix, 0) != 0) continue;
+        std::string op = each.name.substr(prefix.size());
+        if (!each.overload_name.empty()) op += "." + each.overload_name;
+        found.push_back(std::move(op));
     }
+    std::sort(found.begin(), found.end());
+    std::string ops;
+    for (const std::string& each : found) ops += (ops.empty() ? "" : ", ") + each;
+    throw Error(ErrorCode::not_found, "the torch dispatcher has no op " + qualified +
+                                          "; the ops of its namespace: " + (ops.empty() ? std::string("none") : ops));
+}
+
+// The dispatcher's typed handle for the op named "namespace::op[.overload]",
+// Sig being the op's C++ signature (at::Tensor(const at::Tensor&) for
+// "f(Tensor x) -> Tensor"). find_op()'s Error(not_found); Error(usage) when
+// Sig is not the op's signature.
+template <class Sig>
+c10::TypedOperatorHandle<Sig> op(const std::string& qualified) {
+    const c10::OperatorHandle handle = find_op(qualified);
     try {
-        return handle->typed<Sig>();
+        return handle.typed<Sig>();
     } catch (const c10::Error& e) {
         throw Error(ErrorCode::usage, "the signature asked for does not match torch op " + qualified + " (" +
-                                          c10::toString(handle->schema()) + "): " + e.what_without_backtrace());
+                                          c10::toString(handle.schema()) + "): " + e.what_without_backtrace());
     }
 }
 
-// The op a load resolved (Client::load, Client::loaded). Error(usage) when
-// `result` is not a torch op.
+// The op a load resolved (Client::load, Client::loaded). op()'s errors, and
+// Error(usage) when `result` is not a torch op.
 template <class Sig>
 c10::TypedOperatorHandle<Sig> op(const LoadResult& result) {
-    kernhub::detail::require_kind(result, "torch-op");
+    kernhub::expect_kind(result, LoadKind::torch_op);
     return op<Sig>(result.torch_op);
 }
 
-// op<Sig>(client.loaded(ref)).
+// op<Sig>(client.loaded(ref)); Client::loaded()'s Error(not_found) too.
 template <class Sig>
 c10::TypedOperatorHandle<Sig> op(const Client& client, const std::string& ref) {
     return op<Sig>(client.loaded(ref));

@@ -1,7 +1,7 @@
 // Calling the functions of tvm-ffi variants (tvm-ffi{MM}-<backend>-<cpu>-<os>)
 // through the TVM FFI C calling convention, with no Python. kernhub binds the
 // tvm-ffi runtime (libtvm_ffi.so) at run time, loads the variant's library
-// and resolves the function before any call (README, "tvm-ffi variants").
+// and resolves the function before any call (docs/kernels.md, "tvm-ffi variants").
 //
 //   auto add_one = kernhub::TvmFunction::from(client.load("add-one"));  // at start-up
 //   add_one(&x, &y);                                     // DLTensor* x, y
@@ -150,19 +150,22 @@ public:
 
     TvmFunction() = default;
     // The function a load resolved (Client::load, Client::loaded).
-    // Error(usage) when it is not a tvm-ffi function (a plain CPU symbol or
-    // a CUDA kernel).
+    // Error(usage) when it is not a tvm-ffi function (a C function, a CUDA
+    // kernel or a torch op).
     static TvmFunction from(const LoadResult& result);
 
     // Calls with the current stream of the runtime (for a CUDA variant, the
     // one set with set_tvm_ffi_stream, else the default stream). A raised
-    // error is Error(kernel) with the kernel's message.
+    // error is Error(kernel) with the kernel's message; Error(usage) for a
+    // default-constructed TvmFunction or a result of a type kernhub does
+    // not keep (a string, a tensor).
     template <class... Args>
     TvmResult operator()(Args&&... args) const {
         const TvmAny packed[sizeof...(Args) + 1] = {TvmArg(std::forward<Args>(args)).any()..., TvmAny{}};
         return call(packed, sizeof...(Args));
     }
-    // `count` cells at `args` (TvmArg(x).any() makes one).
+    // `count` cells at `args` (TvmArg(x).any() makes one); operator()'s
+    // errors.
     TvmResult call(const TvmAny* args, std::size_t count) const {
         if (m_fn == nullptr) empty();
         // The callee writes its result straight into the returned object
@@ -181,7 +184,8 @@ public:
     // A CUDA variant's call on `stream` of CUDA device `device` (0 to
     // 1023, else Error(usage)): the runtime's current stream for that
     // device is `stream` during the call and the previous one again
-    // afterwards, also when the call raises.
+    // afterwards, also when the call raises. operator()'s errors, and
+    // Error(load) when the runtime refuses the stream.
     template <class... Args>
     TvmResult on_stream(int device, void* stream, Args&&... args) const {
         const TvmAny packed[sizeof...(Args) + 1] = {TvmArg(std::forward<Args>(args)).any()..., TvmAny{}};
@@ -214,7 +218,7 @@ private:
 KERNHUB_API void* set_tvm_ffi_stream(int device, void* stream);
 
 // The bound runtime's version ("0.1.15") and file, or empty strings when
-// no tvm-ffi kernel has been loaded in this process.
+// no tvm-ffi kernel has been loaded in this process. No error.
 struct TvmFfiRuntimeInfo {
     std::string version;
     std::string library;

@@ -1,8 +1,12 @@
 // The public C++ API: composes registry -> hub -> select -> fetch -> load.
 #include <algorithm>
+#include <atomic>
+
+#include <unistd.h>
 
 #include "api/client_impl.hpp"
 #include "api/default_registry.hpp"
+#include "api/setting_table.hpp"
 #include "api/settings.hpp"
 #include "common/hint.hpp"
 #include "common/text.hpp"
@@ -26,13 +30,15 @@ const char* kernels_release() noexcept {
     return deptree::k_kernels_release;
 }
 
-void detail::require_kind(const LoadResult& result, const char* kind) {
-    if (result.kind == kind) return;
+void expect_kind(const LoadResult& result, LoadKind kind) {
     const std::string name = "kernel '" + (result.ref.empty() ? result.fetch.name : result.ref) + "'";
-    const loader::Kind* actual = loader::find_kind(result.kind);
-    if (actual == nullptr) {
+    const bool loaded = result.kind == LoadKind::torch_op ? !result.torch_op.empty() : result.address != nullptr;
+    if (!loaded) {
         throw Error(ErrorCode::usage, name + " holds no loaded kernel; pass a result of Client::load or loaded");
     }
+    if (result.kind == kind) return;
+    const loader::Kind* actual = loader::find_kind(to_string(result.kind));
+    if (actual == nullptr) throw Error(ErrorCode::internal, name + " is of an unknown kind");
     throw Error(ErrorCode::usage, name + " is " + actual->what() + "; " + actual->use_instead());
 }
 
@@ -54,6 +60,16 @@ registry::Registry load_registries(const Options& options, const cache::EnvLooku
 
 }  // namespace api
 
+void ClientImpl::warn_unknown_variables() const {
+    static std::atomic<bool> reported{false};
+    if (options.events == nullptr || reported.exchange(true)) return;
+    for (const api::UnknownVariable& variable : api::unknown_variables(environ)) {
+        say("warning: " + variable.name + " is set but is not a kernhub setting" +
+            (variable.nearest.empty() ? "" : "; did you mean " + variable.nearest + "?") +
+            " (docs/configuration.md lists the settings)");
+    }
+}
+
 Client::Client(Options options) : m_impl(std::make_unique<Impl>(std::move(options))) {}
 Client::~Client() = default;
 Client::Client(Client&&) noexcept = default;
@@ -63,7 +79,7 @@ FetchResult Client::fetch(const std::string& ref) {
     return m_impl->fetch(registry::resolve_ref(m_impl->registry, ref));
 }
 
-FetchResult Client::Impl::fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata) {
+FetchResult ClientImpl::fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata) {
     if (const std::filesystem::path folder = local_folder(spec.repo_id); !folder.empty()) {
         // The organisation allow-list is the program's policy and holds for
         // local kernels too; trust and signatures are about a hub's bytes.
@@ -86,7 +102,7 @@ FetchResult Client::Impl::fetch_one(const registry::KernelSpec& spec, deptree::V
     FetchResult result;
     result.name = spec.name;
     result.repo_id = spec.repo_id;
-    result.repo_type = to_string(spec.repo_type);
+    result.repo_type = spec.repo_type;
     result.revision = request.revision;
     result.commit = outcome.commit;
     result.variant = outcome.variant;
@@ -137,7 +153,7 @@ LoadResult Client::load(const std::string& ref, const LoadOptions& options) {
         const std::optional<torchenv::FoundTorch>& torch = m_impl->host_detection().torch;
         if (torch && !torch->lib_dir.empty()) load_torch_from = torch->lib_dir.parent_path().string();
     }
-    // Dependencies first, each opened for what it defines (README, "Kernel
+    // Dependencies first, each opened for what it defines (docs/registry.md, "Kernel
     // dependencies"); every library joins one process, so a tree holding
     // two versions of one repo cannot load.
     api::check_one_version_each(result.fetch);
@@ -153,7 +169,7 @@ LoadResult Client::load(const std::string& ref, const LoadOptions& options) {
     request.load_torch_from = load_torch_from;
     const loader::Loaded loaded = loader::load(request);
     result.file = loaded.file;
-    result.kind = loaded.kind->name();
+    result.kind = loader::load_kind(*loaded.kind);
     result.address = loaded.resolved.address;
     result.symbol = loaded.resolved.symbol;
     result.device = loaded.resolved.device;
@@ -189,7 +205,7 @@ InfoResult Client::info(const std::string& ref) {
     InfoResult info;
     info.name = spec.name;
     info.repo_id = spec.repo_id;
-    info.repo_type = to_string(spec.repo_type);
+    info.repo_type = spec.repo_type;
     info.revision = request.revision;
     info.commit = choice.commit;
     info.symbol = spec.symbol;
@@ -225,19 +241,23 @@ InfoResult Client::info(const std::string& ref) {
 std::vector<RegistryEntry> Client::list() const {
     std::vector<RegistryEntry> out;
     for (const auto& spec : m_impl->registry.entries()) {
-        out.push_back(RegistryEntry{spec.name, spec.repo_id, to_string(spec.repo_type), spec.revision, spec.version,
-                                    spec.symbol, spec.file, spec.op, spec.source, spec.signature});
+        out.push_back(RegistryEntry{spec.name, spec.repo_id, spec.repo_type, spec.revision, spec.version, spec.symbol,
+                                    spec.file, spec.op, spec.source, spec.signature});
     }
     return out;
 }
 
-std::vector<LoadResult> Client::prewarm(const std::vector<std::string>& refs) {
+std::vector<LoadResult> Client::load(const std::vector<std::string>& refs) {
     // Side by side (load is thread-safe); after a failure no further kernel
-    // starts, and the first failure in the order given is thrown.
+    // starts, and the failure that happened first in time is thrown.
     std::vector<LoadResult> results(refs.size());
     fetch::run_parallel(refs.size(), api::parallel_kernels(m_impl->settings),
                         [&](std::size_t i) { results[i] = load(refs[i]); });
     return results;
+}
+
+std::vector<LoadResult> Client::load(std::initializer_list<std::string> refs) {
+    return load(std::vector<std::string>(refs));
 }
 
 }  // namespace kernhub

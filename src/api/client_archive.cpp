@@ -1,4 +1,4 @@
-// Client::cache_export and Client::cache_import (docs/ARCHITECTURE.md,
+// Client::cache_export and Client::cache_import (docs/cache-format.md,
 // "Cache archives"): names resolve through the registry and the cache's
 // refs, never the network; the cache module does the rest.
 #include "api/client_impl.hpp"
@@ -30,7 +30,7 @@ cacheadmin::ExportSelection cached_selection(const registry::Registry& registry,
 }
 
 // The kernels the cached variants of `selection` name under
-// "kernel-depends" (README, "Kernel dependencies"), all variants together.
+// "kernel-depends" (docs/registry.md, "Kernel dependencies"), all variants together.
 std::vector<deptree::KernelDependency> cached_depends(const std::filesystem::path& root,
                                                       const cacheadmin::ExportSelection& selection) {
     const cache::RepoCache repo(root, selection.type, selection.repo_id);
@@ -87,7 +87,7 @@ ExportReport Client::cache_export(const std::string& file, const std::vector<std
     report.file = file;
     report.entries = stats.entries;
     report.bytes = stats.bytes;
-    report.compression = archive::to_string(stats.compression);
+    report.compression = stats.compression;
     report.repos = stats.repos;
     return report;
 }

@@ -1,5 +1,5 @@
 // Client's cache management: ls, path, verify and prune over the cache root
-// (docs/ARCHITECTURE.md, "Cache management"). The work is in src/cache.
+// (docs/cache-format.md, "Cache management"). The work is in src/cache.
 #include <algorithm>
 
 #include "api/client_impl.hpp"

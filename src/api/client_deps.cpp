@@ -1,5 +1,5 @@
 // Kernel dependencies and the kernels release a variant needs
-// (docs/ARCHITECTURE.md, "Kernel dependencies"): Client::Impl::fetch takes
+// (docs/registry.md, "Kernel dependencies"): ClientImpl::fetch takes
 // a kernel's "kernel-depends" tree along.
 #include <algorithm>
 #include <cerrno>
@@ -56,8 +56,8 @@ void api::check_one_version_each(const FetchResult& fetched) {
     }
 }
 
-void Client::Impl::check_minver(const deptree::VariantMetadata& metadata, const std::string& repo_id,
-                                const std::string& variant) {
+void ClientImpl::check_minver(const deptree::VariantMetadata& metadata, const std::string& repo_id,
+                              const std::string& variant) {
     const std::string problem = deptree::minver_problem(metadata);
     if (problem.empty()) return;
     const std::string what = variant.empty() ? repo_id : "variant " + variant + " of " + repo_id;
@@ -69,7 +69,7 @@ void Client::Impl::check_minver(const deptree::VariantMetadata& metadata, const 
     say("warning: " + what + " " + problem + "; the machine it is fetched for needs that kernels");
 }
 
-fs::path Client::Impl::local_folder(const std::string& repo_id) const {
+fs::path ClientImpl::local_folder(const std::string& repo_id) const {
     if (settings.local_kernels.empty()) return {};
     const std::map<std::string, fs::path> folders =
         fetch::parse_local_kernels(settings.local_kernels, settings.local_kernels_named_by);
@@ -82,13 +82,13 @@ fs::path Client::Impl::local_folder(const std::string& repo_id) const {
     return folder;
 }
 
-FetchResult Client::Impl::fetch_local(const registry::KernelSpec& spec, const fs::path& folder,
-                                      deptree::VariantMetadata& metadata) {
+FetchResult ClientImpl::fetch_local(const registry::KernelSpec& spec, const fs::path& folder,
+                                    deptree::VariantMetadata& metadata) {
     const fetch::LocalVariant local = fetch::resolve_local_kernel(folder, host_facts(), spec.file);
     FetchResult result;
     result.name = spec.name;
     result.repo_id = spec.repo_id;
-    result.repo_type = to_string(spec.repo_type);
+    result.repo_type = spec.repo_type;
     result.revision = spec.effective_revision();
     result.variant = local.variant;
     result.path = local.dir.string();
@@ -99,11 +99,11 @@ FetchResult Client::Impl::fetch_local(const registry::KernelSpec& spec, const fs
     return result;
 }
 
-InfoResult Client::Impl::local_info(const registry::KernelSpec& spec, const fs::path& folder) {
+InfoResult ClientImpl::local_info(const registry::KernelSpec& spec, const fs::path& folder) {
     InfoResult info;
     info.name = spec.name;
     info.repo_id = spec.repo_id;
-    info.repo_type = to_string(spec.repo_type);
+    info.repo_type = spec.repo_type;
     info.revision = spec.effective_revision();
     info.symbol = spec.symbol;
     info.local_folder = folder.string();
@@ -126,7 +126,7 @@ InfoResult Client::Impl::local_info(const registry::KernelSpec& spec, const fs::
     return info;
 }
 
-registry::KernelSpec Client::Impl::dependency_spec(const deptree::KernelDependency& dep) const {
+registry::KernelSpec ClientImpl::dependency_spec(const deptree::KernelDependency& dep) const {
     registry::KernelSpec spec = registry::resolve_ref(registry, dep.repo_id);
     spec.name = dep.repo_id;
     spec.version = dep.version;
@@ -136,11 +136,11 @@ registry::KernelSpec Client::Impl::dependency_spec(const deptree::KernelDependen
     return spec;
 }
 
-registry::KernelSpec Client::Impl::dependency_spec_of(const FetchResult& fetched) const {
+registry::KernelSpec ClientImpl::dependency_spec_of(const FetchResult& fetched) const {
     return registry::resolve_ref(registry, fetched.repo_id);
 }
 
-FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
+FetchResult ClientImpl::fetch(const registry::KernelSpec& spec) {
     const std::uint64_t before = requests();
     deptree::VariantMetadata metadata;
     FetchResult result = fetch_one(spec, metadata);
@@ -150,8 +150,8 @@ FetchResult Client::Impl::fetch(const registry::KernelSpec& spec) {
     return result;
 }
 
-std::vector<FetchResult> Client::Impl::fetch_dependencies(const FetchResult& top,
-                                                          const deptree::VariantMetadata& metadata) {
+std::vector<FetchResult> ClientImpl::fetch_dependencies(const FetchResult& top,
+                                                        const deptree::VariantMetadata& metadata) {
     if (metadata.depends.empty()) return {};
     std::map<std::string, FetchResult> fetched;
     const deptree::KernelDependency top_node{top.repo_id, std::nullopt, top.revision};

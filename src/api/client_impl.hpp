@@ -1,4 +1,4 @@
-// Client::Impl, shared by the files that implement Client's methods
+// ClientImpl, shared by the files that implement Client's methods
 // (client.cpp: fetch, load, loaded, info; client_lockfile.cpp: lock and prewarm from a
 // lock; client_cache.cpp, client_archive.cpp, client_mirror.cpp: cache
 // management, cache archives and mirrors).
@@ -36,7 +36,7 @@ namespace api {
 // kernhub.json, KERNHUB_REGISTRY, then Options::registries.
 registry::Registry load_registries(const Options& options, const cache::EnvLookup& env);
 
-// Shared by Client::lock (client_lockfile.cpp) and Client::prewarm_lock
+// Shared by Client::lock (client_lockfile.cpp) and Client::prewarm
 // (client_prewarm.cpp).
 inline constexpr const char* k_lock_name = "kernhub.lock";
 // Options::project_dir, else the current directory.
@@ -88,12 +88,14 @@ private:
     std::mutex m_mutex;
 };
 
-// Shared by every thread that calls the Client (docs/ARCHITECTURE.md,
+// Shared by every thread that calls the Client (docs/embedding.md,
 // "Threads"): options, settings and the registry are fixed after
 // construction; the lazily made host facts and hub client are made once
 // under host_once / hub_mutex and never change afterwards.
-// Hidden: Client is exported, and a nested class would inherit that.
-struct __attribute__((visibility("hidden"))) Client::Impl {
+// Hidden: not part of the library's interface. A namespace-level class,
+// not Client's private nested one, so that the helpers of the files
+// implementing Client can take it.
+struct __attribute__((visibility("hidden"))) ClientImpl {
     Options options;  // options.events is the SerialSink around the caller's sink
     std::unique_ptr<SerialSink> serial_events;
     cache::EnvLookup env = cache::process_env();
@@ -119,14 +121,21 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     // the same name never shows here.
     loader::ResolvedTable resolved;
 
-    explicit Impl(Options opts) : options(std::move(opts)) {
+    explicit ClientImpl(Options opts) : options(std::move(opts)) {
         if (options.events != nullptr) {
             serial_events = std::make_unique<SerialSink>(options.events);
             options.events = serial_events.get();
         }
         settings = api::resolve_settings(options, env);
         registry = api::load_registries(options, env);
+        warn_unknown_variables();
     }
+
+    // A KERNHUB_* variable that is no setting (a typo such as
+    // KERNHUB_RETRYS silently does nothing otherwise): one warning per
+    // variable, naming the nearest setting, once per process, from the
+    // first Client that has a sink (client.cpp).
+    void warn_unknown_variables() const;
 
     // Host facts are detected on first need: binding the CUDA driver costs a
     // dlopen, which `list` should not pay. A detection that throws leaves
@@ -204,7 +213,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     // The spec of a dependency: the repo as an ad-hoc reference would give
     // it, at the dependency's version or revision.
     registry::KernelSpec dependency_spec(const deptree::KernelDependency& dep) const;
-    // The LOCAL_KERNELS folder naming `repo_id` (README, "Local kernels"),
+    // The LOCAL_KERNELS folder naming `repo_id` (docs/configuration.md, "Local kernels"),
     // absolute; empty when none does. Error(usage) for a malformed value.
     std::filesystem::path local_folder(const std::string& repo_id) const;
     // A kernel from its local folder: chosen as a fetch chooses, with no
@@ -225,7 +234,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         // A local kernel has no blob to re-hash against.
         request.verify_on_load = settings.verify_on_load && fetched.local_folder.empty();
         request.cache_root = settings.cache_root;
-        request.repo_type = fetched.repo_type == "model" ? RepoType::model : RepoType::kernel;
+        request.repo_type = fetched.repo_type;
         request.tvm_ffi_library = settings.tvm_ffi_library;
         request.torch = options.torch;
         return request;
@@ -238,7 +247,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
 
     // The signature check for `spec`: its policy with the trusted root, or
     // nullopt; Error(verification) when signatures are required and the
-    // entry has no policy (README, "Signatures").
+    // entry has no policy (docs/trust.md, "Signatures").
     std::optional<fetch::SignatureCheck> signature_check(const registry::KernelSpec& spec);
 
     // Error(verification) unless the hub marks the organisation of an
@@ -272,6 +281,11 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         request.ref_ttl_seconds = settings.ref_ttl_seconds;
         return request;
     }
+};
+
+// Client's private implementation type is the one above.
+struct __attribute__((visibility("hidden"))) Client::Impl : ClientImpl {
+    using ClientImpl::ClientImpl;
 };
 
 }  // namespace kernhub

@@ -1,4 +1,4 @@
-// Client::lock (docs/ARCHITECTURE.md, "Locks and prewarming"): pin a
+// Client::lock (docs/ci-images.md, "Locks and prewarming"): pin a
 // project's kernels to commits and file digests.
 #include <algorithm>
 #include <cstring>
@@ -119,7 +119,7 @@ std::string pin_disagreement(const std::vector<hub::TreeEntry>& listing, const s
 }
 
 struct Locker {
-    Client::Impl& impl;
+    ClientImpl& impl;
     bool check = false;  // --check: a disagreeing pin is reported, not replaced
 
     // Describes one variant at a commit: every file's size and SHA-256 (LFS
@@ -140,7 +140,7 @@ struct Locker {
     }
 
     // The kernels the locked variants' metadata.json files name under
-    // "kernel-depends", all variants together (README, "Kernel
+    // "kernel-depends", all variants together (docs/registry.md, "Kernel
     // dependencies"). A metadata.json that describe() did not just place
     // in the cache (a kept pin, a fresh cache) is described again first.
     std::vector<deptree::KernelDependency> depends_of(const registry::KernelSpec& spec,
@@ -375,12 +375,12 @@ LockedKernel summary_of(const registry::KernelSpec& spec, const lockfile::Locked
 
 namespace {
 
-// Kernel dependencies (README, "Kernel dependencies"): every kernel a
+// Kernel dependencies (docs/registry.md, "Kernel dependencies"): every kernel a
 // locked variant names is locked too, as an entry called by its
 // "ORG/REPO@REVISION", with the same targets and pin rules; one shared by
 // several kernels is locked once. Sets each manifest kernel's
 // kernel_depends; the dependencies' entries go into `next` and `report`.
-void lock_dependencies(Client::Impl& impl, Locker& locker, const std::vector<registry::KernelSpec>& specs,
+void lock_dependencies(ClientImpl& impl, Locker& locker, const std::vector<registry::KernelSpec>& specs,
                        std::vector<lockfile::LockedKernel>& results, const lockfile::KernhubLock& previous,
                        const LockOptions& options, LockReport& report, lockfile::KernhubLock& next) {
     std::map<std::string, std::vector<deptree::KernelDependency>> expanded;

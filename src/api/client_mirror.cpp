@@ -1,7 +1,7 @@
 // Client::mirror: fetch every wanted variant of each kernel through the cache
 // (so each file is verified once, by the same pipeline as fetch), then lay
-// the verified blobs out as a static hub tree (docs/ARCHITECTURE.md,
-// "Mirrors").
+// the verified blobs out as a static hub tree (docs/ci-images.md,
+// "How a mirror tree is written").
 #include <algorithm>
 #include <map>
 #include <set>
@@ -67,8 +67,7 @@ MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run);
 // What the mirrored variants' metadata.json files name under
 // "kernel-depends", all variants together.
 std::vector<deptree::KernelDependency> mirrored_depends(const MirroredKernel& kernel, const api::Settings& settings) {
-    const cache::RepoCache cache(settings.cache_root, kernel.repo_type == "model" ? RepoType::model : RepoType::kernel,
-                                 kernel.repo_id);
+    const cache::RepoCache cache(settings.cache_root, kernel.repo_type, kernel.repo_id);
     std::vector<deptree::VariantMetadata> variants;
     variants.reserve(kernel.variants.size());
     for (const std::string& variant : kernel.variants) {
@@ -83,10 +82,10 @@ std::vector<deptree::KernelDependency> mirrored_depends(const MirroredKernel& ke
 namespace {
 
 // Mirrors each kernel with its "kernel-depends" tree, then writes each
-// mirrored organisation's overview (README, "Trusted publishers").
-void mirror_trees(Client::Impl& impl, const std::vector<registry::KernelSpec>& specs, MirrorRun& run,
+// mirrored organisation's overview (docs/trust.md, "Trusted publishers").
+void mirror_trees(ClientImpl& impl, const std::vector<registry::KernelSpec>& specs, MirrorRun& run,
                   mirror::HubTree& tree) {
-    // Each kernel's "kernel-depends" tree comes along (README, "Kernel
+    // Each kernel's "kernel-depends" tree comes along (docs/registry.md, "Kernel
     // dependencies"): the same variants of each dependency, once.
     std::map<std::string, std::vector<deptree::KernelDependency>> expanded;
     std::set<std::string> organizations;
@@ -239,7 +238,7 @@ MirroredKernel mirror_kernel(const registry::KernelSpec& spec, MirrorRun& run) {
     MirroredKernel kernel;
     kernel.name = spec.name;
     kernel.repo_id = spec.repo_id;
-    kernel.repo_type = to_string(spec.repo_type);
+    kernel.repo_type = spec.repo_type;
     kernel.revision = request.revision;
     kernel.commit = choice.commit;
     kernel.variants = variants_to_mirror(choice, settings, where);

@@ -1,4 +1,4 @@
-// Client::prewarm_lock (docs/ARCHITECTURE.md, "Locks and prewarming"):
+// Client::prewarm (docs/ci-images.md, "Locks and prewarming"):
 // fill a cache with exactly what a lock pins.
 #include <algorithm>
 #include <filesystem>
@@ -19,6 +19,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
+LockFormat public_format(lockfile::Format format) {
+    switch (format) {
+        case lockfile::Format::kernhub:
+            return LockFormat::kernhub_lock;
+        case lockfile::Format::kernels:
+            return LockFormat::kernels_lock;
+        case lockfile::Format::kernels_legacy:
+            return LockFormat::kernels_lock_0_16;
+    }
+    return LockFormat::kernhub_lock;
+}
+
 // One kernel of a lock, whatever its format.
 struct LockJob {
     std::string name;
@@ -31,7 +43,7 @@ struct LockJob {
     // Targets kernhub.lock records the kernel has no build for.
     std::set<std::string> missing_targets;
     // The signers kernhub.lock recorded for the kernel's variants: a prewarm
-    // then requires one of them (README, "Signatures").
+    // then requires one of them (docs/trust.md, "Signatures").
     std::optional<SignaturePolicy> signers;
 };
 
@@ -117,7 +129,7 @@ PrewarmedKernel prewarmed(const LockJob& job, const fetch::FetchOutcome& outcome
     PrewarmedKernel done;
     done.name = job.name;
     done.repo_id = job.repo_id;
-    done.repo_type = to_string(job.repo_type);
+    done.repo_type = job.repo_type;
     done.revision = job.revision;
     done.commit = outcome.commit;
     done.variant = outcome.variant;
@@ -157,7 +169,7 @@ std::pair<fs::path, lockfile::AnyLock> read_lock(const std::string& lock_file, c
 // lock allows (one run with no targets), or each requested target the
 // kernel offers. A target the lock marks as having no build is skipped and
 // listed; one it neither locks nor marks goes into `unmarked`.
-std::vector<std::vector<std::string>> variant_runs(Client::Impl& impl, const LockJob& job,
+std::vector<std::vector<std::string>> variant_runs(ClientImpl& impl, const LockJob& job,
                                                    const fetch::FetchRequest& base, PrewarmReport& report,
                                                    std::vector<std::string>& unmarked) {
     const std::vector<std::string>& targets = impl.settings.targets;
@@ -187,7 +199,7 @@ std::vector<std::vector<std::string>> variant_runs(Client::Impl& impl, const Loc
 
 // Every kernel's fetches, planned before any runs (which variants, the
 // requests); an unmarked target of any kernel fails them all at once.
-std::vector<Task> plan_tasks(Client::Impl& impl, const std::vector<LockJob>& jobs, const fs::path& path,
+std::vector<Task> plan_tasks(ClientImpl& impl, const std::vector<LockJob>& jobs, const fs::path& path,
                              const lockfile::AnyLock& parsed, PrewarmReport& report) {
     std::vector<Task> tasks;
     std::vector<std::string> unmarked;  // kernel (target) pairs with no build and no mark
@@ -230,7 +242,7 @@ std::vector<Task> plan_tasks(Client::Impl& impl, const std::vector<LockJob>& job
 // refs/: written as soon as the kernel is in, whatever happens to the
 // others. Flushed, unlike a fetch's refs: a prewarmed cache is for offline
 // use.
-PrewarmedKernel run_task(Client::Impl& impl, const Task& task, std::mutex& refs_mutex) {
+PrewarmedKernel run_task(ClientImpl& impl, const Task& task, std::mutex& refs_mutex) {
     const LockJob& job = *task.job;
     fetch::Fetcher fetcher(impl.settings.cache_root, impl.hub_client(), impl.options.events);
     fetch::FetchRequest request = task.request;
@@ -259,11 +271,11 @@ PrewarmedKernel run_task(Client::Impl& impl, const Task& task, std::mutex& refs_
 
 }  // namespace
 
-PrewarmReport Client::prewarm_lock(const std::string& lock_file) {
+PrewarmReport Client::prewarm(const std::string& lock_file) {
     const auto [path, parsed] = read_lock(lock_file, m_impl->options);
     PrewarmReport report;
     report.lock_file = path.string();
-    report.lock_format = lockfile::describe(parsed.format);
+    report.lock_format = public_format(parsed.format);
     const std::uint64_t requests_before = m_impl->requests();
     // The report keeps the lock's order; the fetches run side by side.
     const std::vector<LockJob> jobs = jobs_from(parsed, path.string());

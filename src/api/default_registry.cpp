@@ -9,15 +9,20 @@ namespace kernhub::api {
 namespace {
 
 // A CMake build tree that others (outside the owner and its group) cannot
-// change: a group-writable one is what umask 002 makes. The copy next to
+// change: a group-writable one is what umask 002 makes. The top-level build
+// folder holds CMakeCache.txt; a subproject's (add_subdirectory,
+// FetchContent) holds cmake_install.cmake. The copy next to
 // the code file is for build trees alone: next to a program or library put
 // in a shared folder such as /tmp, <dir>/share/kernhub/registry.json would
 // be anyone's to write.
 bool is_private_build_tree(const std::filesystem::path& dir) {
     struct stat folder {};
-    struct stat cache {};
-    return ::stat(dir.c_str(), &folder) == 0 && S_ISDIR(folder.st_mode) && (folder.st_mode & S_IWOTH) == 0 &&
-           ::lstat((dir / "CMakeCache.txt").c_str(), &cache) == 0 && S_ISREG(cache.st_mode);
+    struct stat marker {};
+    if (::stat(dir.c_str(), &folder) != 0 || !S_ISDIR(folder.st_mode) || (folder.st_mode & S_IWOTH) != 0) return false;
+    for (const char* name : {"CMakeCache.txt", "cmake_install.cmake"}) {
+        if (::lstat((dir / name).c_str(), &marker) == 0 && S_ISREG(marker.st_mode)) return true;
+    }
+    return false;
 }
 
 }  // namespace

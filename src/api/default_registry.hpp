@@ -1,6 +1,6 @@
 // Where the default registry is: relative to the file that holds kernhub's
 // code, never a path fixed at build time, so an installed tree can move
-// (docs/ARCHITECTURE.md "Library and packaging").
+// (docs/embedding.md "Library and packaging").
 #pragma once
 
 #include <filesystem>

@@ -1,4 +1,4 @@
-// The facts a Client selects variants by (README, "Torch kernels" and
+// The facts a Client selects variants by (docs/kernels.md, "Torch kernels" and
 // "Describing another machine"): this machine's (uname, the CUDA driver,
 // the torch in use, Options::backend), or a host description's, with
 // where each fact came from for `info`.

@@ -16,8 +16,8 @@ namespace kernhub {
 namespace {
 
 BinaryEntry to_public(const fatbin::Entry& entry) {
-    return BinaryEntry{entry.kind == fatbin::EntryKind::sass ? "sass" : "ptx", entry.arch_name(), entry.compressed,
-                       entry.size};
+    return BinaryEntry{entry.kind == fatbin::EntryKind::sass ? BinaryEntry::Kind::sass : BinaryEntry::Kind::ptx,
+                       entry.arch_name(), entry.compressed, entry.size};
 }
 
 // Enough of the start of a file for fatbin::detect_format: the fatbin magic
@@ -26,18 +26,19 @@ constexpr std::size_t k_header_bytes = 64;
 
 void fill_elf(InspectResult& result, const std::uint8_t* data, std::size_t size) {
     elf::ElfFacts facts = elf::inspect_elf(data, size, result.path);
-    result.format = "elf";
-    result.elf_class = facts.elf_class;
-    result.machine = facts.machine_name;
-    result.type = facts.type;
-    result.glibc_versions = facts.glibc_versions;
-    result.max_glibc = facts.max_glibc;
-    result.needed = facts.needed;
-    result.exported_functions = facts.exported_functions;
-    result.tvm_ffi_functions = tvmffi::function_names(facts.exported_functions);
+    result.format = InspectResult::Format::elf;
+    ElfInfo& elf = result.elf.emplace();
+    elf.elf_class = facts.elf_class;
+    elf.machine = facts.machine_name;
+    elf.type = facts.type;
+    elf.glibc_versions = facts.glibc_versions;
+    elf.max_glibc = facts.max_glibc;
+    elf.needed = facts.needed;
+    elf.exported_functions = facts.exported_functions;
+    elf.tvm_ffi_functions = tvmffi::function_names(facts.exported_functions);
     const loader::TorchOpListing ops = loader::list_torch_ops(data, size, result.path);
-    result.torch_ops = ops.ops;
-    result.torch_schemas = ops.schemas;
+    elf.torch_ops = ops.ops;
+    elf.torch_schemas = ops.schemas;
 }
 
 }  // namespace
@@ -85,9 +86,10 @@ InspectResult inspect_file(const std::string& path, const std::optional<ComputeC
     }
     fatbin::Fatbin parsed = format == fatbin::Format::fatbin ? fatbin::parse_fatbin(data, size, path)
                                                              : fatbin::parse_cubin(data, size, path);
-    result.format = format == fatbin::Format::fatbin ? "fatbin" : "cubin";
-    result.containers = parsed.containers;
-    for (const auto& entry : parsed.entries) result.entries.push_back(to_public(entry));
+    result.format = format == fatbin::Format::fatbin ? InspectResult::Format::fatbin : InspectResult::Format::cubin;
+    FatbinInfo& info = result.fatbin.emplace();
+    info.containers = parsed.containers;
+    for (const auto& entry : parsed.entries) info.entries.push_back(to_public(entry));
     if (cc) {
         auto chosen = fatbin::select_entry(parsed, cc->major, cc->minor);
         if (!chosen) {
@@ -95,7 +97,7 @@ InspectResult inspect_file(const std::string& path, const std::optional<ComputeC
                                              std::to_string(cc->major) + "." + std::to_string(cc->minor) + " (it has " +
                                              fatbin::describe_archs(parsed) + "); use a build for this GPU");
         }
-        result.selected = to_public(*chosen);
+        info.selected = to_public(*chosen);
     }
     return result;
 }

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <string_view>
 
+#include "api/setting_table.hpp"
 #include "common/hint.hpp"
 #include "common/text.hpp"
 #include "select/variant.hpp"
@@ -15,6 +16,11 @@ std::optional<std::string> non_empty(const cache::EnvLookup& env, const std::str
     auto value = env(name);
     if (value && value->empty()) return std::nullopt;
     return value;
+}
+
+// The environment variable of an Options field, from the table.
+std::string variable(const char* field) {
+    return std::string(setting_for_field(field).env);
 }
 
 // Larger is not a token file: huggingface_hub's tokens are under 100 bytes.
@@ -64,19 +70,13 @@ std::string token_from_sources(const Options& options, const cache::EnvLookup& e
     return token;
 }
 
-struct IntRange {
-    int min;
-    int max;
-    int fallback;  // when neither the option nor the variable is set
-};
-
-std::string range_text(const IntRange& range) {
-    return "a whole number from " + std::to_string(range.min) + " to " + std::to_string(range.max);
+std::string range_text(const SettingSpec& spec) {
+    return "a whole number from " + std::to_string(spec.min) + " to " + std::to_string(spec.max);
 }
 
 // Only plain decimal digits count: std::stoi would take " 3", "3abc" and
 // "-1", and clamping would hide a typo such as 99999999999.
-std::optional<int> parse_in_range(std::string_view text, const IntRange& range) {
+std::optional<int> parse_in_range(std::string_view text, const SettingSpec& spec) {
     constexpr std::size_t k_max_digits = 9;  // below INT_MAX, above every range used here
     if (text.empty() || text.size() > k_max_digits) return std::nullopt;
     int value = 0;
@@ -84,28 +84,29 @@ std::optional<int> parse_in_range(std::string_view text, const IntRange& range) 
         if (c < '0' || c > '9') return std::nullopt;
         value = value * 10 + (c - '0');
     }
-    if (value < range.min || value > range.max) return std::nullopt;
+    if (value < spec.min || value > spec.max) return std::nullopt;
     return value;
 }
 
 // The option when set, else the variable when set (even to ""), else the
-// fallback.
-int resolve_int(const std::optional<int>& option, const char* option_name, const cache::EnvLookup& env,
-                const char* variable, const IntRange& range) {
+// default; names, range and default from the setting's row of the table.
+int resolve_int(const std::optional<int>& option, const char* field, const cache::EnvLookup& env) {
+    const SettingSpec& spec = setting_for_field(field);
     if (option) {
-        if (*option < range.min || *option > range.max) {
-            throw Error(ErrorCode::usage, std::string("Options::") + option_name + " must be " + range_text(range) +
-                                              ", not " + std::to_string(*option));
+        if (*option < spec.min || *option > spec.max) {
+            throw Error(ErrorCode::usage, std::string("Options::") + field + " must be " + range_text(spec) + ", not " +
+                                              std::to_string(*option));
         }
         return *option;
     }
+    const std::string variable(spec.env);
     auto value = env(variable);
-    if (!value) return range.fallback;
-    if (auto parsed = parse_in_range(*value, range)) return *parsed;
+    if (!value) return static_cast<int>(spec.fallback);
+    if (auto parsed = parse_in_range(*value, spec)) return *parsed;
     constexpr std::size_t k_max_echo = 40;
     std::string shown = value->size() > k_max_echo ? value->substr(0, k_max_echo) + "..." : *value;
-    throw Error(ErrorCode::usage, std::string(variable) + " must be " + range_text(range) + ", not '" + shown +
-                                      "'; fix it or unset it to use " + std::to_string(range.fallback));
+    throw Error(ErrorCode::usage, variable + " must be " + range_text(spec) + ", not '" + shown +
+                                      "'; fix it or unset it to use " + std::to_string(spec.fallback));
 }
 
 // An organisation name as the hub spells them: [A-Za-z0-9._-], at most 96
@@ -131,7 +132,7 @@ std::optional<std::vector<std::string>> resolve_allowed_orgs(const Options& opti
     if (options.allowed_orgs) {
         for (const auto& name : *options.allowed_orgs) names.push_back(trim(name));
     } else {
-        auto value = env("KERNHUB_ALLOWED_ORGS");
+        auto value = env(variable("allowed_orgs"));
         // Empty is unset, as for every variable; only white space is a
         // slip that must not silently allow every organisation.
         if (!value || value->empty()) return std::nullopt;
@@ -205,7 +206,7 @@ void resolve_trust(const Options& options, const cache::EnvLookup& env, Settings
     constexpr std::size_t k_max_trusted_repos = 1024;
     const char* source = options.trust_remote_code ? "Options::trust_remote_code" : "KERNHUB_TRUST_REMOTE_CODE";
     const std::optional<std::string> value =
-        options.trust_remote_code ? options.trust_remote_code : env("KERNHUB_TRUST_REMOTE_CODE");
+        options.trust_remote_code ? options.trust_remote_code : env(variable("trust_remote_code"));
     if (!value) return;
     const std::string lowered = ascii_lowercase(trim(*value));
     if (lowered.empty() || lowered == "0" || lowered == "false" || lowered == "no" || lowered == "off") return;
@@ -291,12 +292,12 @@ void resolve_host_settings(const Options& options, const cache::EnvLookup& env, 
     if (!options.torch_dir.empty()) {
         settings.torch_dir = options.torch_dir;
         settings.torch_dir_named_by = "Options::torch_dir";
-    } else if (auto value = non_empty(env, "KERNHUB_TORCH_DIR")) {
+    } else if (auto value = non_empty(env, variable("torch_dir"))) {
         settings.torch_dir = *value;
         settings.torch_dir_named_by = "KERNHUB_TORCH_DIR";
     }
     const bool from_env = options.backend.empty();
-    const std::string backend = from_env ? non_empty(env, "KERNHUB_BACKEND").value_or("") : options.backend;
+    const std::string backend = from_env ? non_empty(env, variable("backend")).value_or("") : options.backend;
     if (!backend.empty() && backend != "cpu") {
         throw Error(ErrorCode::usage,
                     std::string(from_env ? "KERNHUB_BACKEND" : "Options::backend") + " is " + quoted_name(backend) +
@@ -308,7 +309,7 @@ void resolve_host_settings(const Options& options, const cache::EnvLookup& env, 
     if (options.local_kernels) {
         settings.local_kernels = *options.local_kernels;
         settings.local_kernels_named_by = "Options::local_kernels";
-    } else if (auto value = env("LOCAL_KERNELS")) {
+    } else if (auto value = env(variable("local_kernels"))) {
         settings.local_kernels = *value;
     }
     settings.host = options.host;
@@ -329,7 +330,7 @@ Settings resolve_settings(const Options& options, const cache::EnvLookup& env) {
     Settings settings;
     if (!options.endpoint.empty()) {
         settings.endpoint = options.endpoint;
-    } else if (auto value = non_empty(env, "KERNHUB_ENDPOINT")) {
+    } else if (auto value = non_empty(env, variable("endpoint"))) {
         settings.endpoint = *value;
     } else if (auto hf = non_empty(env, "HF_ENDPOINT")) {
         settings.endpoint = *hf;
@@ -340,47 +341,38 @@ Settings resolve_settings(const Options& options, const cache::EnvLookup& env) {
     settings.token = token_from_sources(options, env, settings.token_problem);
     settings.cache_root = cache::resolve_cache_root(options.cache_dir, env);
     settings.offline =
-        options.offline ? *options.offline : env_flag(env, "KERNHUB_OFFLINE") || env_flag(env, "HF_HUB_OFFLINE");
+        options.offline ? *options.offline : env_flag(env, variable("offline")) || env_flag(env, "HF_HUB_OFFLINE");
     settings.verify_on_load =
-        options.verify_on_load ? *options.verify_on_load : strict_env_flag(env, "KERNHUB_VERIFY_ON_LOAD");
-    settings.retries = resolve_int(options.retries, "retries", env, "KERNHUB_RETRIES", {0, 10, 3});
-    settings.max_wait_seconds =
-        resolve_int(options.max_wait_seconds, "max_wait_seconds", env, "KERNHUB_MAX_WAIT", {0, 86400, 60});
-    settings.max_listing_entries = resolve_int(options.max_listing_entries, "max_listing_entries", env,
-                                               "KERNHUB_MAX_LISTING_ENTRIES", {1, 100000000, 100000});
-    settings.max_listing_bytes = resolve_int(options.max_listing_bytes, "max_listing_bytes", env,
-                                             "KERNHUB_MAX_LISTING_BYTES", {1024, 512 << 20, 64 << 20});
-    settings.api_timeout_seconds =
-        resolve_int(options.api_timeout_seconds, "api_timeout_seconds", env, "KERNHUB_API_TIMEOUT", {1, 86400, 60});
-    settings.min_rate = resolve_int(options.min_rate, "min_rate", env, "KERNHUB_MIN_RATE", {0, 100000000, 1024});
-    settings.min_rate_window_seconds = resolve_int(options.min_rate_window_seconds, "min_rate_window_seconds", env,
-                                                   "KERNHUB_MIN_RATE_WINDOW", {1, 3600, 30});
-    settings.max_connections =
-        resolve_int(options.max_connections, "max_connections", env, "KERNHUB_MAX_CONNECTIONS", {1, 64, 8});
+        options.verify_on_load ? *options.verify_on_load : strict_env_flag(env, variable("verify_on_load"));
+    settings.retries = resolve_int(options.retries, "retries", env);
+    settings.max_wait_seconds = resolve_int(options.max_wait_seconds, "max_wait_seconds", env);
+    settings.max_listing_entries = resolve_int(options.max_listing_entries, "max_listing_entries", env);
+    settings.max_listing_bytes = resolve_int(options.max_listing_bytes, "max_listing_bytes", env);
+    settings.api_timeout_seconds = resolve_int(options.api_timeout_seconds, "api_timeout_seconds", env);
+    settings.min_rate = resolve_int(options.min_rate, "min_rate", env);
+    settings.min_rate_window_seconds = resolve_int(options.min_rate_window_seconds, "min_rate_window_seconds", env);
+    settings.max_connections = resolve_int(options.max_connections, "max_connections", env);
     if (auto value = non_empty(env, "SSL_CERT_FILE")) settings.ca_file = *value;
-    settings.ref_ttl_seconds =
-        resolve_int(options.ref_ttl_seconds, "ref_ttl_seconds", env, "KERNHUB_REF_TTL", {0, 31'536'000, 0});
+    settings.ref_ttl_seconds = resolve_int(options.ref_ttl_seconds, "ref_ttl_seconds", env);
     settings.targets = options.targets;
     settings.allowed_orgs = resolve_allowed_orgs(options, env);
     resolve_trust(options, env, settings);
     settings.archive_max_bytes =
-        resolve_bytes(options.archive_max_bytes, "archive_max_bytes", env, "KERNHUB_ARCHIVE_MAX_BYTES");
-    settings.archive_max_entries = resolve_int(options.archive_max_entries, "archive_max_entries", env,
-                                               "KERNHUB_ARCHIVE_MAX_ENTRIES", {1, 10'000'000, 100'000});
-    settings.archive_max_path =
-        resolve_int(options.archive_max_path, "archive_max_path", env, "KERNHUB_ARCHIVE_MAX_PATH", {1, 4096, 1024});
+        resolve_bytes(options.archive_max_bytes, "archive_max_bytes", env, variable("archive_max_bytes").c_str());
+    settings.archive_max_entries = resolve_int(options.archive_max_entries, "archive_max_entries", env);
+    settings.archive_max_path = resolve_int(options.archive_max_path, "archive_max_path", env);
     if (!options.sigstore_trusted_root.empty()) {
         settings.sigstore_trusted_root = options.sigstore_trusted_root;
-    } else if (auto value = non_empty(env, "KERNHUB_SIGSTORE_TRUSTED_ROOT")) {
+    } else if (auto value = non_empty(env, variable("sigstore_trusted_root"))) {
         settings.sigstore_trusted_root = *value;
     }
     if (!options.tvm_ffi_library.empty()) {
         settings.tvm_ffi_library = options.tvm_ffi_library;
-    } else if (auto value = non_empty(env, "KERNHUB_TVM_FFI_LIBRARY")) {
+    } else if (auto value = non_empty(env, variable("tvm_ffi_library"))) {
         settings.tvm_ffi_library = *value;
     }
     settings.require_signatures =
-        options.require_signatures ? *options.require_signatures : strict_env_flag(env, "KERNHUB_REQUIRE_SIGNATURES");
+        options.require_signatures ? *options.require_signatures : strict_env_flag(env, variable("require_signatures"));
     resolve_host_settings(options, env, settings);
     return settings;
 }

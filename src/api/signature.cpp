@@ -1,4 +1,4 @@
-// Signatures in the API (README, "Signatures"): the trusted root a Client
+// Signatures in the API (docs/trust.md, "Signatures"): the trusted root a Client
 // uses, the check a kernel's policy makes, and `kernhub verify`.
 #include <chrono>
 
@@ -40,7 +40,7 @@ SignatureInfo signature_info(const cache::RecordedSignature& recorded) {
 
 }  // namespace api
 
-const sigstore::RootDocument& Client::Impl::trusted_root() {
+const sigstore::RootDocument& ClientImpl::trusted_root() {
     std::string warning;
     const sigstore::RootDocument* document = nullptr;
     {
@@ -57,7 +57,7 @@ const sigstore::RootDocument& Client::Impl::trusted_root() {
     return *document;
 }
 
-std::optional<fetch::SignatureCheck> Client::Impl::signature_check(const registry::KernelSpec& spec) {
+std::optional<fetch::SignatureCheck> ClientImpl::signature_check(const registry::KernelSpec& spec) {
     if (!spec.signature) {
         if (!settings.require_signatures) return std::nullopt;
         throw Error(ErrorCode::verification,

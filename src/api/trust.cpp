@@ -1,4 +1,4 @@
-// The trusted-publisher check (docs/ARCHITECTURE.md, "Trusted publishers"):
+// The trusted-publisher check (docs/trust.md, "Trusted publishers"):
 // the Python kernels library's default. Before anything of a repo that no
 // registry names is requested from an http(s) hub, the hub's overview of
 // the repo's organisation must mark it a trusted kernel publisher.
@@ -57,7 +57,7 @@ bool api::publisher_check_applies(const Settings& settings, const registry::Kern
 // kernel publisher. A hub that cannot be reached is a network failure
 // (exit 5) as for any request; a hub that answers without saying
 // "trusted" is a refusal.
-void Client::Impl::ask_publisher(const std::string& repo_id, const std::string& org) {
+void ClientImpl::ask_publisher(const std::string& repo_id, const std::string& org) {
     const std::optional<std::string> overview = hub_client()->organization_overview(org);
     if (!overview) {
         throw refusal(repo_id, org,
@@ -75,7 +75,7 @@ void Client::Impl::ask_publisher(const std::string& repo_id, const std::string& 
     }
 }
 
-void Client::Impl::check_publisher(const registry::KernelSpec& spec) {
+void ClientImpl::check_publisher(const registry::KernelSpec& spec) {
     if (!api::publisher_check_applies(settings, spec)) return;
     const std::string org = spec.repo_id.substr(0, spec.repo_id.find('/'));
     if (settings.offline) {

@@ -62,7 +62,7 @@ private:
 }  // namespace
 
 TvmFunction TvmFunction::from(const LoadResult& result) {
-    detail::require_kind(result, "tvm-ffi");
+    expect_kind(result, LoadKind::tvm_ffi);
     // The symbol is __tvm_ffi_<name>; the function goes by its name.
     const std::string prefix = "__tvm_ffi_";
     std::string name = result.symbol.rfind(prefix, 0) == 0 ? result.symbol.substr(prefix.size()) : result.symbol;

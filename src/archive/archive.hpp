@@ -1,4 +1,4 @@
-// Tar archives (docs/ARCHITECTURE.md, "Cache archives"): one reader that
+// Tar archives (docs/cache-format.md, "Cache archives"): one reader that
 // extracts whatever tar libarchive reads under one ExtractionPolicy, and one
 // reproducible writer. The archive module is the only owner of libarchive.
 //
@@ -7,6 +7,8 @@
 // Error(verification) naming the archive, the entry and the limit, and a
 // refused archive leaves nothing behind.
 #pragma once
+
+#include "kernhub/enums.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -139,9 +141,7 @@ ExtractedTree extract(const fs::path& file, const fs::path& temp_parent, const E
 
 // ---- writer -----------------------------------------------------------------
 
-enum class Compression { none, gzip, xz, zstd };
-
-const char* to_string(Compression compression);
+using Compression = kernhub::Compression;  // kernhub/enums.hpp, with its to_string
 
 // By the file name: .tar.zst/.tzst zstd, .tar.gz/.tgz gzip, .tar.xz/.txz
 // xz, .tar none. Anything else is Error(usage) listing these.

@@ -1,6 +1,6 @@
 // The reader: every entry passes the ExtractionPolicy before any byte of it
 // is written, and is written below a fresh private directory through file
-// descriptors that never follow a symlink (docs/ARCHITECTURE.md, "Cache
+// descriptors that never follow a symlink (docs/cache-format.md, "Cache
 // archives").
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,5 +1,5 @@
 // The reproducible writer: the same entries give the same bytes, whoever
-// writes them and whenever (docs/ARCHITECTURE.md, "Cache archives").
+// writes them and whenever (docs/cache-format.md, "Cache archives").
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -22,20 +22,6 @@
 #include "kernhub/error.hpp"
 
 namespace kernhub::archive {
-
-const char* to_string(Compression compression) {
-    switch (compression) {
-        case Compression::gzip:
-            return "gzip";
-        case Compression::xz:
-            return "xz";
-        case Compression::zstd:
-            return "zstd";
-        case Compression::none:
-            break;
-    }
-    return "none";
-}
 
 Compression compression_for(const fs::path& file) {
     const std::string name = file.filename().string();

@@ -1,5 +1,5 @@
 // The blobs of a repo folder: a verified file placed under its name, and
-// the partial downloads a resumed transfer continues (docs/ARCHITECTURE.md,
+// the partial downloads a resumed transfer continues (docs/cache-format.md,
 // "Cache layout").
 #include "cache/cache.hpp"
 

@@ -1,4 +1,4 @@
-// The on-disk cache in the huggingface_hub layout (docs/ARCHITECTURE.md, "Cache layout").
+// The on-disk cache in the huggingface_hub layout (docs/cache-format.md, "Cache layout").
 // The store module owns the filesystem layout, atomic writes and locks.
 //
 //   <root>/CACHEDIR.TAG
@@ -69,7 +69,7 @@ std::optional<RepoFolder> parse_repo_folder(const std::string& name);
 // readers, but after a crash the file may be lost, empty or short. Only for
 // side data whose loss or damage costs nothing but work redone (it must be
 // parsed strictly and dropped when malformed): refs, listings, variant
-// records, which are rebuilt from the hub (docs/ARCHITECTURE.md,
+// records, which are rebuilt from the hub (docs/cache-format.md,
 // "Durability").
 enum class Durability { fsync, rename_only };
 void write_file_atomic(const fs::path& path, const std::string& content, const fs::path& temp_dir = {},
@@ -246,7 +246,7 @@ struct RecordedFile {
     std::string archive;
 };
 
-// A signature verified when the variant was recorded (README, "Signatures"):
+// A signature verified when the variant was recorded (docs/trust.md, "Signatures"):
 // who signed it and when the log took the entry, and which trusted root and
 // policy it was checked against, so that a changed root or policy means
 // "verify again".
@@ -267,7 +267,8 @@ struct VariantRecord {
 
 // When this cache last asked the hub what a revision is
 // (.kernhub/refs/<encoded revision>.json): the commit the hub answered and
-// the time the question was sent, in Unix seconds (README, KERNHUB_REF_TTL).
+// the time the question was sent, in Unix seconds (docs/configuration.md,
+// "Resolving branches: KERNHUB_REF_TTL").
 struct RefResolution {
     std::string commit;
     std::int64_t resolved_at = 0;
@@ -311,7 +312,7 @@ public:
     std::optional<RefResolution> read_ref_resolution(const std::string& revision) const;
     void write_ref_resolution(const std::string& revision, const RefResolution& resolution) const;
     // .kernhub/publisher.json: the hub (endpoint) last said, at checked_at,
-    // that the repo's organisation is a trusted kernel publisher (README,
+    // that the repo's organisation is a trusted kernel publisher (docs/trust.md,
     // "Trusted publishers"). Read and written as a ref resolution is: a bad
     // file reads as nullopt and costs one request; no fsync.
     fs::path publisher_path() const { return m_folder / ".kernhub" / "publisher.json"; }

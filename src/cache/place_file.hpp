@@ -1,7 +1,7 @@
 // Putting a verified file somewhere else without ever showing it half
 // written: a hard link when the target is on the blob's filesystem, else a
 // copy. Used to lay out static hub trees from cache blobs
-// (docs/ARCHITECTURE.md, "Mirrors").
+// (docs/ci-images.md, "How a mirror tree is written").
 #pragma once
 
 #include <filesystem>

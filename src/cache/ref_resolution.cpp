@@ -1,4 +1,4 @@
-// When a revision was last resolved on the hub (docs/ARCHITECTURE.md,
+// When a revision was last resolved on the hub (docs/cache-format.md,
 // "Side data"): .kernhub/refs/<encoded revision>.json, read by a fetch
 // with KERNHUB_REF_TTL set to decide whether refs/<revision> is fresh
 // enough to use without asking the hub again.

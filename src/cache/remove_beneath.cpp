@@ -1,7 +1,7 @@
 // Removing a cache entry without following a link on the way: every folder
 // from the base down is opened relative to its parent with O_NOFOLLOW, and
 // a folder's contents are removed through descriptors, so a folder swapped
-// for a link while the removal runs is never entered (docs/ARCHITECTURE.md,
+// for a link while the removal runs is never entered (docs/cache-format.md,
 // "Cache invariants").
 #include <dirent.h>
 #include <fcntl.h>

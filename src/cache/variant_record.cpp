@@ -1,4 +1,4 @@
-// The variant record's format (docs/ARCHITECTURE.md, "Side data"): the files
+// The variant record's format (docs/cache-format.md, "Side data"): the files
 // of a complete variant with their sizes and SHA-256, and the signature
 // verified for it when a policy applied, written by fetch and read back by
 // fetch, `cache ls` and `cache verify`.

@@ -1,5 +1,5 @@
 // Where an entry of a cache archive belongs in the cache layout, and the one
-// kind of link a cache holds (docs/ARCHITECTURE.md, "Cache archives").
+// kind of link a cache holds (docs/cache-format.md, "Cache archives").
 #include <sys/stat.h>
 
 #include "archive/archive.hpp"

@@ -1,4 +1,4 @@
-// Cache archives (docs/ARCHITECTURE.md, "Cache archives"): a reproducible
+// Cache archives (docs/cache-format.md, "Cache archives"): a reproducible
 // tar of the cache, or of some commits in it, and its import into another
 // cache after every blob was checked against its name. The tar itself is the
 // archive module's; this file knows the cache layout.

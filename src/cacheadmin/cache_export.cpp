@@ -1,4 +1,4 @@
-// Cache export (docs/ARCHITECTURE.md, "Cache archives"): walks the cache
+// Cache export (docs/cache-format.md, "Cache archives"): walks the cache
 // without following a link and hands the archive module a list of entries.
 #include "cacheadmin/archive_layout.hpp"
 #include "cacheadmin/cache_archive.hpp"

@@ -1,4 +1,4 @@
-// Cache import (docs/ARCHITECTURE.md, "Cache archives"): extracts under a
+// Cache import (docs/cache-format.md, "Cache archives"): extracts under a
 // policy that admits only the cache layout, checks what it extracted, and
 // only then moves it into the cache.
 #include "cacheadmin/archive_layout.hpp"
@@ -105,7 +105,7 @@ void stage_entry(const fs::path& archive_file, const archive::ExtractedTree& tre
             // kernhub's side data is this cache's own trust: its copy of
             // the hub's listing (used online in place of asking the hub)
             // and its record of what it verified. Never taken from an
-            // archive (docs/ARCHITECTURE.md, "Cache archives").
+            // archive (docs/cache-format.md, "Cache archives").
             break;
         default: {
             std::string content = read_staged(archive_file, entry, file, cache::k_max_listing_bytes, "a tree listing");

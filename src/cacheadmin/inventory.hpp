@@ -1,4 +1,4 @@
-// What a cache root holds (docs/ARCHITECTURE.md, "Cache management"): each
+// What a cache root holds (docs/cache-format.md, "Cache management"): each
 // repo folder's blobs, partial downloads, snapshot entries, refs and
 // kernhub's variant records, read within fixed bounds and without following
 // any symlink below the root. `cache ls`, `verify` and `prune` all start

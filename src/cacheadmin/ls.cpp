@@ -72,7 +72,7 @@ CachedCommit list_commit(const RepoScan& repo, const Snapshot& snapshot, const B
 CachedRepo list_repo(const RepoScan& repo) {
     CachedRepo out;
     out.repo_id = repo.repo_id;
-    out.repo_type = to_string(repo.type);
+    out.repo_type = repo.type;
     out.folder = repo.folder.string();
     BlobIndex blobs;
     for (const Entry& blob : repo.blobs) {

@@ -1,4 +1,4 @@
-// `kernhub cache prune [--dry-run] [--keep-lock FILE]...` (docs/ARCHITECTURE.md,
+// `kernhub cache prune [--dry-run] [--keep-lock FILE]...` (docs/cache-format.md,
 // "Cache management"): removes blobs no snapshot links, partial downloads no
 // live writer holds, and snapshots no ref or kept lock names, while other
 // processes fetch from and read the same cache.
@@ -45,7 +45,7 @@ struct PruneRequest {
 };
 
 // The commits that cached variants' metadata.json name by commit id under
-// "kernel-depends", by repo folder (README, "Kernel dependencies"): such a
+// "kernel-depends", by repo folder (docs/registry.md, "Kernel dependencies"): such a
 // dependency has no ref, so prune_cache keeps them as it keeps a ref's.
 // Every snapshot counts, not only the ones kept; unreadable or malformed
 // metadata pins nothing.

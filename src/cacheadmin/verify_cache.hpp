@@ -1,4 +1,4 @@
-// `kernhub cache verify [--repair]` (docs/ARCHITECTURE.md, "Cache
+// `kernhub cache verify [--repair]` (docs/cache-format.md, "Cache
 // management"): every blob re-hashed against its name, every snapshot link
 // checked to be the relative link into the same repo's blobs/ and to lead to
 // a blob that verified, every variant record checked against the links.

@@ -1,11 +1,11 @@
 // The C API (include/kernhub/kernhub.h) over kernhub::Client.
 //
 // A handle is settings (kernhub::Options), a Client built from them on
-// first need, behind one short-held mutex, and the kernels its kh_prewarm
+// first need, behind one short-held mutex, and the kernels its kh_load
 // calls resolved; each thread's last error text on it lives with the
 // thread (capi/thread_errors.hpp). Separate handles share nothing but what
 // separate Clients share (the cache on disk).
-// Every entry point catches everything (docs/ARCHITECTURE.md, "C API").
+// Every entry point catches everything (docs/embedding.md, "How a handle works").
 #include "kernhub/kernhub.h"
 
 #include <cstdint>
@@ -43,18 +43,19 @@ constexpr int k_kernel = static_cast<int>(kernhub::ErrorCode::kernel);
 // Shared by every thread that calls with the handle. `mutex` guards the
 // fields under it and is held only to read or replace them, never across
 // building a Client (which reads registry files) or a load (which may wait
-// on the network): a long kh_prewarm holds a shared_ptr to the Client it
+// on the network): a long kh_prewarm or kh_load holds a shared_ptr to the Client it
 // started with and leaves the handle free for every other call.
 struct kh_hub {
     std::mutex mutex;
     kernhub::Options options;
-    // Built from `options` by the first kh_prewarm after a settings change;
-    // a kh_prewarm still running on an older one keeps that one alive.
+    // Built from `options` by the first kh_prewarm or kh_load after a
+    // settings change; a call still running on an older one keeps that one
+    // alive.
     std::shared_ptr<kernhub::Client> client;
     std::uint64_t settings_changes = 0;
-    // kh_prewarm name -> what the latest-started successful one resolved.
+    // kh_load name -> what the latest-started successful one resolved.
     // The handle's own table, not its Client's: a settings change replaces
-    // the Client, and what was prewarmed before stays. It is the table type
+    // the Client, and what was loaded before stays. It is the table type
     // a Client keeps, so kh_symbol and Client::loaded follow one rule.
     kernhub::loader::ResolvedTable resolved;
     // The op names kh_torch_op handed out (under `mutex`): a node's string
@@ -108,12 +109,12 @@ struct kh_hub {
         }
     }
 
-    // The Client a kh_prewarm starting now uses, and its place in the order
-    // of kh_prewarm starts. When the settings changed since the last one,
+    // The Client a kh_prewarm or kh_load starting now uses, and its place in
+    // the order of their starts. When the settings changed since the last one,
     // a new Client is built outside the lock; if they change again
-    // meanwhile, this kh_prewarm keeps the one built from the settings it
+    // meanwhile, this call keeps the one built from the settings it
     // started with.
-    std::shared_ptr<kernhub::Client> start_prewarm(std::uint64_t& started) {
+    std::shared_ptr<kernhub::Client> start_call(std::uint64_t& started) {
         kernhub::Options snapshot;
         std::uint64_t version = 0;
         {
@@ -163,7 +164,7 @@ int kh_hub_set(kh_hub* hub, const char* key, const char* value) {
         kernhub::Options changed = hub->options;
         kernhub::capi::apply_setting(changed, key, value);
         hub->options = std::move(changed);
-        dropped = std::move(hub->client);  // the next kh_prewarm builds one from the new settings
+        dropped = std::move(hub->client);  // the next kh_prewarm or kh_load builds one from the new settings
         ++hub->settings_changes;
     });
 }
@@ -173,8 +174,18 @@ int kh_prewarm(kh_hub* hub, const char* name) {
     return hub->guarded([&] {
         if (name == nullptr) throw Refusal{k_usage, "kh_prewarm: the kernel name is NULL"};
         std::uint64_t started = 0;
-        std::shared_ptr<kernhub::Client> client = hub->start_prewarm(started);
-        // Recorded unless a kh_prewarm of the same name that started later
+        std::shared_ptr<kernhub::Client> client = hub->start_call(started);
+        (void)client->fetch(name);
+    });
+}
+
+int kh_load(kh_hub* hub, const char* name) {
+    if (hub == nullptr) return k_usage;
+    return hub->guarded([&] {
+        if (name == nullptr) throw Refusal{k_usage, "kh_load: the kernel name is NULL"};
+        std::uint64_t started = 0;
+        std::shared_ptr<kernhub::Client> client = hub->start_call(started);
+        // Recorded unless a kh_load of the same name that started later
         // succeeded first.
         // A torch variant in a process without LibTorch loads it from
         // KERNHUB_TORCH_DIR first: a C program reaches torch's ops through
@@ -193,9 +204,8 @@ void* kh_symbol(kh_hub* hub, const char* name) {
         const std::optional<kernhub::LoadResult> found = hub->resolved.find(name);
         if (found) address = found->address;
         if (!found) {
-            throw Refusal{k_not_found,
-                          "kernel " + quoted_name(name) +
-                              " was not prewarmed on this handle; call kh_prewarm with the same name first"};
+            throw Refusal{k_not_found, "kernel " + quoted_name(name) +
+                                           " was not loaded on this handle; call kh_load with the same name first"};
         }
     });
     return address;
@@ -208,13 +218,12 @@ const char* kh_torch_op(kh_hub* hub, const char* name) {
         if (name == nullptr) throw Refusal{k_usage, "kh_torch_op: the kernel name is NULL"};
         const std::optional<kernhub::LoadResult> found = hub->resolved.find(name);
         if (!found) {
-            throw Refusal{k_not_found,
-                          "kernel " + quoted_name(name) +
-                              " was not prewarmed on this handle; call kh_prewarm with the same name first"};
+            throw Refusal{k_not_found, "kernel " + quoted_name(name) +
+                                           " was not loaded on this handle; call kh_load with the same name first"};
         }
         if (found->torch_op.empty()) {
-            throw Refusal{k_usage, "kernel " + quoted_name(name) + " is not a torch op (it is of kind " + found->kind +
-                                       "); take its entry point with kh_symbol"};
+            throw Refusal{k_usage, "kernel " + quoted_name(name) + " is not a torch op (it is of kind " +
+                                       kernhub::to_string(found->kind) + "); take its entry point with kh_symbol"};
         }
         std::lock_guard<std::mutex> lock(hub->mutex);
         op = hub->torch_ops.insert(found->torch_op).first->c_str();
@@ -240,7 +249,7 @@ int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int32_t num
     return hub->guarded([&] {
         const kernhub::tvmffi::Runtime* runtime = kernhub::tvmffi::bound();
         if (runtime == nullptr) {
-            throw Refusal{k_usage, "kh_tvm_call: no tvm-ffi kernel was prewarmed in this process"};
+            throw Refusal{k_usage, "kh_tvm_call: no tvm-ffi kernel was loaded in this process"};
         }
         if (status == 0) {
             const bool object = returned.type_index >= static_cast<std::int32_t>(kernhub::TvmType::first_object);

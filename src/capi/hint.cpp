@@ -1,5 +1,6 @@
 #include "capi/hint.hpp"
 
+#include "api/setting_table.hpp"
 #include "common/hint.hpp"
 
 namespace kernhub::capi {
@@ -12,26 +13,29 @@ struct CName {
     const char* c;
 };
 
-// The keys are kh_hub_set's (src/capi/setting.cpp), which name a list by
-// one of its values ("target", not "targets").
+// What has no key of kh_hub_set; a setting's key comes from the table
+// (src/api/setting_table.cpp), which names a list by one of its values
+// ("target", not "targets").
 constexpr CName k_c_names[] = {
-    {ErrorHint::Kind::setting, "offline", "kh_hub_set \"offline\""},
-    {ErrorHint::Kind::setting, "targets", "kh_hub_set \"target\""},
-    {ErrorHint::Kind::setting, "cache_dir", "kh_hub_set \"cache_dir\""},
-    {ErrorHint::Kind::setting, "project_dir", "kh_hub_set \"project\""},
-    {ErrorHint::Kind::setting, "endpoint", "kh_hub_set \"endpoint\""},
-    {ErrorHint::Kind::setting, "sigstore_trusted_root", "kh_hub_set \"sigstore_trusted_root\""},
-    {ErrorHint::Kind::setting, "host", "kh_hub_set \"host\""},
-    {ErrorHint::Kind::setting, "backend", "kh_hub_set \"backend\""},
-    {ErrorHint::Kind::setting, "local_kernels", "kh_hub_set \"local_kernels\""},
-    {ErrorHint::Kind::setting, "trust_remote_code", "kh_hub_set \"trust_remote_code\""},
     {ErrorHint::Kind::setting, "load.op", "the registry's \"op\""},
     {ErrorHint::Kind::action, "fetch", "kh_prewarm"},
 };
 
+const api::SettingSpec* setting_of_field(const std::string& field) {
+    for (const api::SettingSpec& spec : api::setting_table()) {
+        if (spec.field == field) return &spec;
+    }
+    return nullptr;
+}
+
 }  // namespace
 
 std::string hint_name(const ErrorHint& hint) {
+    if (hint.kind == ErrorHint::Kind::setting) {
+        if (const api::SettingSpec* spec = setting_of_field(hint.name); spec != nullptr && !spec->c_key.empty()) {
+            return "kh_hub_set \"" + std::string(spec->c_key) + "\"";
+        }
+    }
     for (const CName& entry : k_c_names) {
         if (entry.kind == hint.kind && hint.name == entry.name) return entry.c;
     }

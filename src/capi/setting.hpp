@@ -9,7 +9,7 @@
 namespace kernhub::capi {
 
 // Thrown inside the C API only: a refusal of that layer (bad argument, name
-// not prewarmed) that becomes the return code and the message.
+// not loaded) that becomes the return code and the message.
 struct Refusal {
     int code;
     std::string message;

@@ -1,6 +1,6 @@
 // A test-only hook that kills the process at a named step of a fetch, so the
 // tests can check that a crash at any instant leaves a usable cache that
-// never shows unverified bytes (docs/ARCHITECTURE.md, "Durability").
+// never shows unverified bytes (docs/cache-format.md, "Durability").
 //
 // Only a build configured with -DKERNHUB_TEST_HOOKS=ON (tests/run.sh does)
 // has it, and then only in the static library and the programs linked with

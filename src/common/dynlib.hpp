@@ -1,6 +1,6 @@
 // Run-time binding of the C libraries only some operations need (libcurl,
 // libcrypto, libarchive): opened with dlopen on first need, never linked, so
-// a warm start maps none of them (docs/ARCHITECTURE.md, "Start-up cost and
+// a warm start maps none of them (docs/embedding.md, "Start-up cost and
 // the network stack"). Each owning module declares a table of function
 // pointers typed from the library's own header (decltype(&::name)), fills
 // it in a bind function and reaches it through bound<>(): bound once per

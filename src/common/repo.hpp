@@ -3,13 +3,9 @@
 
 #include <string>
 
+#include "kernhub/enums.hpp"
+
 namespace kernhub {
-
-enum class RepoType { kernel, model };
-
-inline const char* to_string(RepoType type) {
-    return type == RepoType::kernel ? "kernel" : "model";
-}
 
 // True for a 40-character lowercase hexadecimal git commit id.
 bool is_commit_sha(const std::string& revision);

@@ -59,7 +59,7 @@ constexpr const char* k_kernel_driver_markers[] = {"/proc/driver/nvidia", "/dev/
 
 // Without the kernel driver libcuda can find no device, and searching the
 // library path for it costs the dynamic loader dozens of failed opens on
-// every start of a CPU-only host (docs/ARCHITECTURE.md, "Start-up cost and
+// every start of a CPU-only host (docs/embedding.md, "Start-up cost and
 // the network stack"); two stat calls answer the same question. The
 // failure is returned, not thrown: on a CPU-only host this runs on every
 // warm start, and a first exception costs a process the unwinder's set-up.

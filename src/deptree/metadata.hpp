@@ -1,5 +1,5 @@
 // What a variant's metadata.json says about other kernels and about the
-// Python `kernels` library (docs/ARCHITECTURE.md, "Kernel dependencies"):
+// Python `kernels` library (docs/registry.md, "Kernel dependencies"):
 // its "kernel-depends" list and its "kernels-minver". Pure: parsing and
 // version comparison, no I/O.
 #pragma once

@@ -1,4 +1,4 @@
-// A kernel's dependency tree (docs/ARCHITECTURE.md, "Kernel dependencies"):
+// A kernel's dependency tree (docs/registry.md, "Kernel dependencies"):
 // the walk over "kernel-depends", with the cycle check and the bounds. Pure:
 // the caller's expand() fetches a kernel and says what it depends on.
 #pragma once

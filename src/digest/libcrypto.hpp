@@ -2,7 +2,7 @@
 // it; the sigstore module verifies through the same table
 // (sigstore/detail.hpp). Bound at run time on first use (common/dynlib.hpp):
 // a process that neither hashes nor verifies never maps libcrypto
-// (docs/ARCHITECTURE.md, "Start-up cost and the network stack"). The
+// (docs/embedding.md, "Start-up cost and the network stack"). The
 // pointer types come from OpenSSL's headers (decltype(&::NAME)), so they
 // cannot drift from the library's signatures; macros of those headers
 // (sk_X509_*) are reached through the functions they expand to

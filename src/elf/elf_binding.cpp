@@ -1,5 +1,5 @@
 // The relocations a shared object asks the dynamic loader to resolve, and
-// whether they wait for a first call (docs/ARCHITECTURE.md, "Torch ops":
+// whether they wait for a first call (docs/kernels.md, "Torch ops":
 // an op library's Python module init may stay unbound, a Python data
 // reference may not).
 #include "elf/elf_binding.hpp"

@@ -1,6 +1,7 @@
 // The ELF header alone: what a file is and which machine it is built for.
-// The loader reads it before dlopen and the inspector starts from it, so both
-// accept and refuse the same headers and spell machines the same way.
+// The loader reads it after dlopen refused a file, to say why, and the
+// inspector starts from it, so both accept and refuse the same headers and
+// spell machines the same way.
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,10 @@
 // A pure ELF inspector over bytes already in memory: no dlopen, no libelf,
 // nothing executed. It answers "what is this file and what will the dynamic
-// loader ask of this host" before the loader module is allowed to dlopen it,
-// and it feeds `kernhub inspect`. The bytes are untrusted (they come from a
-// hub), so every read is bounds-checked and every walk is bounded.
+// loader ask of this host": the loader module asks it after dlopen refused a
+// file, to say why (a GLIBC version the host lacks), and to name the
+// functions a library exports when a symbol is missing; and it feeds
+// `kernhub inspect`. The bytes are untrusted (they come from a hub), so every
+// read is bounds-checked and every walk is bounded.
 #pragma once
 
 #include <cstddef>

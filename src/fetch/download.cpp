@@ -57,7 +57,7 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
     // The blob's lock is held from the has_blob check until the link is
     // made, so that cache prune, which removes a blob only while holding its
     // lock and after finding no link to it, cannot remove a blob this fetch
-    // is about to link (docs/ARCHITECTURE.md, "Cache management"). The same
+    // is about to link (docs/cache-format.md, "Cache management"). The same
     // lock serialises downloads of the blob; it is taken once per process,
     // since two open file descriptions of one file exclude each other even
     // in one process. Where flock() does not exclude, every process
@@ -202,7 +202,7 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
     const std::string prefix = "build/" + variant + "/";
     cache.unlink_linked_folders();
     if (request.offline) require_complete_offline(request, cache, commit, variant, entries, m_root);
-    // The signature comes before every other file (README, "Signatures").
+    // The signature comes before every other file (docs/trust.md, "Signatures").
     // The digest that checks the other files is the one in the verified
     // bytes, and it must exist: without it the signature covers nothing else.
     std::set<std::string> trusted_paths = trusted;

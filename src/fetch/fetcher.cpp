@@ -74,7 +74,7 @@ std::optional<cache::VariantRecord> read_record(const cache::RepoCache& cache, c
 // The variant as the record describes it, when every file the listing has
 // is recorded with the listed size and still linked in the snapshot, and
 // every file unpacked from one of its archives is still linked to the blob
-// its recorded SHA-256 names (docs/ARCHITECTURE.md, "Archive variants").
+// its recorded SHA-256 names (docs/cache-format.md, "Archive variants").
 std::optional<FetchOutcome> outcome_from_record(const cache::RepoCache& cache, const std::string& commit,
                                                 const std::string& variant, const std::vector<FetchedFile>& recorded,
                                                 const std::vector<const hub::TreeEntry*>& entries) {

@@ -27,7 +27,7 @@ struct Expectation;
 struct FileJob;
 struct MetadataDigest;
 
-// What a lock file pins for one variant (docs/ARCHITECTURE.md, "Locks and
+// What a lock file pins for one variant (docs/ci-images.md, "Locks and
 // prewarming").
 struct FilePin {
     std::uint64_t size = 0;
@@ -41,7 +41,7 @@ struct VariantPins {
     std::optional<std::map<std::string, FilePin>> files;
 };
 
-// Caps on unpacking a variant's archive (docs/ARCHITECTURE.md, "Archive
+// Caps on unpacking a variant's archive (docs/cache-format.md, "Archive
 // variants"); each names the setting that raises it.
 struct ArchiveLimits {
     // File bytes unpacked from one archive; 0: max(ratio floor, ratio x the
@@ -52,7 +52,7 @@ struct ArchiveLimits {
     std::size_t max_path_bytes = 1024;    // KERNHUB_ARCHIVE_MAX_PATH
 };
 
-// A signature policy applies to the kernel (README, "Signatures"): the
+// A signature policy applies to the kernel (docs/trust.md, "Signatures"): the
 // variant's metadata.json.sigstore must verify against `policy` and `root`
 // before any other file of the variant is used.
 struct SignatureCheck {
@@ -110,7 +110,7 @@ struct FetchRequest {
 };
 
 // Folders whose fsync a batch of blob commits and snapshot links left to
-// the end of the batch (docs/ARCHITECTURE.md, "Durability"): each is synced
+// the end of the batch (docs/cache-format.md, "Durability"): each is synced
 // once, however many names were made in it. Thread-safe.
 class PendingSyncs {
 public:

@@ -207,9 +207,9 @@ SideDataMemo::Listing Fetcher::listing(const FetchRequest& request, const std::s
     const std::string key = SideDataMemo::key(cache, commit);
     if (m_memo != nullptr) {
         if (SideDataMemo::Listing kept = m_memo->listing(key)) {
-            // The cache may have been wiped since (`kernhub cache clean`,
-            // rm -rf): put the listing back so later processes, offline
-            // ones too, find it.
+            // The cache may have been wiped since (`kernhub cache prune`
+            // removing the snapshot, rm -rf): put the listing back so later
+            // processes, offline ones too, find it.
             if (!cache.has_tree(commit)) {
                 write_side_data("the listing of " + repo_at(request.repo, commit),
                                 [&] { cache.write_tree(commit, hub::tree_to_json(*kept)); });

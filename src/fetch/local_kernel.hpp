@@ -1,4 +1,4 @@
-// Local overrides (README, "Local kernels"): LOCAL_KERNELS points a repo at
+// Local overrides (docs/configuration.md, "Local kernels"): LOCAL_KERNELS points a repo at
 // a build folder on this machine, as in the Python `kernels` library. The
 // variant is chosen from the folder's subfolders by the same selection as a
 // hub's listing; nothing is requested and nothing is written to the cache.

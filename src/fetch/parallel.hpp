@@ -1,6 +1,6 @@
 // Running independent pieces of one call on worker threads: the files of a
 // variant, the kernels of a prewarm or lock, the variants of a mirrored
-// kernel (docs/ARCHITECTURE.md, "Threads").
+// kernel (docs/performance.md, "Connections and downloads").
 #pragma once
 
 #include <algorithm>

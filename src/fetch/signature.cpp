@@ -1,4 +1,4 @@
-// The signature step of a fetch (docs/ARCHITECTURE.md, "Signatures"): when
+// The signature step of a fetch (docs/trust.md, "How signatures are verified"): when
 // a policy applies, the variant's metadata.json.sigstore is verified over
 // its metadata.json before any other file of the variant is downloaded or
 // used, and both are placed in the cache only once the signature holds.

@@ -1,4 +1,4 @@
-// Archive variants (docs/ARCHITECTURE.md, "Archive variants"): a variant's
+// Archive variants (docs/cache-format.md, "Archive variants"): a variant's
 // .tar.gz/.tgz/.tar.zst/.tar.xz files, verified like any file, are unpacked
 // next to the variant's other files. Each unpacked file becomes a blob named
 // by its SHA-256 with a snapshot link, so the snapshot keeps the layout that

@@ -466,7 +466,7 @@ Response Session::perform_once(const std::string& url, BodyTarget* target, Attem
     if (detail::cancelled(m_policy.cancel)) detail::throw_interrupted(url);
     HostSlot slot(*this, url, target != nullptr);
     const long timeout_ms = exchange_timeout_ms(attempt, clock());
-    // The first request binds libcurl (docs/ARCHITECTURE.md, "Start-up cost
+    // The first request binds libcurl (docs/embedding.md, "Start-up cost
     // and the network stack"); a handle is borrowed per request, so threads
     // never share one. Before `headers` and `reset`: the handle is reset
     // before it goes back.

@@ -119,7 +119,7 @@ struct Policy {
     long low_speed_time_s = 30;  // abort when under 10 B/s for this long
     // An API call (get) ends with Error(network) naming KERNHUB_API_TIMEOUT
     // when it has not succeeded this long after it started: every attempt,
-    // redirect hop and retry wait counts (docs/ARCHITECTURE.md, "Hub
+    // redirect hop and retry wait counts (docs/ci-images.md, "Hub
     // protocol"). A hub that trickles its answer cannot hold a call longer.
     std::chrono::milliseconds api_timeout{60000};
     // A download (download) whose average rate over any min_rate_window is
@@ -230,7 +230,7 @@ private:
     // (perform_once) leases an idle handle, or makes one, and returns it
     // when done, so threads sharing a session never share a handle. Handles
     // are made on first need, not by the constructor. See
-    // docs/ARCHITECTURE.md, "Threads".
+    // docs/performance.md, "Connections and downloads".
     struct Handle;
     struct HandleLease;
     std::mutex m_idle_mutex;

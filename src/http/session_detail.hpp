@@ -10,7 +10,7 @@
 //                  caller;
 //   session.cpp    the policy around exchanges: redirects, retries, waits,
 //                  the API deadline and the per-origin download bound.
-// See docs/ARCHITECTURE.md, "Threads".
+// See docs/performance.md, "Connections and downloads".
 #pragma once
 
 #include <curl/curl.h>
@@ -46,8 +46,8 @@ constexpr std::size_t k_max_error_body = 64u << 10;
 // room, so a slow disk on one file holds up neither the other transfers nor
 // API requests. Over HTTP/1.1 a paused download holds the ring and
 // libcurl's buffers; over HTTP/2, libcurl before 8.1 goes on buffering a
-// paused stream up to its flow-control window (docs/ARCHITECTURE.md,
-// "Threads").
+// paused stream up to its flow-control window (docs/performance.md,
+// "Connections and downloads").
 constexpr std::size_t k_pipe_bytes = 512u << 10;
 // Room the caller makes before it asks for a paused transfer to go on:
 // most of the ring, so that a consumer slower than the network pauses and

@@ -1,4 +1,4 @@
-// The hub protocol (docs/ARCHITECTURE.md, "Hub protocol") for kernel and model
+// The hub protocol (docs/ci-images.md, "Hub protocol") for kernel and model
 // repos: revision -> commit, recursive tree listings, file downloads, and
 // X-Error-Code mapped onto kernhub error codes.
 #pragma once
@@ -52,7 +52,7 @@ std::size_t parse_tree_page_into(const std::string& json, const std::string& sou
 std::vector<TreeEntry> parse_tree_page(const std::string& json, const std::string& source);
 std::string tree_to_json(const std::vector<TreeEntry>& entries);
 
-// Bounds on what the hub's answers may cost (docs/ARCHITECTURE.md, "Hub
+// Bounds on what the hub's answers may cost (docs/ci-images.md, "Hub
 // protocol"); each is an Options field and a KERNHUB_* variable.
 inline constexpr std::size_t k_default_max_listing_entries = 100000;
 inline constexpr std::size_t k_default_max_listing_bytes = 64u << 20;

@@ -1,7 +1,7 @@
 // Tree listing pages: read with nlohmann's SAX interface, so a page costs
 // the entries kept, not a document of every entry the hub sent (a DOM of a
 // 64 MiB page takes about ten times that), and written back without a
-// document. docs/ARCHITECTURE.md, "Hub protocol".
+// document. docs/ci-images.md, "Hub protocol".
 #include <nlohmann/json.hpp>
 
 #include "hub/hub_client.hpp"

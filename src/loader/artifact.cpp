@@ -1,6 +1,6 @@
 // Reading the artifact a kind loads: from the snapshot, or with
 // verify_on_load exactly the bytes hashed while they were copied from the
-// blob (docs/ARCHITECTURE.md "Loading").
+// blob (docs/cache.md "Loading exactly the verified bytes").
 #include <algorithm>
 #include <system_error>
 

@@ -1,6 +1,6 @@
 // Which file on disk holds a given piece of loaded code: the shared library
 // kernhub was linked into, or the executable when it was linked statically.
-// The default registry is found relative to it (docs/ARCHITECTURE.md
+// The default registry is found relative to it (docs/embedding.md
 // "Library and packaging").
 #pragma once
 

@@ -1,5 +1,6 @@
-// The ELF header checks that run before dlopen: what kernhub agrees to load
-// on this host. The header itself is read by the elf module.
+// The ELF header checks that run after dlopen refused a file, to say why in
+// kernhub's words: what kernhub agrees to load on this host. The header
+// itself is read by the elf module.
 #include <elf.h>
 
 #include <string>

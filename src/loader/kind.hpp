@@ -1,4 +1,4 @@
-// Loading as a family of kinds (docs/ARCHITECTURE.md "Loading"): from a
+// Loading as a family of kinds (docs/kernels.md "How a kernel is loaded"): from a
 // verified variant folder (a FetchResult) to a resolved entry. One Kind per
 // way of loading code (a shared-object symbol, a CUDA kernel, a tvm-ffi
 // function), each in a file of its own; kinds.cpp lists them and picks the
@@ -109,7 +109,7 @@ public:
     virtual std::optional<std::string> choose(const LoadRequest& request) const = 0;
     // Checks, loads the artifact and resolves the entry. Throws Error.
     virtual Resolved load(const LoadRequest& request, const Artifact& artifact) const = 0;
-    // Opens the artifact of a dependency (README, "Kernel dependencies")
+    // Opens the artifact of a dependency (docs/registry.md, "Kernel dependencies")
     // so that what it defines is present for the kernels that depend on
     // it, resolving nothing: a shared object's symbols join the global
     // scope, a tvm-ffi library registers its functions, an op library its
@@ -136,7 +136,9 @@ const Kind& torch_op_kind();
 // Every kind, in the order they are asked to choose (kinds.cpp).
 const std::vector<const Kind*>& kinds();
 
-// The kind named `name` (LoadResult::kind), or nullptr.
+// The public LoadKind of a kind (the one whose to_string is its name).
+LoadKind load_kind(const Kind& kind);
+// The kind named `name` (to_string of a LoadKind), or nullptr.
 const Kind* find_kind(const std::string& name);
 
 // The kind that loads `request`'s variant and the file it loads: the first

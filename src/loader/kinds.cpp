@@ -29,6 +29,13 @@ const Kind* find_kind(const std::string& name) {
     return nullptr;
 }
 
+LoadKind load_kind(const Kind& kind) {
+    for (LoadKind each : {LoadKind::function, LoadKind::cuda_kernel, LoadKind::tvm_ffi, LoadKind::torch_op}) {
+        if (std::string(to_string(each)) == kind.name()) return each;
+    }
+    throw Error(ErrorCode::internal, std::string("a loader kind without a LoadKind: ") + kind.name());
+}
+
 bool has_suffix(const std::string& path, const char* suffix) {
     const std::string tail(suffix);
     return path.size() > tail.size() && path.compare(path.size() - tail.size(), tail.size(), tail) == 0;

@@ -34,9 +34,9 @@ std::string renamed(std::string text, const std::string& from, const std::string
 // but torch ops: an unresolved symbol fails the load rather than the first
 // call. `lazy` (RTLD_LAZY) for a torch op library, whose Python module init
 // refers to Python functions that a process without Python lacks and that
-// nothing calls (docs/ARCHITECTURE.md, "Torch ops").
+// nothing calls (docs/kernels.md, "Torch ops").
 // `now_global` (RTLD_NOW | RTLD_GLOBAL) for a dependency's shared object
-// (README, "Kernel dependencies"): its symbols join the global scope, so
+// (docs/registry.md, "Kernel dependencies"): its symbols join the global scope, so
 // the kernels that depend on it find them when they are opened after it.
 enum class Binding { now, lazy, now_global };
 

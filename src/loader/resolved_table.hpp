@@ -1,5 +1,5 @@
 // What one Client (or one C API handle) resolved, by the reference that was
-// asked for (docs/ARCHITECTURE.md "Threads"). Each owner has its own table:
+// asked for (docs/embedding.md "Threads"). Each owner has its own table:
 // two Clients whose registries map one name to different kernels each keep
 // their own. Filled by loads before any dispatch; a caller takes a copy of
 // the address and calls through it, so the hot path never touches it.

@@ -1,5 +1,5 @@
 // A private, sealed in-memory copy of a file for loading exactly the bytes
-// that were verified (docs/ARCHITECTURE.md "Loading"): the copy is a memfd
+// that were verified (docs/cache.md "Loading exactly the verified bytes"): the copy is a memfd
 // that nothing can change once sealed, so dlopen of /proc/self/fd/<memfd>
 // maps the bytes that were hashed while they were copied.
 #pragma once

@@ -1,6 +1,6 @@
 // The torch-op kind: an op that a torch or torch-stable-abi variant's
 // library registers in the c10 dispatcher from its static initialisers
-// when it is loaded (docs/ARCHITECTURE.md, "Torch ops"). kernhub loads the
+// when it is loaded (docs/kernels.md, "Torch ops"). kernhub loads the
 // library into a process that already has LibTorch, lazily bound, and
 // resolves "namespace::op[.overload]"; the caller dispatches through
 // LibTorch (kernhub/torch.hpp). kernhub itself never links torch.

@@ -1,5 +1,5 @@
 // The ops a torch extension library defines, read from its bytes without
-// torch (docs/ARCHITECTURE.md, "Torch ops"): kernhub names them when an op
+// torch (docs/kernels.md, "Torch ops"): kernhub names them when an op
 // is missing, and `kernhub inspect` lists them. And the op namespace of a
 // torch variant, from its _ops.py.
 #pragma once

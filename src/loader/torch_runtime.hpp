@@ -2,7 +2,7 @@
 // by its soname among the loaded objects (dlopen RTLD_NOLOAD), its version
 // from the stable C shim's aoti_torch_abi_version() or the files beside
 // it, and its C++ ABI from which spelling of a c10 symbol libc10.so
-// exports. For the torch-op kind (torch_op.cpp); docs/ARCHITECTURE.md,
+// exports. For the torch-op kind (torch_op.cpp); docs/kernels.md,
 // "Torch ops".
 #pragma once
 

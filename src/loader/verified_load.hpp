@@ -1,4 +1,4 @@
-// verify_on_load (docs/ARCHITECTURE.md "Loading"): the artifact is read once
+// verify_on_load (docs/cache.md "Loading exactly the verified bytes"): the artifact is read once
 // from its blob, hashed as it is copied, and only that copy is loaded.
 #pragma once
 

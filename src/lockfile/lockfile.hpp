@@ -1,4 +1,4 @@
-// Lock files (docs/ARCHITECTURE.md, "Locks and prewarming"): kernhub.lock,
+// Lock files (docs/ci-images.md, "Locks and prewarming"): kernhub.lock,
 // and the Python kernels library's kernels.lock in its current (0.17) and
 // older (up to 0.16) formats. Parse, write and compare, pure; the one I/O
 // here is read_lock_file, the bounded read every reader of a lock file uses.
@@ -36,7 +36,7 @@ struct LockedFile {
 };
 
 // Who signed a variant, when a signature policy applied as it was locked
-// (README, "Signatures"); prewarm then requires that same signer.
+// (docs/trust.md, "Signatures"); prewarm then requires that same signer.
 struct LockedSigner {
     std::string identity;
     std::string issuer;
@@ -61,7 +61,7 @@ struct LockedKernel {
     // Written as "missing_targets" only when not empty.
     std::set<std::string> missing_targets;
     // The lock's entries for the kernels its locked variants' metadata.json
-    // names under "kernel-depends" (README, "Kernel dependencies"), each
+    // names under "kernel-depends" (docs/registry.md, "Kernel dependencies"), each
     // called by its "ORG/REPO@REVISION". Written as "kernel_depends" only
     // when not empty; every name must be an entry of the same lock.
     std::set<std::string> kernel_depends;

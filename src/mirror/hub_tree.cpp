@@ -1,4 +1,4 @@
-// Writes a static hub tree (docs/ARCHITECTURE.md, "Mirrors"). Order matters
+// Writes a static hub tree (docs/ci-images.md, "How a mirror tree is written"). Order matters
 // to readers of a tree being added to: file bytes, then the commit's
 // listings, then revision/<commit>, and last revision/<name> and refs, so a
 // revision never names a commit whose files are not there yet.

@@ -1,6 +1,7 @@
-// Static hub trees for mirrors (docs/ARCHITECTURE.md, "Mirrors"): the layout
-// of README.md's "Hubs" section, written from verified cache blobs so that a
-// stock static web server or a file:// endpoint serves it to kernhub, plus the
+// Static hub trees for mirrors (docs/ci-images.md, "How a mirror tree is
+// written"): the layout of docs/ci-images.md's "Hubs" section, written from
+// verified cache blobs so that a stock static web server or a file://
+// endpoint serves it to kernhub, plus the
 // nginx server block that also lets huggingface_hub read it (per-file ETag,
 // X-Linked-Etag, X-Linked-Size, X-Repo-Commit, revision names mapped onto
 // commits). Adding to a tree never removes anything from it.
@@ -68,7 +69,7 @@ public:
     // `commit` and records it in refs. Call after add_files for that commit.
     void set_revision(const hub::RepoRef& repo, const std::string& revision, const std::string& commit);
     // Writes api/organizations/<org>/overview: the organisation overview
-    // exactly as the hub answered it (README, "Trusted publishers"), so
+    // exactly as the hub answered it (docs/trust.md, "Trusted publishers"), so
     // that clients checking publisher trust against the mirror get the
     // hub's answer. Error(usage) for an unsafe organisation name.
     void set_organization(const std::string& org, const std::string& overview);

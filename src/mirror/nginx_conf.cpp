@@ -1,7 +1,7 @@
-// The nginx server block for a static hub tree (docs/ARCHITECTURE.md,
-// "Mirrors"). A stock static server is enough for kernhub, which asks only
-// for files by commit and reads hashes from the listing; huggingface_hub
-// also needs per-file headers a static server cannot know (ETag = the hub's
+// The nginx server block for a static hub tree (docs/ci-images.md,
+// "How a mirror tree is written"). A stock static server is enough for
+// kernhub, which asks only for files by commit and reads hashes from the
+// listing; huggingface_hub also needs per-file headers a static server cannot know (ETag = the hub's
 // id of the file, X-Linked-Size, X-Repo-Commit) and asks for files by
 // revision name and for tree/<commit>, a folder in a static tree. All of
 // that is generated here from the tree's own listings and revision files,
@@ -201,7 +201,8 @@ std::string nginx_conf(const fs::path& root, const std::string& listen) {
     out << "# nginx server block for the static hub tree " << root.string() << ",\n"
         << "# written by kernhub's mirror. Include it inside http { }; write it again\n"
         << "# after adding to the tree. Files resolve by the commits and revision names\n"
-        << "# below, with the headers huggingface_hub needs (docs/ARCHITECTURE.md, \"Mirrors\").\n"
+        << "# below, with the headers huggingface_hub needs (docs/ci-images.md,\n"
+        << "# \"How a mirror tree is written\").\n"
         << "server {\n"
         << "    listen " << listen << ";\n"
         << "    root " << nginx_quoted(root_path(root)) << ";\n"

@@ -1,5 +1,5 @@
 // Kernel registries: JSON files mapping backend names to where a kernel lives
-// (docs/ARCHITECTURE.md, "Registry"). Registries stack; a later file wins per name.
+// (docs/registry.md, "Registry files"). Registries stack; a later file wins per name.
 #pragma once
 
 #include <filesystem>
@@ -23,10 +23,10 @@ struct KernelSpec {
     std::string file;    // optional artifact name inside the variant directory
     std::string op;      // torch ops: the op in the library's namespace ("name" or "name.overload")
     std::string source;  // the registry file (or label) that defined this entry
-    // "signature": who must have signed the variant (README, "Signatures").
+    // "signature": who must have signed the variant (docs/trust.md, "Signatures").
     std::optional<SignaturePolicy> signature;
     // False for an ORG/REPO reference to a repo no registry entry names:
-    // the trusted-publisher check applies to it (README, "Trusted
+    // the trusted-publisher check applies to it (docs/trust.md, "Trusted
     // publishers"). A registry entry, or a lock's pin, is the user's choice.
     bool registry_named = true;
 

@@ -1,5 +1,5 @@
-// The two rule sets select_variant applies (docs/ARCHITECTURE.md,
-// "Selection"): kernhub's own for its native family, and the Python
+// The two rule sets select_variant applies (docs/registry.md,
+// "Variant selection"): kernhub's own for its native family, and the Python
 // `kernels` library's for the families it defines (torch, torch-stable-abi,
 // tvm-ffi, torch-<backend>, torch-universal), so that both tools choose the
 // same variant of a repo on the same host.

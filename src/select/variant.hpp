@@ -91,9 +91,10 @@ HostFacts detect_host();
 HostFacts host_from_uname(std::string_view sysname, std::string_view machine);
 std::string describe(const HostFacts& host);
 // A machine described as --host describes it ("cpu=x86_64,os=linux,
-// cuda=13.0,torch=2.15,cxx11-abi=true"; README, "Describing another
-// machine"). Error(usage) naming the key for a malformed or unknown key or
-// value, a key named twice, two backends, or a missing cpu or os.
+// cuda=13.0,torch=2.15,cxx11-abi=true"; docs/registry.md, "Describing
+// another machine: --target and --host"). Error(usage) naming the key for a
+// malformed or unknown key or value, a key named twice, two backends, or a
+// missing cpu or os.
 HostFacts parse_host_spec(std::string_view spec);
 // The backend the kernels families match on this host (HostFacts::backend,
 // or the one derived from the driver's CUDA).
@@ -105,7 +106,7 @@ struct Candidate {
 };
 
 // A file of a variant that kernhub unpacks next to the variant's other files
-// (docs/ARCHITECTURE.md, "Archive variants"): a name ending in .tar.gz,
+// (docs/cache-format.md, "Archive variants"): a name ending in .tar.gz,
 // .tgz, .tar.zst or .tar.xz. A candidate holding one may hold a required
 // file inside it, which only unpacking shows.
 bool is_variant_archive(std::string_view path);

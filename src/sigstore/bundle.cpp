@@ -222,7 +222,7 @@ Bundle parse_bundle(std::string_view json) {
     }
     // A bundle whose signing time comes only from RFC 3161 timestamps (its
     // log entry has no signed entry timestamp) is refused by name: kernhub
-    // takes the time from the log alone (docs/ARCHITECTURE.md, "Signatures").
+    // takes the time from the log alone (docs/trust.md, "How signatures are verified").
     if (out.has_timestamps && entries[0].is_object() && !entries[0].contains("inclusionPromise")) {
         fail("timestamp",
              "the bundle's signing time comes only from RFC 3161 timestamps, which kernhub does not verify; "

@@ -1,5 +1,5 @@
 // Where trusted roots come from: the one built in at configure time, or a
-// file the user names (docs/ARCHITECTURE.md, "Signatures").
+// file the user names (docs/trust.md, "How signatures are verified").
 #include <ctime>
 
 #include "digest/digest.hpp"
@@ -58,8 +58,8 @@ std::string staleness_warning(const RootDocument& root, std::int64_t now) {
     return "the Sigstore trusted root (" + root.origin + ") has no key newer than " + utc_date(root.newest_key_start) +
            ", more than " + std::to_string(k_root_stale_after_days) +
            " days ago; signatures made with keys Sigstore has added since will not verify. Refresh it "
-           "(README, \"Signatures\") and name the new file in KERNHUB_SIGSTORE_TRUSTED_ROOT or the trusted root "
-           "setting";
+           "(docs/trust.md, \"Signatures\") and name the new file in KERNHUB_SIGSTORE_TRUSTED_ROOT or the "
+           "trusted root setting";
 }
 
 }  // namespace kernhub::sigstore

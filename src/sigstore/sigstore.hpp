@@ -1,4 +1,4 @@
-// Sigstore bundle verification, offline (docs/ARCHITECTURE.md, "Signatures"):
+// Sigstore bundle verification, offline (docs/trust.md, "How signatures are verified"):
 // a bundle (media types v0.1, v0.2, v0.3; message signatures) over an
 // artifact is checked against a trusted root (Sigstore's trusted_root.json)
 // and an identity policy. The sigstore module owns certificate, SCT and
@@ -125,7 +125,7 @@ const RootDocument& built_in_root();
 RootDocument read_root(const std::filesystem::path& path);
 
 // A root whose newest key started longer ago than this may miss a key
-// Sigstore has rotated in since; kernhub then warns (README, "Signatures").
+// Sigstore has rotated in since; kernhub then warns (docs/trust.md, "Signatures").
 inline constexpr std::int64_t k_root_stale_after_days = 548;  // about 18 months
 
 // The warning to show for `root` at `now` (Unix seconds), or empty.

@@ -1,5 +1,5 @@
-// The transparency-log steps of verify_bundle (docs/ARCHITECTURE.md,
-// "Signatures"): the log entry's signed entry timestamp, its inclusion
+// The transparency-log steps of verify_bundle (docs/trust.md,
+// "How signatures are verified"): the log entry's signed entry timestamp, its inclusion
 // proof and signed checkpoint, and its body against the bundle.
 #include <algorithm>
 #include <climits>

@@ -1,5 +1,5 @@
 // verify_bundle: the verification steps in the order sigstore.hpp lists them
-// (docs/ARCHITECTURE.md, "Signatures"). Every check that reads the leaf
+// (docs/trust.md, "How signatures are verified"). Every check that reads the leaf
 // certificate, the log entry or the trusted root lives here; the bundle's
 // shape was checked by parse_bundle first.
 #include <algorithm>
@@ -381,7 +381,7 @@ Verified verify_bundle(std::string_view bundle_json, const ArtifactDigest& artif
     check_body(bundle);
     // RFC 3161 timestamps next to a signed log entry are neither checked nor
     // relied on: every check above used the log's integrated time, which
-    // the SET signs (README, "Signatures").
+    // the SET signs (docs/trust.md, "Signatures").
     EVP_PKEY* key = crypto().get0_pubkey(leaf.get());
     if (key == nullptr || !is_ec(key)) {
         fail("signature", "the leaf certificate's key is not an ECDSA key; kernhub verifies ECDSA signatures only");

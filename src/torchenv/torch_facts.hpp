@@ -1,5 +1,5 @@
 // Which torch a program uses, read from that torch's files and never by
-// running Python (README, "Torch kernels"): a torch package folder
+// running Python (docs/kernels.md, "Torch kernels"): a torch package folder
 // (site-packages/torch: version.py, lib/libc10.so) or a LibTorch
 // distribution root (build-version, include/, lib/). The facts decide the
 // torch families' variants and, as in `kernels`, the backend.

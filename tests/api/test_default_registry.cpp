@@ -59,6 +59,22 @@ TEST_CASE("default registry: the copy next to the file only in a build tree othe
     CHECK(default_registry_candidates({exe, false}).size() == 2);
 }
 
+TEST_CASE("default registry: a subproject's build folder (cmake_install.cmake, no cache) counts too", "[api]") {
+    kernhub::test::TempDir dir;
+    const fs::path library = dir.path() / "libkernhub.so";
+    fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                    fs::perms::others_read | fs::perms::others_exec);
+    CHECK(default_registry_candidates({library, false}).size() == 1);
+    // A link is no marker: it may point anywhere.
+    fs::create_symlink("/etc/hostname", dir.path() / "cmake_install.cmake");
+    CHECK(default_registry_candidates({library, false}).size() == 1);
+    fs::remove(dir.path() / "cmake_install.cmake");
+    std::ofstream(dir.path() / "cmake_install.cmake") << "# a subproject's build folder\n";
+    auto candidates = default_registry_candidates({library, false});
+    REQUIRE(candidates.size() == 2);
+    CHECK(candidates[1] == dir.path() / "share" / "kernhub" / "registry.json");
+}
+
 TEST_CASE("default registry: no candidates when the code file is unknown", "[api]") {
     CHECK(default_registry_candidates({}).empty());
 }

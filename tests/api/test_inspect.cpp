@@ -1,4 +1,5 @@
 // parse_compute_capability and inspect_file through the public API.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "kernhub/inspect.hpp"
@@ -33,14 +34,29 @@ TEST_CASE("compute capabilities are written 9.0, 10.3, sm_90 or 90", "[api]") {
 TEST_CASE("inspect_file on the nvcc fixture selects per capability", "[api][needs:nvcc]") {
     auto fatbin = test::cuda_fixture_fatbin();
     InspectResult result = inspect_file(fatbin.string(), ComputeCapability{9, 0});
-    CHECK(result.format == "fatbin");
-    CHECK(result.entries.size() == 3);
-    REQUIRE(result.selected);
-    CHECK(result.selected->arch == "sm_90a");
+    CHECK(result.format == InspectResult::Format::fatbin);
+    CHECK(std::string(to_string(result.format)) == "fatbin");
+    CHECK_FALSE(result.elf);
+    REQUIRE(result.fatbin);
+    CHECK(result.fatbin->entries.size() == 3);
+    REQUIRE(result.fatbin->selected);
+    CHECK(result.fatbin->selected->arch == "sm_90a");
+    CHECK(result.fatbin->selected->kind == BinaryEntry::Kind::sass);
     try {
         inspect_file(fatbin.string(), ComputeCapability{7, 0});
         FAIL("7.0 accepted");
     } catch (const Error& e) {
         CHECK(e.code() == ErrorCode::load);
     }
+}
+
+TEST_CASE("inspect_file of a shared object fills the ELF part only", "[api]") {
+    InspectResult result = inspect_file(test::vector_add_so().string());
+    CHECK(result.format == InspectResult::Format::elf);
+    CHECK_FALSE(result.fatbin);
+    REQUIRE(result.elf);
+    CHECK(result.elf->elf_class == 64);
+    CHECK(result.elf->type == "DYN");
+    CHECK(std::find(result.elf->exported_functions.begin(), result.elf->exported_functions.end(), "kh_vector_add") !=
+          result.elf->exported_functions.end());
 }

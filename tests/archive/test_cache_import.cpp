@@ -1,6 +1,6 @@
 // Cache import over crafted archives: the cache layout goes in, checked;
 // everything else is refused with Error(verification) and leaves the cache
-// exactly as it was (docs/ARCHITECTURE.md, "Cache archives").
+// exactly as it was (docs/cache-format.md, "Cache archives").
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
 // The archive module's reader under an ExtractionPolicy: what it extracts,
 // and every refusal, each on a real crafted archive, each leaving nothing
-// behind (docs/ARCHITECTURE.md, "Cache archives").
+// behind (docs/cache-format.md, "Cache archives").
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>

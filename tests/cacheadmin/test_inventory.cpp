@@ -46,7 +46,7 @@ TEST_CASE("ls lists repos, refs, commits, variants, blobs and partial downloads"
     CHECK(listing.root == dir.path().string());
     REQUIRE(listing.repos.size() == 2);
     const CachedRepo& k = repo_named(listing, "org/kernel");
-    CHECK(k.repo_type == "kernel");
+    CHECK(k.repo_type == RepoType::kernel);
     CHECK(k.folder == (dir.path() / "kernels--org--kernel").string());
     CHECK(k.refs ==
           std::map<std::string, std::string>{{"feature/x", k_commit_b}, {"main", k_commit_a}, {"v1", k_commit_a}});
@@ -70,7 +70,7 @@ TEST_CASE("ls lists repos, refs, commits, variants, blobs and partial downloads"
     CHECK(k.commits[1].refs == std::vector<std::string>{"feature/x"});
 
     const CachedRepo& m = repo_named(listing, "org/model");
-    CHECK(m.repo_type == "model");
+    CHECK(m.repo_type == RepoType::model);
     CHECK(m.refs.empty());
     REQUIRE(m.commits.size() == 1);
     REQUIRE(m.commits[0].variants.size() == 1);

@@ -22,7 +22,7 @@ int kh_c_header_check(const char* endpoint, const char* cache_dir, const char* p
         kh_hub_free(hub);
         return -2;
     }
-    rc = kh_prewarm(hub, "vector-add");
+    rc = kh_load(hub, "vector-add");
     if (rc != 0 || kh_last_error(hub) != NULL) {
         kh_hub_free(hub);
         return rc != 0 ? rc : -3;

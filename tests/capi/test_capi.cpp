@@ -86,12 +86,15 @@ TEST_CASE("kh_hub_set refuses unknown keys, bad booleans, NULLs and oversized va
 
     CHECK(kh_hub_set(hub.get(), "colour", "blue") == 2);
     CHECK(last_error(hub) ==
-          "usage error: unknown setting 'colour'; the settings are endpoint, cache_dir, registry, project, offline, "
-          "target, token, verify_on_load, allowed_orgs, require_signatures, sigstore_trusted_root, tvm_ffi_library, "
-          "torch_dir, backend, local_kernels, trust_remote_code, host, retries, "
-          "max_wait_seconds, max_listing_entries, "
-          "max_listing_bytes, api_timeout_seconds, min_rate, min_rate_window_seconds, max_connections, ref_ttl, "
-          "archive_max_bytes, archive_max_entries, archive_max_path");
+          "usage error: unknown setting 'colour'; the settings are endpoint, cache_dir, registry, project, target, "
+          "host, offline, token, verify_on_load, retries, max_wait_seconds, max_listing_entries, max_listing_bytes, "
+          "api_timeout_seconds, min_rate, min_rate_window_seconds, max_connections, ref_ttl, archive_max_bytes, "
+          "archive_max_entries, archive_max_path, allowed_orgs, trust_remote_code, require_signatures, "
+          "sigstore_trusted_root, tvm_ffi_library, torch_dir, backend, local_kernels");
+    // A typo is told the key it was probably meant to be.
+    CHECK(kh_hub_set(hub.get(), "retrys", "3") == 2);
+    CHECK(last_error(hub).rfind("usage error: unknown setting 'retrys' (did you mean 'retries'?); the settings are ",
+                                0) == 0);
 
     for (const char* bad : {"yes", "TRUE", "2", " 1"}) {
         CHECK(kh_hub_set(hub.get(), "offline", bad) == 2);
@@ -114,9 +117,9 @@ TEST_CASE("kh_hub_set refuses unknown keys, bad booleans, NULLs and oversized va
 
     // NULL handle and NULL names: a code, no crash.
     CHECK(kh_hub_set(nullptr, "offline", "1") == 2);
-    CHECK(kh_prewarm(nullptr, "vector-add") == 2);
-    CHECK(kh_prewarm(hub.get(), nullptr) == 2);
-    CHECK(last_error(hub) == "usage error: kh_prewarm: the kernel name is NULL");
+    CHECK(kh_load(nullptr, "vector-add") == 2);
+    CHECK(kh_load(hub.get(), nullptr) == 2);
+    CHECK(last_error(hub) == "usage error: kh_load: the kernel name is NULL");
     CHECK(kh_symbol(nullptr, "vector-add") == nullptr);
     CHECK(kh_symbol(hub.get(), nullptr) == nullptr);
     CHECK(std::string(kh_last_error(nullptr)).find("NULL") != std::string::npos);
@@ -150,13 +153,13 @@ TEST_CASE("local_kernels loads from a folder with no request or cache write, and
     REQUIRE(kh_hub_set(hub.get(), "endpoint", "http://127.0.0.1:9") == 0);  // a dead port: no request may go
     const std::string value = "kernhub-demo/vector-add=" + (env.dir.path() / "local").string();
     REQUIRE(kh_hub_set(hub.get(), "local_kernels", value.c_str()) == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(kh_load(hub.get(), "vector-add") == 0);
     CHECK(adds_correctly(kh_symbol(hub.get(), "vector-add")));
     CHECK_FALSE(std::filesystem::exists(env.cache));
     // "" is the environment's choice, here a malformed LOCAL_KERNELS.
     REQUIRE(::setenv("LOCAL_KERNELS", "kernhub-demo/vector-add", 1) == 0);
     REQUIRE(kh_hub_set(hub.get(), "local_kernels", "") == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 2);
+    CHECK(kh_load(hub.get(), "vector-add") == 2);
     CHECK(last_error(hub).find("LOCAL_KERNELS entry") != std::string::npos);
     REQUIRE(::unsetenv("LOCAL_KERNELS") == 0);
 }
@@ -189,16 +192,16 @@ TEST_CASE("trust_remote_code opts a dependency of an untrusted organisation in, 
     REQUIRE(kh_hub_set(hub.get(), "endpoint", server.endpoint().c_str()) == 0);
     REQUIRE(kh_hub_set(hub.get(), "registry", registry.c_str()) == 0);
     // The registry names mid; its dependency's organisation is not trusted.
-    CHECK(kh_prewarm(hub.get(), "mid") == 4);
+    CHECK(kh_load(hub.get(), "mid") == 4);
     CHECK(last_error(hub).find("'capibad/leaf' is not from a trusted kernel publisher") != std::string::npos);
     REQUIRE(::setenv("KERNHUB_TRUST_REMOTE_CODE", "capibad/leaf", 1) == 0);
     REQUIRE(kh_hub_set(hub.get(), "trust_remote_code", "") == 0);
-    CHECK(kh_prewarm(hub.get(), "mid") == 0);
+    CHECK(kh_load(hub.get(), "mid") == 0);
     REQUIRE(::unsetenv("KERNHUB_TRUST_REMOTE_CODE") == 0);
     REQUIRE(kh_hub_set(hub.get(), "trust_remote_code", "capibad/other") == 0);
-    CHECK(kh_prewarm(hub.get(), "mid") == 4);
+    CHECK(kh_load(hub.get(), "mid") == 4);
     REQUIRE(kh_hub_set(hub.get(), "trust_remote_code", "capibad/leaf") == 0);
-    CHECK(kh_prewarm(hub.get(), "mid") == 0);
+    CHECK(kh_load(hub.get(), "mid") == 0);
     using Mid = int (*)();
     void* address = kh_symbol(hub.get(), "mid");
     REQUIRE(address != nullptr);
@@ -217,14 +220,14 @@ TEST_CASE("kh_error_name and kh_version", "[capi]") {
     CHECK(std::string(kh_kernels_release()) == kernhub::kernels_release());
 }
 
-TEST_CASE("kh_prewarm of a demo kernel gives a callable kh_symbol, other names NULL", "[capi]") {
+TEST_CASE("kh_load of a demo kernel gives a callable kh_symbol, other names NULL", "[capi]") {
     DemoEnv env;
     Hub hub = env.hub();
     CHECK(kh_symbol(hub.get(), "vector-add") == nullptr);
     CHECK(last_error(hub) ==
-          "not found: kernel 'vector-add' was not prewarmed on this handle; call kh_prewarm with the same name first");
+          "not found: kernel 'vector-add' was not loaded on this handle; call kh_load with the same name first");
 
-    REQUIRE(kh_prewarm(hub.get(), "vector-add") == 0);
+    REQUIRE(kh_load(hub.get(), "vector-add") == 0);
     CHECK(kh_last_error(hub.get()) == nullptr);
     void* address = kh_symbol(hub.get(), "vector-add");
     CHECK(kh_last_error(hub.get()) == nullptr);
@@ -235,7 +238,7 @@ TEST_CASE("kh_prewarm of a demo kernel gives a callable kh_symbol, other names N
     CHECK(kh_symbol(hub.get(), "kernhub-demo/vector-add") == nullptr);
     CHECK(kh_symbol(hub.get(), "saxpy") == nullptr);
 
-    CHECK(kh_prewarm(hub.get(), "no-such-kernel") == 3);
+    CHECK(kh_load(hub.get(), "no-such-kernel") == 3);
     CHECK(last_error(hub).rfind("not found: ", 0) == 0);
     CHECK(last_error(hub).find("no-such-kernel") != std::string::npos);
     CHECK(kh_symbol(hub.get(), "no-such-kernel") == nullptr);
@@ -246,40 +249,40 @@ TEST_CASE("kh_prewarm of a demo kernel gives a callable kh_symbol, other names N
     CHECK(adds_correctly(address));
 }
 
-TEST_CASE("kh_prewarm offline on an empty cache returns 6, then warm offline returns 0", "[capi]") {
+TEST_CASE("kh_load offline on an empty cache returns 6, then warm offline returns 0", "[capi]") {
     DemoEnv env;
     Hub hub = env.hub();
     REQUIRE(kh_hub_set(hub.get(), "offline", "1") == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 6);
+    CHECK(kh_load(hub.get(), "vector-add") == 6);
     CHECK(last_error(hub).rfind("offline: ", 0) == 0);
     CHECK(kh_symbol(hub.get(), "vector-add") == nullptr);
 
-    // Settings changed after a kh_prewarm apply to the next one.
+    // Settings changed after a kh_load apply to the next one.
     REQUIRE(kh_hub_set(hub.get(), "offline", "false") == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(kh_load(hub.get(), "vector-add") == 0);
     REQUIRE(kh_hub_set(hub.get(), "offline", "true") == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(kh_load(hub.get(), "vector-add") == 0);
     CHECK(adds_correctly(kh_symbol(hub.get(), "vector-add")));
 }
 
-TEST_CASE("settings changed after kh_prewarm take effect on the next kh_prewarm", "[capi]") {
+TEST_CASE("settings changed after kh_load take effect on the next kh_load", "[capi]") {
     DemoEnv env;
     Hub hub = env.hub();
-    REQUIRE(kh_prewarm(hub.get(), "vector-add") == 0);
+    REQUIRE(kh_load(hub.get(), "vector-add") == 0);
     void* first = kh_symbol(hub.get(), "vector-add");
 
     // A fresh, empty cache and offline: the Client must be rebuilt to see it.
     std::string other_cache = (env.dir.path() / "other-cache").string();
     REQUIRE(kh_hub_set(hub.get(), "cache_dir", other_cache.c_str()) == 0);
     REQUIRE(kh_hub_set(hub.get(), "offline", "1") == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 6);
+    CHECK(kh_load(hub.get(), "vector-add") == 6);
     CHECK(kh_symbol(hub.get(), "vector-add") == first);
 
     // An endpoint with nothing behind it, online: no longer the demo hub.
     REQUIRE(kh_hub_set(hub.get(), "offline", "0") == 0);
     std::string nowhere = "file://" + (env.dir.path() / "no-hub").string();
     REQUIRE(kh_hub_set(hub.get(), "endpoint", nowhere.c_str()) == 0);
-    int code = kh_prewarm(hub.get(), "vector-add");
+    int code = kh_load(hub.get(), "vector-add");
     CHECK(code != 0);
     CHECK_FALSE(last_error(hub).empty());
 
@@ -288,11 +291,11 @@ TEST_CASE("settings changed after kh_prewarm take effect on the next kh_prewarm"
     REQUIRE(kh_hub_set(hub.get(), "endpoint", env.endpoint.c_str()) == 0);
     std::string registry = write_standard_registry(env.dir.path()).string();
     REQUIRE(kh_hub_set(hub.get(), "registry", registry.c_str()) == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 3);
+    CHECK(kh_load(hub.get(), "vector-add") == 3);
     CHECK(last_error(hub).find("kernhub-test/vector-add") != std::string::npos);
     // Clearing the registry list brings the default's entry back.
     REQUIRE(kh_hub_set(hub.get(), "registry", "") == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(kh_load(hub.get(), "vector-add") == 0);
     // Loaded from the other cache now: another file, another address; the
     // first one stays callable.
     void* second = kh_symbol(hub.get(), "vector-add");
@@ -307,9 +310,9 @@ TEST_CASE("two handles are independent: settings, prewarmed names and errors", "
     Hub two = env.hub((env.dir.path() / "cache-two").string());
     REQUIRE(kh_hub_set(two.get(), "offline", "1") == 0);
 
-    REQUIRE(kh_prewarm(one.get(), "vector-add") == 0);
+    REQUIRE(kh_load(one.get(), "vector-add") == 0);
     CHECK(kh_symbol(two.get(), "vector-add") == nullptr);
-    CHECK(kh_prewarm(two.get(), "vector-add") == 6);
+    CHECK(kh_load(two.get(), "vector-add") == 6);
     CHECK(kh_last_error(one.get()) == nullptr);
     CHECK(adds_correctly(kh_symbol(one.get(), "vector-add")));
     CHECK(last_error(two).rfind("offline: ", 0) == 0);
@@ -329,7 +332,7 @@ TEST_CASE("separate handles work from separate threads at once", "[capi]") {
     std::vector<std::thread> threads;
     for (int i = 0; i < k_threads; ++i) {
         threads.emplace_back([&, i] {
-            codes[i] = kh_prewarm(hubs[i].get(), "vector-add");
+            codes[i] = kh_load(hubs[i].get(), "vector-add");
             addresses[i] = kh_symbol(hubs[i].get(), "vector-add");
         });
     }
@@ -394,12 +397,12 @@ TEST_CASE("a token never appears in any error text", "[capi]") {
         CHECK(code != 0);
         errors.push_back(last_error(h));
     };
-    record(kh_prewarm(h.get(), "private"));  // the hub refuses this token
-    record(kh_prewarm(h.get(), "no-such-kernel"));
-    record(kh_prewarm(h.get(), "missing-symbol"));
+    record(kh_load(h.get(), "private"));  // the hub refuses this token
+    record(kh_load(h.get(), "no-such-kernel"));
+    record(kh_load(h.get(), "missing-symbol"));
     record(kh_hub_set(h.get(), "token", (token + std::string(5000, 'x')).c_str()));
     REQUIRE(kh_hub_set(h.get(), "offline", "1") == 0);
-    record(kh_prewarm(h.get(), "vector-add-v2"));
+    record(kh_load(h.get(), "vector-add-v2"));
     record(kh_symbol(h.get(), "private") == nullptr ? 3 : 0);
     REQUIRE(errors.size() == 6);
     for (const auto& message : errors) {
@@ -412,28 +415,28 @@ TEST_CASE("a token never appears in any error text", "[capi]") {
     // The right token opens the private repo: the setting reached the hub.
     REQUIRE(kh_hub_set(h.get(), "offline", "0") == 0);
     REQUIRE(kh_hub_set(h.get(), "token", k_test_token) == 0);
-    CHECK(kh_prewarm(h.get(), "private") == 0);
+    CHECK(kh_load(h.get(), "private") == 0);
     CHECK(adds_correctly(kh_symbol(h.get(), "private")));
 }
 
-TEST_CASE("kh_prewarm of ORG/REPO takes the symbol from the registry entries naming the repo", "[capi]") {
+TEST_CASE("kh_load of ORG/REPO takes the symbol from the registry entries naming the repo", "[capi]") {
     DemoEnv env;
     KernelHub hub({k_test_token, 1000});
     Hub h = env.test_hub(hub);
     REQUIRE(kh_hub_set(h.get(), "token", k_test_token) == 0);
     // One entry names kernhub-test/private: its symbol is used.
-    REQUIRE(kh_prewarm(h.get(), "kernhub-test/private") == 0);
+    REQUIRE(kh_load(h.get(), "kernhub-test/private") == 0);
     CHECK(adds_correctly(kh_symbol(h.get(), "kernhub-test/private")));
     // The repo type comes along (a model repo, a different hub path).
-    CHECK(kh_prewarm(h.get(), "kernhub-test/model-kernel@main") == 0);
+    CHECK(kh_load(h.get(), "kernhub-test/model-kernel@main") == 0);
     CHECK(kh_symbol(h.get(), "kernhub-test/model-kernel@main") != nullptr);
     // Entries that disagree on the symbol give none: a usage error, not a guess
     // (they agree on the file, libvector_add.so, which is taken).
-    CHECK(kh_prewarm(h.get(), "kernhub-test/vector-add") == 2);
+    CHECK(kh_load(h.get(), "kernhub-test/vector-add") == 2);
     CHECK_THAT(last_error(h), Catch::Contains("no symbol to resolve for 'kernhub-test/vector-add'"));
     CHECK_THAT(last_error(h), Catch::Contains("must agree"));
     // A repo no entry names has no symbol either.
-    CHECK(kh_prewarm(h.get(), "kernhub-test/unlisted") == 2);
+    CHECK(kh_load(h.get(), "kernhub-test/unlisted") == 2);
 }
 
 TEST_CASE("a token that could inject a header is refused with 2 and the old one kept", "[capi]") {
@@ -449,7 +452,7 @@ TEST_CASE("a token that could inject a header is refused with 2 and the old one 
     }
     // The refused values changed nothing: the good token still opens the
     // private repo.
-    CHECK(kh_prewarm(h.get(), "private") == 0);
+    CHECK(kh_load(h.get(), "private") == 0);
     CHECK(adds_correctly(kh_symbol(h.get(), "private")));
 }
 
@@ -457,11 +460,11 @@ TEST_CASE("a huge or unprintable kernel name gives one bounded line", "[capi]") 
     DemoEnv env;
     Hub h = env.hub();
     const std::string huge(1 << 20, 'n');
-    CHECK(kh_prewarm(h.get(), huge.c_str()) == 3);
+    CHECK(kh_load(h.get(), huge.c_str()) == 3);
     CHECK(last_error(h).size() < 1000);
-    CHECK(kh_prewarm(h.get(), ("org/" + huge).c_str()) == 2);
+    CHECK(kh_load(h.get(), ("org/" + huge).c_str()) == 2);
     CHECK(last_error(h).size() < 1000);
-    CHECK(kh_prewarm(h.get(), "evil\x1b]0;title\x07\nname") == 3);
+    CHECK(kh_load(h.get(), "evil\x1b]0;title\x07\nname") == 3);
     CHECK(last_error(h).find('\x1b') == std::string::npos);
     CHECK(last_error(h).find('\n') == std::string::npos);
     CHECK(kh_symbol(h.get(), huge.c_str()) == nullptr);
@@ -478,16 +481,16 @@ TEST_CASE("target and verify_on_load reach the loader", "[capi]") {
     SECTION("a target the demo hub has no variant for is not found (3)") {
         Hub hub = env.hub();
         REQUIRE(kh_hub_set(hub.get(), "target", "native-cpu-riscv64-linux") == 0);
-        CHECK(kh_prewarm(hub.get(), "vector-add") == 3);
+        CHECK(kh_load(hub.get(), "vector-add") == 3);
         CHECK(last_error(hub).find("(kh_hub_set \"target\")") != std::string::npos);
         // Clearing the targets detects the host again.
         REQUIRE(kh_hub_set(hub.get(), "target", "") == 0);
-        CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+        CHECK(kh_load(hub.get(), "vector-add") == 0);
     }
     SECTION("verify_on_load re-hashes: a changed cached file is a verification failure (4)") {
         {
             Hub warm = env.hub();
-            REQUIRE(kh_prewarm(warm.get(), "vector-add") == 0);
+            REQUIRE(kh_load(warm.get(), "vector-add") == 0);
         }
         // Change the cached shared object behind kernhub's back (same size).
         std::filesystem::path so;
@@ -504,7 +507,7 @@ TEST_CASE("target and verify_on_load reach the loader", "[capi]") {
         Hub hub = env.hub();
         REQUIRE(kh_hub_set(hub.get(), "offline", "1") == 0);
         REQUIRE(kh_hub_set(hub.get(), "verify_on_load", "1") == 0);
-        CHECK(kh_prewarm(hub.get(), "vector-add") == 4);
+        CHECK(kh_load(hub.get(), "vector-add") == 4);
         CHECK(kh_symbol(hub.get(), "vector-add") == nullptr);
     }
 }
@@ -513,19 +516,19 @@ TEST_CASE("allowed_orgs refuses other organisations with 4 and a bad name with 2
     DemoEnv env;
     Hub hub = env.hub();
     REQUIRE(kh_hub_set(hub.get(), "allowed_orgs", "kernels-community") == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 4);
+    CHECK(kh_load(hub.get(), "vector-add") == 4);
     CHECK(last_error(hub).find("'kernhub-demo'") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(std::filesystem::path(env.cache) / "kernels--kernhub-demo--vector-add"));
 
     REQUIRE(kh_hub_set(hub.get(), "allowed_orgs", "kernels-community,kernhub-demo") == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(kh_load(hub.get(), "vector-add") == 0);
     CHECK(adds_correctly(kh_symbol(hub.get(), "vector-add")));
 
-    REQUIRE(kh_hub_set(hub.get(), "allowed_orgs", "kernhub-demo,../x") == 0);  // checked by kh_prewarm
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 2);
+    REQUIRE(kh_hub_set(hub.get(), "allowed_orgs", "kernhub-demo,../x") == 0);  // checked by kh_load
+    CHECK(kh_load(hub.get(), "vector-add") == 2);
     CHECK(last_error(hub).find("Options::allowed_orgs") != std::string::npos);
     REQUIRE(kh_hub_set(hub.get(), "allowed_orgs", "") == 0);  // back to KERNHUB_ALLOWED_ORGS (unset)
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(kh_load(hub.get(), "vector-add") == 0);
 }
 
 TEST_CASE("require_signatures and sigstore_trusted_root reach the fetch", "[capi]") {
@@ -533,14 +536,14 @@ TEST_CASE("require_signatures and sigstore_trusted_root reach the fetch", "[capi
     Hub hub = env.hub();
     // The demo's registry entry has no signature policy.
     REQUIRE(kh_hub_set(hub.get(), "require_signatures", "1") == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 4);
+    CHECK(kh_load(hub.get(), "vector-add") == 4);
     CHECK(last_error(hub).find("no \"signature\" policy") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(std::filesystem::path(env.cache) / "kernels--kernhub-demo--vector-add"));
     CHECK(kh_hub_set(hub.get(), "require_signatures", "yes") == 2);
     REQUIRE(kh_hub_set(hub.get(), "require_signatures", "0") == 0);
     // A root that does not exist matters only to a kernel with a policy.
     REQUIRE(kh_hub_set(hub.get(), "sigstore_trusted_root", "/nonexistent/trusted_root.json") == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(kh_load(hub.get(), "vector-add") == 0);
     REQUIRE(kh_hub_set(hub.get(), "sigstore_trusted_root", "") == 0);
 }
 
@@ -555,15 +558,15 @@ TEST_CASE("the limit settings reach the fetch, and a bad or out-of-range value i
     }
     // A listing cap below what the repo lists stops the fetch, naming the cap.
     REQUIRE(kh_hub_set(h.get(), "max_listing_entries", "1") == 0);
-    CHECK(kh_prewarm(h.get(), "vector-add") == 5);
+    CHECK(kh_load(h.get(), "vector-add") == 5);
     CHECK(last_error(h).find("KERNHUB_MAX_LISTING_ENTRIES") != std::string::npos);
-    // Out of range: checked by kh_prewarm, which names the setting.
+    // Out of range: checked by kh_load, which names the setting.
     REQUIRE(kh_hub_set(h.get(), "max_listing_entries", "0") == 0);
-    CHECK(kh_prewarm(h.get(), "vector-add") == 2);
+    CHECK(kh_load(h.get(), "vector-add") == 2);
     CHECK(last_error(h).find("max_listing_entries") != std::string::npos);
     REQUIRE(kh_hub_set(h.get(), "api_timeout_seconds", "0") == 0);
     REQUIRE(kh_hub_set(h.get(), "max_listing_entries", "") == 0);
-    CHECK(kh_prewarm(h.get(), "vector-add") == 2);
+    CHECK(kh_load(h.get(), "vector-add") == 2);
     CHECK(last_error(h).find("api_timeout_seconds") != std::string::npos);
     // Back to the environment's choice: the fetch goes through.
     REQUIRE(kh_hub_set(h.get(), "api_timeout_seconds", "") == 0);
@@ -575,7 +578,7 @@ TEST_CASE("the limit settings reach the fetch, and a bad or out-of-range value i
     }
     REQUIRE(kh_hub_set(h.get(), "archive_max_bytes", "18446744073709551") == 0);
     REQUIRE(kh_hub_set(h.get(), "min_rate", "0") == 0);
-    CHECK(kh_prewarm(h.get(), "vector-add") == 0);
+    CHECK(kh_load(h.get(), "vector-add") == 0);
     CHECK(adds_correctly(kh_symbol(h.get(), "vector-add")));
 }
 
@@ -585,7 +588,7 @@ TEST_CASE("the ref_ttl setting lets a later handle use the branch the cache reso
     auto prewarm_with = [&](const char* ttl) {
         Hub h = env.test_hub(server);
         REQUIRE(kh_hub_set(h.get(), "ref_ttl", ttl) == 0);
-        const int rc = kh_prewarm(h.get(), "vector-add");
+        const int rc = kh_load(h.get(), "vector-add");
         INFO(last_error(h));
         CHECK(rc == 0);
         CHECK(adds_correctly(kh_symbol(h.get(), "vector-add")));
@@ -603,7 +606,7 @@ TEST_CASE("the ref_ttl setting lets a later handle use the branch the cache reso
     Hub h = env.test_hub(server);
     CHECK(kh_hub_set(h.get(), "ref_ttl", "5m") == 2);
     REQUIRE(kh_hub_set(h.get(), "ref_ttl", "31536001") == 0);
-    CHECK(kh_prewarm(h.get(), "vector-add") == 2);
+    CHECK(kh_load(h.get(), "vector-add") == 2);
     CHECK(last_error(h).find("ref_ttl") != std::string::npos);
 }
 
@@ -613,7 +616,7 @@ TEST_CASE("the max_connections setting bounds the downloads in flight and is ran
     Hub h = env.test_hub(server);
     CHECK(kh_hub_set(h.get(), "max_connections", "many") == 2);
     REQUIRE(kh_hub_set(h.get(), "max_connections", "1") == 0);
-    const int rc = kh_prewarm(h.get(), "vector-add");
+    const int rc = kh_load(h.get(), "vector-add");
     INFO(last_error(h));
     REQUIRE(rc == 0);
     CHECK(adds_correctly(kh_symbol(h.get(), "vector-add")));
@@ -621,6 +624,33 @@ TEST_CASE("the max_connections setting bounds the downloads in flight and is ran
 
     Hub bad = env.test_hub(server);
     REQUIRE(kh_hub_set(bad.get(), "max_connections", "65") == 0);
-    CHECK(kh_prewarm(bad.get(), "vector-add") == 2);
+    CHECK(kh_load(bad.get(), "vector-add") == 2);
     CHECK(last_error(bad).find("max_connections") != std::string::npos);
+}
+
+TEST_CASE("kh_prewarm makes the cache hold the verified kernel and loads nothing, kh_load loads it", "[capi]") {
+    KernelHub server({k_test_token, 1000});
+    DemoEnv env;
+    Hub hub = env.test_hub(server);
+    CHECK(kh_prewarm(nullptr, "vector-add") == 2);
+    CHECK(kh_prewarm(hub.get(), nullptr) == 2);
+    CHECK(last_error(hub) == "usage error: kh_prewarm: the kernel name is NULL");
+
+    // The "undefined" kernel's library has an undefined symbol: dlopen
+    // refuses it, so only a call that loads fails.
+    CHECK(kh_prewarm(hub.get(), "undefined") == 0);
+    CHECK(kh_last_error(hub.get()) == nullptr);
+    CHECK(kh_symbol(hub.get(), "undefined") == nullptr);
+    CHECK(kh_load(hub.get(), "undefined") == 7);
+
+    // Prewarmed: in the cache, whole, and loadable offline; not loaded.
+    REQUIRE(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(kh_symbol(hub.get(), "vector-add") == nullptr);
+    CHECK(std::filesystem::exists(std::filesystem::path(env.cache) / "kernels--kernhub-test--vector-add"));
+    REQUIRE(kh_hub_set(hub.get(), "offline", "1") == 0);
+    REQUIRE(kh_load(hub.get(), "vector-add") == 0);
+    CHECK(adds_correctly(kh_symbol(hub.get(), "vector-add")));
+    // Offline, what the cache lacks is 6 for both.
+    CHECK(kh_prewarm(hub.get(), "vector-add-v2") == 6);
+    CHECK(kh_prewarm(hub.get(), "no-such-kernel") == 3);
 }

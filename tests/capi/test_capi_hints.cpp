@@ -42,7 +42,7 @@ TEST_CASE("kh_last_error names a setting hint as its kh_hub_set key: an unreacha
     Hub hub = empty_cache_hub(dir);
     REQUIRE(kh_hub_set(hub.get(), "endpoint", "http://127.0.0.1:9") == 0);
     REQUIRE(kh_hub_set(hub.get(), "offline", "0") == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 5);
+    CHECK(kh_load(hub.get(), "vector-add") == 5);
     const std::string error = last_error(hub);
     INFO(error);
     CHECK_THAT(error, Catch::StartsWith("network error: cannot fetch http://127.0.0.1:9/"));
@@ -55,7 +55,7 @@ TEST_CASE("kh_last_error names an action hint as its C function: offline and not
     Hub hub = empty_cache_hub(dir);
     REQUIRE(kh_hub_set(hub.get(), "endpoint", (std::string("file://") + KERNHUB_DEMO_HUB).c_str()) == 0);
     REQUIRE(kh_hub_set(hub.get(), "offline", "1") == 0);
-    CHECK(kh_prewarm(hub.get(), "vector-add") == 6);
+    CHECK(kh_load(hub.get(), "vector-add") == 6);
     const std::string error = last_error(hub);
     INFO(error);
     CHECK_THAT(error, Catch::StartsWith("offline: "));

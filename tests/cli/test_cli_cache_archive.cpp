@@ -1,7 +1,7 @@
 // `kernhub cache export` and `kernhub cache import` end to end: a cache
 // filled from the loopback hub travels through an archive into an empty
 // cache that then works offline; hostile archives exit 4 and change nothing
-// (README.md, "Cache archives").
+// (docs/ci-images.md, "Cache archives").
 #include <sys/file.h>
 #include <chrono>
 #include <random>

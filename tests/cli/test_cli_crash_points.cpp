@@ -1,5 +1,5 @@
 // A fetch killed at any step leaves a cache that is usable and never shows
-// unverified bytes (docs/ARCHITECTURE.md, "Durability"). The CLI is killed
+// unverified bytes (docs/cache-format.md, "Durability"). The CLI is killed
 // with SIGKILL through the test-only hook KERNHUB_TEST_CRASH_AT=NAME:N at
 // every named step, each time it is reached, with several files in flight;
 // then the cache is inspected as another tool would find it, and a second

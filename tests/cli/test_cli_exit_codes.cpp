@@ -1,6 +1,6 @@
 // Every CLI exit code, each caused for real, with the one-line
 // "kernhub: error: ..." message naming the object (docs/ARCHITECTURE.md,
-// "Error policy" and "Exit codes").
+// "Error policy", and docs/commands.md, "Exit codes").
 #include "cli/cli_support.hpp"
 
 using namespace kernhub::test;

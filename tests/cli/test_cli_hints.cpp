@@ -44,9 +44,9 @@ std::string command_of_setting(const std::string& name) {
     return operation == "prune" ? "cache prune" : operation;
 }
 
-const std::string& readme() {
+const std::string& configuration_page() {
     static const std::string text = [] {
-        std::ifstream in(fs::path(KERNHUB_SOURCE_DIR) / "README.md");
+        std::ifstream in(fs::path(KERNHUB_SOURCE_DIR) / "docs" / "configuration.md");
         return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }();
     return text;
@@ -66,10 +66,10 @@ TEST_CASE("the command line names every hint the library gives as a flag or a co
         if (known.kind == kernhub::ErrorHint::Kind::setting) {
             // A setting the command line reads only from the environment
             // ("KERNHUB_BACKEND=cpu", "LOCAL_KERNELS=ORG/REPO=PATH") is a
-            // variable README's table lists.
+            // variable docs/configuration.md's settings table lists.
             static const std::regex variable("([A-Z][A-Z_]+)=[A-Za-z0-9/=._-]+");
             if (std::smatch parts; std::regex_match(named, parts, variable)) {
-                CHECK(readme().find("| `" + parts[1].str() + "` |") != std::string::npos);
+                CHECK(configuration_page().find("| `" + parts[1].str() + "` |") != std::string::npos);
                 continue;
             }
             CHECK(options_of(command_of_setting(known.name)).count(named) == 1);
@@ -108,4 +108,24 @@ TEST_CASE("an error's action hint shows as the command: offline and not cached, 
                  "; offline mode is on: fetch it once while online (`kernhub fetch`)"});
     CHECK(r.err.find("Client::") == std::string::npos);
     CHECK(hub.server().stats()["requests"].empty());
+}
+
+TEST_CASE("a KERNHUB_ variable that is no setting gets one warning naming the nearest setting", "[cli]") {
+    Sandbox box;
+    ProcessResult r = box.run({"list", "--registry", box.registry.string()},
+                              {{"KERNHUB_RETRYS", "5"}, {"KERNHUB_COLOUR", "red"}, {"KERNHUB_TEST_ANYTHING", "1"}});
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+    const std::string typo =
+        "warning: KERNHUB_RETRYS is set but is not a kernhub setting; did you mean KERNHUB_RETRIES? "
+        "(docs/configuration.md lists the settings)";
+    CHECK(r.err.find(typo) != std::string::npos);
+    CHECK(r.err.find(typo) == r.err.rfind(typo));
+    CHECK(r.err.find("warning: KERNHUB_COLOUR is set but is not a kernhub setting (docs/configuration.md") !=
+          std::string::npos);
+    CHECK(r.err.find("KERNHUB_TEST_ANYTHING") == std::string::npos);
+    // Settings themselves are no warning.
+    r = box.run({"list", "--registry", box.registry.string()}, {{"KERNHUB_MAX_CONNECTIONS", "2"}});
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("warning") == std::string::npos);
 }

@@ -2,7 +2,7 @@
 // as after one `sudo kernhub fetch` into the owner's cache. What root left
 // behind must not stop the owner where nothing of root's needs changing;
 // where something does, the error names it, its owner and the chown that
-// gives the cache back (README.md, "Another user's files in your cache").
+// gives the cache back (docs/cache.md, "Another user's files in your cache").
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -1,9 +1,12 @@
-// README's usage lines (the block under "## CLI") list exactly the options
-// each command takes: compared here, option by option, with the command's
-// own --help, so the two cannot drift apart.
+// The usage lines of docs/commands.md (the block under "## Usage") list
+// exactly the options each command takes: compared here, option by option,
+// with the command's own --help, so the two cannot drift apart.
+#include <algorithm>
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "cli_support.hpp"
 #include "support/build_paths.hpp"
@@ -35,17 +38,24 @@ std::set<std::string> help_options(const std::string& command) {
     return long_options(help.out);
 }
 
-// Each usage entry of README's CLI block, by command ("cache prune"), with
-// its continuation lines joined.
-std::map<std::string, std::string> readme_usage() {
-    const std::string readme = slurp(std::string(KERNHUB_SOURCE_DIR) + "/README.md");
-    const std::size_t start = readme.find("## CLI\n\n```\n");
+// The page with the usage block, and the block's opening: the heading, a
+// blank line and the fence.
+std::string commands_page() {
+    return std::string(KERNHUB_SOURCE_DIR) + "/docs/commands.md";
+}
+constexpr std::string_view k_usage_opening = "## Usage\n\n```\n";
+
+// Each usage entry of docs/commands.md's usage block, by command ("cache
+// prune"), with its continuation lines joined.
+std::map<std::string, std::string> documented_usage() {
+    const std::string page = slurp(commands_page());
+    const std::size_t start = page.find(k_usage_opening);
     REQUIRE(start != std::string::npos);
-    const std::size_t body = start + std::string("## CLI\n\n```\n").size();
-    const std::size_t stop = readme.find("```\n", body);
+    const std::size_t body = start + k_usage_opening.size();
+    const std::size_t stop = page.find("```\n", body);
     REQUIRE(stop != std::string::npos);
     std::map<std::string, std::string> usage;
-    std::istringstream lines(readme.substr(body, stop - body));
+    std::istringstream lines(page.substr(body, stop - body));
     std::string line;
     std::string current;
     while (std::getline(lines, line)) {
@@ -68,8 +78,8 @@ std::map<std::string, std::string> readme_usage() {
 
 }  // namespace
 
-TEST_CASE("README's usage lines name exactly the options each command's --help lists", "[cli]") {
-    const auto usage = readme_usage();
+TEST_CASE("docs/commands.md's usage lines name exactly the options each command's --help lists", "[cli]") {
+    const auto usage = documented_usage();
     const std::vector<std::string> commands = {"fetch",       "load",        "info",         "list",
                                                "inspect",     "lock",        "prewarm",      "mirror",
                                                "verify",      "verify-blob", "cache ls",     "cache verify",
@@ -83,14 +93,28 @@ TEST_CASE("README's usage lines name exactly the options each command's --help l
     }
 }
 
-TEST_CASE("every usage line elsewhere in README names only options its command takes", "[cli]") {
-    // Usage lines in the other sections (lines starting "kernhub COMMAND"
-    // with a "[--" in fenced blocks, and their indented continuations) may
-    // show fewer options than the CLI block, never one the command refuses.
-    const std::string readme = slurp(std::string(KERNHUB_SOURCE_DIR) + "/README.md");
-    const std::size_t cli_block = readme.find("## CLI\n\n```\n");
-    const std::size_t cli_end = readme.find("```\n", cli_block + 12);
-    std::istringstream lines(readme.substr(0, cli_block) + readme.substr(cli_end + 4));
+TEST_CASE("every usage line elsewhere in the docs names only options its command takes", "[cli]") {
+    // Usage lines in README.md, CONTRIBUTING.md and the other sections of
+    // docs/*.md (lines starting "kernhub COMMAND" with a "[--" in fenced
+    // blocks, and their indented continuations) may show fewer options than
+    // the usage block, never one the command refuses.
+    const std::string source = KERNHUB_SOURCE_DIR;
+    std::string docs = slurp(source + "/README.md") + slurp(source + "/CONTRIBUTING.md");
+    std::vector<std::filesystem::path> pages;
+    for (const auto& entry : std::filesystem::directory_iterator(source + "/docs")) {
+        if (entry.path().extension() == ".md" && entry.path() != std::filesystem::path(commands_page())) {
+            pages.push_back(entry.path());
+        }
+    }
+    std::sort(pages.begin(), pages.end());
+    for (const auto& page : pages) docs += slurp(page.string());
+    const std::string commands = slurp(commands_page());
+    const std::size_t usage_block = commands.find(k_usage_opening);
+    REQUIRE(usage_block != std::string::npos);
+    const std::size_t usage_end = commands.find("```\n", usage_block + k_usage_opening.size());
+    REQUIRE(usage_end != std::string::npos);
+    docs += commands.substr(0, usage_block) + commands.substr(usage_end + 4);
+    std::istringstream lines(docs);
     std::map<std::string, std::set<std::string>> help;
     std::string line;
     std::string command;

@@ -1,9 +1,10 @@
 // No CLI words in library messages: a program that embeds kernhub has no
 // `--offline` to pass and no `kernhub lock` to run. The library says what
 // to do in words and names the setting or operation in an ErrorHint, which
-// each interface names in its own vocabulary (docs/ARCHITECTURE.md,
-// "Errors"). This test reads every string literal in src/ and fails on one
-// that names a command-line flag or a kernhub command.
+// each interface names in its own vocabulary (docs/embedding.md,
+// "Hints: advice in each interface's words"). This test reads every string
+// literal in src/ and fails on one that names a command-line flag or a
+// kernhub command.
 #include <catch2/catch.hpp>
 
 #include <cctype>

@@ -1,5 +1,5 @@
-// Shared by every libFuzzer target in tests/fuzz/ (docs/ARCHITECTURE.md,
-// "Tests"): the entry point's signature, and the one outcome a parser may
+// Shared by every libFuzzer target in tests/fuzz/ (CONTRIBUTING.md,
+// "How the tests are organised"): the entry point's signature, and the one outcome a parser may
 // have besides success. A parser refusing hostile bytes throws
 // kernhub::Error; anything else that escapes (another exception type, a
 // crash, a sanitizer report, a hang, unbounded memory) is a finding.

@@ -10,6 +10,7 @@
 
 #include "kernhub/cuda.hpp"
 #include "kernhub/kernhub.hpp"
+#include "support/device_buffer.hpp"
 #include "support/kernel_hub.hpp"
 
 using namespace kernhub;

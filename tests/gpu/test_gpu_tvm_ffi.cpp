@@ -12,6 +12,7 @@
 #include "kernhub/cuda.hpp"
 #include "kernhub/kernhub.hpp"
 #include "kernhub/tvm_ffi.hpp"
+#include "support/device_buffer.hpp"
 #include "support/requirements.hpp"
 #include "tvmffi/tvm_hub.hpp"
 
@@ -72,7 +73,7 @@ TEST_CASE("a CUDA tvm-ffi kernel called on_stream (the default stream) computes 
     // Detection picks the CUDA build on a GPU host.
     const LoadResult loaded = client.load("tvm-cuda-add-one");
     CHECK(loaded.fetch.variant == cuda_variant());
-    CHECK(loaded.kind == "tvm-ffi");
+    CHECK(loaded.kind == LoadKind::tvm_ffi);
 
     std::int64_t n = 1 << 20;
     std::vector<float> host(static_cast<std::size_t>(n));

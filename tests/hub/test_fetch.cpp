@@ -414,7 +414,7 @@ TEST_CASE("Client::loaded and Client::resolve answer with this Client's own load
 
     const LoadResult loaded = client.load("vector-add");
     CHECK(client.loaded("vector-add").address == loaded.address);
-    CHECK(client.loaded("vector-add").kind == "function");
+    CHECK(client.loaded("vector-add").kind == LoadKind::function);
     // Another Client on the same cache and registry has loaded nothing.
     CHECK(code_of([&] { other.loaded("vector-add"); }) == ErrorCode::not_found);
     // The table is keyed by the reference string, not by the kernel.
@@ -465,7 +465,7 @@ TEST_CASE("offline over a cache another tool filled: listing rebuilt from links,
         CHECK(offline.variant == online.variant);
         CHECK(offline.files.size() == online.files.size());
         // Links alone cannot show that no file is missing: the variant is
-        // used but not recorded as complete (docs/ARCHITECTURE.md, "Side data").
+        // used but not recorded as complete (docs/cache-format.md, "Side data").
         CHECK_FALSE(fs::exists(repo_folder(env, "vector-add") / ".kernhub" / "variants" / online.commit /
                                (online.variant + ".json")));
         CHECK(hub.server().stats()["requests"].empty());

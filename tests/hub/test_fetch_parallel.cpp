@@ -237,7 +237,7 @@ TEST_CASE("kernels prewarmed side by side share the per-host bound and keep thei
     hub.server().add_faults(
         {{{"match", "/lfs/"}, {"action", "throttle"}, {"bytes_per_second", 256 << 10}, {"count", -1}}});
     const std::vector<std::string> names = {"model-kernel", "vector-add", "vector-add-v2", "vector-add-v1"};
-    std::vector<LoadResult> results = Client(options).prewarm(names);
+    std::vector<LoadResult> results = Client(options).load(names);
     const nlohmann::json stats = hub.server().stats();
     REQUIRE(results.size() == names.size());
     CHECK(results[0].fetch.repo_id == "kernhub-test/model-kernel");
@@ -260,7 +260,7 @@ TEST_CASE("a failure in one kernel of a prewarm is the error, whatever its sibli
     std::string message;
     const ErrorCode code = code_of(
         [&] {
-            Client(options).prewarm({"vector-add", "no-such-kernel-anywhere", "two-objects"});
+            Client(options).load({"vector-add", "no-such-kernel-anywhere", "two-objects"});
         },
         &message);
     INFO(message);

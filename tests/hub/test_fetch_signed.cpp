@@ -1,4 +1,4 @@
-// Signed kernels on the fetch path (README, "Signatures"): a registry
+// Signed kernels on the fetch path (docs/trust.md, "Signatures"): a registry
 // entry's policy makes the variant's metadata.json.sigstore verify before any
 // other file is used, the result lands in the variant record, and a
 // refusal leaves nothing of the variant visible. The variants are signed at
@@ -294,14 +294,14 @@ TEST_CASE("lock records the signer of each locked variant", "[hub][signature][ne
     std::ofstream(hub.dir.path() / "kernhub.lock") << report.content;
     Options fresh = options;
     fresh.cache_dir = (hub.dir.path() / "fresh-cache").string();
-    PrewarmReport warmed = Client(fresh).prewarm_lock((hub.dir.path() / "kernhub.lock").string());
+    PrewarmReport warmed = Client(fresh).prewarm((hub.dir.path() / "kernhub.lock").string());
     CHECK(warmed.kernels.size() == 2);
     json forged = lock;
     forged["kernels"]["signed"]["variants"][host_cpu_variant()]["signer"]["identity"] = k_stranger;
     std::ofstream(hub.dir.path() / "forged.lock") << forged.dump(2) << '\n';
     fresh.cache_dir = (hub.dir.path() / "fresh-cache-2").string();
     std::string message;
-    CHECK(code_of([&] { Client(fresh).prewarm_lock((hub.dir.path() / "forged.lock").string()); }, &message) ==
+    CHECK(code_of([&] { Client(fresh).prewarm((hub.dir.path() / "forged.lock").string()); }, &message) ==
           ErrorCode::verification);
     CHECK_THAT(message, Catch::Contains("not signed by the signer its lock records"));
 }

@@ -1,5 +1,5 @@
 // A static hub tree served by a real, unmodified nginx: the bundled demo hub
-// must work over plain HTTP from any static web server (README.md, "Hubs"),
+// must work over plain HTTP from any static web server (docs/ci-images.md, "Hubs"),
 // as a fleet's shared mirror or HTTP cache needs.
 #include <curl/curl.h>
 #include <dlfcn.h>

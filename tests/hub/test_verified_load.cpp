@@ -1,5 +1,5 @@
 // verify_on_load loads exactly the verified bytes, and the warm path checks
-// the links and the record it trusts (docs/ARCHITECTURE.md "Loading" and
+// the links and the record it trusts (docs/cache.md "Loading exactly the verified bytes" and
 // "Trust in cached blobs"), against a real loopback hub.
 #include <dlfcn.h>
 #include <fcntl.h>

@@ -16,7 +16,7 @@ cu/rocm/xpu/cpu/metal and more; x86_64/aarch64; linux/darwin/windows), on
 hosts with and without torch, CUDA and tvm-ffi. The draw is biased towards
 variants near the host, so that most cases have a match. The rule: for
 every case, kernhub chooses what `kernels` chooses (or nothing when it
-does). README ("Variant selection") lists where kernhub's own rules differ,
+does). docs/registry.md ("Variant selection") lists where kernhub's own rules differ,
 which is only for its native family.
 
 Usage: test_kernels_selection.py --kernhub CLI --so LIB.so --make-hub make_hub.py
@@ -224,7 +224,7 @@ def main():
     if support.inputs_missing(args, report):
         return report.finish()
     from importlib.metadata import version
-    # The rules README states are kernels 0.17.2's (tests/requirements.txt pins it).
+    # The rules docs/registry.md states are kernels 0.17.2's (tests/requirements.txt pins it).
     report.equal(version("kernels"), "0.17.2", "the peer is kernels 0.17.2")
     rng = random.Random(args.seed)
     cases = []

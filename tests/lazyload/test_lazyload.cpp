@@ -1,5 +1,5 @@
 // A warm start maps neither libcurl nor libcrypto nor libarchive
-// (docs/ARCHITECTURE.md, "Start-up cost and the network stack"). Bindings
+// (docs/embedding.md, "Start-up cost and the network stack"). Bindings
 // and mappings last for the process, so every case runs its kernhub calls
 // in a forked child that reports what /proc/self/maps holds afterwards;
 // this process itself never calls kernhub.

@@ -304,7 +304,7 @@ namespace {
 
 kernhub::LoadResult resolved_at(void* address) {
     kernhub::LoadResult result;
-    result.kind = "function";
+    result.kind = kernhub::LoadKind::function;
     result.address = address;
     return result;
 }

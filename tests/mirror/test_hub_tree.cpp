@@ -1,6 +1,6 @@
 // The mirror module on its own: the static hub tree it writes from blobs,
 // adding to an existing tree, and the nginx configuration generated from a
-// tree (docs/ARCHITECTURE.md, "Mirrors").
+// tree (docs/ci-images.md, "How a mirror tree is written").
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>

@@ -4,7 +4,7 @@
 // fetch` works against each unchanged; a tree is added to by later runs; and
 // an nginx pull-through cache (proxy_cache) in front of the hub serves a
 // second node without any file request reaching the hub or its CDN
-// (README.md, "Mirrors and pull-through caches").
+// (docs/ci-images.md, "Mirrors and pull-through caches").
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -88,7 +88,7 @@ RequestCounts count_requests(const HubServer& server) {
     return counts;
 }
 
-// The pull-through cache of README.md, in front of `upstream`: anything
+// The pull-through cache of docs/ci-images.md, in front of `upstream`: anything
 // addressed by a 40-hex commit (listings, files) is cached, redirects to the
 // CDN are followed by nginx and cached under the URL the client asked for;
 // revision lookups always go to the hub.

@@ -172,7 +172,9 @@ TEST_CASE("the shipped registry/default.json loads with the expected backends", 
         const char* revision;  // effective revision
         const char* symbol;
         const char* file;
-        const char* op = "";  // only where the op's name is checked in public sources (README, "Registry")
+        // op: only where the op's name is checked in public sources
+        // (docs/registry.md, "The default registry").
+        const char* op = "";
     };
     const std::vector<Expected> expected = {
         {"flash-attn2", "kernels-community/flash-attn2", "v1", "flash_attn_func", ""},

@@ -3,7 +3,7 @@
 // (the real bundles the tests verify) is listed in its folder's
 // provenance.json with its size, SHA-256, where it came from and when. A
 // file without a record, a record without its file, or a file that no longer
-// matches its record fails. A built-in root older than README's refresh rule
+// matches its record fails. A built-in root older than docs/trust.md's refresh rule
 // (183 days since it was retrieved) only warns.
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -27,7 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// README, "Signatures": the built-in root is refreshed at least this often.
+// docs/trust.md, "Signatures": the built-in root is refreshed at least this often.
 constexpr long k_refresh_days = 183;
 
 // Days since 1970-01-01 of a YYYY-MM-DD date; nullopt for anything else.
@@ -54,8 +54,8 @@ std::string age_warning(long retrieved, long today) {
     const long age = today - retrieved;
     if (age <= k_refresh_days) return "";
     return "WARNING: src/sigstore/root/trusted_root.json was retrieved " + std::to_string(age) +
-           " days ago, more than README's " + std::to_string(k_refresh_days) +
-           "-day refresh rule: refresh it (README, \"Signatures\")";
+           " days ago, more than docs/trust.md's " + std::to_string(k_refresh_days) +
+           "-day refresh rule: refresh it (docs/trust.md, \"Signatures\")";
 }
 
 void check_entry(const std::filesystem::path& folder, const nlohmann::json& entry, std::set<std::string>& recorded,

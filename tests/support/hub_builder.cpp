@@ -14,7 +14,7 @@ void make_hub(const nlohmann::json& given, const std::filesystem::path& out) {
     // A hub of trusted kernel publishers unless the spec has its own
     // "organizations": every organisation of its repos gets an overview
     // marking it one, so
-    // ad-hoc ORG/REPO fetches pass the trusted-publisher check (README,
+    // ad-hoc ORG/REPO fetches pass the trusted-publisher check (docs/trust.md,
     // "Trusted publishers") as they would on the real hub for such orgs.
     nlohmann::json spec = given;
     if (spec.is_object() && !spec.contains("organizations") && spec.contains("repos") && spec["repos"].is_array()) {

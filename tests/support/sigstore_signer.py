@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A throwaway Sigstore instance for tests: a CA, a CT log and a Rekor log.
 
-Test-only. kernhub verifies Sigstore bundles offline (docs/ARCHITECTURE.md,
-"Signatures"); the fetch-path tests need bundles over files they make
+Test-only. kernhub verifies Sigstore bundles offline (docs/trust.md,
+"How signatures are verified"); the fetch-path tests need bundles over files they make
 themselves, signed by an instance whose trusted_root.json they control. This
 script is that instance, with no servers: it plays Fulcio (issues short-lived
 code-signing certificates), the CT log (embeds a signed certificate timestamp

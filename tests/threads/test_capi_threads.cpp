@@ -1,6 +1,6 @@
 // One C API handle (include/kernhub/kernhub.h) shared by several threads,
 // against the real loopback hub: calls of every kind at once, each thread's
-// own kh_last_error, and a kh_prewarm held up by the hub while the other
+// own kh_last_error, and a kh_load held up by the hub while the other
 // threads go on. Run under ThreadSanitizer by `tests/run.sh --tsan`.
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -113,8 +113,8 @@ TEST_CASE("one kh_hub shared by 8 threads: prewarm, kh_symbol, settings and erro
             }
             for (std::size_t i = 0; i < k_names.size(); ++i) {
                 const std::string& name = k_names[(i + static_cast<std::size_t>(t)) % k_names.size()];
-                if (const int rc = kh_prewarm(handle.get(), name.c_str()); rc != 0) {
-                    failures.add(who + name + ": kh_prewarm " + std::to_string(rc) + ": " + error_text(handle.get()));
+                if (const int rc = kh_load(handle.get(), name.c_str()); rc != 0) {
+                    failures.add(who + name + ": kh_load " + std::to_string(rc) + ": " + error_text(handle.get()));
                     continue;
                 }
                 if (kh_last_error(handle.get()) != nullptr) failures.add(who + name + ": an error after a success");
@@ -123,7 +123,7 @@ TEST_CASE("one kh_hub shared by 8 threads: prewarm, kh_symbol, settings and erro
                 const std::string missing = "never-prewarmed-" + std::to_string(t);
                 if (kh_symbol(handle.get(), missing.c_str()) != nullptr ||
                     !contains(error_text(handle.get()), missing)) {
-                    failures.add(who + "kh_symbol of a name not prewarmed: " + error_text(handle.get()));
+                    failures.add(who + "kh_symbol of a name not loaded: " + error_text(handle.get()));
                 }
             }
         }
@@ -142,7 +142,7 @@ TEST_CASE("kh_last_error on a shared kh_hub is the calling thread's own failure"
     KernelHub hub;
     Env env;
     Handle handle = shared_handle(env, hub.server().endpoint());
-    REQUIRE(kh_prewarm(handle.get(), "vector-add") == 0);  // later ones are quick: warm
+    REQUIRE(kh_load(handle.get(), "vector-add") == 0);  // later ones are quick: warm
     constexpr int k_parties = 6;
     constexpr int k_turns = 6;
     Barrier barrier(k_parties);
@@ -157,11 +157,11 @@ TEST_CASE("kh_last_error on a shared kh_hub is the calling thread's own failure"
             int rc = 0;
             if (!fails) {
                 rc = turn % 3 == 0 ? kh_hub_set(handle.get(), "verify_on_load", "0")
-                                   : kh_prewarm(handle.get(), "vector-add");
+                                   : kh_load(handle.get(), "vector-add");
             } else if (turn % 3 == 1) {
                 rc = kh_hub_set(handle.get(), missing.c_str(), "1");  // an unknown key, named in the message
             } else {
-                rc = kh_prewarm(handle.get(), missing.c_str());
+                rc = kh_load(handle.get(), missing.c_str());
             }
             const char* text = kh_last_error(handle.get());
             const std::string copy = text == nullptr ? std::string() : std::string(text);
@@ -190,7 +190,7 @@ TEST_CASE("kh_last_error on a shared kh_hub is the calling thread's own failure"
     CHECK(kh_last_error(handle.get()) == nullptr);
 }
 
-TEST_CASE("a kh_prewarm held up by the hub does not hold up other calls on its kh_hub", "[threads]") {
+TEST_CASE("a kh_load held up by the hub does not hold up other calls on its kh_hub", "[threads]") {
     KernelHub hub;
     Env env;
     Handle handle = shared_handle(env, hub.server().endpoint());
@@ -202,7 +202,7 @@ TEST_CASE("a kh_prewarm held up by the hub does not hold up other calls on its k
     std::atomic<bool> slow_done{false};
     int slow_rc = -1;
     std::thread slow([&] {
-        slow_rc = kh_prewarm(handle.get(), "vector-add");
+        slow_rc = kh_load(handle.get(), "vector-add");
         slow_done = true;
     });
     const bool held = hub.server().wait_held("slow");
@@ -224,12 +224,12 @@ TEST_CASE("a kh_prewarm held up by the hub does not hold up other calls on its k
     std::thread other([&] {
         seen.symbol_before = kh_symbol(handle.get(), "vector-add") != nullptr;
         seen.symbol_error = error_text(handle.get());
-        seen.model_rc = kh_prewarm(handle.get(), "model-kernel");
+        seen.model_rc = kh_load(handle.get(), "model-kernel");
         seen.model_computes = computes("model-kernel", kh_symbol(handle.get(), "model-kernel"));
         // A settings change while the prewarm runs: it applies to
         // prewarms started from now on, not to the one in flight.
         seen.offline_set_rc = kh_hub_set(handle.get(), "offline", "1");
-        seen.offline_rc = kh_prewarm(handle.get(), "vector-add-v2");
+        seen.offline_rc = kh_load(handle.get(), "vector-add-v2");
         seen.offline_error = error_text(handle.get());
         seen.held_throughout = !slow_done.load();
         std::lock_guard<std::mutex> lock(mutex);
@@ -250,7 +250,7 @@ TEST_CASE("a kh_prewarm held up by the hub does not hold up other calls on its k
     CHECK(other_finished);
     CHECK(seen.held_throughout);
     CHECK_FALSE(seen.symbol_before);
-    CHECK(contains(seen.symbol_error, "was not prewarmed on this handle"));
+    CHECK(contains(seen.symbol_error, "was not loaded on this handle"));
     CHECK(seen.model_rc == 0);
     CHECK(seen.model_computes);
     CHECK(seen.offline_set_rc == 0);
@@ -261,23 +261,23 @@ TEST_CASE("a kh_prewarm held up by the hub does not hold up other calls on its k
     CHECK(slow_rc == 0);
     CHECK(computes("vector-add", kh_symbol(handle.get(), "vector-add")));
     // Offline now, and cached by the prewarm that was held.
-    CHECK(kh_prewarm(handle.get(), "vector-add") == 0);
+    CHECK(kh_load(handle.get(), "vector-add") == 0);
 }
 
-TEST_CASE("overlapping kh_prewarm of one name: kh_symbol keeps the one that started last", "[threads]") {
+TEST_CASE("overlapping kh_load of one name: kh_symbol keeps the one that started last", "[threads]") {
     KernelHub hub;
     Env env;
     Handle handle = shared_handle(env, hub.server().endpoint());
     hub.server().add_faults(nlohmann::json::array(
         {{{"match", "kernhub-test/vector-add/revision/main"}, {"action", "hold"}, {"gate", "first"}}}));
     int first_rc = -1;
-    std::thread first([&] { first_rc = kh_prewarm(handle.get(), "vector-add"); });
+    std::thread first([&] { first_rc = kh_load(handle.get(), "vector-add"); });
     const bool held = hub.server().wait_held("first");
 
     // Started later, into another cache: another file, another address.
     const std::string other_cache = (env.dir.path() / "other-cache").string();
     const int set_rc = kh_hub_set(handle.get(), "cache_dir", other_cache.c_str());
-    const int second_rc = kh_prewarm(handle.get(), "vector-add");
+    const int second_rc = kh_load(handle.get(), "vector-add");
     void* second = kh_symbol(handle.get(), "vector-add");
     hub.server().release("first");
     first.join();
@@ -294,7 +294,7 @@ TEST_CASE("overlapping kh_prewarm of one name: kh_symbol keeps the one that star
     // the first cache. Another address, or this test proved nothing.
     Handle again = shared_handle(env, hub.server().endpoint());
     REQUIRE(kh_hub_set(again.get(), "offline", "1") == 0);
-    REQUIRE(kh_prewarm(again.get(), "vector-add") == 0);
+    REQUIRE(kh_load(again.get(), "vector-add") == 0);
     void* first_address = kh_symbol(again.get(), "vector-add");
     CHECK(computes("vector-add", first_address));
     CHECK(first_address != second);

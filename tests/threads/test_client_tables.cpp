@@ -1,4 +1,4 @@
-// Resolution belongs to its Client (docs/ARCHITECTURE.md "Threads"): two
+// Resolution belongs to its Client (docs/embedding.md "Threads"): two
 // Clients, or two C API handles, in one process whose registries map the
 // same name to different kernels each call their own, while threads load
 // and resolve through both at once; and overlapping loads of one name on
@@ -115,7 +115,7 @@ TEST_CASE("two Clients map vector-add to different kernels: each thread calls it
         for (int round = 0; round < k_rounds; ++round) {
             try {
                 const LoadResult loaded =
-                    round % 2 == 0 ? client.load("vector-add") : client.prewarm({"vector-add"}).front();
+                    round % 2 == 0 ? client.load("vector-add") : client.load({"vector-add"}).front();
                 tally.count(what(loaded.address) == expected);
                 const KernelFn<VectorAdd> fn = client.resolve<VectorAdd>("vector-add");
                 tally.count(what(reinterpret_cast<void*>(fn.get())) == expected);
@@ -155,7 +155,7 @@ TEST_CASE("two kh_hub handles map vector-add to different kernels: each thread c
         kh_hub* handle = t % 2 == 0 ? sum_handle : product_handle;
         const Computes expected = t % 2 == 0 ? Computes::sum : Computes::product;
         for (int round = 0; round < k_rounds; ++round) {
-            const bool ok = kh_prewarm(handle, "vector-add") == 0;
+            const bool ok = kh_load(handle, "vector-add") == 0;
             tally.count(ok && what(kh_symbol(handle, "vector-add")) == expected);
         }
     });

@@ -1,5 +1,5 @@
 // One Client shared by several threads, and one Client per thread on a
-// shared cache, against the real loopback hub (docs/ARCHITECTURE.md,
+// shared cache, against the real loopback hub (docs/embedding.md,
 // "Threads"). Run under ThreadSanitizer by `tests/run.sh --tsan`.
 #include <algorithm>
 #include <atomic>
@@ -145,7 +145,7 @@ TEST_CASE("prewarm from several threads at once on one Client", "[threads]") {
         std::vector<std::string> names = k_names;
         std::rotate(names.begin(), names.begin() + t % static_cast<int>(names.size()), names.end());
         try {
-            std::vector<LoadResult> results = client.prewarm(names);
+            std::vector<LoadResult> results = client.load(names);
             if (results.size() != names.size()) seen.fail("prewarm returned " + std::to_string(results.size()));
             for (std::size_t i = 0; i < results.size(); ++i) {
                 seen.record(names[i], results[i].address, client.loaded(names[i]).address);
@@ -247,9 +247,9 @@ TEST_CASE("C API handles used from separate threads at once", "[threads]") {
         if (!set) seen.fail("kh_hub_set failed");
         for (std::size_t i = 0; set && i < k_names.size(); ++i) {
             const std::string& name = k_names[(i + static_cast<std::size_t>(t)) % k_names.size()];
-            if (const int rc = kh_prewarm(handle, name.c_str()); rc != 0) {
+            if (const int rc = kh_load(handle, name.c_str()); rc != 0) {
                 const char* why = kh_last_error(handle);
-                seen.fail(name + ": kh_prewarm " + std::to_string(rc) + ": " + (why != nullptr ? why : ""));
+                seen.fail(name + ": kh_load " + std::to_string(rc) + ": " + (why != nullptr ? why : ""));
                 continue;
             }
             void* address = kh_symbol(handle, name.c_str());

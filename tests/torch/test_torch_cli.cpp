@@ -1,7 +1,7 @@
 // The kernhub program and torch ops: `load` loads LibTorch from the torch
 // package KERNHUB_TORCH_DIR names and reports the op (text and --json);
 // without it, under LD_BIND_NOW or for a missing op it exits with the
-// README's codes; `inspect` lists an op library's ops.
+// codes of docs/commands.md, "Exit codes"; `inspect` lists an op library's ops.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>

@@ -182,7 +182,7 @@ TEST_CASE("a CUDA torch variant: kernhub opens LibTorch's CUDA part and the type
     load.load_torch = true;
     const kernhub::LoadResult result = client.load("torch-cuda-add-one", load);
     CHECK(result.fetch.variant == cuda_variant());
-    CHECK(result.kind == "torch-op");
+    CHECK(result.kind == kernhub::LoadKind::torch_op);
     CHECK(result.torch_op == std::string(k_cuda_ns) + "::add_one");
     CHECK(torch_cuda_loaded());
 

@@ -86,7 +86,7 @@ TEST_CASE("each torch layout is loaded and its op called through the dispatcher 
     kernhub::Client client(setup.options(variant));
     const kernhub::LoadResult result = client.load("torch-add-one");
     CHECK(result.fetch.variant == variant);
-    CHECK(result.kind == "torch-op");
+    CHECK(result.kind == kernhub::LoadKind::torch_op);
     CHECK(result.torch_op == ns + std::string("::add_one"));
     CHECK(result.symbol == "add_one");
     CHECK(result.address == nullptr);
@@ -267,7 +267,7 @@ TEST_CASE("no Python function is ever called: the probe counts a call to the Pyt
     CHECK(python_module_creations == 1);
 }
 
-TEST_CASE("the C API names the op a prewarm loaded, for the stable shim's dispatcher call", "[torch][needs:torch]") {
+TEST_CASE("the C API names the op a kh_load loaded, for the stable shim's dispatcher call", "[torch][needs:torch]") {
     Setup setup;
     kh_hub* hub = kh_hub_new();
     REQUIRE(hub != nullptr);
@@ -276,8 +276,8 @@ TEST_CASE("the C API names the op a prewarm loaded, for the stable shim's dispat
     CHECK(kh_hub_set(hub, "registry", setup.registry.c_str()) == 0);
     CHECK(kh_hub_set(hub, "target", stable_variant().c_str()) == 0);
     CHECK(kh_torch_op(hub, "torch-add-one") == nullptr);
-    CHECK(contains(kh_last_error(hub), "not prewarmed"));
-    REQUIRE(kh_prewarm(hub, "torch-add-one") == 0);
+    CHECK(contains(kh_last_error(hub), "not loaded"));
+    REQUIRE(kh_load(hub, "torch-add-one") == 0);
     const char* op = kh_torch_op(hub, "torch-add-one");
     REQUIRE(op != nullptr);
     CHECK(std::string(op) == std::string(k_stable_ns) + "::add_one");

@@ -161,7 +161,7 @@ inline json spec() {
                   {{bare_dir + k_ops_ns + ".abi3.so", {{"path", fixture(k_ops_ns).string()}}},
                    {bare_dir + "_helper.so", {{"path", fixture(k_stable_ns).string()}}}}}};
     // An op library (the stable fixture's namespace) that needs torch-ops
-    // (README, "Kernel dependencies").
+    // (docs/registry.md, "Kernel dependencies").
     json needs = {{"message", "an op library with a dependency"},
                   {"branches", {"main"}},
                   {"metadata", true},

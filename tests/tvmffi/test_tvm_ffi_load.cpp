@@ -131,7 +131,7 @@ TEST_CASE("a tvm-ffi variant is fetched, loaded and called with correct results"
     kernhub::Client client(setup.options());
     const kernhub::LoadResult loaded = client.load("tvm-add-one");
     CHECK(loaded.fetch.variant == cpu_variant());
-    CHECK(loaded.kind == "tvm-ffi");
+    CHECK(loaded.kind == kernhub::LoadKind::tvm_ffi);
     CHECK(loaded.symbol == "__tvm_ffi_add_one");
     CHECK(fs::path(loaded.file).filename() == tvm_ffi_fixture_so().filename());
     // Every file of the variant was verified against metadata.json's digest.
@@ -208,7 +208,7 @@ TEST_CASE("a result kernhub does not read fails the call: a small string, and a 
     CHECK(e.message().find("returned an object of type index 65") != std::string::npos);
 
     kh_hub* hub = setup.c_hub();
-    REQUIRE(kh_prewarm(hub, "tvm-greeting") == 0);
+    REQUIRE(kh_load(hub, "tvm-greeting") == 0);
     kh_tvm_any arg;
     std::memset(&arg, 0, sizeof arg);
     arg.type_index = KH_TVM_BOOL;
@@ -224,7 +224,7 @@ TEST_CASE("verify_on_load loads the tvm-ffi library from its checked copy", "[tv
     Setup setup;
     kernhub::Client client(setup.options(true));
     const kernhub::LoadResult loaded = client.load("tvm-add-one");
-    CHECK(loaded.kind == "tvm-ffi");
+    CHECK(loaded.kind == kernhub::LoadKind::tvm_ffi);
     auto add_one = kernhub::TvmFunction::from(client.loaded("tvm-add-one"));
     Vector x(std::vector<float>{41.0F});
     Vector y(std::vector<float>{0.0F});
@@ -285,7 +285,7 @@ TEST_CASE("a process binds one tvm-ffi runtime, and naming another fails to load
     CHECK(e.message().find(copy.string()) != std::string::npos);
     // The same file under its own name is the bound runtime.
     kernhub::Client third(setup.options());
-    CHECK(third.load("tvm-add-int").kind == "tvm-ffi");
+    CHECK(third.load("tvm-add-int").kind == kernhub::LoadKind::tvm_ffi);
 }
 
 // Like every test here, this relies on ctest running each test case in a
@@ -309,7 +309,7 @@ TEST_CASE("a runtime already in the process is the one kernhub binds, and no oth
     kernhub::Options unnamed = setup.options();
     unnamed.tvm_ffi_library.clear();
     kernhub::Client client(unnamed);
-    CHECK(client.load("tvm-add-one").kind == "tvm-ffi");
+    CHECK(client.load("tvm-add-one").kind == kernhub::LoadKind::tvm_ffi);
     CHECK(fs::equivalent(kernhub::tvm_ffi_runtime().library, tvm_ffi_runtime_library()));
 }
 
@@ -317,8 +317,8 @@ TEST_CASE("the C API prewarms a tvm-ffi kernel and calls it through kh_tvm_call"
     Setup setup;
     kh_hub* hub = setup.c_hub();
     CHECK(kh_hub_set(hub, "tvm_ffi_library", tvm_ffi_runtime_library().c_str()) == 0);
-    REQUIRE(kh_prewarm(hub, "tvm-add-int") == 0);
-    REQUIRE(kh_prewarm(hub, "tvm-add-one") == 0);
+    REQUIRE(kh_load(hub, "tvm-add-int") == 0);
+    REQUIRE(kh_load(hub, "tvm-add-one") == 0);
     void* add_int = kh_symbol(hub, "tvm-add-int");
     REQUIRE(add_int != nullptr);
 

@@ -73,7 +73,7 @@ inline json spec() {
                    {"files",
                     {{nested_dir + tvm_ffi_fixture_so().filename().string(), {{"path", tvm_ffi_fixture_so().string()}}},
                      {nested_dir + "__init__.py", {{"text", "from ._ops import ops\n"}}}}}};
-    // A tvm-ffi kernel that needs tvm-ops (README, "Kernel dependencies").
+    // A tvm-ffi kernel that needs tvm-ops (docs/registry.md, "Kernel dependencies").
     json needs = {{"message", "a tvm-ffi kernel with a dependency"},
                   {"branches", {"main"}},
                   {"metadata", true},

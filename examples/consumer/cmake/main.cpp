@@ -1,6 +1,6 @@
 // A program outside the kernhub tree: built against an installed kernhub
 // with find_package (CMakeLists.txt here) or pkg-config (../pkgconfig/build.sh).
-// It prewarms "vector-add" from the default registry, then calls it.
+// It loads "vector-add" from the default registry, then calls it.
 //
 //   KERNHUB_ENDPOINT=file://$PWD/build/demo-hub ./kernhub_consumer
 #include <kernhub/kernhub.hpp>
@@ -13,7 +13,7 @@ using VectorAdd = void(const float*, const float*, float*, std::size_t);
 int main() {
     try {
         kernhub::Client client;
-        client.prewarm({"vector-add"});
+        client.load({"vector-add"});
         auto vector_add = client.resolve<VectorAdd>("vector-add");
 
         std::vector<float> a(256, 1.5f), b(256, 2.0f), out(256, 0.0f);
