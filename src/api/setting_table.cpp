@@ -104,12 +104,13 @@ void set_token(Options& options, const char* value) {
 }
 
 using T = SettingType;
-using Apply = void (*)(Options&, const char*, const char*);
 
-// One row per setting. An integer row's min/max/fallback are what
-// resolve_settings enforces; the docs show them as they are here.
-std::vector<SettingSpec> make_table() {
-    std::vector<SettingSpec> rows = {
+// One row per setting, in three groups. An integer row's min/max/fallback
+// are what resolve_settings enforces; the docs show them as they are here.
+
+// Where kernels come from, and what is selected and loaded.
+std::vector<SettingSpec> source_rows() {
+    return {
         {"endpoint", "KERNHUB_ENDPOINT", "endpoint", T::url, 0, 0, 0, "http://, https:// or file://",
          "HF_ENDPOINT, else https://huggingface.co", "the hub kernels come from",
          [](Options& o, const char*, const char* v) { o.endpoint = v; }},
@@ -140,6 +141,12 @@ std::vector<SettingSpec> make_table() {
         {"verify_on_load", "KERNHUB_VERIFY_ON_LOAD", "verify_on_load", T::strict, 0, 0, 0,
          "1, true, yes, on / 0, false, no, off", "off", "re-hash the artifact and load exactly the verified bytes",
          [](Options& o, const char* k, const char* v) { o.verify_on_load = parse_bool(k, v); }},
+    };
+}
+
+// Bounds on the hub's answers and on archive variants.
+std::vector<SettingSpec> bound_rows() {
+    return {
         {"retries", "KERNHUB_RETRIES", "retries", T::integer, 0, 10, 3, "", "",
          "retries after the first attempt for 408, 429, 5xx and broken transfers",
          [](Options& o, const char* k, const char* v) { o.retries = parse_int(k, v); }},
@@ -176,6 +183,12 @@ std::vector<SettingSpec> make_table() {
         {"archive_max_path", "KERNHUB_ARCHIVE_MAX_PATH", "archive_max_path", T::integer, 1, 4096, 1024, "", "",
          "bytes of one archive entry's path; longer is exit 4",
          [](Options& o, const char* k, const char* v) { o.archive_max_path = parse_int(k, v); }},
+    };
+}
+
+// Trust, and the runtimes kernels are loaded into.
+std::vector<SettingSpec> policy_rows() {
+    return {
         {"allowed_orgs", "KERNHUB_ALLOWED_ORGS", "allowed_orgs", T::names, 0, 0, 0,
          "organisation names, separated by commas", "every organisation",
          "the only organisations whose repos may be fetched or loaded (exit 4 for others)",
@@ -211,6 +224,15 @@ std::vector<SettingSpec> make_table() {
         {"", "SSL_CERT_FILE", "", T::path, 0, 0, 0, "a PEM file of at most 8 MiB", "the system's",
          "certificate authorities to trust for an HTTPS hub or CDN", nullptr},
     };
+}
+
+// The groups in the documentation's order.
+std::vector<SettingSpec> make_table() {
+    std::vector<SettingSpec> rows = source_rows();
+    for (auto* part : {&bound_rows, &policy_rows}) {
+        std::vector<SettingSpec> more = part();
+        rows.insert(rows.end(), more.begin(), more.end());
+    }
     return rows;
 }
 
