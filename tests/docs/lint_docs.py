@@ -743,12 +743,13 @@ TABLE_END = "<!-- settings-table:end -->"
 
 
 def settings_table(root):
-    """({variables}, {fields}, {c keys}), or None when the page has no table."""
+    """({variables}, {fields}, {c keys}, {"MIN to MAX": setting}), or None
+    when the page has no table."""
     text = read(root, TABLE_PAGE)
     if text is None or TABLE_BEGIN not in text or TABLE_END not in text:
         return None
     body = text[text.index(TABLE_BEGIN) + len(TABLE_BEGIN):text.index(TABLE_END)]
-    columns = (set(), set(), set())
+    columns = (set(), set(), set(), {})
     rows = 0
     for line in body.splitlines():
         line = line.strip()
@@ -760,6 +761,10 @@ def settings_table(root):
         rows += 1
         for i in range(3):
             columns[i].update(re.findall(r"`([^`]+)`", cells[i]))
+        # An integer setting's range ("0 to 10"), by its first name.
+        if len(cells) >= 5 and re.match(r"^\d+ to \d+$", cells[4]):
+            names = re.findall(r"`([^`]+)`", " ".join(cells[:3]))
+            columns[3][cells[4]] = names[0] if names else "?"
     return columns if rows else None
 
 
@@ -791,7 +796,7 @@ def check_settings(root, findings):
         findings.add(TABLE_PAGE, 1, "settings", "no settings table (a markdown table between `%s` and `%s`)"
                      % (TABLE_BEGIN, TABLE_END))
         return
-    variables, fields, keys = table
+    variables, fields, keys, ranges = table
     exempt = exempt_variables(root)
 
     def check_variable(where, line, name, star):
@@ -821,10 +826,26 @@ def check_settings(root, findings):
                     findings.add(where, line + text.count("\n", 0, m.start()), "setting",
                                  "kh_hub_set key \"%s\" is no C key of the settings table (%s)" % (key, TABLE_PAGE))
 
+    # A range belongs to the table alone: written again elsewhere, it can
+    # drift from the code.
+    def check_ranges(where, text):
+        for written, setting in ranges.items():
+            for m in re.finditer(r"(?<![\w.])%s(?!\w|\.\d)" % re.escape(written), text):
+                findings.add(where, line_of(text, m.start()), "setting",
+                             "the range of %s (%s) is written outside the settings table (%s)" % (
+                                 setting, written, TABLE_PAGE))
+
     for page in doc_pages(root):
-        scan(page, 1, read(root, page), True)
+        text = read(root, page)
+        scan(page, 1, text, True)
+        if page == TABLE_PAGE:
+            text = text[:text.index(TABLE_BEGIN)] + "\n" * text.count("\n", text.index(TABLE_BEGIN),
+                                                                     text.index(TABLE_END)) + text[
+                text.index(TABLE_END):]
+        check_ranges(page, text)
     for rel in walk(root, "include/kernhub", lambda rel: re.search(r"\.h\w*$", rel) is not None):
         scan(rel, 1, read(root, rel), False)
+        check_ranges(rel, read(root, rel))
     for top in ("src", "cli"):
         for rel in sources(root, top):
             for line, text in string_literals(read(root, rel)):
@@ -1029,6 +1050,8 @@ def planted_cases(copy, real_cli, temp):
          readme("Set `KERNHUB_NO_SUCH_SETTING=1`.\n", "setting", "KERNHUB_NO_SUCH_SETTING")),
         ("3, an Options field the settings table lacks",
          readme("Set `Options::no_such_field`.\n", "setting", "Options::no_such_field")),
+        ("3, a setting's range written outside the table",
+         readme("Retries: 0 to 10.\n", "setting", "the range of")),
         ("4, a CLI flag in a library message",
          new_file("src/planted_message.cpp", "// a planted library message\nconst char* planted() {\n    return "
                   + dq + "use --offline" + dq + ";\n}\n", [(3, "cli-word", "--offline")])),
