@@ -99,8 +99,8 @@ Command add_ls(CLI::App& cache) {
 Command add_path(CLI::App& cache) {
     auto flags = std::make_shared<CommonFlags>();
     auto ref = std::make_shared<std::string>();
-    CLI::App* command = cache.add_subcommand(
-        "path", "Print the cache root, or the cached variant directory of NAME (offline, writes nothing)");
+    CLI::App* command =
+        cache.add_subcommand("path", "Print the cache root, or the cached variant directory of NAME (offline)");
     command->add_option("kernel", *ref, "Registry name or ORG/REPO[@REVISION]");
     add_cache_flags(*command, *flags);
     command->add_option("--registry", flags->registries, "Registry file stacked last (repeatable)");

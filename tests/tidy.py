@@ -16,7 +16,7 @@ output), with the checkout's path taken out. The next run skips a file
 whose stamp exists, so a warm run with no change costs one preprocessor pass
 per file. tests/tidy-clean.txt, written by --record and committed, holds the
 same keys, so a fresh clone on the same toolchain (CI) checks only the files
-whose inputs changed since it was written. See docs/ARCHITECTURE.md, "Static analysis".
+whose inputs changed since it was written. See CONTRIBUTING.md, "Static analysis".
 """
 import argparse
 import concurrent.futures
@@ -120,7 +120,7 @@ def read_clean_list():
 def write_clean_list(clean):
     with open(CLEAN_LIST + ".tmp", "w") as f:
         f.write("# Written by tests/tidy.py --record: the input hash of every file that came\n"
-                "# out clean (see docs/ARCHITECTURE.md, \"Static analysis\"). A file whose\n"
+                "# out clean (see CONTRIBUTING.md, \"Static analysis\"). A file whose\n"
                 "# inputs changed since is checked again.\n")
         for path, key in sorted(clean.items()):
             f.write(f"{key} {os.path.relpath(path, ROOT)}\n")

@@ -36,6 +36,8 @@ public:
         void* params[] = {static_cast<void*>(&args)..., nullptr};
         launch_raw(grid, block, shared_bytes, stream, params);
     }
+    // launch() with the kernel's parameters as cuLaunchKernel takes them
+    // (an array of pointers to each); launch()'s errors.
     void launch_raw(Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params) const;
 
     void* handle() const noexcept { return m_handle; }

@@ -90,7 +90,8 @@ public:
     // its own words (what_with) or builds a longer message around it.
     const std::string& plain_message() const noexcept { return m_plain_message; }
     // what(), with `hint_name` (the hint in the caller's words, such as a
-    // flag) in place of the C++ name; without a name when it is empty.
+    // flag) in place of the C++ name; without a name when it is empty. No
+    // error.
     std::string what_with(const std::string& hint_name) const;
 
 private:

@@ -100,8 +100,8 @@ KH_API void kh_hub_free(kh_hub* hub);
  * docs/configuration.md (the one declaration of every setting). An empty
  * value restores the default of that key: its environment variable, else
  * its default (for the repeatable keys, registry and target: clears the
- * list; each other call appends one value). Booleans take exactly "1",
- * "0", "true" or "false"; numbers decimal digits only. The token never
+ * list; each other call appends one value). Switches take 1, true, yes,
+ * on, 0, false, no or off, in any case; numbers decimal digits only. The token never
  * appears in any message; one that is only white space, or holds a space,
  * a control character or a non-ASCII byte inside, is refused with 2.
  *

@@ -183,8 +183,8 @@ struct Options {
     // Python kernels library's LOCAL_KERNELS syntax. A repo named here is
     // loaded from PATH (its variant chosen among PATH's or PATH/build's
     // subfolders, or PATH itself when it holds metadata.json) by fetch,
-    // load, info and prewarm, with no request, no cache write, no trust or
-    // signature check. nullopt: LOCAL_KERNELS; "" overrides nothing.
+    // load and info (not by prewarm of a lock, which pins the hub's commits), with no request, no cache write, no trust
+    // or signature check. nullopt: LOCAL_KERNELS; "" overrides nothing.
     std::optional<std::string> local_kernels;
 
     // Refuse (Error(verification)) any kernel whose registry entry has no
@@ -422,6 +422,11 @@ public:
     // Error(network), Error(offline) as fetch(); Error(load): a kernel needs
     // a newer kernels (for this host).
     PrewarmReport prewarm(const std::string& lock_file);
+    // Before 0.3, prewarm of several names loaded them; that is load(refs)
+    // now. Deleted so that such a call does not compile (a braced list
+    // would otherwise become one string).
+    PrewarmReport prewarm(std::initializer_list<std::string> refs) = delete;
+    PrewarmReport prewarm(const std::vector<std::string>& refs) = delete;
 
     // kernhub.lock for the kernels of the project's kernhub.json
     // (Options::project_dir), for Options::targets or this host's variant.
@@ -437,8 +442,10 @@ public:
     // the cache cannot be read.
     CacheListing cache_ls();
     // The cache root, or with `ref` the cached variant directory of that
-    // kernel (offline: no request). A snapshot entry that is a link to a
-    // folder is replaced by a real folder first (docs/cache.md).
+    // kernel (offline: no request). As every fetch does, it first removes
+    // a link (or anything but a folder) standing where the repo's blobs/,
+    // refs/ or .kernhub/ folders belong; the link goes, never its target
+    // (docs/cache-format.md, "Cache management").
     // Error(offline): the variant is not cached; Error(not_found): no such
     // name.
     std::string cache_path(const std::string& ref);

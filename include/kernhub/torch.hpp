@@ -38,7 +38,7 @@ namespace kernhub::torch {
 // and the CUDA or ROCm version torch was built with (CUDA_VERSION and
 // ROCM_VERSION of CAFFE2_BUILD_STRINGS, what torch.__config__.show()
 // prints), which decide the backend as torch.version.cuda does in Python.
-// For Options::torch.
+// For Options::torch. No error.
 inline TorchInfo this_torch() {
     TorchInfo info;
     info.major = TORCH_VERSION_MAJOR;

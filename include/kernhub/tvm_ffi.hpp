@@ -191,6 +191,7 @@ public:
         const TvmAny packed[sizeof...(Args) + 1] = {TvmArg(std::forward<Args>(args)).any()..., TvmAny{}};
         return call_on_stream(device, stream, packed, sizeof...(Args));
     }
+    // on_stream() with `count` cells at `args`; on_stream()'s errors.
     TvmResult call_on_stream(int device, void* stream, const TvmAny* args, std::size_t count) const;
 
     SafeCall get() const noexcept { return m_fn; }

@@ -53,7 +53,7 @@ registry::Registry load_registries(const Options& options, const cache::EnvLooku
     std::filesystem::path project =
         options.project_dir.empty() ? std::filesystem::current_path() : std::filesystem::path(options.project_dir);
     sources.project_file = project / "kernhub.json";
-    sources.env_value = env("KERNHUB_REGISTRY").value_or("");
+    sources.env_value = env(std::string(api::setting_for_field("registries").env)).value_or("");
     for (const auto& file : options.registries) sources.explicit_files.emplace_back(file);
     return registry::load_stack(sources);
 }
@@ -63,10 +63,15 @@ registry::Registry load_registries(const Options& options, const cache::EnvLooku
 void ClientImpl::warn_unknown_variables() const {
     static std::atomic<bool> reported{false};
     if (options.events == nullptr || reported.exchange(true)) return;
-    for (const api::UnknownVariable& variable : api::unknown_variables(environ)) {
-        say("warning: " + variable.name + " is set but is not a kernhub setting" +
-            (variable.nearest.empty() ? "" : "; did you mean " + variable.nearest + "?") +
+    const std::vector<api::UnknownVariable> unknown = api::unknown_variables(environ);
+    for (std::size_t i = 0; i < unknown.size() && i < api::k_max_named_variables; ++i) {
+        say("warning: " + unknown[i].name + " is set but is not a kernhub setting" +
+            (unknown[i].nearest.empty() ? "" : "; did you mean " + unknown[i].nearest + "?") +
             " (docs/configuration.md lists the settings)");
+    }
+    if (unknown.size() > api::k_max_named_variables) {
+        say("warning: " + std::to_string(unknown.size() - api::k_max_named_variables) +
+            " more KERNHUB_* variables are set that are no kernhub setting (k_max_named_variables)");
     }
 }
 
@@ -184,7 +189,7 @@ LoadResult Client::loaded(const std::string& ref) const {
     std::optional<LoadResult> found = m_impl->resolved.find(ref);
     if (!found) {
         throw Error(ErrorCode::not_found, "kernel '" + ref +
-                                              "' is not loaded by this Client; call load or prewarm with the same "
+                                              "' is not loaded by this Client; call load with the same "
                                               "name on this Client first");
     }
     return std::move(*found);

@@ -19,8 +19,8 @@ std::filesystem::path absolute_root(const api::Settings& settings) {
 }
 
 // Whether blob locks mean anything here, as fetch decides it.
-bool locks_work(const cache::EnvLookup& env, const std::filesystem::path& root) {
-    return !api::env_flag(env, "KERNHUB_NO_FLOCK") && cache::flock_excludes(root);
+bool locks_work(const api::Settings& settings, const std::filesystem::path& root) {
+    return settings.use_flock && cache::flock_excludes(root);
 }
 
 }  // namespace
@@ -67,7 +67,7 @@ CacheVerifyReport Client::cache_verify(bool repair) {
     cacheadmin::VerifyOptions options;
     options.repair = repair;
     // Taking a blob lock is only needed to remove a blob; the probe writes.
-    options.use_locks = repair && locks_work(m_impl->env, root);
+    options.use_locks = repair && locks_work(m_impl->settings, root);
     options.cancel = m_impl->options.cancel;
     return cacheadmin::verify_cache(root, options);
 }
@@ -82,7 +82,7 @@ PruneReport Client::cache_prune(const PruneOptions& options) {
             request.keep[folder].insert(commits.begin(), commits.end());
         }
     }
-    request.use_locks = locks_work(m_impl->env, root);
+    request.use_locks = locks_work(m_impl->settings, root);
     request.cancel = m_impl->options.cancel;
     PruneReport report = cacheadmin::prune_cache(root, request);
     std::sort(report.removed.begin(), report.removed.end());

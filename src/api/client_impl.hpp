@@ -271,7 +271,7 @@ struct __attribute__((visibility("hidden"))) ClientImpl {
         request.required_file = spec.file;
         request.host = host_facts();
         request.offline = settings.offline;
-        request.use_locks = !api::env_flag(env, "KERNHUB_NO_FLOCK");
+        request.use_locks = settings.use_flock;
         request.cancel = options.cancel;
         request.archive_limits.max_bytes = settings.archive_max_bytes;
         request.archive_limits.max_entries = static_cast<std::uint64_t>(settings.archive_max_entries);

@@ -166,7 +166,7 @@ MirrorReport Client::mirror(const std::vector<std::string>& refs, const MirrorOp
         mirror::HubTree tree(report.to);
         fetch::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
         MirrorRun run{m_impl->settings,
-                      !api::env_flag(m_impl->env, "KERNHUB_NO_FLOCK"),
+                      m_impl->settings.use_flock,
                       m_impl->options.cancel,
                       fetcher,
                       m_impl->hub_client(),

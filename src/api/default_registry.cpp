@@ -1,6 +1,7 @@
 #include "api/default_registry.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <system_error>
 
@@ -15,17 +16,33 @@ namespace {
 // the code file is for build trees alone: next to a program or library put
 // in a shared folder such as /tmp, <dir>/share/kernhub/registry.json would
 // be anyone's to write.
+// Owned by this user or root, and not writable by others.
+bool is_private(const struct stat& info) {
+    return (info.st_uid == ::geteuid() || info.st_uid == 0) && (info.st_mode & S_IWOTH) == 0;
+}
+
 bool is_private_build_tree(const std::filesystem::path& dir) {
     struct stat folder {};
     struct stat marker {};
-    if (::stat(dir.c_str(), &folder) != 0 || !S_ISDIR(folder.st_mode) || (folder.st_mode & S_IWOTH) != 0) return false;
+    if (::stat(dir.c_str(), &folder) != 0 || !S_ISDIR(folder.st_mode) || !is_private(folder)) return false;
     for (const char* name : {"CMakeCache.txt", "cmake_install.cmake"}) {
-        if (::lstat((dir / name).c_str(), &marker) == 0 && S_ISREG(marker.st_mode)) return true;
+        if (::lstat((dir / name).c_str(), &marker) == 0 && S_ISREG(marker.st_mode) && is_private(marker)) return true;
     }
     return false;
 }
 
 }  // namespace
+
+bool is_private_registry_file(const std::filesystem::path& file) {
+    struct stat info {};
+    if (::stat(file.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || !is_private(info)) return false;
+    // share/ and share/kernhub/: whoever may create or rename entries
+    // there may put another registry.json in place.
+    for (const std::filesystem::path& folder : {file.parent_path(), file.parent_path().parent_path()}) {
+        if (::stat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || !is_private(info)) return false;
+    }
+    return true;
+}
 
 // Where the installed registry lies relative to the program's or the shared
 // library's folder (the two are the same path in a default install).
@@ -48,8 +65,7 @@ std::filesystem::path find_default_registry() {
     static const std::vector<std::filesystem::path> candidates =
         default_registry_candidates(loader::file_containing(&anchor));
     for (const auto& candidate : candidates) {
-        std::error_code ec;
-        if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+        if (is_private_registry_file(candidate)) return candidate;
     }
     return {};
 }

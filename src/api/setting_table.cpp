@@ -21,12 +21,14 @@ constexpr std::size_t k_max_repeated_values = 256;
 constexpr std::size_t k_max_count_digits = 18;
 constexpr std::uint64_t k_max_count = 999'999'999'999'999'999ull;
 
+// The words the environment's switches take, any case.
 std::optional<bool> parse_bool(const char* key, const char* value) {
     if (*value == '\0') return std::nullopt;
-    if (std::strcmp(value, "1") == 0 || std::strcmp(value, "true") == 0) return true;
-    if (std::strcmp(value, "0") == 0 || std::strcmp(value, "false") == 0) return false;
+    const std::string word = ascii_lowercase(value);
+    if (word == "1" || word == "true" || word == "yes" || word == "on") return true;
+    if (word == "0" || word == "false" || word == "no" || word == "off") return false;
     throw Error(ErrorCode::usage, "setting '" + std::string(key) +
-                                      "' takes \"1\", \"0\", \"true\" or \"false\" (or \"\" for the "
+                                      "' takes 1, true, yes or on, or 0, false, no or off (or \"\" for the "
                                       "environment's choice), not " +
                                       quoted_name(value));
 }
@@ -132,7 +134,8 @@ std::vector<SettingSpec> source_rows() {
         {"host", "", "host", T::text, 0, 0, 0, "a host description: cpu=x86_64,os=linux,cuda=13.0,...", "this machine",
          "select for the described machine instead of this one; not with targets",
          [](Options& o, const char*, const char* v) { o.host = v; }},
-        {"offline", "KERNHUB_OFFLINE", "offline", T::flag, 0, 0, 0, "1, true, yes, on", "HF_HUB_OFFLINE, else off",
+        {"offline", "KERNHUB_OFFLINE", "offline", T::flag, 0, 0, 0,
+         "1, true, yes, on / 0, false, no, off (the variable: anything else is off)", "HF_HUB_OFFLINE, else off",
          "no network at all: what the cache lacks is exit 6",
          [](Options& o, const char* k, const char* v) { o.offline = parse_bool(k, v); }},
         {"token", "HF_TOKEN", "token", T::text, 0, 0, 0, "visible ASCII", "the file $HF_HOME/token",
@@ -217,7 +220,7 @@ std::vector<SettingSpec> policy_rows() {
         {"local_kernels", "LOCAL_KERNELS", "local_kernels", T::text, 0, 0, 0, "ORG/REPO=PATH[:ORG/REPO=PATH...]",
          "none", "load those repos from local build folders, with no request and no cache write",
          [](Options& o, const char*, const char* v) { o.local_kernels = optional_text(v); }},
-        {"", "KERNHUB_NO_FLOCK", "", T::flag, 0, 0, 0, "1, true, yes, on", "off",
+        {"", "KERNHUB_NO_FLOCK", "", T::flag, 0, 0, 0, "1, true, yes, on (anything else is off)", "off",
          "act as if the cache's filesystem had no working flock", nullptr},
         {"", "KERNHUB_CUDA_DRIVER", "", T::path, 0, 0, 0, "a path, or a name for the dynamic loader", "libcuda.so.1",
          "the CUDA driver library to bind", nullptr},
@@ -310,6 +313,54 @@ std::string nearest_name(std::string_view wanted, const std::vector<std::string_
     return std::string(best_name);
 }
 
+namespace {
+
+std::string upper(std::string_view text) {
+    std::string out(text);
+    for (char& c : out) {
+        if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    }
+    return out;
+}
+
+// `wanted` against every row's names (`spellings` of it), answered with
+// the row's `answer`.
+std::string nearest_answer(std::string_view wanted,
+                           const std::vector<std::pair<std::string, std::string_view>>& spellings) {
+    std::vector<std::string_view> names;
+    names.reserve(spellings.size());
+    for (const auto& spelling : spellings) names.emplace_back(spelling.first);
+    const std::string found = nearest_name(wanted, names);
+    for (const auto& spelling : spellings) {
+        if (!found.empty() && spelling.first == found) return std::string(spelling.second);
+    }
+    return {};
+}
+
+}  // namespace
+
+std::string nearest_c_key(std::string_view wanted) {
+    std::vector<std::pair<std::string, std::string_view>> spellings;
+    for (const SettingSpec& spec : setting_table()) {
+        if (spec.c_key.empty()) continue;
+        spellings.emplace_back(spec.c_key, spec.c_key);
+        if (!spec.field.empty()) spellings.emplace_back(spec.field, spec.c_key);
+        if (!spec.env.empty()) spellings.emplace_back(spec.env, spec.c_key);
+    }
+    return nearest_answer(wanted, spellings);
+}
+
+std::string nearest_variable(std::string_view wanted) {
+    std::vector<std::pair<std::string, std::string_view>> spellings;
+    for (const SettingSpec& spec : setting_table()) {
+        if (spec.env.empty()) continue;
+        spellings.emplace_back(spec.env, spec.env);
+        if (!spec.field.empty()) spellings.emplace_back("KERNHUB_" + upper(spec.field), spec.env);
+        if (!spec.c_key.empty()) spellings.emplace_back("KERNHUB_" + upper(spec.c_key), spec.env);
+    }
+    return nearest_answer(wanted, spellings);
+}
+
 std::vector<UnknownVariable> unknown_variables(const char* const* environment) {
     constexpr std::string_view k_prefix = "KERNHUB_";
     constexpr std::string_view k_test_prefix = "KERNHUB_TEST_";
@@ -327,7 +378,9 @@ std::vector<UnknownVariable> unknown_variables(const char* const* environment) {
             continue;
         }
         if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-        unknown.push_back({std::string(name.substr(0, k_max_quoted_bytes)), nearest_name(name, known)});
+        std::string shown(name.substr(0, k_max_quoted_bytes));
+        if (name.size() > k_max_quoted_bytes) shown += "...";
+        unknown.push_back({std::move(shown), unknown.size() < k_max_named_variables ? nearest_variable(name) : ""});
     }
     return unknown;
 }

@@ -63,9 +63,20 @@ std::string setting_default_text(const SettingSpec& spec);
 // The candidate closest to `wanted` within two edits (a typo), else "".
 std::string nearest_name(std::string_view wanted, const std::vector<std::string_view>& candidates);
 
+// The kh_hub_set key meant by `wanted`: the nearest key, or the key of the
+// setting whose Options field or variable `wanted` is (or is near:
+// "project_dir", "ref_ttl_seconds"); "" when none is close.
+std::string nearest_c_key(std::string_view wanted);
+// The same for a variable: "KERNHUB_REF_TTL_SECONDS" (the field's name in
+// upper case) gives KERNHUB_REF_TTL.
+std::string nearest_variable(std::string_view wanted);
+
 // Variables named KERNHUB_* in `environment` (NAME=VALUE strings) that are
 // no setting, each with the nearest setting's variable ("" when none is
-// close). KERNHUB_TEST_* is the test suite's and never reported.
+// close, and for all after the first k_max_named_variables: a few lines
+// say enough, and thousands would bury a command's output). KERNHUB_TEST_*
+// is the test suite's and never reported.
+constexpr std::size_t k_max_named_variables = 16;
 struct UnknownVariable {
     std::string name;
     std::string nearest;

@@ -23,6 +23,7 @@ std::string variable(const char* field) {
     return std::string(setting_for_field(field).env);
 }
 
+
 // Larger is not a token file: huggingface_hub's tokens are under 100 bytes.
 constexpr std::size_t k_max_token_file_bytes = 4096;
 
@@ -166,16 +167,20 @@ std::optional<std::vector<std::string>> resolve_allowed_orgs(const Options& opti
     return names;
 }
 
-// A byte count of at least 1: the option when set, else the variable when
-// set, else 0 (no count given).
-std::uint64_t resolve_bytes(const std::optional<std::uint64_t>& option, const char* option_name,
-                            const cache::EnvLookup& env, const char* variable) {
+// A byte count of at least the row's minimum: the option when set, else
+// the variable when set, else 0 (no count given: the row's default rule).
+std::uint64_t resolve_bytes(const std::optional<std::uint64_t>& option, const char* field,
+                            const cache::EnvLookup& env) {
+    const SettingSpec& spec = setting_for_field(field);
+    const auto min = static_cast<std::uint64_t>(spec.min);
     if (option) {
-        if (*option == 0) {
-            throw Error(ErrorCode::usage, std::string("Options::") + option_name + " must be at least 1 byte");
+        if (*option < min) {
+            throw Error(ErrorCode::usage, std::string("Options::") + field + " must be at least " +
+                                              std::to_string(min) + " bytes, not " + std::to_string(*option));
         }
         return *option;
     }
+    const std::string variable(spec.env);
     auto value = env(variable);
     if (!value) return 0;
     constexpr std::size_t k_max_digits = 18;  // below UINT64_MAX
@@ -185,11 +190,11 @@ std::uint64_t resolve_bytes(const std::optional<std::uint64_t>& option, const ch
         if (c < '0' || c > '9') ok = false;
         if (ok) parsed = parsed * 10 + static_cast<std::uint64_t>(c - '0');
     }
-    if (!ok || parsed == 0) {
+    if (!ok || parsed < min) {
         constexpr std::size_t k_max_echo = 40;
         std::string shown = value->size() > k_max_echo ? value->substr(0, k_max_echo) + "..." : *value;
-        throw Error(ErrorCode::usage, std::string(variable) + " must be a whole number of bytes from 1 to " +
-                                          std::to_string(999'999'999'999'999'999ull) + ", not '" + shown +
+        throw Error(ErrorCode::usage, variable + " must be a whole number of bytes from " + std::to_string(min) +
+                                          " to " + std::to_string(999'999'999'999'999'999ull) + ", not '" + shown +
                                           "'; fix it or unset it to use the default");
     }
     return parsed;
@@ -286,6 +291,13 @@ bool strict_env_flag(const cache::EnvLookup& env, const std::string& name) {
 
 namespace {
 
+// A switch read as its row's type says: strict (anything but the on and
+// off words is refused) or lenient (anything but an on word is off).
+bool switch_of(const SettingSpec& spec, const cache::EnvLookup& env) {
+    const std::string name(spec.env);
+    return spec.type == SettingType::strict ? strict_env_flag(env, name) : env_flag(env, name);
+}
+
 // Options::torch_dir, backend and host with their variables. The host
 // description itself is parsed where the host facts are made.
 void resolve_host_settings(const Options& options, const cache::EnvLookup& env, Settings& settings) {
@@ -340,10 +352,11 @@ Settings resolve_settings(const Options& options, const cache::EnvLookup& env) {
     while (settings.endpoint.size() > 1 && settings.endpoint.back() == '/') settings.endpoint.pop_back();
     settings.token = token_from_sources(options, env, settings.token_problem);
     settings.cache_root = cache::resolve_cache_root(options.cache_dir, env);
-    settings.offline =
-        options.offline ? *options.offline : env_flag(env, variable("offline")) || env_flag(env, "HF_HUB_OFFLINE");
+    settings.offline = options.offline
+                           ? *options.offline
+                           : switch_of(setting_for_field("offline"), env) || env_flag(env, "HF_HUB_OFFLINE");
     settings.verify_on_load =
-        options.verify_on_load ? *options.verify_on_load : strict_env_flag(env, variable("verify_on_load"));
+        options.verify_on_load ? *options.verify_on_load : switch_of(setting_for_field("verify_on_load"), env);
     settings.retries = resolve_int(options.retries, "retries", env);
     settings.max_wait_seconds = resolve_int(options.max_wait_seconds, "max_wait_seconds", env);
     settings.max_listing_entries = resolve_int(options.max_listing_entries, "max_listing_entries", env);
@@ -357,8 +370,7 @@ Settings resolve_settings(const Options& options, const cache::EnvLookup& env) {
     settings.targets = options.targets;
     settings.allowed_orgs = resolve_allowed_orgs(options, env);
     resolve_trust(options, env, settings);
-    settings.archive_max_bytes =
-        resolve_bytes(options.archive_max_bytes, "archive_max_bytes", env, variable("archive_max_bytes").c_str());
+    settings.archive_max_bytes = resolve_bytes(options.archive_max_bytes, "archive_max_bytes", env);
     settings.archive_max_entries = resolve_int(options.archive_max_entries, "archive_max_entries", env);
     settings.archive_max_path = resolve_int(options.archive_max_path, "archive_max_path", env);
     if (!options.sigstore_trusted_root.empty()) {
@@ -371,8 +383,10 @@ Settings resolve_settings(const Options& options, const cache::EnvLookup& env) {
     } else if (auto value = non_empty(env, variable("tvm_ffi_library"))) {
         settings.tvm_ffi_library = *value;
     }
-    settings.require_signatures =
-        options.require_signatures ? *options.require_signatures : strict_env_flag(env, variable("require_signatures"));
+    const SettingSpec* no_flock = setting_for_env("KERNHUB_NO_FLOCK");
+    settings.use_flock = no_flock == nullptr || !switch_of(*no_flock, env);
+    settings.require_signatures = options.require_signatures ? *options.require_signatures
+                                                             : switch_of(setting_for_field("require_signatures"), env);
     resolve_host_settings(options, env, settings);
     return settings;
 }

@@ -24,6 +24,9 @@ struct Settings {
     std::string token_problem;
     std::filesystem::path cache_root;
     bool offline = false;
+    // False when KERNHUB_NO_FLOCK says file locks do not work on the
+    // cache's filesystem.
+    bool use_flock = true;
     bool verify_on_load = false;
     int retries = 3;
     int max_wait_seconds = 60;  // the longest wait the hub may ask for

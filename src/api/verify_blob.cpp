@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "api/setting_table.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "kernhub/signature.hpp"
@@ -18,7 +19,7 @@ namespace {
 // --trusted-root, else KERNHUB_SIGSTORE_TRUSTED_ROOT; empty: the built-in root.
 std::string trusted_root_path(const BlobVerifyOptions& options) {
     if (!options.trusted_root.empty()) return options.trusted_root;
-    const char* env = std::getenv("KERNHUB_SIGSTORE_TRUSTED_ROOT");
+    const char* env = std::getenv(std::string(api::setting_for_field("sigstore_trusted_root").env).c_str());
     return env != nullptr ? env : "";
 }
 

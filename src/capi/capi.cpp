@@ -3,8 +3,9 @@
 // A handle is settings (kernhub::Options), a Client built from them on
 // first need, behind one short-held mutex, and the kernels its kh_load
 // calls resolved; each thread's last error text on it lives with the
-// thread (capi/thread_errors.hpp). Separate handles share nothing but what
-// separate Clients share (the cache on disk).
+// thread (capi/thread_errors.hpp). Separate handles share what separate
+// Clients share: the cache on disk and the process's CUDA and tvm-ffi
+// bindings.
 // Every entry point catches everything (docs/embedding.md, "How a handle works").
 #include "kernhub/kernhub.h"
 

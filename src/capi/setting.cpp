@@ -33,14 +33,12 @@ void apply_setting(Options& options, const char* key, const char* value) {
     // The keys come from the one table of settings (src/api/setting_table.cpp).
     const api::SettingSpec* spec = api::setting_for_c_key(key);
     if (spec == nullptr || spec->apply == nullptr) {
-        std::vector<std::string_view> keys;
         std::string known;
         for (const api::SettingSpec& each : api::setting_table()) {
             if (each.c_key.empty()) continue;
-            keys.push_back(each.c_key);
             known += (known.empty() ? "" : ", ") + std::string(each.c_key);
         }
-        const std::string nearest = api::nearest_name(key, keys);
+        const std::string nearest = api::nearest_c_key(key);
         throw Refusal{k_usage, "unknown setting " + quoted_name(key) +
                                    (nearest.empty() ? "" : " (did you mean '" + nearest + "'?)") +
                                    "; the settings are " + known};

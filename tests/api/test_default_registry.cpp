@@ -1,5 +1,7 @@
 // The default registry is looked up relative to the file holding kernhub's
 // code; no build or install path is compiled in.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -84,4 +86,45 @@ TEST_CASE("default registry: a test binary one folder below the build root finds
     fs::path found = kernhub::api::find_default_registry();
     REQUIRE_FALSE(found.empty());
     CHECK(fs::equivalent(found, fs::path(KERNHUB_BINARY_DIR) / "share" / "kernhub" / "registry.json"));
+}
+
+TEST_CASE("default registry: a file in a share/ others may write, or own, is not taken", "[api]") {
+    kernhub::test::TempDir dir;
+    const fs::path share = dir.path() / "share";
+    const fs::path file = share / "kernhub" / "registry.json";
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << "{\"format\": 1, \"kernels\": {}}\n";
+    const fs::perms folder = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                             fs::perms::others_read | fs::perms::others_exec;
+    fs::permissions(share, folder);
+    fs::permissions(file.parent_path(), folder);
+    CHECK(kernhub::api::is_private_registry_file(file));
+    // Anyone may add or rename entries in share/ (a /tmp/build whose ../share
+    // is another user's, or a world-writable one).
+    fs::permissions(share, fs::perms::others_write, fs::perm_options::add);
+    CHECK_FALSE(kernhub::api::is_private_registry_file(file));
+    fs::permissions(share, fs::perms::others_write, fs::perm_options::remove);
+    fs::permissions(file.parent_path(), fs::perms::others_write, fs::perm_options::add);
+    CHECK_FALSE(kernhub::api::is_private_registry_file(file));
+    fs::permissions(file.parent_path(), fs::perms::others_write, fs::perm_options::remove);
+    fs::permissions(file, fs::perms::others_write, fs::perm_options::add);
+    CHECK_FALSE(kernhub::api::is_private_registry_file(file));
+    fs::permissions(file, fs::perms::others_write, fs::perm_options::remove);
+    CHECK(kernhub::api::is_private_registry_file(file));
+    CHECK_FALSE(kernhub::api::is_private_registry_file(share / "kernhub" / "missing.json"));
+    // Another user's: only root can make one here.
+    if (::geteuid() == 0) {
+        REQUIRE(::chown(share.c_str(), 65534, 65534) == 0);
+        CHECK_FALSE(kernhub::api::is_private_registry_file(file));
+        REQUIRE(::chown(share.c_str(), 0, 0) == 0);
+        REQUIRE(::chown(file.c_str(), 65534, 65534) == 0);
+        CHECK_FALSE(kernhub::api::is_private_registry_file(file));
+        // A build tree whose marker another user owns is none.
+        REQUIRE(::chown(file.c_str(), 0, 0) == 0);
+        std::ofstream(dir.path() / "CMakeCache.txt") << "# a build tree\n";
+        fs::permissions(dir.path(), folder);
+        CHECK(default_registry_candidates({dir.path() / "kernhub", true}).size() == 2);
+        REQUIRE(::chown((dir.path() / "CMakeCache.txt").c_str(), 65534, 65534) == 0);
+        CHECK(default_registry_candidates({dir.path() / "kernhub", true}).size() == 1);
+    }
 }

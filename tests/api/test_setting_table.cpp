@@ -182,3 +182,26 @@ TEST_CASE("a KERNHUB_ variable that is no setting is found, with the nearest set
     CHECK(unknown[3].nearest == "KERNHUB_MAX_CONNECTIONS");
     CHECK(api::unknown_variables(nullptr).empty());
 }
+
+TEST_CASE("an unknown variable's name is cut, with ..., past 200 bytes", "[api]") {
+    const std::string name = "KERNHUB_" + std::string(300, 'X');
+    const std::string entry = name + "=1";
+    const char* environment[] = {entry.c_str(), nullptr};
+    const auto unknown = api::unknown_variables(environment);
+    REQUIRE(unknown.size() == 1);
+    CHECK(unknown[0].name == name.substr(0, 200) + "...");
+    CHECK(unknown[0].nearest.empty());
+}
+
+TEST_CASE("a C key or variable spelled as the Options field is told the right name", "[api]") {
+    CHECK(api::nearest_c_key("retrys") == "retries");
+    CHECK(api::nearest_c_key("project_dir") == "project");
+    CHECK(api::nearest_c_key("ref_ttl_seconds") == "ref_ttl");
+    CHECK(api::nearest_c_key("registries") == "registry");
+    CHECK(api::nearest_c_key("KERNHUB_MAX_WAIT") == "max_wait_seconds");
+    CHECK(api::nearest_c_key("colour").empty());
+    CHECK(api::nearest_variable("KERNHUB_REF_TTL_SECONDS") == "KERNHUB_REF_TTL");
+    CHECK(api::nearest_variable("KERNHUB_MAX_WAIT_SECONDS") == "KERNHUB_MAX_WAIT");
+    CHECK(api::nearest_variable("KERNHUB_RETRYS") == "KERNHUB_RETRIES");
+    CHECK(api::nearest_variable("KERNHUB_COLOUR").empty());
+}

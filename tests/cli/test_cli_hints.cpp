@@ -129,3 +129,19 @@ TEST_CASE("a KERNHUB_ variable that is no setting gets one warning naming the ne
     CHECK(r.exit_code == 0);
     CHECK(r.err.find("warning") == std::string::npos);
 }
+
+TEST_CASE("many KERNHUB_ variables that are no setting: 16 warnings, then how many more", "[cli]") {
+    Sandbox box;
+    EnvChanges extra;
+    for (int i = 0; i < 40; ++i) extra["KERNHUB_NOT_A_SETTING_" + std::to_string(i)] = "1";
+    ProcessResult r = box.run({"list", "--registry", box.registry.string()}, extra);
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+    std::size_t warnings = 0;
+    for (std::size_t at = r.err.find("is set but is not a kernhub setting"); at != std::string::npos;
+         at = r.err.find("is set but is not a kernhub setting", at + 1)) {
+        ++warnings;
+    }
+    CHECK(warnings == 16);
+    CHECK(r.err.find("warning: 24 more KERNHUB_* variables are set that are no kernhub setting") != std::string::npos);
+}

@@ -46,6 +46,7 @@ NON_SETTING_OPTIONS_FIELDS = {"events", "cancel", "torch"}
 NON_SETTING_VARIABLES = {
     # docs/configuration.md: the example of a typo the library warns about.
     "KERNHUB_RETRYS",
+    "KERNHUB_REF_TTL_SECONDS",
 }
 # Flags of other programs that the docs name in a bare code span without
 # ever showing the program's command line (such a line would teach the lint
@@ -700,7 +701,7 @@ def check_links(root, findings):
                         target, resolved, anchor))
 
 
-CITATION = re.compile(r"(?<![\w/.-])(docs/[\w.-]+\.md|README(?:\.md)?)(?![\w.-]),?\s+\\?\"([^\"\\]{1,120})\\?\"")
+CITATION = re.compile(r"(?<![\w/.-])(docs/[\w.-]+\.md|README(?:\.md)?|CONTRIBUTING(?:\.md)?|CHANGELOG(?:\.md)?)(?![\w.-]),?\s+\\?\"([^\"\\]{1,120})\\?\"")
 COMMENT_LEAD = re.compile(r"^\s*(?://+!?|/\*+|\*+(?!/)|#+)?[ \t]?")
 
 
@@ -708,7 +709,7 @@ def check_citations(root, findings):
     titles = {}
     for rel in citing_files(root):
         text = read(root, rel)
-        if "README" not in text and "docs/" not in text:
+        if not any(word in text for word in ("README", "docs/", "CONTRIBUTING", "CHANGELOG")):
             continue
         # Join the lines without their comment leaders: a citation may wrap.
         joined = []
@@ -721,7 +722,7 @@ def check_citations(root, findings):
             offset += len(body) + 1
         flat = " ".join(joined)
         for m in CITATION.finditer(flat):
-            target = "README.md" if m.group(1).startswith("README") else m.group(1)
+            target = m.group(1) if m.group(1).endswith(".md") else m.group(1) + ".md"
             section = re.sub(r"\s+", " ", m.group(2)).strip()
             number = bisect.bisect_right(starts, m.start())
             if target not in titles:
@@ -1050,6 +1051,8 @@ def planted_cases(copy, real_cli, temp):
          readme("Set `KERNHUB_NO_SUCH_SETTING=1`.\n", "setting", "KERNHUB_NO_SUCH_SETTING")),
         ("3, an Options field the settings table lacks",
          readme("Set `Options::no_such_field`.\n", "setting", "Options::no_such_field")),
+        ("3, a C key the settings table lacks",
+         readme("Call `kh_hub_set(hub, \"no_such_key\", \"1\")`.\n", "setting", "no_such_key")),
         ("3, a setting's range written outside the table",
          readme("Retries: 0 to 10.\n", "setting", "the range of")),
         ("4, a CLI flag in a library message",
