@@ -12,9 +12,8 @@
 namespace kernhub::api {
 namespace {
 
-// A kh_hub_set value is a path, a URL, a token or a variant name: 4096
-// bytes (PATH_MAX on Linux) holds any of them; checked by capi before a
-// value reaches the parsers below.
+// The parsers of kh_hub_set's values (capi/setting.cpp caps a value's
+// length before it reaches them).
 // Registry files or targets per handle; more is a caller's loop gone wrong.
 constexpr std::size_t k_max_repeated_values = 256;
 // Digits of a byte count: below UINT64_MAX.

@@ -23,7 +23,6 @@ std::string variable(const char* field) {
     return std::string(setting_for_field(field).env);
 }
 
-
 // Larger is not a token file: huggingface_hub's tokens are under 100 bytes.
 constexpr std::size_t k_max_token_file_bytes = 4096;
 
