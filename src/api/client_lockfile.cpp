@@ -350,8 +350,8 @@ void check_update_names(const std::vector<registry::KernelSpec>& specs, const Lo
 lockfile::KernhubLock previous_lock(const fs::path& lock_path, const std::optional<std::string>& old_text) {
     if (!old_text) return {};
     lockfile::AnyLock parsed = lockfile::parse_lock(*old_text, lock_path.string());
-    if (parsed.format != lockfile::Format::kernhub) {
-        throw Error(ErrorCode::usage, lock_path.string() + " is a " + lockfile::describe(parsed.format) +
+    if (parsed.format != lockfile::Format::kernhub_lock) {
+        throw Error(ErrorCode::usage, lock_path.string() + " is a " + to_string(parsed.format) +
                                           ", not a kernhub.lock; move it away or name it kernels.lock");
     }
     return std::move(parsed.kernhub);

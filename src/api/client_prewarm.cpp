@@ -19,18 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-LockFormat public_format(lockfile::Format format) {
-    switch (format) {
-        case lockfile::Format::kernhub:
-            return LockFormat::kernhub_lock;
-        case lockfile::Format::kernels:
-            return LockFormat::kernels_lock;
-        case lockfile::Format::kernels_legacy:
-            return LockFormat::kernels_lock_0_16;
-    }
-    return LockFormat::kernhub_lock;
-}
-
 // One kernel of a lock, whatever its format.
 struct LockJob {
     std::string name;
@@ -69,7 +57,7 @@ std::optional<SignaturePolicy> locked_signers(const std::string& name, const loc
 
 std::vector<LockJob> jobs_from(const lockfile::AnyLock& parsed, const std::string& source) {
     std::vector<LockJob> jobs;
-    if (parsed.format == lockfile::Format::kernhub) {
+    if (parsed.format == lockfile::Format::kernhub_lock) {
         for (const auto& [name, kernel] : parsed.kernhub.kernels) {
             LockJob job{name,
                         kernel.repo_id,
@@ -95,7 +83,7 @@ std::vector<LockJob> jobs_from(const lockfile::AnyLock& parsed, const std::strin
     }
     for (const auto& entry : parsed.kernels) {
         LockJob job{entry.repo_id, entry.repo_id, RepoType::kernel, entry.revision, entry.commit, {}, {}, {}, {}};
-        if (parsed.format == lockfile::Format::kernels_legacy) {
+        if (parsed.format == lockfile::Format::kernels_lock_0_16) {
             job.pins.emplace();
             for (const auto& [variant, hash] : entry.variant_hashes)
                 job.pins->emplace(variant, fetch::VariantPins{hash, {}});
@@ -215,7 +203,7 @@ std::vector<Task> plan_tasks(ClientImpl& impl, const std::vector<LockJob>& jobs,
         // may come from anywhere, so its repos get the trusted-publisher
         // check as kernels' own get_locked_kernel gives them online.
         spec.registry_named =
-            parsed.format == lockfile::Format::kernhub || registry::names_repo(impl.registry, job.repo_id);
+            parsed.format == lockfile::Format::kernhub_lock || registry::names_repo(impl.registry, job.repo_id);
         fetch::FetchRequest base = impl.request_for(spec);
         base.pins = job.pins;
         for (const auto& run : variant_runs(impl, job, base, report, unmarked)) {
@@ -227,7 +215,7 @@ std::vector<Task> plan_tasks(ClientImpl& impl, const std::vector<LockJob>& jobs,
     if (!unmarked.empty()) {
         throw Error(ErrorCode::not_found,
                     "no build in " + path.string() + " for kernel " + join(unmarked) +
-                        (parsed.format == lockfile::Format::kernhub
+                        (parsed.format == lockfile::Format::kernhub_lock
                              ? "; a lock records a kernel the hub has no build of only for the targets it was "
                                "made for, and prewarming skips it there: lock again naming those targets"
                              : "; a kernels.lock cannot record that a kernel has no build, so name only "
@@ -275,7 +263,7 @@ PrewarmReport Client::prewarm(const std::string& lock_file) {
     const auto [path, parsed] = read_lock(lock_file, m_impl->options);
     PrewarmReport report;
     report.lock_file = path.string();
-    report.lock_format = public_format(parsed.format);
+    report.lock_format = parsed.format;
     const std::uint64_t requests_before = m_impl->requests();
     // The report keeps the lock's order; the fetches run side by side.
     const std::vector<LockJob> jobs = jobs_from(parsed, path.string());

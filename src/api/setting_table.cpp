@@ -278,42 +278,6 @@ std::string setting_default_text(const SettingSpec& spec) {
 
 namespace {
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> previous(b.size() + 1);
-    std::vector<std::size_t> current(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) previous[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        current[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t substitute = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-            current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitute});
-        }
-        std::swap(previous, current);
-    }
-    return previous[b.size()];
-}
-
-}  // namespace
-
-std::string nearest_name(std::string_view wanted, const std::vector<std::string_view>& candidates) {
-    // Names longer than this are not a typo of a setting; the distance is
-    // quadratic in the lengths.
-    constexpr std::size_t k_max_compared_bytes = 64;
-    if (wanted.size() > k_max_compared_bytes) return {};
-    std::string_view best_name;
-    std::size_t best = 3;  // farther than two edits is a different word, not a typo
-    for (std::string_view candidate : candidates) {
-        const std::size_t distance = edit_distance(wanted, candidate);
-        if (distance < best) {
-            best = distance;
-            best_name = candidate;
-        }
-    }
-    return std::string(best_name);
-}
-
-namespace {
-
 std::string upper(std::string_view text) {
     std::string out(text);
     for (char& c : out) {

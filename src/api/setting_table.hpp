@@ -60,9 +60,6 @@ const SettingSpec* setting_for_env(std::string_view name);
 std::string setting_range_text(const SettingSpec& spec);
 std::string setting_default_text(const SettingSpec& spec);
 
-// The candidate closest to `wanted` within two edits (a typo), else "".
-std::string nearest_name(std::string_view wanted, const std::vector<std::string_view>& candidates);
-
 // The kh_hub_set key meant by `wanted`: the nearest key, or the key of the
 // setting whose Options field or variable `wanted` is (or is near:
 // "project_dir", "ref_ttl_seconds"); "" when none is close.

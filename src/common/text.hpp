@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kernhub/error.hpp"
 
@@ -39,5 +40,10 @@ std::string quoted_name(const char* text);
 
 // Whether `text` is well-formed UTF-8 throughout.
 bool is_utf8(std::string_view text);
+
+// The candidate closest to `wanted` within two edits (a typo, for "did you
+// mean"), the first of equals; "" when none is that close. A `wanted`
+// over 64 bytes is no typo of a name (and the search is quadratic).
+std::string nearest_name(std::string_view wanted, const std::vector<std::string_view>& candidates);
 
 }  // namespace kernhub

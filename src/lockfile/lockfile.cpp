@@ -339,23 +339,11 @@ KernelsLockEntry parse_legacy_entry(const json& item, const std::string& source,
 
 }  // namespace
 
-const char* describe(Format format) {
-    switch (format) {
-        case Format::kernhub:
-            return "kernhub.lock";
-        case Format::kernels:
-            return "kernels.lock";
-        case Format::kernels_legacy:
-            return "kernels.lock (0.16)";
-    }
-    return "lock";
-}
-
 AnyLock parse_lock(const std::string& text, const std::string& source) {
     const json document = parse_json(text, source);
     AnyLock lock;
     if (document.is_object()) {
-        lock.format = Format::kernhub;
+        lock.format = Format::kernhub_lock;
         lock.kernhub = parse_kernhub(document, source);
         return lock;
     }
@@ -364,16 +352,16 @@ AnyLock parse_lock(const std::string& text, const std::string& source) {
     }
     check_count(document.size(), k_max_lock_kernels, "k_max_lock_kernels", "the lock", source);
     // The first entry decides the format; every entry must then follow it.
-    lock.format = Format::kernels;
+    lock.format = Format::kernels_lock;
     if (!document.empty() && document[0].is_object() && document[0].contains("repo_id")) {
-        lock.format = Format::kernels_legacy;
+        lock.format = Format::kernels_lock_0_16;
     }
     std::set<std::string> seen;
     for (std::size_t i = 0; i < document.size(); ++i) {
         const std::string where = "entry " + std::to_string(i);
         if (!document[i].is_object()) fail(source, where + ": must be an object");
-        KernelsLockEntry entry = lock.format == Format::kernels ? parse_kernels_entry(document[i], source, where)
-                                                                : parse_legacy_entry(document[i], source, where);
+        KernelsLockEntry entry = lock.format == Format::kernels_lock ? parse_kernels_entry(document[i], source, where)
+                                                                     : parse_legacy_entry(document[i], source, where);
         if (!seen.insert(entry.repo_id).second) {
             fail(source, where + ": " + quote_json(entry.repo_id) + " is locked twice; keep one");
         }

@@ -16,6 +16,7 @@
 
 #include "common/repo.hpp"
 #include "digest/digest.hpp"
+#include "kernhub/enums.hpp"
 
 namespace kernhub::lockfile {
 
@@ -86,16 +87,13 @@ struct KernelsLockEntry {
     std::map<std::string, std::string> variant_hashes;
 };
 
-enum class Format {
-    kernhub,         // kernhub.lock
-    kernels,         // kernels.lock, kernels >= 0.17
-    kernels_legacy,  // kernels.lock, kernels <= 0.16
-};
-const char* describe(Format format);
+// kernhub.lock, or kernels.lock of kernels >= 0.17 or <= 0.16; the public
+// enum (kernhub/enums.hpp), whose to_string names it.
+using Format = LockFormat;
 
 struct AnyLock {
-    Format format = Format::kernhub;
-    KernhubLock kernhub;                    // Format::kernhub
+    Format format = Format::kernhub_lock;
+    KernhubLock kernhub;                    // Format::kernhub_lock
     std::vector<KernelsLockEntry> kernels;  // the kernels.lock formats
 };
 

@@ -4,6 +4,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "common/text.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::registry::detail {
@@ -15,21 +16,6 @@ namespace {
 constexpr int k_format = 1;
 constexpr std::size_t k_max_name_length = 128;
 constexpr std::size_t k_max_described_length = 40;
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> previous(b.size() + 1);
-    std::vector<std::size_t> current(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) previous[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        current[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            std::size_t substitute = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-            current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitute});
-        }
-        std::swap(previous, current);
-    }
-    return previous[b.size()];
-}
 
 // nlohmann::json keeps the last of two equal keys without a word. In a
 // registry that hides a kernel defined twice (a copy-paste slip), so the
@@ -231,16 +217,12 @@ std::string describe(const json& value) {
 
 std::string allowed_hint(const std::string& key, const std::vector<std::string>& allowed) {
     std::string list;
-    std::string closest;
-    std::size_t best = 3;  // farther than two edits is a different word, not a typo
+    std::vector<std::string_view> names;
     for (const auto& candidate : allowed) {
         list += (list.empty() ? "" : ", ") + candidate;
-        const std::size_t distance = edit_distance(key, candidate);
-        if (distance < best) {
-            best = distance;
-            closest = candidate;
-        }
+        names.emplace_back(candidate);
     }
+    const std::string closest = nearest_name(key, names);
     std::string hint = "(allowed: " + list + ")";
     if (!closest.empty()) hint += "; did you mean " + in_quotes(closest) + "?";
     return hint;

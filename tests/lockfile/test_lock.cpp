@@ -50,7 +50,7 @@ TEST_CASE("a kernhub.lock is written with sorted keys, two-space indent and a fi
     CHECK(text.find("\"file\"") == std::string::npos);  // optional, absent when empty
 
     lockfile::AnyLock parsed = lockfile::parse_lock(text, "kernhub.lock");
-    REQUIRE(parsed.format == lockfile::Format::kernhub);
+    REQUIRE(parsed.format == lockfile::Format::kernhub_lock);
     const auto& kernel = parsed.kernhub.kernels.at("vector-add");
     CHECK(kernel.commit == k_commit);
     CHECK(kernel.revision == "v1");
@@ -103,7 +103,7 @@ TEST_CASE("the current kernels.lock format gives repo, revision (vN for a versio
                              R"("}}
 ])";
     lockfile::AnyLock parsed = lockfile::parse_lock(text, "kernels.lock");
-    REQUIRE(parsed.format == lockfile::Format::kernels);
+    REQUIRE(parsed.format == lockfile::Format::kernels_lock);
     REQUIRE(parsed.kernels.size() == 2);
     CHECK(parsed.kernels[0].repo_id == "kernels-community/activation");
     CHECK(parsed.kernels[0].revision == "v1");
@@ -131,7 +131,7 @@ TEST_CASE("the older kernels.lock format gives the commit and each variant's git
                              R"(", "variants": {"torch-universal": {"hash": ")" + k_hash +
                              R"(", "hash_type": "git_lfs_concat"}}}])";
     lockfile::AnyLock parsed = lockfile::parse_lock(text, "kernels.lock");
-    REQUIRE(parsed.format == lockfile::Format::kernels_legacy);
+    REQUIRE(parsed.format == lockfile::Format::kernels_lock_0_16);
     REQUIRE(parsed.kernels.size() == 1);
     CHECK(parsed.kernels[0].revision.empty());
     CHECK(parsed.kernels[0].commit == k_commit);
