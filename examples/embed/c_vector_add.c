@@ -7,7 +7,8 @@
  * Settings come from the environment (docs/configuration.md, "Settings") and from
  * arguments KEY=VALUE, each passed to kh_hub_set (docs/embedding.md, "C API"). On a
  * failure the program prints kernhub's message and exits with the code
- * kh_load returned, the same numbers as the kernhub command. */
+ * kh_load returned, the same numbers as the kernhub command. kernhub's
+ * warnings and notes (kh_hub_on_message) go to stderr. */
 #include <kernhub/kernhub.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,15 @@
 typedef void (*vector_add_fn)(const float* a, const float* b, float* out, size_t n);
 
 enum { k_count = 8 };
+
+/* A kh_message_fn: warnings and notes on stderr; the other messages
+ * (retries, what a call is doing) are left out. */
+static void print_message(const char* line, void* user) {
+    (void)user;
+    if (strncmp(line, "warning: ", 9) == 0 || strncmp(line, "note: ", 6) == 0) {
+        fprintf(stderr, "c_vector_add: %s\n", line);
+    }
+}
 
 /* Applies KEY=VALUE arguments; returns 0 or kh_hub_set's code. */
 static int apply_arguments(kh_hub* hub, int argc, char** argv) {
@@ -41,6 +51,7 @@ int main(int argc, char** argv) {
         fprintf(stderr, "c_vector_add: out of memory\n");
         return 1;
     }
+    kh_hub_on_message(hub, print_message, NULL);
     int rc = apply_arguments(hub, argc, argv);
     if (rc != 0) {
         kh_hub_free(hub);

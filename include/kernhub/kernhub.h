@@ -56,8 +56,10 @@
  *
  * No C++ exception ever leaves a function of this header.
  *
- * Not offered here: cancelling a running kh_prewarm() or kh_load() from
- * another thread, and progress events (warnings among them). */
+ * Warnings, notes and retries reach a function the program passes to
+ * kh_hub_on_message(); byte-by-byte download progress is not offered
+ * here, nor is cancelling a running kh_prewarm() or kh_load() from another
+ * thread. */
 #ifndef KERNHUB_KERNHUB_H
 #define KERNHUB_KERNHUB_H
 
@@ -124,6 +126,29 @@ KH_API void kh_hub_free(kh_hub* hub);
  * value, an unknown key (the message names the nearest key), a bad boolean
  * or number, or a value over the limits; the settings are then unchanged. */
 KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
+
+/* A function kernhub calls with each one-line message of the calls on a
+ * handle: a warning ("warning: ..."; among them, once per process, each
+ * KERNHUB_* variable in the environment that is no setting, naming the
+ * nearest one), a note ("note: ..."), a retry, or what a call is doing
+ * (resuming a download, verifying a signature). `line` is printable
+ * (bytes a hub sent that are not UTF-8, and control characters, are
+ * escaped), has no trailing newline, and is valid only during the call.
+ * `user` is what kh_hub_on_message() was given. It is called from the
+ * thread of the kh_prewarm() or kh_load() that reports it, or from a
+ * worker thread of that call, never from two threads at once for one
+ * handle; it must return quickly and must not call kernhub. */
+typedef void (*kh_message_fn)(const char* line, void* user);
+
+/* Sends the handle's messages to `on_message` (NULL, the default: drops
+ * them). Each message reported after this returned goes to the new
+ * function, also from a call already running (one that started while no
+ * function was set reports nothing). A warning given once per process
+ * goes to the first handle, or kernhub::Client with an EventSink, that
+ * starts: a handle starts at its first kh_prewarm() or kh_load() after a
+ * change of settings or of whether a function is set. Returns 0, or 2 for
+ * a NULL handle. */
+KH_API int kh_hub_on_message(kh_hub* hub, kh_message_fn on_message, void* user);
 
 /* Makes the cache hold, and verifies, the kernel of `name`, loading
  * nothing: a registry name ("vector-add", "flash-attn3") or a repo

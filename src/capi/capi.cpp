@@ -23,6 +23,8 @@
 #include "capi/setting.hpp"
 #include "capi/thread_errors.hpp"
 #include "common/text.hpp"
+#include "kernhub/error.hpp"
+#include "kernhub/events.hpp"
 #include "kernhub/kernhub.hpp"
 #include "kernhub/tvm_ffi.hpp"
 #include "loader/resolved_table.hpp"
@@ -40,6 +42,37 @@ constexpr int k_not_found = static_cast<int>(kernhub::ErrorCode::not_found);
 constexpr int k_kernel = static_cast<int>(kernhub::ErrorCode::kernel);
 
 }  // namespace
+
+namespace kernhub::capi {
+
+// The handle's EventSink: hands each one-line message (info, retry) to the
+// program's kh_message_fn, one at a time for the handle, even from two
+// Clients (a call still running on the one a settings change replaced).
+class MessageSink final : public kernhub::EventSink {
+public:
+    void set(kh_message_fn on_message, void* user) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_on_message = on_message;
+        m_user = user;
+    }
+    void on_event(const kernhub::Event& event) noexcept override {
+        if (event.kind != kernhub::Event::Kind::info && event.kind != kernhub::Event::Kind::retry) return;
+        try {
+            const std::string line = kernhub::printable(event.text);
+            std::lock_guard<std::mutex> lock(m_mutex);
+            if (m_on_message != nullptr) m_on_message(line.c_str(), m_user);
+        } catch (...) {
+            // Out of memory, or a mutex that failed: the message is dropped.
+        }
+    }
+
+private:
+    std::mutex m_mutex;
+    kh_message_fn m_on_message = nullptr;
+    void* m_user = nullptr;
+};
+
+}  // namespace kernhub::capi
 
 // Shared by every thread that calls with the handle. `mutex` guards the
 // fields under it and is held only to read or replace them, never across
@@ -62,6 +95,9 @@ struct kh_hub {
     // The op names kh_torch_op handed out (under `mutex`): a node's string
     // stays put until kh_hub_free.
     std::set<std::string> torch_ops;
+    // Where kh_hub_on_message sends messages; options.events points at it
+    // while a function is set. Outlives every Client of the handle.
+    kernhub::capi::MessageSink messages;
 
     // Never changes; the calling thread's error texts are keyed by it.
     const kernhub::capi::HandleToken life = std::make_shared<const kernhub::capi::HandleLife>();
@@ -166,6 +202,21 @@ int kh_hub_set(kh_hub* hub, const char* key, const char* value) {
         kernhub::capi::apply_setting(changed, key, value);
         hub->options = std::move(changed);
         dropped = std::move(hub->client);  // the next kh_prewarm or kh_load builds one from the new settings
+        ++hub->settings_changes;
+    });
+}
+
+int kh_hub_on_message(kh_hub* hub, kh_message_fn on_message, void* user) {
+    if (hub == nullptr) return k_usage;
+    std::shared_ptr<kernhub::Client> dropped;
+    return hub->guarded([&] {
+        std::lock_guard<std::mutex> lock(hub->mutex);
+        hub->messages.set(on_message, user);
+        kernhub::EventSink* events = on_message != nullptr ? &hub->messages : nullptr;
+        if (hub->options.events == events) return;
+        // Whether the Client has a sink is fixed when it is built.
+        hub->options.events = events;
+        dropped = std::move(hub->client);
         ++hub->settings_changes;
     });
 }

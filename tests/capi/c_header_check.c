@@ -8,6 +8,11 @@
 
 typedef void (*vector_add_fn)(const float*, const float*, float*, size_t);
 
+/* A kh_message_fn: counts the messages. */
+static void count_message(const char* line, void* user) {
+    if (line != NULL) ++*(int*)user;
+}
+
 int kh_c_header_check(const char* endpoint, const char* cache_dir, const char* project) {
     kh_hub* hub = kh_hub_new();
     float a[3] = {1.0f, 2.0f, 3.0f};
@@ -16,7 +21,12 @@ int kh_c_header_check(const char* endpoint, const char* cache_dir, const char* p
     vector_add_fn add = NULL;
     void* address = NULL;
     int rc = 0;
+    int messages = 0;
     if (hub == NULL) return -1;
+    if (kh_hub_on_message(hub, count_message, &messages) != 0 || kh_hub_on_message(NULL, NULL, NULL) != 2) {
+        kh_hub_free(hub);
+        return -10;
+    }
     if (kh_hub_set(hub, "endpoint", endpoint) != 0 || kh_hub_set(hub, "cache_dir", cache_dir) != 0 ||
         kh_hub_set(hub, "project", project) != 0 || kh_hub_set(hub, "offline", "false") != 0) {
         kh_hub_free(hub);

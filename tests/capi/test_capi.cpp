@@ -659,3 +659,86 @@ TEST_CASE("kh_prewarm makes the cache hold the verified kernel and loads nothing
     CHECK(kh_prewarm(hub.get(), "vector-add-v2") == 6);
     CHECK(kh_prewarm(hub.get(), "no-such-kernel") == 3);
 }
+
+namespace {
+
+// A kh_message_fn that keeps every line in the std::vector<std::string> it
+// is given.
+void keep_line(const char* line, void* user) {
+    static_cast<std::vector<std::string>*>(user)->emplace_back(line);
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+    std::string all;
+    for (const std::string& line : lines) all += line + "\n";
+    return all;
+}
+
+std::size_t count_containing(const std::vector<std::string>& lines, const std::string& part) {
+    std::size_t found = 0;
+    for (const std::string& line : lines) found += line.find(part) != std::string::npos ? 1 : 0;
+    return found;
+}
+
+}  // namespace
+
+TEST_CASE("kh_hub_on_message hands the program the unknown-variable warning, once, printable", "[capi]") {
+    REQUIRE(::setenv("KERNHUB_RETRYS", "3", 1) == 0);
+    REQUIRE(::setenv("KERNHUB_ESC\x1b[31mAPE", "1", 1) == 0);
+    DemoEnv env;
+    std::vector<std::string> lines;
+    CHECK(kh_hub_on_message(nullptr, keep_line, &lines) == 2);
+    // A handle without a function reports nothing and does not use up the
+    // once-per-process warning.
+    Hub quiet = env.hub();
+    CHECK(kh_prewarm(quiet.get(), "vector-add") == 0);
+    CHECK(lines.empty());
+
+    Hub hub = env.hub();
+    REQUIRE(kh_hub_on_message(hub.get(), keep_line, &lines) == 0);
+    CHECK(kh_last_error(hub.get()) == nullptr);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    INFO(joined(lines));
+    CHECK(count_containing(lines,
+                           "warning: KERNHUB_RETRYS is set but is not a kernhub setting; did you mean "
+                           "KERNHUB_RETRIES? (docs/configuration.md lists the settings)") == 1);
+    // The name's escape character arrives as text, never as the byte.
+    CHECK(count_containing(lines, "warning: KERNHUB_ESC\\x1b[31mAPE is set but is not a kernhub setting") == 1);
+    CHECK(count_containing(lines, "\x1b") == 0);
+    for (const std::string& line : lines) CHECK(line.find('\n') == std::string::npos);
+
+    // Once per process: a settings change builds a new client, which does
+    // not warn again; neither does another handle.
+    REQUIRE(kh_hub_set(hub.get(), "offline", "1") == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    Hub other = env.hub();
+    REQUIRE(kh_hub_on_message(other.get(), keep_line, &lines) == 0);
+    CHECK(kh_load(other.get(), "vector-add") == 0);
+    CHECK(count_containing(lines, "KERNHUB_RETRYS") == 1);
+    REQUIRE(::unsetenv("KERNHUB_RETRYS") == 0);
+    REQUIRE(::unsetenv("KERNHUB_ESC\x1b[31mAPE") == 0);
+}
+
+TEST_CASE("kh_hub_on_message: retries reach the function, and NULL stops the messages", "[capi]") {
+    DemoEnv env;
+    // A hub that answers 503 twice, then serves.
+    KernelHub server;
+    const nlohmann::json twice_503 = {
+        {{"match", "/revision/"}, {"action", "status"}, {"status", 503}, {"retry_after", "0"}, {"count", 2}}};
+    server.server().add_faults(twice_503);
+    std::vector<std::string> lines;
+    Hub hub = env.test_hub(server);
+    REQUIRE(kh_hub_set(hub.get(), "retries", "3") == 0);
+    REQUIRE(kh_hub_on_message(hub.get(), keep_line, &lines) == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    INFO(joined(lines));
+    CHECK(count_containing(lines, "503") == 2);
+    CHECK(server.server().count_requests("/revision/") == 3);
+
+    lines.clear();
+    REQUIRE(kh_hub_on_message(hub.get(), nullptr, nullptr) == 0);
+    server.server().add_faults(twice_503);
+    REQUIRE(kh_hub_set(hub.get(), "cache_dir", (env.dir.path() / "cache2").c_str()) == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    CHECK(lines.empty());
+}

@@ -74,10 +74,19 @@ struct Failures {
     }
 };
 
-// Settings, refusals and tvm-ffi calls that need no runtime, each checked
-// against the calling thread's own error text.
+// A kh_message_fn: counts the lines it is given in an std::atomic<int>.
+void count_message(const char* /*line*/, void* user) {
+    static_cast<std::atomic<int>*>(user)->fetch_add(1);
+}
+
+// Settings, the message function, refusals and tvm-ffi calls that need no
+// runtime, each checked against the calling thread's own error text.
 void settings_and_refusals(kh_hub* handle, int t, int round, Failures& failures) {
     const std::string who = "thread " + std::to_string(t) + ": ";
+    static std::atomic<int> messages{0};
+    if (kh_hub_on_message(handle, round % 2 == 0 ? count_message : nullptr, &messages) != 0) {
+        failures.add(who + "kh_hub_on_message was refused: " + error_text(handle));
+    }
     if (kh_hub_set(handle, "retries", round % 2 == 0 ? "3" : "2") != 0 ||
         kh_hub_set(handle, "max_connections", round % 2 == 0 ? "4" : "8") != 0 || kh_last_error(handle) != nullptr) {
         failures.add(who + "a good setting was refused: " + error_text(handle));
