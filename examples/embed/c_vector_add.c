@@ -20,11 +20,9 @@ enum { k_count = 8 };
 
 /* A kh_message_fn: warnings and notes on stderr; the other messages
  * (retries, what a call is doing) are left out. */
-static void print_message(const char* line, void* user) {
+static void print_message(int kind, const char* line, void* user) {
     (void)user;
-    if (strncmp(line, "warning: ", 9) == 0 || strncmp(line, "note: ", 6) == 0) {
-        fprintf(stderr, "c_vector_add: %s\n", line);
-    }
+    if (kind == KH_MESSAGE_WARNING || kind == KH_MESSAGE_NOTE) fprintf(stderr, "c_vector_add: %s\n", line);
 }
 
 /* Applies KEY=VALUE arguments; returns 0 or kh_hub_set's code. */

@@ -45,7 +45,8 @@
  * kh_load() that is fetching does not hold up kh_symbol(), kh_hub_set(),
  * kh_last_error() or a kh_load() of another kernel on the same handle
  * (one that needs the very files being fetched waits for them, as with
- * kernhub::Client). Each thread has its own kh_last_error() text per
+ * kernhub::Client); only kh_hub_on_message() waits, for a message being
+ * delivered to the program's function. Each thread has its own kh_last_error() text per
  * handle. Separate handles share the cache on disk and what the process
  * itself has once: a library loaded by two handles is one dlopen handle,
  * and the CUDA driver and the tvm-ffi runtime are bound once per process,
@@ -56,10 +57,10 @@
  *
  * No C++ exception ever leaves a function of this header.
  *
- * Warnings, notes and retries reach a function the program passes to
- * kh_hub_on_message(); byte-by-byte download progress is not offered
- * here, nor is cancelling a running kh_prewarm() or kh_load() from another
- * thread. */
+ * Warnings, notes, retries and status lines reach a function the program
+ * passes to kh_hub_on_message(); download progress (the plan, each file's
+ * start, bytes and end) is not offered here, nor is cancelling a running
+ * kh_prewarm() or kh_load() from another thread. */
 #ifndef KERNHUB_KERNHUB_H
 #define KERNHUB_KERNHUB_H
 
@@ -127,27 +128,38 @@ KH_API void kh_hub_free(kh_hub* hub);
  * or number, or a value over the limits; the settings are then unchanged. */
 KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
 
-/* A function kernhub calls with each one-line message of the calls on a
- * handle: a warning ("warning: ..."; among them, once per process, each
- * KERNHUB_* variable in the environment that is no setting, naming the
- * nearest one), a note ("note: ..."), a retry, or what a call is doing
- * (resuming a download, verifying a signature). `line` is printable
- * (bytes a hub sent that are not UTF-8, and control characters, are
- * escaped), has no trailing newline, and is valid only during the call.
- * `user` is what kh_hub_on_message() was given. It is called from the
- * thread of the kh_prewarm() or kh_load() that reports it, or from a
- * worker thread of that call, never from two threads at once for one
- * handle; it must return quickly and must not call kernhub. */
-typedef void (*kh_message_fn)(const char* line, void* user);
+/* The kinds of message a kh_message_fn is given. */
+#define KH_MESSAGE_STATUS 0  /* what a call is doing: resuming a download, verifying a signature */
+#define KH_MESSAGE_WARNING 1 /* the line starts with "warning: " */
+#define KH_MESSAGE_NOTE 2    /* the line starts with "note: " */
+#define KH_MESSAGE_RETRY 3   /* a request is sent again: which, when and why */
 
-/* Sends the handle's messages to `on_message` (NULL, the default: drops
- * them). Each message reported after this returned goes to the new
- * function, also from a call already running (one that started while no
- * function was set reports nothing). A warning given once per process
- * goes to the first handle, or kernhub::Client with an EventSink, that
- * starts: a handle starts at its first kh_prewarm() or kh_load() after a
- * change of settings or of whether a function is set. Returns 0, or 2 for
- * a NULL handle. */
+/* A function kernhub calls with each one-line message of the calls on a
+ * handle, and its kind (KH_MESSAGE_*). The warnings include, once per
+ * process, one for each KERNHUB_* variable in the environment that is no
+ * setting, naming the nearest one. `line` is printable (control
+ * characters and bytes that are not UTF-8 are written as escapes), has no
+ * trailing newline, and is valid only during the call. `user` is what
+ * kh_hub_on_message() was given. It is called from the thread of the
+ * kh_prewarm() or kh_load() that reports the message, or from a worker
+ * thread of that call, never from two threads at once for one handle. It
+ * must return quickly, and may call only kh_last_error(), kh_error_name()
+ * and kh_version(): any other function of this header called from it
+ * returns 2 (or NULL) and does nothing. */
+typedef void (*kh_message_fn)(int kind, const char* line, void* user);
+
+/* Sends the handle's messages to `on_message`, with `user` (NULL, the
+ * default: drops them). When it returns, the function it replaced is not
+ * running (it waits for a message being delivered) and is never called
+ * again, so what its `user` points at may be freed; every later message,
+ * also of a call already running, goes to the new function. A call that
+ * started while no function was set reports nothing. Messages end with
+ * kh_hub_free(). A warning given once per process goes to the first
+ * handle, or kernhub::Client with an EventSink, that starts with a
+ * function (or sink) set: a handle starts at its first kh_prewarm() or
+ * kh_load() after a change of settings or of whether a function is set
+ * (should the function be unset meanwhile, the warning is lost). Returns
+ * 0, or 2 for a NULL handle or a call from a kh_message_fn. */
 KH_API int kh_hub_on_message(kh_hub* hub, kh_message_fn on_message, void* user);
 
 /* Makes the cache hold, and verifies, the kernel of `name`, loading

@@ -45,28 +45,49 @@ constexpr int k_kernel = static_cast<int>(kernhub::ErrorCode::kernel);
 
 namespace kernhub::capi {
 
+// Set on a thread while it runs a program's kh_message_fn: a kernhub call
+// from inside one is refused, not left to deadlock on the sink's lock.
+thread_local bool delivering_message = false;
+
 // The handle's EventSink: hands each one-line message (info, retry) to the
 // program's kh_message_fn, one at a time for the handle, even from two
 // Clients (a call still running on the one a settings change replaced).
 class MessageSink final : public kernhub::EventSink {
 public:
+    // Waits for a message being delivered, so the function replaced is not
+    // running when it returns.
     void set(kh_message_fn on_message, void* user) {
         std::lock_guard<std::mutex> lock(m_mutex);
         m_on_message = on_message;
         m_user = user;
     }
     void on_event(const kernhub::Event& event) noexcept override {
-        if (event.kind != kernhub::Event::Kind::info && event.kind != kernhub::Event::Kind::retry) return;
+        int kind = KH_MESSAGE_RETRY;
+        if (event.kind == kernhub::Event::Kind::info) {
+            kind = starts_with(event.text, "warning: ") ? KH_MESSAGE_WARNING
+                   : starts_with(event.text, "note: ")  ? KH_MESSAGE_NOTE
+                                                        : KH_MESSAGE_STATUS;
+        } else if (event.kind != kernhub::Event::Kind::retry) {
+            return;
+        }
         try {
             const std::string line = kernhub::printable(event.text);
             std::lock_guard<std::mutex> lock(m_mutex);
-            if (m_on_message != nullptr) m_on_message(line.c_str(), m_user);
+            if (m_on_message == nullptr) return;
+            delivering_message = true;
+            m_on_message(kind, line.c_str(), m_user);
+            delivering_message = false;
         } catch (...) {
-            // Out of memory, or a mutex that failed: the message is dropped.
+            // Out of memory, a mutex that failed, or a C++ function that
+            // threw: the message is dropped.
+            delivering_message = false;
         }
     }
 
 private:
+    static bool starts_with(const std::string& text, std::string_view prefix) {
+        return text.compare(0, prefix.size(), prefix) == 0;
+    }
     std::mutex m_mutex;
     kh_message_fn m_on_message = nullptr;
     void* m_user = nullptr;
@@ -81,6 +102,12 @@ private:
 // started with and leaves the handle free for every other call.
 struct kh_hub {
     std::mutex mutex;
+    // Where kh_hub_on_message sends messages; options.events points at it
+    // while a function is set. Declared before `client`, so it outlives
+    // every Client of the handle. Its own lock, never taken under `mutex`,
+    // orders the kh_hub_on_message calls.
+    kernhub::capi::MessageSink messages;
+    std::mutex on_message_mutex;
     kernhub::Options options;
     // Built from `options` by the first kh_prewarm or kh_load after a
     // settings change; a call still running on an older one keeps that one
@@ -95,9 +122,6 @@ struct kh_hub {
     // The op names kh_torch_op handed out (under `mutex`): a node's string
     // stays put until kh_hub_free.
     std::set<std::string> torch_ops;
-    // Where kh_hub_on_message sends messages; options.events points at it
-    // while a function is set. Outlives every Client of the handle.
-    kernhub::capi::MessageSink messages;
 
     // Never changes; the calling thread's error texts are keyed by it.
     const kernhub::capi::HandleToken life = std::make_shared<const kernhub::capi::HandleLife>();
@@ -114,6 +138,11 @@ struct kh_hub {
     // Runs `body` with every exception mapped to a return code and a message.
     template <class Body>
     int guarded(Body&& body) noexcept {
+        if (kernhub::capi::delivering_message) {
+            return fail(k_usage,
+                        "a kh_message_fn called kernhub; it may call only kh_last_error, kh_error_name and "
+                        "kh_version");
+        }
         try {
             body();
             return succeed();
@@ -173,6 +202,7 @@ struct kh_hub {
 extern "C" {
 
 kh_hub* kh_hub_new(void) {
+    if (kernhub::capi::delivering_message) return nullptr;  // from a kh_message_fn
     try {
         return new kh_hub();
     } catch (...) {
@@ -181,6 +211,7 @@ kh_hub* kh_hub_new(void) {
 }
 
 void kh_hub_free(kh_hub* hub) {
+    if (kernhub::capi::delivering_message) return;  // from a kh_message_fn: refused, as every call is
     delete hub;
 }
 
@@ -210,8 +241,9 @@ int kh_hub_on_message(kh_hub* hub, kh_message_fn on_message, void* user) {
     if (hub == nullptr) return k_usage;
     std::shared_ptr<kernhub::Client> dropped;
     return hub->guarded([&] {
+        std::lock_guard<std::mutex> order(hub->on_message_mutex);
+        hub->messages.set(on_message, user);  // may wait for a message being delivered
         std::lock_guard<std::mutex> lock(hub->mutex);
-        hub->messages.set(on_message, user);
         kernhub::EventSink* events = on_message != nullptr ? &hub->messages : nullptr;
         if (hub->options.events == events) return;
         // Whether the Client has a sink is fixed when it is built.
@@ -285,6 +317,7 @@ const char* kh_torch_op(kh_hub* hub, const char* name) {
 
 int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int32_t num_args, kh_tvm_any* result) {
     if (hub == nullptr) return k_usage;
+    if (kernhub::capi::delivering_message) return hub->guarded([] {});
     if (function == nullptr || num_args < 0 || (args == nullptr && num_args > 0)) {
         return hub->fail(k_usage,
                          "kh_tvm_call: the function is NULL, num_args is negative, or args is NULL with arguments");

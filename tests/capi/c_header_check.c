@@ -8,9 +8,9 @@
 
 typedef void (*vector_add_fn)(const float*, const float*, float*, size_t);
 
-/* A kh_message_fn: counts the messages. */
-static void count_message(const char* line, void* user) {
-    if (line != NULL) ++*(int*)user;
+/* A kh_message_fn: counts the messages of a known kind. */
+static void count_message(int kind, const char* line, void* user) {
+    if (line != NULL && kind >= KH_MESSAGE_STATUS && kind <= KH_MESSAGE_RETRY) ++*(int*)user;
 }
 
 int kh_c_header_check(const char* endpoint, const char* cache_dir, const char* project) {

@@ -74,17 +74,28 @@ struct Failures {
     }
 };
 
-// A kh_message_fn: counts the lines it is given in an std::atomic<int>.
-void count_message(const char* /*line*/, void* user) {
-    static_cast<std::atomic<int>*>(user)->fetch_add(1);
+// What a kh_message_fn was given. Unlocked on purpose: the function is never
+// called from two threads at once for one handle, and ThreadSanitizer
+// reports it if it is.
+struct Messages {
+    std::vector<std::string> lines;
+    std::size_t count(const std::string& part) const {
+        std::size_t found = 0;
+        for (const std::string& line : lines) found += line.find(part) != std::string::npos ? 1 : 0;
+        return found;
+    }
+};
+
+extern "C" void keep_message(int /*kind*/, const char* line, void* user) {
+    static_cast<Messages*>(user)->lines.emplace_back(line);
 }
 
 // Settings, the message function, refusals and tvm-ffi calls that need no
 // runtime, each checked against the calling thread's own error text.
 void settings_and_refusals(kh_hub* handle, int t, int round, Failures& failures) {
     const std::string who = "thread " + std::to_string(t) + ": ";
-    static std::atomic<int> messages{0};
-    if (kh_hub_on_message(handle, round % 2 == 0 ? count_message : nullptr, &messages) != 0) {
+    static Messages messages;
+    if (kh_hub_on_message(handle, round % 2 == 0 ? keep_message : nullptr, &messages) != 0) {
         failures.add(who + "kh_hub_on_message was refused: " + error_text(handle));
     }
     if (kh_hub_set(handle, "retries", round % 2 == 0 ? "3" : "2") != 0 ||
@@ -307,4 +318,61 @@ TEST_CASE("overlapping kh_load of one name: kh_symbol keeps the one that started
     void* first_address = kh_symbol(again.get(), "vector-add");
     CHECK(computes("vector-add", first_address));
     CHECK(first_address != second);
+}
+
+TEST_CASE("kh_hub_on_message: messages from many threads one at a time, and a running call's go to the new function",
+          "[threads]") {
+    KernelHub hub;
+    Env env;
+    Handle handle = shared_handle(env, hub.server().endpoint());
+    REQUIRE(kh_hub_set(handle.get(), "retries", "10") == 0);
+    Messages before;
+    Messages after;
+    REQUIRE(kh_hub_on_message(handle.get(), keep_message, &before) == 0);
+    // A prewarm held at the hub while the function changes: the retries it
+    // meets after the change go to the new function.
+    hub.server().add_faults(nlohmann::json::array(
+        {{{"match", "kernhub-test/vector-add/revision/main"}, {"action", "hold"}, {"gate", "switch"}}}));
+    int held_rc = -1;
+    std::thread held_call([&] { held_rc = kh_prewarm(handle.get(), "vector-add"); });
+    const bool held = hub.server().wait_held("switch");
+    hub.server().add_faults(nlohmann::json::array({{{"match", "kernhub-test/vector-add/tree/"},
+                                                    {"action", "status"},
+                                                    {"status", 503},
+                                                    {"retry_after", "0"},
+                                                    {"count", 2}}}));
+    const int switch_rc = kh_hub_on_message(handle.get(), keep_message, &after);
+    hub.server().release("switch");
+    held_call.join();
+    REQUIRE(held);
+    CHECK(switch_rc == 0);
+    CHECK(held_rc == 0);
+    CHECK(before.count("(HTTP 503)") == 0);
+    CHECK(after.count("(HTTP 503)") == 2);
+
+    // Four threads fetch at once into a new cache through one handle, each
+    // meeting 503s: every retry is one message, delivered one at a time.
+    const std::string cache = (env.dir.path() / "cache-many").string();
+    REQUIRE(kh_hub_set(handle.get(), "cache_dir", cache.c_str()) == 0);
+    Messages many;
+    REQUIRE(kh_hub_on_message(handle.get(), keep_message, &many) == 0);
+    hub.server().add_faults(nlohmann::json::array(
+        {{{"match", "/revision/"}, {"action", "status"}, {"status", 503}, {"retry_after", "0"}, {"count", 8}}}));
+    Failures failures;
+    run_together(static_cast<int>(k_names.size()), [&](int t) {
+        const std::string& name = k_names[static_cast<std::size_t>(t)];
+        if (const int rc = kh_prewarm(handle.get(), name.c_str()); rc != 0) {
+            failures.add(name + ": kh_prewarm " + std::to_string(rc) + ": " + error_text(handle.get()));
+        }
+    });
+    failures.check();
+    CHECK(many.count("(HTTP 503)") == 8);
+    // Messages end with the function: none reaches `many` after NULL.
+    REQUIRE(kh_hub_on_message(handle.get(), nullptr, nullptr) == 0);
+    const std::size_t kept = many.lines.size();
+    hub.server().add_faults(nlohmann::json::array(
+        {{{"match", "/revision/"}, {"action", "status"}, {"status", 503}, {"retry_after", "0"}, {"count", 2}}}));
+    REQUIRE(kh_hub_set(handle.get(), "cache_dir", (env.dir.path() / "cache-quiet").c_str()) == 0);
+    CHECK(kh_prewarm(handle.get(), "vector-add") == 0);
+    CHECK(many.lines.size() == kept);
 }
