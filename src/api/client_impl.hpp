@@ -79,11 +79,25 @@ class __attribute__((visibility("hidden"))) SerialSink final : public EventSink 
 public:
     explicit SerialSink(EventSink* inner) : m_inner(inner) {}
     void on_event(const Event& event) noexcept override {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        m_inner->on_event(event);
+        // A hub's text in it is bounded here, whoever the sink is.
+        if (event.text.size() > k_max_event_text_bytes) {
+            try {
+                Event cut = event;
+                cut.text = bounded(event.text, k_max_event_text_bytes);
+                deliver(cut);
+            } catch (...) {
+                // Out of memory: the event is dropped.
+            }
+            return;
+        }
+        deliver(event);
     }
 
 private:
+    void deliver(const Event& event) noexcept {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_inner->on_event(event);
+    }
     EventSink* m_inner;
     std::mutex m_mutex;
 };

@@ -9,6 +9,7 @@
 // Every entry point catches everything (docs/embedding.md, "How a handle works").
 #include "kernhub/kernhub.h"
 
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -18,6 +19,9 @@
 #include <set>
 #include <string>
 #include <string_view>
+
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "capi/hint.hpp"
 #include "capi/setting.hpp"
@@ -52,12 +56,17 @@ thread_local bool delivering_message = false;
 // The handle's EventSink: hands each one-line message (info, retry) to the
 // program's kh_message_fn, one at a time for the handle, even from two
 // Clients (a call still running on the one a settings change replaced).
+// No lock is held while the program's function runs, only a flag saying a
+// delivery is under way and in which process: a child made by fork() while
+// another thread was delivering inherits the flag, not the thread, and
+// goes on as if no delivery were under way.
 class MessageSink final : public kernhub::EventSink {
 public:
     // Waits for a message being delivered, so the function replaced is not
     // running when it returns.
     void set(kh_message_fn on_message, void* user) {
-        std::lock_guard<std::mutex> lock(m_mutex);
+        std::unique_lock<std::mutex> lock(m_mutex);
+        wait_idle(lock);
         m_on_message = on_message;
         m_user = user;
     }
@@ -72,15 +81,28 @@ public:
         }
         try {
             const std::string line = kernhub::printable(event.text);
-            std::lock_guard<std::mutex> lock(m_mutex);
-            if (m_on_message == nullptr) return;
+            kh_message_fn on_message = nullptr;
+            void* user = nullptr;
+            {
+                std::unique_lock<std::mutex> lock(m_mutex);
+                wait_idle(lock);
+                if (m_on_message == nullptr) return;
+                on_message = m_on_message;
+                user = m_user;
+                m_delivering_in = ::getpid();
+            }
             delivering_message = true;
-            m_on_message(kind, line.c_str(), m_user);
+            try {
+                on_message(kind, line.c_str(), user);
+            } catch (...) {
+                // A C++ function that threw: the message is dropped.
+            }
             delivering_message = false;
+            std::lock_guard<std::mutex> lock(m_mutex);
+            m_delivering_in = 0;
+            m_idle.notify_all();
         } catch (...) {
-            // Out of memory, a mutex that failed, or a C++ function that
-            // threw: the message is dropped.
-            delivering_message = false;
+            // Out of memory, or a mutex that failed: the message is dropped.
         }
     }
 
@@ -88,7 +110,13 @@ private:
     static bool starts_with(const std::string& text, std::string_view prefix) {
         return text.compare(0, prefix.size(), prefix) == 0;
     }
+    // Until no delivery is under way in this process.
+    void wait_idle(std::unique_lock<std::mutex>& lock) {
+        m_idle.wait(lock, [this] { return m_delivering_in != ::getpid(); });
+    }
     std::mutex m_mutex;
+    std::condition_variable m_idle;
+    pid_t m_delivering_in = 0;  // the process whose thread is delivering, 0 for none
     kh_message_fn m_on_message = nullptr;
     void* m_user = nullptr;
 };
@@ -140,8 +168,8 @@ struct kh_hub {
     int guarded(Body&& body) noexcept {
         if (kernhub::capi::delivering_message) {
             return fail(k_usage,
-                        "a kh_message_fn called kernhub; it may call only kh_last_error, kh_error_name and "
-                        "kh_version");
+                        "a kh_message_fn called kernhub; it may call only kh_last_error, kh_error_name, kh_version and "
+                        "kh_kernels_release");
         }
         try {
             body();

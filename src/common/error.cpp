@@ -73,7 +73,7 @@ static std::string shorten_words(const std::string& text, std::size_t max_bytes)
     return out;
 }
 
-static std::string bounded(const std::string& text, std::size_t max_bytes) {
+std::string bounded(const std::string& text, std::size_t max_bytes) {
     if (text.size() <= max_bytes) return printable(text);
     const std::string shorter = shorten_words(text, max_bytes);
     if (shorter.size() <= max_bytes) return printable(shorter);

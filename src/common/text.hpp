@@ -24,6 +24,16 @@ std::string ascii_lowercase(std::string_view text);
 
 // printable(), which messages and the CLI share, is public: kernhub/error.hpp.
 
+// `text` as printable() shows it, at most `max_bytes` long before escaping:
+// a longer one loses the middle of its longest words first, then its
+// middle, and says how many bytes were cut. An Error's message and context
+// are cut so (error.cpp), and so is every event's text.
+std::string bounded(const std::string& text, std::size_t max_bytes);
+
+// An event's text is cut to this many bytes (api/client_impl.hpp,
+// SerialSink): it may quote a hub's header or a path.
+constexpr std::size_t k_max_event_text_bytes = 4096;
+
 // Names quoted in a message are cut to this many bytes: room for a cache
 // path or an archive entry's path of a few folders, and for every name the
 // registry, the hub or a caller gives, which are shorter.

@@ -4,6 +4,8 @@
 #include "kernhub/kernhub.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +23,7 @@
 #include <unistd.h>
 
 #include "capi/c_header_check.h"
+#include "capi/capi_support.hpp"
 #include "kernhub/kernhub.hpp"
 #include "support/build_paths.hpp"
 #include "support/hub_builder.hpp"
@@ -32,20 +36,10 @@ namespace {
 
 using VectorAdd = void (*)(const float*, const float*, float*, std::size_t);
 
-struct HubDeleter {
-    void operator()(kh_hub* hub) const { kh_hub_free(hub); }
-};
-using Hub = std::unique_ptr<kh_hub, HubDeleter>;
-
 Hub new_hub() {
     Hub hub(kh_hub_new());
     REQUIRE(hub != nullptr);
     return hub;
-}
-
-std::string last_error(const Hub& hub) {
-    const char* text = kh_last_error(hub.get());
-    return text == nullptr ? std::string() : std::string(text);
 }
 
 // A handle on the demo hub (file://) with its own cache, online, and a
@@ -833,4 +827,83 @@ TEST_CASE("a kh_message_fn that calls kernhub is refused each call, and the hand
     // The refusals were the message function's; the handle is whole.
     CHECK(kh_load(hub.get(), "vector-add") == 0);
     CHECK(adds_correctly(kh_symbol(hub.get(), "vector-add")));
+}
+
+TEST_CASE("a hub's 100 KB header reaches a kh_message_fn as one line cut to 4 KiB, escaped", "[capi]") {
+    DemoEnv env;
+    KernelHub server;
+    // The first download is a 206 whose Content-Range no client can read:
+    // kernhub starts it again, and the retry message quotes the header.
+    server.server().add_faults({{{"match", "/lfs/"}, {"action", "bad_range"}, {"value_bytes", 100000}, {"count", 1}}});
+    Messages messages;
+    Hub hub = env.test_hub(server);
+    REQUIRE(kh_hub_on_message(hub.get(), keep_message, &messages) == 0);
+    CHECK(kh_prewarm(hub.get(), "vector-add") == 0);
+    INFO(messages.joined().substr(0, 4000));
+    REQUIRE(messages.count("HTTP 206") == 1);
+    CHECK(messages.count("bytes cut") == 1);
+    CHECK(messages.count("\x1b") == 0);
+    for (const std::string& line : messages.lines) CHECK(line.size() <= 4096 + 64);  // the escapes' few bytes
+}
+
+namespace {
+
+// A kh_message_fn that says it is delivering, then waits until told to go
+// on. `user` is a Gate.
+struct Gate {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool inside = false;
+    bool go = false;
+};
+extern "C" void wait_at_gate(int /*kind*/, const char* /*line*/, void* user) {
+    auto& gate = *static_cast<Gate*>(user);
+    std::unique_lock<std::mutex> lock(gate.mutex);
+    gate.inside = true;
+    gate.changed.notify_all();
+    gate.changed.wait(lock, [&] { return gate.go; });
+}
+
+}  // namespace
+
+TEST_CASE("a child forked while a message is being delivered can use the handle", "[capi]") {
+    DemoEnv env;
+    KernelHub server;
+    server.server().add_faults(
+        {{{"match", "/revision/"}, {"action", "status"}, {"status", 503}, {"retry_after", "0"}, {"count", 1}}});
+    Hub hub = env.test_hub(server);
+    Gate gate;
+    REQUIRE(kh_hub_on_message(hub.get(), wait_at_gate, &gate) == 0);
+    int call_rc = -1;
+    std::thread call([&] { call_rc = kh_prewarm(hub.get(), "vector-add"); });
+    bool inside = false;
+    {
+        // The deadline only bounds a failure.
+        std::unique_lock<std::mutex> lock(gate.mutex);
+        inside = gate.changed.wait_for(lock, std::chrono::seconds(30), [&] { return gate.inside; });
+    }
+    int child_status = -1;
+    if (inside) {
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            ::alarm(20);  // a hang ends the child, and fails the test
+            const std::string cache = (env.dir.path() / "child-cache").string();
+            const bool ok = kh_hub_on_message(hub.get(), nullptr, nullptr) == 0 &&
+                            kh_hub_set(hub.get(), "cache_dir", cache.c_str()) == 0 &&
+                            kh_hub_set(hub.get(), "offline", "1") == 0 && kh_prewarm(hub.get(), "vector-add") == 6;
+            ::_exit(ok ? 0 : 1);
+        }
+        REQUIRE(::waitpid(pid, &child_status, 0) == pid);
+    }
+    {
+        std::lock_guard<std::mutex> lock(gate.mutex);
+        gate.go = true;
+        gate.changed.notify_all();
+    }
+    call.join();
+    REQUIRE(inside);
+    CHECK(WIFEXITED(child_status));
+    CHECK(WEXITSTATUS(child_status) == 0);
+    CHECK(call_rc == 0);
 }

@@ -6,18 +6,17 @@
 #include <memory>
 #include <string>
 
+#include "capi/capi_support.hpp"
 #include "capi/hint.hpp"
 #include "common/hint.hpp"
 #include "kernhub/kernhub.h"
 #include "support/build_paths.hpp"
 #include "support/temp_dir.hpp"
 
-namespace {
+using kernhub::test::Hub;
+using kernhub::test::last_error;
 
-struct HubDeleter {
-    void operator()(kh_hub* hub) const { kh_hub_free(hub); }
-};
-using Hub = std::unique_ptr<kh_hub, HubDeleter>;
+namespace {
 
 // A handle on the demo hub's registry (the installed default registry) with
 // an empty cache of its own; no retries.
@@ -28,11 +27,6 @@ Hub empty_cache_hub(const kernhub::test::TempDir& dir) {
     REQUIRE(kh_hub_set(hub.get(), "project", dir.path().c_str()) == 0);
     REQUIRE(kh_hub_set(hub.get(), "retries", "0") == 0);
     return hub;
-}
-
-std::string last_error(const Hub& hub) {
-    const char* text = kh_last_error(hub.get());
-    return text == nullptr ? std::string() : std::string(text);
 }
 
 }  // namespace

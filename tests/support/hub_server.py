@@ -40,6 +40,8 @@ and never faulted:
                  {"action": "bloat_answer", "depth": N}  a JSON answer replaced by N nested arrays
                  {"action": "bloat_answer", "siblings": N}  a JSON object answer gets N more
                      "siblings" entries (a huge revision answer around the real "sha")
+                 {"action": "bad_range", "value_bytes": N}  a reply with a body becomes a 206
+                     whose Content-Range is an escape sequence and N bytes of "A": no range
                  "count": uses left (default 1, -1 = forever). truncate and corrupt
                  only apply to (and are only used up by) replies with a body.
 
@@ -63,7 +65,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 CONTROL_PATHS = ("/_stats", "/_reset", "/_faults", "/_release", "/_held")
 # Each fault action and the field it cannot do without.
 FAULT_ACTIONS = {"status": "status", "truncate": "after_bytes", "corrupt": "match", "delay": "seconds", "hold": "gate",
-                 "throttle": "bytes_per_second", "pad_tree": "entries", "twin_tree": "suffix", "bloat_answer": "match"}
+                 "throttle": "bytes_per_second", "pad_tree": "entries", "twin_tree": "suffix", "bloat_answer": "match",
+                 "bad_range": "value_bytes"}
 CHUNK = 1 << 16
 # The longest a held request waits for its gate unless its rule says: a test
 # that fails before it releases the gate then costs a minute, not its timeout.
@@ -106,6 +109,11 @@ def error_reply(status, code, message, headers=()) -> Reply:
     if code:
         headers.append(("X-Error-Code", code))
     return Reply(status, headers, dump_json({"error": message}))
+
+
+def bad_range(reply, rule) -> Reply:
+    junk = "\x1b[31m" + "A" * int(rule["value_bytes"])
+    return Reply(206, [*reply.headers, ("Content-Range", junk)], reply.data, reply.file, reply.start, reply.length)
 
 
 def tree_page(reply):
@@ -252,7 +260,7 @@ class Control:
     def take_fault(self, target, has_body):
         with self.lock:
             for rule in self.faults:
-                body_only = rule["action"] in ("truncate", "corrupt", "throttle")
+                body_only = rule["action"] in ("truncate", "corrupt", "throttle", "bad_range")
                 if rule["count"] != 0 and rule["match"] in target and (has_body or not body_only):
                     if rule["count"] > 0:
                         rule["count"] -= 1
@@ -342,6 +350,8 @@ class Handler(BaseHTTPRequestHandler):
             reply = bloat_answer(reply, rule)
         elif rule and rule["action"] == "twin_tree":
             reply = twin_tree(reply, rule)
+        elif rule and rule["action"] == "bad_range":
+            reply = bad_range(reply, rule)
         elif rule and rule["action"] == "pad_tree":
             reply = pad_tree(reply, rule)
             rate = float(rule["bytes_per_second"]) if "bytes_per_second" in rule else None
