@@ -49,11 +49,11 @@ void check_refused(const fs::path& file, const fs::path& out, const ExtractionPo
     CHECK(is_empty_dir(out));
 }
 
-struct Scratch {
+struct ExtractScratch {
     TempDir dir;
     fs::path out = dir.path() / "out";
     fs::path tar = dir.path() / "in.tar";
-    Scratch() { fs::create_directories(out); }
+    ExtractScratch() { fs::create_directories(out); }
 };
 
 ExtractionPolicy with_symlinks() {
@@ -65,7 +65,7 @@ ExtractionPolicy with_symlinks() {
 }  // namespace
 
 TEST_CASE("extract writes files, folders and inner links into a fresh private folder", "[archive]") {
-    Scratch s;
+    ExtractScratch s;
     TarBuilder(s.tar)
         .dir("./")
         .dir("./pkg/")
@@ -90,7 +90,7 @@ TEST_CASE("extract writes files, folders and inner links into a fresh private fo
 }
 
 TEST_CASE("compression is recognised by content, whatever the name says", "[archive]") {
-    Scratch s;
+    ExtractScratch s;
     for (auto filter : {TarBuilder::Filter::gzip, TarBuilder::Filter::xz, TarBuilder::Filter::zstd}) {
         const fs::path misnamed = s.dir.path() / "archive.bin";
         TarBuilder(misnamed, filter).file("x/data", "payload").finish();
@@ -100,7 +100,7 @@ TEST_CASE("compression is recognised by content, whatever the name says", "[arch
 }
 
 TEST_CASE("paths that climb out or are absolute are refused", "[archive]") {
-    Scratch s;
+    ExtractScratch s;
     TarBuilder(s.tar).file("ok", "1").file("/etc/kernhub-test", "x").finish();
     check_refused(s.tar, s.out, {}, {"/etc/kernhub-test", "absolute"});
 
@@ -112,7 +112,7 @@ TEST_CASE("paths that climb out or are absolute are refused", "[archive]") {
 }
 
 TEST_CASE("symlinks: refused unless allowed, and never absolute or leading out", "[archive]") {
-    Scratch s;
+    ExtractScratch s;
     TarBuilder(s.tar).symlink("pkg/link", "target").finish();
     check_refused(s.tar, s.out, ExtractionPolicy{}, {"pkg/link", "symbolic link"});
 
@@ -131,7 +131,7 @@ TEST_CASE("symlinks: refused unless allowed, and never absolute or leading out",
 }
 
 TEST_CASE("nothing is ever written through a symlink the archive made", "[archive]") {
-    Scratch s;
+    ExtractScratch s;
     TarBuilder(s.tar).symlink("a", "sub").dir("sub").file("a/file", "through the link").finish();
     check_refused(s.tar, s.out, with_symlinks(), {"a/file", "would be written through 'a'"});
 
@@ -143,7 +143,7 @@ TEST_CASE("nothing is ever written through a symlink the archive made", "[archiv
 }
 
 TEST_CASE("hard links, devices and FIFOs are never extracted", "[archive]") {
-    Scratch s;
+    ExtractScratch s;
     ExtractionPolicy everything = with_symlinks();
     TarBuilder(s.tar).file("a", "x").hardlink("b", "a").finish();
     check_refused(s.tar, s.out, everything, {"'b'", "hard link"});
@@ -164,7 +164,7 @@ TEST_CASE("hard links, devices and FIFOs are never extracted", "[archive]") {
 }
 
 TEST_CASE("the count, size and path limits are named when hit", "[archive]") {
-    Scratch s;
+    ExtractScratch s;
     ExtractionPolicy small;
     small.max_entries = 3;
     TarBuilder(s.tar).file("1", "").file("2", "").file("3", "").file("4", "").finish();
@@ -193,7 +193,7 @@ TEST_CASE("the count, size and path limits are named when hit", "[archive]") {
 }
 
 TEST_CASE("a compression bomb stops at the ratio limit", "[archive]") {
-    Scratch s;
+    ExtractScratch s;
     const fs::path bomb = s.dir.path() / "bomb.tar.gz";
     TarBuilder(bomb, TarBuilder::Filter::gzip).zeros("zeros", 16u << 20).finish();
     REQUIRE(fs::file_size(bomb) < (100u << 10));  // 16 MiB of zeros in under 100 KiB
@@ -208,7 +208,7 @@ TEST_CASE("a compression bomb stops at the ratio limit", "[archive]") {
 }
 
 TEST_CASE("damaged input is refused as such", "[archive]") {
-    Scratch s;
+    ExtractScratch s;
     std::ofstream(s.tar, std::ios::binary) << std::string(4096, 'z');
     check_refused(s.tar, s.out, {}, {s.tar.string(), "not a tar archive"});
 

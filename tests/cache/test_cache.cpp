@@ -28,7 +28,7 @@ namespace {
 const std::string k_commit = "0123456789abcdef0123456789abcdef01234567";
 const std::string k_commit2 = "89abcdef0123456789abcdef0123456789abcdef";
 
-std::string slurp(const fs::path& path) {
+std::string read_whole(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     std::ostringstream out;
     out << in.rdbuf();
@@ -132,9 +132,9 @@ TEST_CASE("write_file_atomic writes, replaces and leaves no temp", "[store]") {
     TempDir dir;
     const fs::path target = dir.path() / "a" / "b" / "file.json";
     kernhub::cache::write_file_atomic(target, "first");
-    CHECK(slurp(target) == "first");
+    CHECK(read_whole(target) == "first");
     kernhub::cache::write_file_atomic(target, "second, longer content");
-    CHECK(slurp(target) == "second, longer content");
+    CHECK(read_whole(target) == "second, longer content");
     CHECK(names_in(target.parent_path()) == std::vector<std::string>{"file.json"});
     CHECK(kernhub::cache::read_file(target) == std::optional<std::string>("second, longer content"));
     CHECK_FALSE(kernhub::cache::read_file(dir.path() / "missing").has_value());
@@ -170,7 +170,7 @@ TEST_CASE("IncompleteBlob commit, abandon and restart", "[store]") {
         blob.commit();
         CHECK(cache.has_blob(etag));
         CHECK_FALSE(fs::exists(temp));
-        CHECK(slurp(cache.blob_path(etag)) == content);
+        CHECK(read_whole(cache.blob_path(etag)) == content);
         struct stat st {};
         REQUIRE(::stat(cache.blob_path(etag).c_str(), &st) == 0);
         CHECK((st.st_mode & 07777) == 0444);
@@ -187,7 +187,7 @@ TEST_CASE("IncompleteBlob commit, abandon and restart", "[store]") {
             temp = moved.temp_path();
         }
         CHECK(names_in(cache.folder() / "blobs") == std::vector<std::string>{temp.filename().string()});
-        CHECK(slurp(temp) == content + "more");
+        CHECK(read_whole(temp) == content + "more");
         CHECK_FALSE(cache.has_blob(etag));
         {
             auto blob = cache.begin_blob(etag);
@@ -205,7 +205,7 @@ TEST_CASE("IncompleteBlob commit, abandon and restart", "[store]") {
         CHECK(blob.size() == 0);
         blob.write(content.data(), content.size());
         blob.commit();
-        CHECK(slurp(cache.blob_path(etag)) == content);
+        CHECK(read_whole(cache.blob_path(etag)) == content);
     }
 }
 
@@ -214,7 +214,8 @@ TEST_CASE("CACHEDIR.TAG is created at the root", "[store]") {
     RepoCache cache(dir.path(), RepoType::kernel, "org/name");
     CHECK_FALSE(fs::exists(dir.path() / "CACHEDIR.TAG"));
     add_blob(cache, "x");
-    CHECK_THAT(slurp(dir.path() / "CACHEDIR.TAG"), Catch::StartsWith("Signature: 8a477f597d28d172789f06886806bc55"));
+    CHECK_THAT(read_whole(dir.path() / "CACHEDIR.TAG"),
+               Catch::StartsWith("Signature: 8a477f597d28d172789f06886806bc55"));
 }
 
 TEST_CASE("snapshot links are relative, resolve and are replaced atomically", "[store]") {
@@ -234,14 +235,14 @@ TEST_CASE("snapshot links are relative, resolve and are replaced atomically", "[
         CHECK(fs::is_symlink(fs::symlink_status(link)));
         CHECK(fs::read_symlink(link) == fs::path(prefix + etag));
         CHECK(fs::equivalent(link, cache.blob_path(etag)));
-        CHECK(slurp(link) == "payload");
+        CHECK(read_whole(link) == "payload");
         CHECK(cache.snapshot_complete(k_commit, relpath));
     }
 
     const std::string etag2 = add_blob(cache, "newer payload");
     cache.link_snapshot(k_commit, "build/a.so", etag2);
     CHECK(fs::read_symlink(cache.snapshot_path(k_commit, "build/a.so")) == fs::path("../../../blobs/" + etag2));
-    CHECK(slurp(cache.snapshot_path(k_commit, "build/a.so")) == "newer payload");
+    CHECK(read_whole(cache.snapshot_path(k_commit, "build/a.so")) == "newer payload");
     CHECK(names_in(cache.snapshot_dir(k_commit) / "build") == std::vector<std::string>{"a.so", "torch-cu128"});
 
     const std::string absent(64, 'e');
@@ -265,7 +266,7 @@ TEST_CASE("refs round trip", "[store]") {
     CHECK_FALSE(cache.read_ref("main").has_value());
     cache.write_ref("main", k_commit);
     CHECK(cache.read_ref("main") == k_commit);
-    CHECK(slurp(cache.folder() / "refs" / "main") == k_commit);  // no newline, like huggingface_hub
+    CHECK(read_whole(cache.folder() / "refs" / "main") == k_commit);  // no newline, like huggingface_hub
     cache.write_ref("main", k_commit2);
     CHECK(cache.read_ref("main") == k_commit2);
 

@@ -128,7 +128,7 @@ fs::path repo_folder(const Sandbox& box, const std::string& name) {
 }
 
 // Every path under `root` (links not followed), relative, sorted.
-std::set<std::string> tree_of(const fs::path& root) {
+std::set<std::string> files_under(const fs::path& root) {
     std::set<std::string> out;
     if (!fs::exists(root)) return out;
     for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
@@ -143,18 +143,18 @@ std::set<std::string> tree_of(const fs::path& root) {
 void check_nothing_left(const Sandbox& box, const std::string& name, const std::string& archive_name) {
     const fs::path folder = repo_folder(box, name);
     std::set<std::string> snapshot_files;
-    for (const auto& path : tree_of(folder / "snapshots")) {
+    for (const auto& path : files_under(folder / "snapshots")) {
         if (fs::is_symlink(folder / "snapshots" / path) || !fs::is_directory(folder / "snapshots" / path)) {
             snapshot_files.insert(fs::path(path).filename().string());
         }
     }
     CHECK(snapshot_files == std::set<std::string>{"README.txt", "metadata.json", archive_name});
-    CHECK(tree_of(folder / "blobs").size() == 3);
-    CHECK(tree_of(folder / ".kernhub" / "variants").empty());
-    CHECK(tree_of(folder / ".kernhub" / "tmp").empty());
-    CHECK(tree_of(archive_hub().outside) == std::set<std::string>{"canary.txt"});
+    CHECK(files_under(folder / "blobs").size() == 3);
+    CHECK(files_under(folder / ".kernhub" / "variants").empty());
+    CHECK(files_under(folder / ".kernhub" / "tmp").empty());
+    CHECK(files_under(archive_hub().outside) == std::set<std::string>{"canary.txt"});
     CHECK(slurp(archive_hub().outside / "canary.txt") == "canary");
-    for (const auto& path : tree_of(box.dir.path())) {
+    for (const auto& path : files_under(box.dir.path())) {
         INFO(path);
         CHECK(path.find("evil.txt") == std::string::npos);
         CHECK(path.find("abs.txt") == std::string::npos);
@@ -284,7 +284,7 @@ TEST_CASE("archive variants: a .tar.gz variant is unpacked, loaded through the r
     const fs::path blob = fs::canonical(so);
     CHECK(blob.filename() == sha256_of(vector_add_so()));
     CHECK((fs::status(blob).permissions() & fs::perms::owner_write) == fs::perms::none);
-    CHECK(tree_of(repo_folder(box, "arc-good") / ".kernhub" / "tmp").empty());
+    CHECK(files_under(repo_folder(box, "arc-good") / ".kernhub" / "tmp").empty());
 
     SECTION("warm: no download, no unpacking") {
         archive_hub().server->reset();

@@ -31,8 +31,8 @@ KERNHUB_TEST_REQUIREMENT("needs:test-hooks", []() -> std::string {
            "as tests/run.sh does)";
 });
 
-const std::string k_repo = "kernhub-test/crash";
-const std::string k_folder = "kernels--kernhub-test--crash";
+const std::string k_crash_repo = "kernhub-test/crash";
+const std::string k_crash_folder = "kernels--kernhub-test--crash";
 
 std::string random_bytes(std::size_t size, unsigned seed) {
     std::string bytes(size, '\0');
@@ -64,7 +64,7 @@ struct CrashHub {
         add("sub/helper.py", "def helper():\n    return 1\n", false);
         nlohmann::json spec = {
             {"repos",
-             {{{"repo_id", k_repo},
+             {{{"repo_id", k_crash_repo},
                {"type", "kernel"},
                {"commits", {{{"message", "crash"}, {"branches", {"main"}}, {"metadata", true}, {"files", files}}}}}}}};
         make_hub(spec, dir.path() / "hub");
@@ -88,7 +88,7 @@ bool blob_matches_name(const fs::path& blob) {
 // are the recorded ones: a record naming anything else would let the next
 // fetch trust it (a fetch does not hash what its record vouches for).
 void check_records_vouch_only_for_verified(const fs::path& cache) {
-    const fs::path folder = cache / k_folder;
+    const fs::path folder = cache / k_crash_folder;
     const fs::path records = folder / ".kernhub" / "variants";
     std::error_code ec;
     if (!fs::exists(records, ec)) return;
@@ -114,7 +114,7 @@ void check_records_vouch_only_for_verified(const fs::path& cache) {
 // files that are linked and verified. Returns how many blobs there were.
 std::size_t check_cache_consistent(const fs::path& cache, const std::string& context) {
     INFO(context);
-    const fs::path folder = cache / k_folder;
+    const fs::path folder = cache / k_crash_folder;
     std::size_t blobs = 0;
     std::error_code ec;
     if (fs::exists(folder / "blobs", ec)) {
@@ -155,7 +155,7 @@ TEST_CASE("a fetch killed at any step leaves a usable cache that shows only veri
         for (int hit = 1; hit <= 8; ++hit) {
             Sandbox box;
             const std::string plan = point + ":" + std::to_string(hit);
-            ProcessResult crashed = box.kh("fetch", k_repo, hub.server->endpoint(), {"--quiet"},
+            ProcessResult crashed = box.kh("fetch", k_crash_repo, hub.server->endpoint(), {"--quiet"},
                                            {{"KERNHUB_TEST_CRASH_AT", plan}, {"KERNHUB_MAX_CONNECTIONS", "3"}});
             if (crashed.exit_code == 0) {
                 // The step is reached fewer than `hit` times in one fetch.
@@ -169,13 +169,13 @@ TEST_CASE("a fetch killed at any step leaves a usable cache that shows only veri
             check_cache_consistent(box.cache, "after a kill at " + plan);
 
             // The next run completes the variant from what is there.
-            ProcessResult again = box.kh("fetch", k_repo, hub.server->endpoint(), {"--json"});
+            ProcessResult again = box.kh("fetch", k_crash_repo, hub.server->endpoint(), {"--json"});
             REQUIRE(again.exit_code == 0);
             const std::size_t blobs = check_cache_consistent(box.cache, "after the fetch that followed " + plan);
             CHECK(blobs == 6);  // five files and metadata.json
-            ProcessResult offline = box.kh("fetch", k_repo, hub.server->endpoint(), {"--offline", "--quiet"});
+            ProcessResult offline = box.kh("fetch", k_crash_repo, hub.server->endpoint(), {"--offline", "--quiet"});
             CHECK(offline.exit_code == 0);
-            ProcessResult verify = box.kh("verify", k_repo, hub.server->endpoint(), {"--quiet"});
+            ProcessResult verify = box.kh("verify", k_crash_repo, hub.server->endpoint(), {"--quiet"});
             CHECK(verify.exit_code == 0);
         }
     }
@@ -197,13 +197,13 @@ TEST_CASE("killed at any step while the hub sends corrupt bytes, the cache still
             hub.server->add_faults({{{"match", "/lfs/"}, {"action", "corrupt"}, {"count", 1}},
                                     {{"match", "config.json"}, {"action", "corrupt"}, {"count", 1}}});
             const std::string plan = std::string(point_name) + ":" + std::to_string(hit);
-            ProcessResult crashed = box.kh("fetch", k_repo, hub.server->endpoint(), {"--quiet"},
+            ProcessResult crashed = box.kh("fetch", k_crash_repo, hub.server->endpoint(), {"--quiet"},
                                            {{"KERNHUB_TEST_CRASH_AT", plan}, {"KERNHUB_MAX_CONNECTIONS", "3"}});
             INFO(plan << ": " << describe(crashed));
             CHECK((crashed.exit_code == 128 + SIGKILL || crashed.exit_code == 4));
             check_cache_consistent(box.cache, "after " + plan + " with corrupt bytes");
             hub.server->reset();
-            ProcessResult again = box.kh("fetch", k_repo, hub.server->endpoint(), {"--quiet"});
+            ProcessResult again = box.kh("fetch", k_crash_repo, hub.server->endpoint(), {"--quiet"});
             CHECK(again.exit_code == 0);
             CHECK(check_cache_consistent(box.cache, "after the clean fetch that followed " + plan) == 6);
         }
@@ -216,11 +216,11 @@ TEST_CASE("cache verify --repair killed after any removal leaves no record vouch
     int kills = 0;
     for (int hit = 1; hit <= 8; ++hit) {
         Sandbox box;
-        ProcessResult fetched = box.kh("fetch", k_repo, hub.server->endpoint(), {"--quiet"});
+        ProcessResult fetched = box.kh("fetch", k_crash_repo, hub.server->endpoint(), {"--quiet"});
         REQUIRE(fetched.exit_code == 0);
         // Two large files damaged in place, sizes kept: a fetch that trusts
         // its variant record checks sizes, not content.
-        const fs::path variant = box.cache / k_folder / "snapshots";
+        const fs::path variant = box.cache / k_crash_folder / "snapshots";
         int damaged = 0;
         for (fs::recursive_directory_iterator it(variant), end; it != end; ++it) {
             const std::string name = it->path().filename().string();
@@ -247,7 +247,7 @@ TEST_CASE("cache verify --repair killed after any removal leaves no record vouch
         // Every record left names only files that are there and verify.
         check_records_vouch_only_for_verified(box.cache);
         // The next fetch puts the right bytes back.
-        ProcessResult again = box.kh("fetch", k_repo, hub.server->endpoint(), {"--quiet"});
+        ProcessResult again = box.kh("fetch", k_crash_repo, hub.server->endpoint(), {"--quiet"});
         REQUIRE(again.exit_code == 0);
         CHECK(check_cache_consistent(box.cache, "after the fetch that followed " + plan) == 6);
     }

@@ -10,9 +10,9 @@ using namespace kernhub::test::cli;
 
 namespace {
 
-const std::string k_repo = "locktest/kern";
-const std::string k_folder = "kernels--locktest--kern";
-const std::string k_cuda = "native-cu128-x86_64-linux";
+const std::string k_lock_repo = "locktest/kern";
+const std::string k_lock_folder = "kernels--locktest--kern";
+const std::string k_lock_cuda = "native-cu128-x86_64-linux";
 
 // One repo with the host's CPU variant (a real .so and a plain file), a
 // CUDA variant and a fatbin-only variant; main and v1 on the first commit.
@@ -26,7 +26,7 @@ json lock_hub_spec(const std::string& fatbin_text = "fatbin bytes v1", bool seco
                   {"files",
                    {{cpu + "libkern.so", {{"path", vector_add_so().string()}, {"lfs", true}}},
                     {cpu + "NOTES.txt", {{"text", "plain file, not in LFS\n"}}},
-                    {"build/" + k_cuda + "/libkern.so", {{"text", "cuda shared object stand-in"}, {"lfs", true}}},
+                    {"build/" + k_lock_cuda + "/libkern.so", {{"text", "cuda shared object stand-in"}, {"lfs", true}}},
                     {"build/native-cuda/kern.fatbin", {{"text", fatbin_text}, {"lfs", true}}},
                     // A variant whose metadata.json has no digest: only the
                     // lock covers its plain file.
@@ -40,7 +40,7 @@ json lock_hub_spec(const std::string& fatbin_text = "fatbin bytes v1", bool seco
         second["files"]["build/native-cuda/kern.fatbin"]["text"] = "fatbin bytes v2";
         commits.push_back(second);
     }
-    return {{"repos", json::array({{{"repo_id", k_repo}, {"type", "kernel"}, {"commits", commits}}})}};
+    return {{"repos", json::array({{{"repo_id", k_lock_repo}, {"type", "kernel"}, {"commits", commits}}})}};
 }
 
 std::string sha_of(const fs::path& hub, const std::string& revision) {
@@ -81,7 +81,7 @@ struct LockProject {
 
     void write_manifest(const std::string& symbol) const {
         json manifest = {{"format", 1},
-                         {"kernels", {{"kern", {{"repo_id", k_repo}, {"version", 1}, {"symbol", symbol}}}}}};
+                         {"kernels", {{"kern", {{"repo_id", k_lock_repo}, {"version", 1}, {"symbol", symbol}}}}}};
         write_text(project / "kernhub.json", manifest.dump(2));
     }
 
@@ -101,7 +101,7 @@ struct LockProject {
     }
 
     fs::path lock_file() const { return project / "kernhub.lock"; }
-    fs::path repo() const { return image_cache / k_folder; }
+    fs::path repo() const { return image_cache / k_lock_folder; }
 };
 
 }  // namespace
@@ -109,23 +109,23 @@ struct LockProject {
 TEST_CASE(
     "lock pins a CUDA target and the CPU variant on a CPU-only machine, with sizes, digests and the variant hash") {
     LockProject p;
-    ProcessResult r = p.run("lock", {"--target", k_cuda, "--target", host_cpu_variant(), "--json"});
+    ProcessResult r = p.run("lock", {"--target", k_lock_cuda, "--target", host_cpu_variant(), "--json"});
     INFO(describe(r));
     REQUIRE(r.exit_code == 0);
     json lock = json::parse(read_text(p.lock_file()));
     CHECK(lock["format"] == 1);
     const json& kern = lock["kernels"]["kern"];
-    CHECK(kern["repo_id"] == k_repo);
+    CHECK(kern["repo_id"] == k_lock_repo);
     CHECK(kern["repo_type"] == "kernel");
     CHECK(kern["revision"] == "v1");
     CHECK(kern["symbol"] == "kh_vector_add");
     CHECK(kern["commit"] == sha_of(p.hub, "v1"));
-    std::vector<std::string> expected{k_cuda, host_cpu_variant()};
+    std::vector<std::string> expected{k_lock_cuda, host_cpu_variant()};
     std::sort(expected.begin(), expected.end());
     CHECK(keys_of(kern["variants"]) == expected);
     CHECK(parse_stdout(r)["kernels"][0]["missing_targets"].empty());
     const std::string commit = kern["commit"];
-    for (const std::string& variant : {k_cuda, host_cpu_variant()}) {
+    for (const std::string& variant : {k_lock_cuda, host_cpu_variant()}) {
         const json& files = kern["variants"][variant]["files"];
         CHECK(kern["variants"][variant]["hash"].get<std::string>().rfind("sha256-", 0) == 0);
         for (auto it = files.begin(); it != files.end(); ++it) {
@@ -137,7 +137,7 @@ TEST_CASE(
     CHECK(kern["variants"][host_cpu_variant()]["files"].contains("NOTES.txt"));
     // Only plain files were downloaded to describe them; LFS files came
     // from the listing.
-    CHECK_FALSE(tree_has_name(p.sandbox.cache / k_folder / "blobs", sha256_of(vector_add_so())));
+    CHECK_FALSE(tree_has_name(p.sandbox.cache / k_lock_folder / "blobs", sha256_of(vector_add_so())));
     // The two-space indent, sorted keys and final newline.
     std::string text = read_text(p.lock_file());
     CHECK(text.back() == '\n');
@@ -147,7 +147,7 @@ TEST_CASE(
 TEST_CASE("re-locking unchanged rewrites identical bytes with no request, and --check passes") {
     LockProject p;
     HubServer server(p.hub);
-    REQUIRE(p.run("lock", {"--target", k_cuda}, server.endpoint()).exit_code == 0);
+    REQUIRE(p.run("lock", {"--target", k_lock_cuda}, server.endpoint()).exit_code == 0);
     const std::string first = read_text(p.lock_file());
     ProcessResult again = p.run("lock", {"--json"}, server.endpoint());
     INFO(describe(again));
@@ -156,7 +156,7 @@ TEST_CASE("re-locking unchanged rewrites identical bytes with no request, and --
     CHECK(report["changed"] == false);
     CHECK(report["requests"] == 0);
     CHECK(report["kernels"][0]["pin_kept"] == true);
-    CHECK(report["kernels"][0]["variants"] == json::array({k_cuda}));  // the locked targets are kept
+    CHECK(report["kernels"][0]["variants"] == json::array({k_lock_cuda}));  // the locked targets are kept
     CHECK(read_text(p.lock_file()) == first);
     ProcessResult check = p.run("lock", {"--check"}, server.endpoint());
     CHECK(check.exit_code == 0);
@@ -193,8 +193,9 @@ TEST_CASE("a pin stays when the branch moves, until --update asks") {
     const std::string old_commit = json::parse(read_text(p.lock_file()))["kernels"]["kern"]["commit"];
     // The publisher moves main to a new commit; v1 stays. Lock "main".
     make_hub(lock_hub_spec("fatbin bytes v1", true), p.hub);
-    json manifest = {{"format", 1},
-                     {"kernels", {{"kern", {{"repo_id", k_repo}, {"revision", "main"}, {"symbol", "kh_vector_add"}}}}}};
+    json manifest = {
+        {"format", 1},
+        {"kernels", {{"kern", {{"repo_id", k_lock_repo}, {"revision", "main"}, {"symbol", "kh_vector_add"}}}}}};
     write_text(p.project / "kernhub.json", manifest.dump());
     // A changed revision re-resolves.
     REQUIRE(p.run("lock").exit_code == 0);
@@ -248,7 +249,7 @@ TEST_CASE("prewarm fetches the locked CUDA target on a CPU-only machine, verifie
 
     // Offline, a fetch of the version finds it through refs/v1.
     ProcessResult offline = p.sandbox.run(
-        {"fetch", k_repo + "@v1", "--target", "native-cuda", "--offline", "--cache-dir", p.image_cache.string()});
+        {"fetch", k_lock_repo + "@v1", "--target", "native-cuda", "--offline", "--cache-dir", p.image_cache.string()});
     CHECK(offline.exit_code == 0);
 
     // A target the kernel lacks that the lock does not mark, beside one it
@@ -257,8 +258,8 @@ TEST_CASE("prewarm fetches the locked CUDA target on a CPU-only machine, verifie
                 {"'kern' (no-such-variant)", "lock again naming those targets (--target)"});
 
     // A target the lock does not have is refused.
-    check_error(p.run("prewarm", {"--target", k_cuda}), 3,
-                {"kern", k_cuda, "lock again naming those targets (--target)"});
+    check_error(p.run("prewarm", {"--target", k_lock_cuda}), 3,
+                {"kern", k_lock_cuda, "lock again naming those targets (--target)"});
 }
 
 TEST_CASE("prewarm refuses a hub that changed what was locked, naming the file, and keeps it out of the cache") {
@@ -274,7 +275,7 @@ TEST_CASE("prewarm refuses a hub that changed what was locked, naming the file, 
     REQUIRE(sha_of(tampered, "v1") == commit);
     // kernhub fetch alone accepts it: the hub is self-consistent.
     ProcessResult fetch =
-        p.sandbox.run({"fetch", k_repo + "@" + commit, "--target", "native-cuda", "--endpoint",
+        p.sandbox.run({"fetch", k_lock_repo + "@" + commit, "--target", "native-cuda", "--endpoint",
                        "file://" + tampered.string(), "--cache-dir", (p.sandbox.dir.path() / "other-cache").string()});
     REQUIRE(fetch.exit_code == 0);
 
@@ -369,13 +370,14 @@ TEST_CASE("prewarm reads the kernels library's kernels.lock in its current and o
     fs::path current = p.sandbox.dir.path() / "kernels.lock";
     write_text(
         current,
-        json::array({{{"dependency", {{"repo-id", k_repo}, {"version", 1}}}, {"lock", {{"commit", commit}}}}}).dump(2));
+        json::array({{{"dependency", {{"repo-id", k_lock_repo}, {"version", 1}}}, {"lock", {{"commit", commit}}}}})
+            .dump(2));
     ProcessResult r = p.run("prewarm", {"--lock", current.string(), "--target", "native-cuda", "--json"});
     INFO(describe(r));
     REQUIRE(r.exit_code == 0);
     json report = parse_stdout(r);
     CHECK(report["format"] == "kernels.lock");
-    CHECK(report["kernels"][0]["name"] == k_repo);
+    CHECK(report["kernels"][0]["name"] == k_lock_repo);
     CHECK(read_text(p.repo() / "refs/v1") == commit);
 
     // The older format pins each variant by its git_lfs_concat hash; take
@@ -386,7 +388,7 @@ TEST_CASE("prewarm reads the kernels library's kernels.lock in its current and o
     fs::path legacy = p.sandbox.dir.path() / "kernels-old.lock";
     auto write_legacy = [&](const std::string& h) {
         write_text(legacy,
-                   json::array({{{"repo_id", k_repo},
+                   json::array({{{"repo_id", k_lock_repo},
                                  {"sha", commit},
                                  {"variants", {{"native-cuda", {{"hash", h}, {"hash_type", "git_lfs_concat"}}}}}}})
                        .dump(2));
@@ -406,7 +408,7 @@ TEST_CASE("prewarm reads the kernels library's kernels.lock in its current and o
 TEST_CASE("lock stopped by SIGINT while the hub is slow says the lock file was not changed, and it was not") {
     LockProject p;
     HubServer server(p.hub);
-    REQUIRE(p.run("lock", {"--target", k_cuda}, server.endpoint()).exit_code == 0);
+    REQUIRE(p.run("lock", {"--target", k_lock_cuda}, server.endpoint()).exit_code == 0);
     const std::string before = read_text(p.lock_file());
     // --update asks the hub again; its answers are now held at a gate, and
     // the signal goes once this run's first request waits there.
@@ -427,8 +429,9 @@ TEST_CASE("lock stopped by SIGINT while the hub is slow says the lock file was n
 
 TEST_CASE("a kept pin that contradicts its commit fails lock --check naming the field, and lock re-resolves it") {
     LockProject p(lock_hub_spec("fatbin bytes v1", true));
-    json manifest = {{"format", 1},
-                     {"kernels", {{"kern", {{"repo_id", k_repo}, {"revision", "main"}, {"symbol", "kh_vector_add"}}}}}};
+    json manifest = {
+        {"format", 1},
+        {"kernels", {{"kern", {{"repo_id", k_lock_repo}, {"revision", "main"}, {"symbol", "kh_vector_add"}}}}}};
     write_text(p.project / "kernhub.json", manifest.dump());
     HubServer server(p.hub);
     REQUIRE(p.run("lock", {"--target", "native-cuda"}, server.endpoint()).exit_code == 0);
@@ -517,15 +520,15 @@ TEST_CASE("lock --target records the kernels without that build, and prewarm --t
     LockProject p(spec);
     json manifest = {{"format", 1},
                      {"kernels",
-                      {{"kern", {{"repo_id", k_repo}, {"version", 1}, {"symbol", "kh_vector_add"}}},
+                      {{"kern", {{"repo_id", k_lock_repo}, {"version", 1}, {"symbol", "kh_vector_add"}}},
                        {"cpuonly", {{"repo_id", "locktest/cpuonly"}, {"version", 1}, {"symbol", "kh_vector_add"}}}}}};
     write_text(p.project / "kernhub.json", manifest.dump());
 
-    ProcessResult locked = p.run("lock", {"--target", k_cuda, "--json"});
+    ProcessResult locked = p.run("lock", {"--target", k_lock_cuda, "--json"});
     INFO(describe(locked));
     REQUIRE(locked.exit_code == 0);
     json lock = json::parse(read_text(p.lock_file()));
-    CHECK(lock["kernels"]["cpuonly"]["missing_targets"] == json::array({k_cuda}));
+    CHECK(lock["kernels"]["cpuonly"]["missing_targets"] == json::array({k_lock_cuda}));
     CHECK(lock["kernels"]["cpuonly"]["variants"].empty());
     CHECK_FALSE(lock["kernels"]["kern"].contains("missing_targets"));
     // Re-locking without --target keeps both the variant and the mark.
@@ -534,18 +537,18 @@ TEST_CASE("lock --target records the kernels without that build, and prewarm --t
     CHECK(json::parse(read_text(p.lock_file())) == lock);
     CHECK(p.run("lock", {"--check"}).exit_code == 0);
 
-    ProcessResult prewarm = p.run("prewarm", {"--target", k_cuda, "--json"});
+    ProcessResult prewarm = p.run("prewarm", {"--target", k_lock_cuda, "--json"});
     INFO(describe(prewarm));
     REQUIRE(prewarm.exit_code == 0);
     json report = parse_stdout(prewarm);
-    CHECK(report["missing_targets"] == json::array({"cpuonly: " + k_cuda}));
+    CHECK(report["missing_targets"] == json::array({"cpuonly: " + k_lock_cuda}));
     REQUIRE(report["kernels"].size() == 1);
     CHECK(report["kernels"][0]["name"] == "kern");
     CHECK_FALSE(fs::exists(p.image_cache / "kernels--locktest--cpuonly"));
-    ProcessResult plain = p.sandbox.run({"prewarm", "--target", k_cuda, "--endpoint", p.endpoint, "--cache-dir",
+    ProcessResult plain = p.sandbox.run({"prewarm", "--target", k_lock_cuda, "--endpoint", p.endpoint, "--cache-dir",
                                          p.image_cache.string(), "--project", p.project.string()});
     CHECK(plain.exit_code == 0);
-    CHECK_THAT(plain.err, Catch::Contains("skipped cpuonly: " + k_cuda));
+    CHECK_THAT(plain.err, Catch::Contains("skipped cpuonly: " + k_lock_cuda));
 
     // A target the lock neither locks nor marks, for any kernel, is exit 3
     // naming every kernel that lacks it.

@@ -184,7 +184,7 @@ PtyRun run_on_pty(const Sandbox& box, const std::vector<std::string>& args, cons
     return run;
 }
 
-std::string describe(const PtyRun& r) {
+std::string describe_pty(const PtyRun& r) {
     std::string shown;
     for (char c : r.tty) shown += c == '\033' ? std::string("<ESC>") : std::string(1, c);
     return "exit " + std::to_string(r.exit_code) + "\n--- stdout ---\n" + r.out + "--- terminal ---\n" + shown;
@@ -257,7 +257,7 @@ TEST_CASE("on a terminal the progress block is redrawn in place and leaves only 
     hub.slow_down();
     Sandbox box;
     const PtyRun r = run_on_pty(box, hub.fetch_args(box));
-    INFO(describe(r));
+    INFO(describe_pty(r));
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.empty());
 
@@ -340,7 +340,7 @@ TEST_CASE("without a terminal, or with HF_HUB_DISABLE_PROGRESS_BARS=1, progress 
     SECTION("stderr is a terminal but the bars are off") {
         Sandbox box;
         const PtyRun r = run_on_pty(box, hub.fetch_args(box), {{"HF_HUB_DISABLE_PROGRESS_BARS", "1"}});
-        INFO(describe(r));
+        INFO(describe_pty(r));
         REQUIRE(r.exit_code == 0);
         check_plain(r.tty);
     }
@@ -353,7 +353,7 @@ TEST_CASE("quiet mode draws nothing on a terminal, and a failed download leaves 
         std::vector<std::string> args = hub.fetch_args(box);
         args.push_back("--quiet");
         const PtyRun r = run_on_pty(box, args);
-        INFO(describe(r));
+        INFO(describe_pty(r));
         CHECK(r.exit_code == 0);
         CHECK(r.tty.empty());
         CHECK(r.out.empty());
@@ -364,7 +364,7 @@ TEST_CASE("quiet mode draws nothing on a terminal, and a failed download leaves 
     hub.server->add_faults({{{"match", "/lfs/"}, {"action", "truncate"}, {"after_bytes", 200000}, {"count", -1}}});
     Sandbox box;
     const PtyRun r = run_on_pty(box, hub.fetch_args(box), {{"NO_COLOR", "1"}});
-    INFO(describe(r));
+    INFO(describe_pty(r));
     CHECK(r.exit_code == 5);
     Screen screen;
     screen.feed(r.tty);

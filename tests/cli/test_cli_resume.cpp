@@ -21,7 +21,7 @@ namespace {
 
 constexpr std::size_t k_big_size = 6u << 20;
 constexpr int k_throttle = 2 << 20;  // bytes per second: the file takes ~3 s
-const std::string k_repo = "kernhub-test/big";
+const std::string k_big_repo = "kernhub-test/big";
 
 // A hub with one repo whose host variant holds a 6 MiB LFS file.
 struct BigHub {
@@ -39,7 +39,7 @@ struct BigHub {
         etag = sha256_of(big);
         nlohmann::json spec = {
             {"repos",
-             {{{"repo_id", k_repo},
+             {{{"repo_id", k_big_repo},
                {"type", "kernel"},
                {"commits",
                 {{{"message", "big"},
@@ -117,8 +117,8 @@ Running start_fetch(const Sandbox& box, const std::string& endpoint, const EnvCh
     REQUIRE(in.get() > 2);
     REQUIRE(out.get() > 2);
     REQUIRE(err.get() > 2);
-    std::vector<std::string> argv{KERNHUB_CLI_PATH, "fetch",           k_repo, "--endpoint", endpoint,
-                                  "--cache-dir",    box.cache.string()};
+    std::vector<std::string> argv{KERNHUB_CLI_PATH, "fetch",       k_big_repo,        "--endpoint",
+                                  endpoint,         "--cache-dir", box.cache.string()};
     run.pid = spawn_process(argv, box.env(extra), box.dir.path().string(), in.get(), out.get(), err.get());
     return run;
 }
@@ -159,7 +159,7 @@ TEST_CASE("a fetch killed with SIGKILL continues from its partial file on the ne
     REQUIRE(partials(box.cache).size() == 1);
 
     hub.server->reset();  // no throttle, and a fresh request log
-    ProcessResult again = box.kh("fetch", k_repo, hub.server->endpoint(), {"--json"});
+    ProcessResult again = box.kh("fetch", k_big_repo, hub.server->endpoint(), {"--json"});
     INFO(describe(again));
     REQUIRE(again.exit_code == 0);
     json result = parse_stdout(again);
@@ -201,7 +201,7 @@ TEST_CASE("SIGTERM and SIGINT stop a fetch with 143 or 130, one line, and keep t
     }
     std::uint64_t kept = largest_partial(box.cache);
     hub.server->reset();
-    ProcessResult again = box.kh("fetch", k_repo, hub.server->endpoint());
+    ProcessResult again = box.kh("fetch", k_big_repo, hub.server->endpoint());
     INFO(describe(again));
     CHECK(again.exit_code == 0);
     CHECK(has_range_request(*hub.server, kept));
@@ -220,7 +220,7 @@ TEST_CASE("partials left by several killed runs: the largest is continued, the r
     plant_partial(box, hub, "2222222222222222", bytes.substr(0, 5u << 20));
     plant_partial(box, hub, "3333333333333333", bytes.substr(0, 3000));
 
-    ProcessResult r = box.kh("fetch", k_repo, hub.server->endpoint());
+    ProcessResult r = box.kh("fetch", k_big_repo, hub.server->endpoint());
     INFO(describe(r));
     REQUIRE(r.exit_code == 0);
     CHECK(has_range_request(*hub.server, 5u << 20));
@@ -239,7 +239,7 @@ TEST_CASE("a partial whose bytes are wrong is downloaded again from the start", 
     damaged[1000] = static_cast<char>(~damaged[1000]);
     plant_partial(box, hub, "4444444444444444", damaged);
 
-    ProcessResult r = box.kh("fetch", k_repo, hub.server->endpoint());
+    ProcessResult r = box.kh("fetch", k_big_repo, hub.server->endpoint());
     INFO(describe(r));
     REQUIRE(r.exit_code == 0);
     CHECK(r.err.find("does not verify") != std::string::npos);
@@ -260,7 +260,7 @@ TEST_CASE("without working file locks nothing is adopted, and only stale partial
 
     // Forced: this filesystem's flock works, so the fallback must be chosen
     // by the variable, as it would be chosen by the probe on one that lies.
-    ProcessResult r = box.kh("fetch", k_repo, hub.server->endpoint(), {}, {{"KERNHUB_NO_FLOCK", "1"}});
+    ProcessResult r = box.kh("fetch", k_big_repo, hub.server->endpoint(), {}, {{"KERNHUB_NO_FLOCK", "1"}});
     INFO(describe(r));
     REQUIRE(r.exit_code == 0);
     CHECK(hub.cdn_bytes_sent() == k_big_size);  // a whole new download: another process may own `fresh`

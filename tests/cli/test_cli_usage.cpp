@@ -26,7 +26,7 @@ std::set<std::string> long_options(const std::string& text) {
 }
 
 // The long options `kernhub COMMAND --help` lists.
-std::set<std::string> help_options(const std::string& command) {
+std::set<std::string> usage_help_options(const std::string& command) {
     std::vector<std::string> args;
     std::istringstream words(command);
     for (std::string word; words >> word;) args.push_back(word);
@@ -89,7 +89,7 @@ TEST_CASE("docs/commands.md's usage lines name exactly the options each command'
         INFO("kernhub " << command);
         const auto line = usage.find(command);
         REQUIRE(line != usage.end());
-        CHECK(long_options(line->second) == help_options(command));
+        CHECK(long_options(line->second) == usage_help_options(command));
     }
 }
 
@@ -122,7 +122,7 @@ TEST_CASE("every usage line elsewhere in the docs names only options its command
     std::size_t checked = 0;
     const auto check = [&] {
         if (command.empty()) return;
-        if (help.count(command) == 0) help[command] = help_options(command);
+        if (help.count(command) == 0) help[command] = usage_help_options(command);
         for (const std::string& option : long_options(usage)) {
             INFO(usage);
             CHECK(help[command].count(option) == 1);

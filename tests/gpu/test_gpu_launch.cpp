@@ -70,13 +70,14 @@ TEST_CASE("an nvcc fatbin loads, launches and adds 1M floats on GPU 0", "[cuda][
         b[i] = static_cast<float>(2 * (i % 1000));
     }
     const std::size_t bytes = k_count * sizeof(float);
-    DeviceBuffer da(bytes), db(bytes), dc(bytes);
+    kernhub::cuda::DeviceBuffer da(bytes), db(bytes), dc(bytes);
     copy_to_device(da, a.data(), bytes);
     copy_to_device(db, b.data(), bytes);
     std::uint64_t pa = da.address(), pb = db.address(), pc = dc.address();
     unsigned long n = k_count;
     void* params[] = {&pa, &pb, &pc, &n};
-    launch(kernel, Dim3{static_cast<unsigned>(k_count / k_block)}, Dim3{k_block}, 0, nullptr, params);
+    launch(kernel, kernhub::cuda::Dim3{static_cast<unsigned>(k_count / k_block)}, kernhub::cuda::Dim3{k_block}, 0,
+           nullptr, params);
     synchronize();
     copy_to_host(c.data(), dc, bytes);
 

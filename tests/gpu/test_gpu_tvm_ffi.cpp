@@ -78,8 +78,8 @@ TEST_CASE("a CUDA tvm-ffi kernel called on_stream (the default stream) computes 
     std::int64_t n = 1 << 20;
     std::vector<float> host(static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i) * 0.5f;
-    DeviceBuffer x(host.size() * sizeof(float));
-    DeviceBuffer y(host.size() * sizeof(float));
+    kernhub::test::DeviceBuffer x(host.size() * sizeof(float));
+    kernhub::test::DeviceBuffer y(host.size() * sizeof(float));
     x.copy_from_host(host.data(), host.size() * sizeof(float));
     DeviceTensor tx = tensor_at(reinterpret_cast<void*>(x.device_pointer()), 2, &n);  // kDLCUDA
     DeviceTensor ty = tensor_at(reinterpret_cast<void*>(y.device_pointer()), 2, &n);

@@ -63,7 +63,7 @@ long long delay_of(const std::string& note) {
     return std::stoll(note.substr(in + 4));
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
+double wait_seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -186,7 +186,7 @@ TEST_CASE("Session waits on the real clock when the Policy gives none", "[http]"
     Session session(fast_policy(2), "", "");
     auto start = std::chrono::steady_clock::now();
     CHECK(session.get(server.url() + "/api/thing").status == 200);
-    CHECK(seconds_since(start) >= 0.95);
+    CHECK(wait_seconds_since(start) >= 0.95);
     CHECK(server.requests().size() == 2);
 }
 

@@ -27,7 +27,7 @@ namespace {
 const RepoRef k_repo{RepoType::kernel, "org/name"};
 const std::string k_sha = "0123456789abcdef0123456789abcdef01234567";
 
-std::unique_ptr<HubClient> make_client(const std::string& endpoint, const std::string& token = "") {
+std::unique_ptr<HubClient> errors_client(const std::string& endpoint, const std::string& token = "") {
     TransportConfig config;
     config.endpoint = endpoint;
     config.token = token;
@@ -48,7 +48,7 @@ std::unique_ptr<ScriptedServer> always(ScriptedReply answer) {
     return std::make_unique<ScriptedServer>([answer](const ScriptedRequest&, std::size_t) { return answer; });
 }
 
-Error error_of(const std::function<void()>& call) {
+Error error_from(const std::function<void()>& call) {
     try {
         call();
     } catch (const Error& e) {
@@ -65,7 +65,7 @@ TEST_CASE("HubClient builds the protocol's URLs and sends the token", "[hub]") {
         if (request.target.find("/revision/") != std::string::npos) return reply(200, "{\"sha\": \"" + k_sha + "\"}");
         return reply(200, "[]");
     });
-    auto client = make_client(server.url(), "hf_tok");
+    auto client = errors_client(server.url(), "hf_tok");
     CHECK(client->resolve_revision(k_repo, "refs/pr/1") == k_sha);
     CHECK(client->resolve_revision({RepoType::model, "org/model"}, "main") == k_sha);
     CHECK(client->list_tree(k_repo, k_sha, "build/a b").empty());
@@ -88,8 +88,8 @@ TEST_CASE("HubClient refuses revision answers without a valid commit id", "[hub]
                           Case{"{\"sha\": \"" + std::string(40, 'A') + "\"}", "invalid commit id"}}) {
         INFO(c.body);
         auto server = always(reply(200, c.body));
-        auto client = make_client(server->url());
-        Error error = error_of([&] { client->resolve_revision(k_repo, "main"); });
+        auto client = errors_client(server->url());
+        Error error = error_from([&] { client->resolve_revision(k_repo, "main"); });
         CHECK(error.code() == ErrorCode::network);
         CHECK(error.message().find(c.says) != std::string::npos);
     }
@@ -98,25 +98,25 @@ TEST_CASE("HubClient refuses revision answers without a valid commit id", "[hub]
 TEST_CASE("HubClient maps hub error answers onto error codes", "[hub]") {
     SECTION("GatedRepo") {
         auto server = always(reply(403, "{}", {{"X-Error-Code", "GatedRepo"}}));
-        Error error = error_of([&] { make_client(server->url())->resolve_revision(k_repo, "main"); });
+        Error error = error_from([&] { errors_client(server->url())->resolve_revision(k_repo, "main"); });
         CHECK(error.code() == ErrorCode::not_found);
         CHECK(error.message().find("gated") != std::string::npos);
     }
     SECTION("401 without a code") {
         auto server = always(reply(401, "{}"));
-        Error error = error_of([&] { make_client(server->url(), "hf_tok")->resolve_revision(k_repo, "main"); });
+        Error error = error_from([&] { errors_client(server->url(), "hf_tok")->resolve_revision(k_repo, "main"); });
         CHECK(error.code() == ErrorCode::not_found);
         CHECK(error.message().find("check that your token can read it") != std::string::npos);
     }
     SECTION("429 after retries") {
         auto server = always(reply(429, "{}"));
-        Error error = error_of([&] { make_client(server->url())->resolve_revision(k_repo, "main"); });
+        Error error = error_from([&] { errors_client(server->url())->resolve_revision(k_repo, "main"); });
         CHECK(error.code() == ErrorCode::network);
         CHECK(error.message().find("rate-limited") != std::string::npos);
     }
     SECTION("500 with X-Error-Message") {
         auto server = always(reply(500, "{}", {{"X-Error-Message", "backend exploded"}}));
-        Error error = error_of([&] { make_client(server->url())->resolve_revision(k_repo, "main"); });
+        Error error = error_from([&] { errors_client(server->url())->resolve_revision(k_repo, "main"); });
         CHECK(error.code() == ErrorCode::network);
         CHECK(error.message().find("HTTP 500") != std::string::npos);
         CHECK(error.context() == "backend exploded");
@@ -128,7 +128,7 @@ TEST_CASE("HubClient maps hub error answers onto error codes", "[hub]") {
             void write(const char*, std::size_t) override { FAIL("an error body reached the target"); }
             void restart() override {}
         } sink;
-        Error error = error_of([&] { make_client(server->url())->download(k_repo, k_sha, "build/x.so", sink); });
+        Error error = error_from([&] { errors_client(server->url())->download(k_repo, k_sha, "build/x.so", sink); });
         CHECK(error.code() == ErrorCode::not_found);
         CHECK(error.message().find("'build/x.so'") != std::string::npos);
     }
@@ -143,7 +143,7 @@ TEST_CASE("HubClient follows Link pagination on the same origin only", "[hub]") 
             std::string next = "http://" + request.header("host") + "/api/kernels/org/name/tree/c/build?cursor=1";
             return reply(200, page1, {{"Link", "<" + next + ">; rel=\"next\""}});
         });
-        auto entries = make_client(server.url())->list_tree(k_repo, "c", "build");
+        auto entries = errors_client(server.url())->list_tree(k_repo, "c", "build");
         REQUIRE(entries.size() == 2);
         CHECK(entries[0].path == "build/a");
         CHECK(entries[1].path == "build/b");
@@ -153,7 +153,7 @@ TEST_CASE("HubClient follows Link pagination on the same origin only", "[hub]") 
     SECTION("another host: refused before it is fetched") {
         auto server =
             always(reply(200, page1, {{"Link", "<http://127.0.0.2:1/api/next?cursor=1&token=secret>; rel=\"next\""}}));
-        Error error = error_of([&] { make_client(server->url())->list_tree(k_repo, "c", "build"); });
+        Error error = error_from([&] { errors_client(server->url())->list_tree(k_repo, "c", "build"); });
         CHECK(error.code() == ErrorCode::network);
         CHECK(error.message().find("another host: http://127.0.0.2:1/api/next") != std::string::npos);
         CHECK(error.message().find("secret") == std::string::npos);
@@ -161,7 +161,7 @@ TEST_CASE("HubClient follows Link pagination on the same origin only", "[hub]") 
     }
     SECTION("a malformed page names the listing URL without its query") {
         auto server = always(reply(200, R"([{"type": "file"}])"));
-        Error error = error_of([&] { make_client(server->url())->list_tree(k_repo, "c", "build"); });
+        Error error = error_from([&] { errors_client(server->url())->list_tree(k_repo, "c", "build"); });
         CHECK(error.code() == ErrorCode::network);
         CHECK(error.message().find(server->url() + "/api/kernels/org/name/tree/c/build") != std::string::npos);
         CHECK(error.message().find("recursive") == std::string::npos);

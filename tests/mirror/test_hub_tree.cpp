@@ -32,13 +32,13 @@ const std::string k_commit_b(40, 'b');
 const hub::RepoRef k_repo{RepoType::kernel, "org/kern"};
 const hub::RepoRef k_model{RepoType::model, "org/model"};
 
-std::string read_text(const fs::path& path) {
+std::string file_text(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     return kernhub::test::read_all(in);
 }
 
 json read_json(const fs::path& path) {
-    return json::parse(read_text(path));
+    return json::parse(file_text(path));
 }
 
 // A "blob" holding `text`, and its listing entry at `path` (LFS or plain, as
@@ -103,7 +103,7 @@ TEST_CASE("a hub tree holds the Hubs layout, its files hard-linked from the blob
     const fs::path api = root / "api/kernels/org/kern";
     for (const auto& file : files) {
         const fs::path served = root / "kernels/org/kern/resolve" / k_commit_a / file.entry.path;
-        CHECK(read_text(served) == read_text(file.source));
+        CHECK(file_text(served) == file_text(file.source));
         CHECK(same_inode(served, file.source));
     }
     json listing = read_json(api / "tree" / k_commit_a / "build");
@@ -161,10 +161,10 @@ TEST_CASE("adding to a tree keeps other repos, commits and files, and moves a re
     CHECK(refs["branches"][0]["name"] == "main");
     CHECK(refs["branches"][0]["targetCommit"] == k_commit_b);
     CHECK(refs["branches"][1]["targetCommit"] == k_commit_a);
-    CHECK(read_text(root / "kernels/org/kern/resolve" / k_commit_a / cpu.entry.path) == "cpu");
-    CHECK(read_text(root / "kernels/org/kern/resolve" / k_commit_b / newer.entry.path) == "cpu, newer");
+    CHECK(file_text(root / "kernels/org/kern/resolve" / k_commit_a / cpu.entry.path) == "cpu");
+    CHECK(file_text(root / "kernels/org/kern/resolve" / k_commit_b / newer.entry.path) == "cpu, newer");
     // Model repos resolve without the kernels/ prefix.
-    CHECK(read_text(root / "org/model/resolve" / k_commit_a / model.entry.path) == "weights");
+    CHECK(file_text(root / "org/model/resolve" / k_commit_a / model.entry.path) == "weights");
     CHECK(read_json(root / "api/models/org/model/revision/main")["sha"] == k_commit_a);
 
     SECTION("a tag keeps being a tag") {
@@ -196,7 +196,7 @@ TEST_CASE("a tree file is left alone when it holds the right bytes and replaced 
     fs::remove(served);
     std::ofstream(served, std::ios::binary) << "wrong bytes";
     CHECK(tree.add_files(k_repo, k_commit_a, {file}).linked == 1);
-    CHECK(read_text(served) == "right bytes");
+    CHECK(file_text(served) == "right bytes");
     CHECK(same_inode(served, file.source));
 }
 
@@ -214,7 +214,7 @@ TEST_CASE("a tree on another filesystem gets read-only copies", "[mirror][needs:
     } cleanup{other};
     const fs::path target = other / "tree/file";
     CHECK(cache::place_file(file.source, target, other / "tmp") == cache::Placed::copied);
-    CHECK(read_text(target) == "bytes to copy");
+    CHECK(file_text(target) == "bytes to copy");
     CHECK_FALSE(same_inode(target, file.source));
     CHECK((fs::status(target).permissions() & fs::perms::all) ==
           (fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read));

@@ -28,7 +28,7 @@ KERNHUB_TEST_REQUIREMENT("needs:nginx", []() -> std::string {
 const std::string k_cuda_variant = "native-cu128-x86_64-linux";
 
 // `kernhub mirror ARGS... --registry R --endpoint E --cache-dir C --json -q`.
-ProcessResult mirror(const Sandbox& box, std::vector<std::string> args, const std::string& endpoint) {
+ProcessResult run_mirror(const Sandbox& box, std::vector<std::string> args, const std::string& endpoint) {
     args.insert(args.begin(), "mirror");
     for (const std::string& more :
          {std::string("--registry"), box.registry.string(), std::string("--endpoint"), endpoint,
@@ -51,7 +51,7 @@ std::map<std::string, std::string> file_hashes(const json& fetched) {
     return out;
 }
 
-std::vector<std::string> listed_paths(const fs::path& listing) {
+std::vector<std::string> served_paths(const fs::path& listing) {
     std::vector<std::string> paths;
     for (const auto& item : json::parse(read_text(listing))) paths.push_back(item.at("path"));
     return paths;
@@ -147,10 +147,10 @@ TEST_CASE("a mirrored tree serves kernhub fetch from http.server, from nginx wit
     const fs::path tree = box.dir.path() / "mirror";
     const fs::path conf = box.dir.path() / "mirror.conf";
     const int port = serve::free_port();
-    ProcessResult made = mirror(box,
-                                {"vector-add", "vector-add-v2", "--to", tree.string(), "--nginx-conf", conf.string(),
-                                 "--listen", "127.0.0.1:" + std::to_string(port)},
-                                hub.server().endpoint());
+    ProcessResult made = run_mirror(box,
+                                    {"vector-add", "vector-add-v2", "--to", tree.string(), "--nginx-conf",
+                                     conf.string(), "--listen", "127.0.0.1:" + std::to_string(port)},
+                                    hub.server().endpoint());
     INFO(describe(made));
     REQUIRE(made.exit_code == 0);
     json report = parse_stdout(made);
@@ -243,28 +243,28 @@ TEST_CASE("kernhub mirror --target adds variants and revisions to an existing tr
     const std::string endpoint = hub.server().endpoint();
     const std::string host = host_cpu_variant();
 
-    ProcessResult first = mirror(box, {"vector-add", "--to", tree.string(), "--target", k_cuda_variant}, endpoint);
+    ProcessResult first = run_mirror(box, {"vector-add", "--to", tree.string(), "--target", k_cuda_variant}, endpoint);
     REQUIRE(first.exit_code == 0);
     json report = parse_stdout(first);
     CHECK(report["kernels"][0]["variants"] == json::array({k_cuda_variant}));
     CHECK(report["kernels"][0]["files"] == 2);  // the .so and metadata.json
     const std::string commit = report["kernels"][0]["commit"];
     const fs::path listing = tree / "api/kernels/kernhub-test/vector-add/tree" / commit / "build";
-    for (const auto& path : listed_paths(listing)) CHECK(path.rfind("build/" + k_cuda_variant + "/", 0) == 0);
+    for (const auto& path : served_paths(listing)) CHECK(path.rfind("build/" + k_cuda_variant + "/", 0) == 0);
 
     // The tree offers what it holds: this host's variant is not there yet.
     const std::string file_endpoint = "file://" + tree.string();
     check_error(fetch(box, "vector-add", file_endpoint, box.dir.path() / "c1"), 3, {k_cuda_variant});
 
-    ProcessResult second = mirror(box, {"vector-add", "--to", tree.string(), "--target", host}, endpoint);
+    ProcessResult second = run_mirror(box, {"vector-add", "--to", tree.string(), "--target", host}, endpoint);
     REQUIRE(second.exit_code == 0);
     CHECK(parse_stdout(second)["kernels"][0]["variants"] == json::array({host}));
-    CHECK(listed_paths(listing).size() == 4);
+    CHECK(served_paths(listing).size() == 4);
     ProcessResult fetched = fetch(box, "vector-add", file_endpoint, box.dir.path() / "c2");
     INFO(describe(fetched));
     CHECK(fetched.exit_code == 0);
 
-    ProcessResult v2 = mirror(box, {"vector-add-v2", "--to", tree.string()}, endpoint);
+    ProcessResult v2 = run_mirror(box, {"vector-add-v2", "--to", tree.string()}, endpoint);
     REQUIRE(v2.exit_code == 0);
     json refs = json::parse(read_text(tree / "api/kernels/kernhub-test/vector-add/refs"));
     std::vector<std::string> names;
@@ -274,7 +274,7 @@ TEST_CASE("kernhub mirror --target adds variants and revisions to an existing tr
     CHECK(fetch(box, "vector-add-v2", file_endpoint, box.dir.path() / "c2").exit_code == 0);
 
     // Again: nothing to place, every file is already there.
-    ProcessResult again = mirror(box, {"vector-add", "--to", tree.string(), "--target", host}, endpoint);
+    ProcessResult again = run_mirror(box, {"vector-add", "--to", tree.string(), "--target", host}, endpoint);
     REQUIRE(again.exit_code == 0);
     json same = parse_stdout(again);
     CHECK(same["files_unchanged"] == 2);
@@ -283,8 +283,8 @@ TEST_CASE("kernhub mirror --target adds variants and revisions to an existing tr
 
     // Offline, a mirror is made from what the cache holds.
     ProcessResult offline =
-        mirror(box, {"vector-add", "--to", (box.dir.path() / "offline").string(), "--target", host, "--offline"},
-               k_dead_endpoint);
+        run_mirror(box, {"vector-add", "--to", (box.dir.path() / "offline").string(), "--target", host, "--offline"},
+                   k_dead_endpoint);
     INFO(describe(offline));
     REQUIRE(offline.exit_code == 0);
     CHECK(parse_stdout(offline)["requests"] == 0);
@@ -292,8 +292,9 @@ TEST_CASE("kernhub mirror --target adds variants and revisions to an existing tr
         fetch(box, "vector-add", "file://" + (box.dir.path() / "offline").string(), box.dir.path() / "c3").exit_code ==
         0);
 
-    check_error(mirror(box, {"vector-add", "--to", tree.string(), "--target", "native-cpu-riscv64-linux"}, endpoint), 3,
-                {"native-cpu-riscv64-linux", k_cuda_variant});
+    check_error(
+        run_mirror(box, {"vector-add", "--to", tree.string(), "--target", "native-cpu-riscv64-linux"}, endpoint), 3,
+        {"native-cpu-riscv64-linux", k_cuda_variant});
 }
 
 TEST_CASE("kernhub mirror without kernels writes the nginx configuration of an existing tree", "[mirror]") {
@@ -301,11 +302,11 @@ TEST_CASE("kernhub mirror without kernels writes the nginx configuration of an e
     Sandbox box;
     const fs::path tree = box.dir.path() / "mirror";
     const std::string endpoint = hub.server().endpoint();
-    REQUIRE(mirror(box, {"vector-add", "--to", tree.string(), "--nginx-conf", (box.dir.path() / "a.conf").string()},
-                   endpoint)
+    REQUIRE(run_mirror(box, {"vector-add", "--to", tree.string(), "--nginx-conf", (box.dir.path() / "a.conf").string()},
+                       endpoint)
                 .exit_code == 0);
     ProcessResult only =
-        mirror(box, {"--to", tree.string(), "--nginx-conf", (box.dir.path() / "b.conf").string()}, endpoint);
+        run_mirror(box, {"--to", tree.string(), "--nginx-conf", (box.dir.path() / "b.conf").string()}, endpoint);
     INFO(describe(only));
     REQUIRE(only.exit_code == 0);
     json report = parse_stdout(only);
@@ -314,17 +315,17 @@ TEST_CASE("kernhub mirror without kernels writes the nginx configuration of an e
     CHECK(read_text(box.dir.path() / "a.conf") == read_text(box.dir.path() / "b.conf"));
     CHECK(read_text(box.dir.path() / "a.conf").find("listen 127.0.0.1:8080;") != std::string::npos);
 
-    check_error(mirror(box, {"--to", tree.string()}, endpoint), 2, {"--nginx-conf"});
-    check_error(mirror(box, {"--to", tree.string(), "--nginx-conf", "x.conf", "--listen", "nowhere"}, endpoint), 2,
+    check_error(run_mirror(box, {"--to", tree.string()}, endpoint), 2, {"--nginx-conf"});
+    check_error(run_mirror(box, {"--to", tree.string(), "--nginx-conf", "x.conf", "--listen", "nowhere"}, endpoint), 2,
                 {"--listen"});
     fs::create_directories(box.dir.path() / "empty");
-    check_error(mirror(box, {"--to", (box.dir.path() / "empty").string(), "--nginx-conf", "x.conf"}, endpoint), 2,
+    check_error(run_mirror(box, {"--to", (box.dir.path() / "empty").string(), "--nginx-conf", "x.conf"}, endpoint), 2,
                 {"holds no mirrored repo"});
-    check_error(mirror(box, {"vector-add", "--to", tree.string(), "--listen", "127.0.0.1:9"}, endpoint), 2,
+    check_error(run_mirror(box, {"vector-add", "--to", tree.string(), "--listen", "127.0.0.1:9"}, endpoint), 2,
                 {"--nginx-conf"});
-    check_error(mirror(box, {"no-such-kernel", "--to", tree.string()}, endpoint), 3, {"no-such-kernel"});
+    check_error(run_mirror(box, {"no-such-kernel", "--to", tree.string()}, endpoint), 3, {"no-such-kernel"});
     write_text(box.dir.path() / "a-file", "not a folder");
-    check_error(mirror(box, {"vector-add", "--to", (box.dir.path() / "a-file").string()}, endpoint), 1,
+    check_error(run_mirror(box, {"vector-add", "--to", (box.dir.path() / "a-file").string()}, endpoint), 1,
                 {"cannot make the hub tree", "a-file"});
 }
 

@@ -22,8 +22,9 @@ namespace kt = kernhub::test;
 
 namespace {
 
-const std::string k_identity = "https://github.com/kernhub-sig/kernels/.github/workflows/build.yaml@refs/heads/main";
-const std::string k_issuer = "https://token.actions.githubusercontent.com";
+const std::string k_faults_identity =
+    "https://github.com/kernhub-sig/kernels/.github/workflows/build.yaml@refs/heads/main";
+const std::string k_faults_issuer = "https://token.actions.githubusercontent.com";
 const std::string k_repository = "https://github.com/kernhub-sig/kernels";
 
 struct Instance {
@@ -40,11 +41,12 @@ struct Instance {
     }
     std::string sign(const std::vector<std::string>& faults, const std::string& version = "0.3") const {
         const auto out = tmp.path() / "bundle.json";
-        sigstore.sign(artifact, out, k_identity, k_issuer, k_repository, faults, version);
+        sigstore.sign(artifact, out, k_faults_identity, k_faults_issuer, k_repository, faults, version);
         return kt::slurp(out);
     }
     ss::Verified verify(const std::string& bundle) const {
-        return ss::verify_bundle(bundle, digest, *root, ss::Policy{k_issuer, {k_identity}, "kernhub-sig/kernels"});
+        return ss::verify_bundle(bundle, digest, *root,
+                                 ss::Policy{k_faults_issuer, {k_faults_identity}, "kernhub-sig/kernels"});
     }
 };
 
@@ -67,8 +69,8 @@ TEST_CASE("bundles of every version from the test instance verify", "[sigstore][
     for (const char* version : {"0.1", "0.2", "0.3"}) {
         INFO("bundle v" << version);
         const ss::Verified v = instance.verify(instance.sign({}, version));
-        CHECK(v.identity == k_identity);
-        CHECK(v.issuer == k_issuer);
+        CHECK(v.identity == k_faults_identity);
+        CHECK(v.issuer == k_faults_issuer);
         CHECK(v.repository == k_repository);
         CHECK(v.log_time > 0);
     }
@@ -102,7 +104,7 @@ TEST_CASE("each fault fails at the step it breaks", "[sigstore][needs:sigstore-s
         CHECK_THAT(failure(instance, instance.sign({fault})), Catch::StartsWith(step));
     }
     // A v0.1 bundle may lack the proof: the SET alone vouches for the entry.
-    CHECK(instance.verify(instance.sign({"no-proof"}, "0.1")).identity == k_identity);
+    CHECK(instance.verify(instance.sign({"no-proof"}, "0.1")).identity == k_faults_identity);
 }
 
 TEST_CASE("a root whose newest key is older than k_root_stale_after_days gets a warning",
@@ -123,11 +125,11 @@ TEST_CASE("a root whose newest key is older than k_root_stale_after_days gets a 
     const kt::SigstoreInstance instance(tmp.path() / "old", old);
     const auto artifact = tmp.path() / "file.txt";
     std::ofstream(artifact) << "signed long ago\n";
-    instance.sign(artifact, tmp.path() / "file.sigstore", k_identity, k_issuer, k_repository);
+    instance.sign(artifact, tmp.path() / "file.sigstore", k_faults_identity, k_faults_issuer, k_repository);
     const kt::ProcessResult r = kt::run_process({KERNHUB_CLI_PATH, "verify-blob", artifact.string(), "--bundle",
                                                  (tmp.path() / "file.sigstore").string(), "--certificate-identity",
-                                                 k_identity, "--certificate-oidc-issuer", k_issuer, "--trusted-root",
-                                                 instance.trusted_root_path().string()});
+                                                 k_faults_identity, "--certificate-oidc-issuer", k_faults_issuer,
+                                                 "--trusted-root", instance.trusted_root_path().string()});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.err, Catch::Contains("kernhub: warning: the Sigstore trusted root"));

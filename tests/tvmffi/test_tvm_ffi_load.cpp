@@ -57,16 +57,16 @@ struct Tensor {
 #endif
 
 // A 1-D CPU tensor over `values` (float32, or int32 when `int32`).
-struct Vector {
+struct HostVector {
     std::vector<float> floats;
     std::vector<std::int32_t> ints;
     std::int64_t length = 0;
     Tensor tensor{};
 
-    explicit Vector(std::vector<float> values) : floats(std::move(values)) { describe(floats.data(), 2, 32); }
-    explicit Vector(std::vector<std::int32_t> values) : ints(std::move(values)) { describe(ints.data(), 0, 32); }
-    Vector(const Vector&) = delete;
-    Vector& operator=(const Vector&) = delete;
+    explicit HostVector(std::vector<float> values) : floats(std::move(values)) { describe(floats.data(), 2, 32); }
+    explicit HostVector(std::vector<std::int32_t> values) : ints(std::move(values)) { describe(ints.data(), 0, 32); }
+    HostVector(const HostVector&) = delete;
+    HostVector& operator=(const HostVector&) = delete;
 
 private:
     void describe(void* data, std::uint8_t code, std::uint8_t bits) {
@@ -145,8 +145,8 @@ TEST_CASE("a tvm-ffi variant is fetched, loaded and called with correct results"
     CHECK(add_one.name() == "add_one");
     CHECK(reinterpret_cast<void*>(add_one.get()) == loaded.address);
     CHECK(client.loaded("tvm-add-one").address == loaded.address);
-    Vector x(std::vector<float>{1.5F, -2.0F, 10.0F, 0.25F});
-    Vector y(std::vector<float>(4, 0.0F));
+    HostVector x(std::vector<float>{1.5F, -2.0F, 10.0F, 0.25F});
+    HostVector y(std::vector<float>(4, 0.0F));
     const kernhub::TvmResult result = add_one(&x.tensor, &y.tensor);
     CHECK(result.is_none());
     CHECK(y.floats == std::vector<float>{2.5F, -1.0F, 11.0F, 1.25F});
@@ -171,8 +171,8 @@ TEST_CASE("an error the kernel raises comes back as Error(kernel) with its messa
     kernhub::Client client(setup.options());
     client.load("tvm-add-one");
     auto add_one = kernhub::TvmFunction::from(client.loaded("tvm-add-one"));
-    Vector ints(std::vector<std::int32_t>{1, 2, 3});
-    Vector y(std::vector<float>(3, 0.0F));
+    HostVector ints(std::vector<std::int32_t>{1, 2, 3});
+    HostVector y(std::vector<float>(3, 0.0F));
     kernhub::Error e = error_of([&] { add_one(&ints.tensor, &y.tensor); });
     CHECK(e.code() == ErrorCode::kernel);
     CHECK(std::string(kernhub::to_string(e.code())) == "kernel error");
@@ -186,10 +186,10 @@ TEST_CASE("an error the kernel raises comes back as Error(kernel) with its messa
     e = error_of([&] { add_one(&y.tensor); });
     CHECK(e.code() == ErrorCode::kernel);
     CHECK(e.message().find("TypeError") != std::string::npos);
-    Vector longer(std::vector<float>(5, 1.0F));
+    HostVector longer(std::vector<float>(5, 1.0F));
     e = error_of([&] { add_one(&longer.tensor, &y.tensor); });
     CHECK(e.message().find("raised ValueError: add_one: x and y must have the same length") != std::string::npos);
-    Vector x(std::vector<float>{1.0F, 2.0F, 3.0F});
+    HostVector x(std::vector<float>{1.0F, 2.0F, 3.0F});
     add_one(&x.tensor, &y.tensor);
     CHECK(y.floats == std::vector<float>{2.0F, 3.0F, 4.0F});
 }
@@ -226,8 +226,8 @@ TEST_CASE("verify_on_load loads the tvm-ffi library from its checked copy", "[tv
     const kernhub::LoadResult loaded = client.load("tvm-add-one");
     CHECK(loaded.kind == kernhub::LoadKind::tvm_ffi);
     auto add_one = kernhub::TvmFunction::from(client.loaded("tvm-add-one"));
-    Vector x(std::vector<float>{41.0F});
-    Vector y(std::vector<float>{0.0F});
+    HostVector x(std::vector<float>{41.0F});
+    HostVector y(std::vector<float>{0.0F});
     add_one(&x.tensor, &y.tensor);
     CHECK(y.floats == std::vector<float>{42.0F});
 }
@@ -342,8 +342,8 @@ TEST_CASE("the C API prewarms a tvm-ffi kernel and calls it through kh_tvm_call"
     CHECK(direct.value.v_int64 == 42);
 
     // A kernel's error is 9 with its message.
-    Vector ints(std::vector<std::int32_t>{1});
-    Vector y(std::vector<float>{0.0F});
+    HostVector ints(std::vector<std::int32_t>{1});
+    HostVector y(std::vector<float>{0.0F});
     kh_tvm_any tensors[2];
     std::memset(tensors, 0, sizeof tensors);
     tensors[0].type_index = KH_TVM_DLTENSOR;
@@ -386,7 +386,7 @@ TEST_CASE("on_stream sets the runtime's stream for the call and restores it, als
     CHECK(add_int.on_stream(3, inner, 1, 2).as_int() == 3);
     CHECK(kernhub::set_tvm_ffi_stream(3, outer) == outer);
     auto add_one = kernhub::TvmFunction::from(client.loaded("tvm-add-one"));
-    Vector ints(std::vector<std::int32_t>{1});
+    HostVector ints(std::vector<std::int32_t>{1});
     CHECK(error_of([&] { add_one.on_stream(3, reinterpret_cast<void*>(0x2000), &ints.tensor, &ints.tensor); }).code() ==
           ErrorCode::kernel);
     CHECK(kernhub::set_tvm_ffi_stream(3, nullptr) == outer);
