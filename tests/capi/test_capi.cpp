@@ -11,7 +11,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,6 +25,7 @@
 #include "capi/capi_support.hpp"
 #include "kernhub/kernhub.hpp"
 #include "support/build_paths.hpp"
+#include "support/forked.hpp"
 #include "support/hub_builder.hpp"
 #include "support/kernel_hub.hpp"
 #include "support/temp_dir.hpp"
@@ -705,38 +705,6 @@ extern "C" void call_back_in(int /*kind*/, const char* /*line*/, void* user) {
     kh_hub_free(seen.hub);  // refused: the handle stays usable
 }
 
-// Runs `body` in a forked child (for what happens once per process) and
-// returns what it returned, or "child failed".
-std::string in_child(const std::function<std::string()>& body) {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::close(fds[0]);
-        std::string out;
-        try {
-            out = body();
-        } catch (...) {
-            ::_exit(2);
-        }
-        for (std::size_t done = 0; done < out.size();) {
-            const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
-            if (n <= 0) ::_exit(3);
-            done += static_cast<std::size_t>(n);
-        }
-        ::_exit(0);  // no Catch teardown in the child
-    }
-    ::close(fds[1]);
-    std::string text;
-    char buffer[4096];
-    for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? text : "child failed";
-}
-
 }  // namespace
 
 TEST_CASE("kh_hub_on_message hands the program the unknown-variable warning, once per process, printable", "[capi]") {
@@ -744,7 +712,7 @@ TEST_CASE("kh_hub_on_message hands the program the unknown-variable warning, onc
     CHECK(kh_hub_on_message(nullptr, keep_message, nullptr) == 2);
     // In a child of its own: the warning is given once per process, and
     // another test in this process may have had it.
-    const std::string seen = in_child([&] {
+    const Forked child = run_forked([&] {
         ::setenv("KERNHUB_RETRYS", "3", 1);
         ::setenv("KERNHUB_ESC\x1b[31mAPE", "1", 1);
         std::string out;
@@ -768,7 +736,9 @@ TEST_CASE("kh_hub_on_message hands the program the unknown-variable warning, onc
         out += later.joined();
         return out;
     });
+    const std::string& seen = child.out;
     INFO(seen);
+    REQUIRE(child.ok());
     CHECK(seen.find("quiet 0\nset 0\nfirst 0\n") == 0);
     auto count = [&](const std::string& part) {
         std::size_t found = 0;

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "kernhub/kernhub.hpp"
+#include "support/forked.hpp"
 
 namespace fs = std::filesystem;
 
@@ -45,14 +46,9 @@ std::string mapped_libraries() {
     return out;
 }
 
-// Runs `body` in a forked child and reads its report through a pipe.
+// Runs `body` in a forked child and reads its report.
 Report in_child(const std::function<std::string()>& body) {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::close(fds[0]);
+    const kernhub::test::Forked child = kernhub::test::run_forked([&] {
         std::string out;
         try {
             out = "ok " + body() + "\n";
@@ -61,26 +57,10 @@ Report in_child(const std::function<std::string()>& body) {
         } catch (const std::exception& error) {
             out = std::string("error -1 ") + error.what() + "\n";
         }
-        out += "mapped" + mapped_libraries() + "\n";
-        const char* data = out.data();
-        std::size_t left = out.size();
-        while (left > 0) {
-            const ssize_t n = ::write(fds[1], data, left);
-            if (n <= 0) ::_exit(3);
-            data += n;
-            left -= static_cast<std::size_t>(n);
-        }
-        ::_exit(0);  // no atexit handlers or Catch teardown in the child
-    }
-    ::close(fds[1]);
-    std::string text;
-    char buffer[4096];
-    for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    int wait_status = 0;
-    REQUIRE(::waitpid(pid, &wait_status, 0) == pid);
-    REQUIRE(WIFEXITED(wait_status));
-    REQUIRE(WEXITSTATUS(wait_status) == 0);
+        return out + "mapped" + mapped_libraries() + "\n";
+    });
+    const std::string& text = child.out;
+    REQUIRE(child.ok());
 
     Report report;
     std::istringstream lines(text);
