@@ -23,8 +23,8 @@ struct Event {
         download_plan,
     };
     Kind kind = Kind::info;
-    // At most 4 KiB: a longer text, which may quote what a hub sent, loses
-    // its middle and says how many bytes were cut.
+    // A text longer than 4 KiB (it may quote what a hub sent) keeps its
+    // start and end, with a marker saying how many bytes were cut.
     std::string text;
     std::string path;
     // Download events: the repo the file belongs to ("org/name"); two

@@ -139,20 +139,23 @@ KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
  * process, one for each KERNHUB_* variable in the environment that is no
  * setting, naming the nearest one. `line` is printable (control
  * characters and bytes that are not UTF-8 are written as escapes), has no
- * trailing newline, is valid only during the call, and is at most 4 KiB
- * before escaping (a longer text, which may quote what a hub sent, loses
- * its middle and says how much). There is at most one message per request
- * sent (a retry) and per file of a variant, so a call that fetches many
+ * trailing newline, and is valid only during the call. A text longer than
+ * 4 KiB (it may quote what a hub sent) keeps its start and end, with a
+ * marker saying how many bytes were cut between them. A call reports one
+ * message per retried request and a few per file, so one that fetches many
  * files through a failing hub may report thousands. `user` is what
  * kh_hub_on_message() was given. It is called from the thread of the
  * kh_prewarm() or kh_load() that reports the message, or from a worker
  * thread of that call, never from two threads at once for one handle. It
- * must return, and quickly: while it runs, the call holds the cache locks
+ * must return, and quickly (not leave by longjmp, or end its thread):
+ * while it runs, the call holds the cache locks
  * of the files it is fetching, on which other threads and processes using
  * the cache wait. It may call only kh_last_error(), kh_error_name(),
  * kh_version() and kh_kernels_release(): any other function of this header
  * called from it returns 2 (or NULL) and does nothing. A child made by
- * fork() while a message was being delivered may use the handle. */
+ * fork() while a message was being delivered may set a function, change
+ * settings and make calls on the handle; the parent's call in flight does
+ * not go on in the child. */
 typedef void (*kh_message_fn)(int kind, const char* line, void* user);
 
 /* Sends the handle's messages to `on_message`, with `user` (NULL, the

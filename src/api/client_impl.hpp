@@ -13,6 +13,7 @@
 #include "api/host_facts.hpp"
 #include "api/settings.hpp"
 #include "cache/cache.hpp"
+#include "common/one_at_a_time.hpp"
 #include "common/repo.hpp"
 #include "common/text.hpp"
 #include "cuda/driver.hpp"
@@ -74,7 +75,7 @@ SignatureInfo signature_info(const cache::RecordedSignature& recorded);
 // them: a fetch reports from worker threads of its own (one per file in
 // flight), and a sink written for one thread must still see one event after
 // another. A sink must not call the Client back (EventSink says so): its
-// call would wait for this lock, or for workers waiting on it.
+// call would wait for its own turn to end, or for workers waiting on it.
 class __attribute__((visibility("hidden"))) SerialSink final : public EventSink {
 public:
     explicit SerialSink(EventSink* inner) : m_inner(inner) {}
@@ -83,7 +84,7 @@ public:
         if (event.text.size() > k_max_event_text_bytes) {
             try {
                 Event cut = event;
-                cut.text = bounded(event.text, k_max_event_text_bytes);
+                cut.text = cut_middle(event.text, k_max_event_text_bytes);
                 deliver(cut);
             } catch (...) {
                 // Out of memory: the event is dropped.
@@ -95,11 +96,17 @@ public:
 
 private:
     void deliver(const Event& event) noexcept {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        m_inner->on_event(event);
+        try {
+            const OneAtATime::Turn turn(m_turns);
+            m_inner->on_event(event);
+        } catch (...) {
+            // A mutex that failed: the event is dropped.
+        }
     }
     EventSink* m_inner;
-    std::mutex m_mutex;
+    // No lock is held while the caller's sink runs: a child forked meanwhile
+    // goes on (common/one_at_a_time.hpp).
+    OneAtATime m_turns;
 };
 
 // Shared by every thread that calls the Client (docs/embedding.md,

@@ -9,7 +9,6 @@
 // Every entry point catches everything (docs/embedding.md, "How a handle works").
 #include "kernhub/kernhub.h"
 
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -20,12 +19,10 @@
 #include <string>
 #include <string_view>
 
-#include <sys/types.h>
-#include <unistd.h>
-
 #include "capi/hint.hpp"
 #include "capi/setting.hpp"
 #include "capi/thread_errors.hpp"
+#include "common/one_at_a_time.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
 #include "kernhub/events.hpp"
@@ -50,23 +47,20 @@ constexpr int k_kernel = static_cast<int>(kernhub::ErrorCode::kernel);
 namespace kernhub::capi {
 
 // Set on a thread while it runs a program's kh_message_fn: a kernhub call
-// from inside one is refused, not left to deadlock on the sink's lock.
+// from inside one is refused, not left to wait for its own delivery to end.
 thread_local bool delivering_message = false;
 
 // The handle's EventSink: hands each one-line message (info, retry) to the
 // program's kh_message_fn, one at a time for the handle, even from two
 // Clients (a call still running on the one a settings change replaced).
-// No lock is held while the program's function runs, only a flag saying a
-// delivery is under way and in which process: a child made by fork() while
-// another thread was delivering inherits the flag, not the thread, and
-// goes on as if no delivery were under way.
+// No lock is held while the program's function runs (OneAtATime), so a
+// child made by fork() during a delivery goes on.
 class MessageSink final : public kernhub::EventSink {
 public:
     // Waits for a message being delivered, so the function replaced is not
     // running when it returns.
     void set(kh_message_fn on_message, void* user) {
-        std::unique_lock<std::mutex> lock(m_mutex);
-        wait_idle(lock);
+        const kernhub::OneAtATime::Turn turn(m_turns);
         m_on_message = on_message;
         m_user = user;
     }
@@ -81,26 +75,15 @@ public:
         }
         try {
             const std::string line = kernhub::printable(event.text);
-            kh_message_fn on_message = nullptr;
-            void* user = nullptr;
-            {
-                std::unique_lock<std::mutex> lock(m_mutex);
-                wait_idle(lock);
-                if (m_on_message == nullptr) return;
-                on_message = m_on_message;
-                user = m_user;
-                m_delivering_in = ::getpid();
-            }
+            const kernhub::OneAtATime::Turn turn(m_turns);
+            if (m_on_message == nullptr) return;
             delivering_message = true;
             try {
-                on_message(kind, line.c_str(), user);
+                m_on_message(kind, line.c_str(), m_user);
             } catch (...) {
                 // A C++ function that threw: the message is dropped.
             }
             delivering_message = false;
-            std::lock_guard<std::mutex> lock(m_mutex);
-            m_delivering_in = 0;
-            m_idle.notify_all();
         } catch (...) {
             // Out of memory, or a mutex that failed: the message is dropped.
         }
@@ -110,13 +93,7 @@ private:
     static bool starts_with(const std::string& text, std::string_view prefix) {
         return text.compare(0, prefix.size(), prefix) == 0;
     }
-    // Until no delivery is under way in this process.
-    void wait_idle(std::unique_lock<std::mutex>& lock) {
-        m_idle.wait(lock, [this] { return m_delivering_in != ::getpid(); });
-    }
-    std::mutex m_mutex;
-    std::condition_variable m_idle;
-    pid_t m_delivering_in = 0;  // the process whose thread is delivering, 0 for none
+    kernhub::OneAtATime m_turns;  // guards the two fields below
     kh_message_fn m_on_message = nullptr;
     void* m_user = nullptr;
 };

@@ -73,14 +73,18 @@ static std::string shorten_words(const std::string& text, std::size_t max_bytes)
     return out;
 }
 
-std::string bounded(const std::string& text, std::size_t max_bytes) {
-    if (text.size() <= max_bytes) return printable(text);
-    const std::string shorter = shorten_words(text, max_bytes);
-    if (shorter.size() <= max_bytes) return printable(shorter);
+std::string cut_middle(const std::string& text, std::size_t max_bytes) {
+    if (text.size() <= max_bytes) return text;
+    std::string shorter = shorten_words(text, max_bytes);
+    if (shorter.size() <= max_bytes) return shorter;
     const std::size_t tail = max_bytes / 4;
     const std::size_t head = max_bytes - tail;
-    return printable(shorter.substr(0, head)) + "... (" + std::to_string(shorter.size() - max_bytes) +
-           " bytes cut) ..." + printable(shorter.substr(shorter.size() - tail));
+    return shorter.substr(0, head) + "... (" + std::to_string(shorter.size() - max_bytes) + " bytes cut) ..." +
+           shorter.substr(shorter.size() - tail);
+}
+
+std::string bounded(const std::string& text, std::size_t max_bytes) {
+    return printable(cut_middle(text, max_bytes));
 }
 
 constexpr std::size_t k_max_message_bytes = 4096;

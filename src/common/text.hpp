@@ -24,10 +24,13 @@ std::string ascii_lowercase(std::string_view text);
 
 // printable(), which messages and the CLI share, is public: kernhub/error.hpp.
 
-// `text` as printable() shows it, at most `max_bytes` long before escaping:
-// a longer one loses the middle of its longest words first, then its
-// middle, and says how many bytes were cut. An Error's message and context
-// are cut so (error.cpp), and so is every event's text.
+// `text` cut to `max_bytes` plus a marker of about 30 bytes: a longer one
+// loses the middle of its longest words first, then its own middle, and
+// says how many bytes were cut. Every event's text is cut so.
+std::string cut_middle(const std::string& text, std::size_t max_bytes);
+
+// cut_middle(), then as printable() shows it: an Error's message and
+// context (error.cpp).
 std::string bounded(const std::string& text, std::size_t max_bytes);
 
 // An event's text is cut to this many bytes (api/client_impl.hpp,

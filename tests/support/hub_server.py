@@ -41,7 +41,7 @@ and never faulted:
                  {"action": "bloat_answer", "siblings": N}  a JSON object answer gets N more
                      "siblings" entries (a huge revision answer around the real "sha")
                  {"action": "bad_range", "value_bytes": N}  a reply with a body becomes a 206
-                     whose Content-Range is an escape sequence and N bytes of "A": no range
+                     whose Content-Range is an escape sequence and N bytes of words: no range
                  "count": uses left (default 1, -1 = forever). truncate and corrupt
                  only apply to (and are only used up by) replies with a body.
 
@@ -112,7 +112,8 @@ def error_reply(status, code, message, headers=()) -> Reply:
 
 
 def bad_range(reply, rule) -> Reply:
-    junk = "\x1b[31m" + "A" * int(rule["value_bytes"])
+    words = " ".join(["A" * 15] * (int(rule["value_bytes"]) // 16))
+    junk = "\x1b[31m" + words
     return Reply(206, [*reply.headers, ("Content-Range", junk)], reply.data, reply.file, reply.start, reply.length)
 
 
