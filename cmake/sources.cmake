@@ -66,6 +66,7 @@ set(KERNHUB_SOURCES
   src/common/dynlib.cpp
   src/common/error.cpp
   src/common/hint.cpp
+  src/common/one_at_a_time.cpp
   src/common/python_env.cpp
   src/common/repo.cpp
   src/common/text.cpp

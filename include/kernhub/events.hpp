@@ -24,7 +24,8 @@ struct Event {
     };
     Kind kind = Kind::info;
     // A text longer than 4 KiB (it may quote what a hub sent) keeps its
-    // start and end, with a marker saying how many bytes were cut.
+    // start and end, with a marker of at most 40 bytes saying how many
+    // bytes were cut; no cut splits a UTF-8 character. It is not escaped.
     std::string text;
     std::string path;
     // Download events: the repo the file belongs to ("org/name"); two

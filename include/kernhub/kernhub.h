@@ -139,9 +139,10 @@ KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
  * process, one for each KERNHUB_* variable in the environment that is no
  * setting, naming the nearest one. `line` is printable (control
  * characters and bytes that are not UTF-8 are written as escapes), has no
- * trailing newline, and is valid only during the call. A text longer than
- * 4 KiB (it may quote what a hub sent) keeps its start and end, with a
- * marker saying how many bytes were cut between them. A call reports one
+ * trailing newline, and is valid only during the call. A line that would
+ * be longer than 4 KiB once escaped (it may quote what a hub sent) keeps
+ * its start and end, with a marker of at most 40 bytes saying how many
+ * bytes were cut between them; no cut splits a UTF-8 character. A call reports one
  * message per retried request and a few per file, so one that fetches many
  * files through a failing hub may report thousands. `user` is what
  * kh_hub_on_message() was given. It is called from the thread of the
@@ -153,9 +154,10 @@ KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
  * the cache wait. It may call only kh_last_error(), kh_error_name(),
  * kh_version() and kh_kernels_release(): any other function of this header
  * called from it returns 2 (or NULL) and does nothing. A child made by
- * fork() while a message was being delivered may set a function, change
- * settings and make calls on the handle; the parent's call in flight does
- * not go on in the child. */
+ * fork() while a message was being delivered, or while another thread
+ * waited in kh_hub_on_message(), may set a function, change settings and
+ * make calls on the handle; the parent's calls in flight do not go on in
+ * the child. */
 typedef void (*kh_message_fn)(int kind, const char* line, void* user);
 
 /* Sends the handle's messages to `on_message`, with `user` (NULL, the

@@ -58,11 +58,14 @@ thread_local bool delivering_message = false;
 class MessageSink final : public kernhub::EventSink {
 public:
     // Waits for a message being delivered, so the function replaced is not
-    // running when it returns.
-    void set(kh_message_fn on_message, void* user) {
+    // running when it returns, then sets the function and runs `also` in
+    // the same turn: two kh_hub_on_message calls take effect in one order.
+    template <typename Also>
+    void set(kh_message_fn on_message, void* user, Also&& also) {
         const kernhub::OneAtATime::Turn turn(m_turns);
         m_on_message = on_message;
         m_user = user;
+        also();
     }
     void on_event(const kernhub::Event& event) noexcept override {
         int kind = KH_MESSAGE_RETRY;
@@ -74,7 +77,8 @@ public:
             return;
         }
         try {
-            const std::string line = kernhub::printable(event.text);
+            // Escaped, and still within the bound once escaped.
+            const std::string line = kernhub::bounded(event.text, kernhub::k_max_event_text_bytes);
             const kernhub::OneAtATime::Turn turn(m_turns);
             if (m_on_message == nullptr) return;
             delivering_message = true;
@@ -85,7 +89,7 @@ public:
             }
             delivering_message = false;
         } catch (...) {
-            // Out of memory, or a mutex that failed: the message is dropped.
+            // Out of memory: the message is dropped.
         }
     }
 
@@ -109,10 +113,10 @@ struct kh_hub {
     std::mutex mutex;
     // Where kh_hub_on_message sends messages; options.events points at it
     // while a function is set. Declared before `client`, so it outlives
-    // every Client of the handle. Its own lock, never taken under `mutex`,
-    // orders the kh_hub_on_message calls.
+    // every Client of the handle. Its turn, never taken under `mutex`,
+    // orders the kh_hub_on_message calls: a thread waiting for one holds
+    // no lock a forked child would inherit.
     kernhub::capi::MessageSink messages;
-    std::mutex on_message_mutex;
     kernhub::Options options;
     // Built from `options` by the first kh_prewarm or kh_load after a
     // settings change; a call still running on an older one keeps that one
@@ -246,15 +250,16 @@ int kh_hub_on_message(kh_hub* hub, kh_message_fn on_message, void* user) {
     if (hub == nullptr) return k_usage;
     std::shared_ptr<kernhub::Client> dropped;
     return hub->guarded([&] {
-        std::lock_guard<std::mutex> order(hub->on_message_mutex);
-        hub->messages.set(on_message, user);  // may wait for a message being delivered
-        std::lock_guard<std::mutex> lock(hub->mutex);
-        kernhub::EventSink* events = on_message != nullptr ? &hub->messages : nullptr;
-        if (hub->options.events == events) return;
-        // Whether the Client has a sink is fixed when it is built.
-        hub->options.events = events;
-        dropped = std::move(hub->client);
-        ++hub->settings_changes;
+        // May wait for a message being delivered, holding no lock.
+        hub->messages.set(on_message, user, [&] {
+            std::lock_guard<std::mutex> lock(hub->mutex);
+            kernhub::EventSink* events = on_message != nullptr ? &hub->messages : nullptr;
+            if (hub->options.events == events) return;
+            // Whether the Client has a sink is fixed when it is built.
+            hub->options.events = events;
+            dropped = std::move(hub->client);
+            ++hub->settings_changes;
+        });
     });
 }
 

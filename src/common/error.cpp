@@ -47,7 +47,28 @@ static std::string join_what(const std::string& message, const std::string& cont
 // are shortened first, keeping their start and end, so that the sentence
 // around them (the reason and the next step, "…: Permission denied; run:
 // chown …") survives; only if that is not enough is the middle of the whole
-// text cut, keeping its last quarter, where messages put the reason.
+// text cut, keeping its last quarter, where messages put the reason. A cut
+// never falls inside a UTF-8 character: the edges move to the nearest
+// character start (at most three bytes, so text that is not UTF-8 is cut
+// near where it would be).
+static std::size_t char_start_back(const std::string& text, std::size_t at) {
+    for (int step = 0;
+         step < 3 && at > 0 && at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0U) == 0x80U; ++step) {
+        --at;
+    }
+    return at;
+}
+static std::size_t char_start_forward(const std::string& text, std::size_t at) {
+    for (int step = 0; step < 3 && at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0U) == 0x80U;
+         ++step) {
+        ++at;
+    }
+    return at;
+}
+
+// The marker of a cut, "...(N bytes cut)...", is at most this long.
+constexpr std::size_t k_cut_marker_room = 40;
+
 static std::string shorten_words(const std::string& text, std::size_t max_bytes) {
     constexpr std::size_t k_long_word = 512;
     constexpr std::size_t k_kept_each_end = 160;
@@ -59,11 +80,18 @@ static std::string shorten_words(const std::string& text, std::size_t max_bytes)
         if (end == std::string::npos) end = text.size();
         const std::size_t length = end - at;
         if (excess > 0 && length > k_long_word) {
-            const std::size_t cut = length - 2 * k_kept_each_end;
-            out.append(text, at, k_kept_each_end);
+            // No more than the text is over, and room for the marker.
+            std::size_t kept_each_end = k_kept_each_end;
+            if (length > excess + k_cut_marker_room + 2 * kept_each_end) {
+                kept_each_end = (length - excess - k_cut_marker_room) / 2;
+            }
+            const std::size_t head_end = char_start_back(text, at + kept_each_end);
+            const std::size_t tail_start = char_start_forward(text, end - kept_each_end);
+            const std::size_t cut = tail_start - head_end;
+            out.append(text, at, head_end - at);
             out += "...(" + std::to_string(cut) + " bytes cut)...";
-            out.append(text, end - k_kept_each_end, k_kept_each_end);
-            excess = cut >= excess ? 0 : excess - cut;
+            out.append(text, tail_start, end - tail_start);
+            excess = cut >= excess + k_cut_marker_room ? 0 : excess + k_cut_marker_room - cut;
         } else {
             out.append(text, at, length);
         }
@@ -78,13 +106,21 @@ std::string cut_middle(const std::string& text, std::size_t max_bytes) {
     std::string shorter = shorten_words(text, max_bytes);
     if (shorter.size() <= max_bytes) return shorter;
     const std::size_t tail = max_bytes / 4;
-    const std::size_t head = max_bytes - tail;
-    return shorter.substr(0, head) + "... (" + std::to_string(shorter.size() - max_bytes) + " bytes cut) ..." +
-           shorter.substr(shorter.size() - tail);
+    const std::size_t head_end = char_start_back(shorter, max_bytes - tail);
+    const std::size_t tail_start = char_start_forward(shorter, shorter.size() - tail);
+    return shorter.substr(0, head_end) + "... (" + std::to_string(tail_start - head_end) + " bytes cut) ..." +
+           shorter.substr(tail_start);
 }
 
+// Escaping takes up to four bytes for one (\xNN): when what is shown is
+// over the bound, the text is cut shorter in proportion, and at last to a
+// quarter, which shows within it whatever it holds.
 std::string bounded(const std::string& text, std::size_t max_bytes) {
-    return printable(cut_middle(text, max_bytes));
+    std::string shown = printable(cut_middle(text, max_bytes));
+    if (shown.size() <= max_bytes + k_cut_marker_room) return shown;
+    shown = printable(cut_middle(text, max_bytes * max_bytes / shown.size()));
+    if (shown.size() <= max_bytes + k_cut_marker_room) return shown;
+    return printable(cut_middle(text, max_bytes / 4));
 }
 
 constexpr std::size_t k_max_message_bytes = 4096;

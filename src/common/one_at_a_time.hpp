@@ -1,41 +1,41 @@
 // One caller at a time through a stretch of code that runs someone else's
-// function (an EventSink, a C program's message function), without holding
-// a lock while it runs. A mutex held across the function would be inherited
-// locked by a child that fork() makes while another thread is inside, and
-// the child's first event would wait for ever. Instead the stretch is
-// marked as taken by this process (its pid), under a mutex held only for
-// moments, and callers wait on a condition variable; a child sees its
-// parent's mark, not its own, and goes through.
+// function (an EventSink, a C program's message function), with nothing a
+// child made by fork() could inherit in a state it cannot leave.
+//
+// A mutex held across the function would be inherited locked by a child
+// forked while another thread is inside, and so would a condition
+// variable's record of the threads waiting on it: the child's first event
+// would wait for ever, or its first wake-up would. Here the whole state is
+// one word: the mark of the process whose thread holds the stretch, or 0.
+// A process's mark is a number that fork() changes in the child (a
+// pthread_atfork handler makes it one more than the parent's, so it
+// differs from every ancestor's, also across pid namespaces, where a pid
+// could repeat). A caller takes the word from 0 or from another process's
+// mark (a child sees its parent's, made by a thread it does not have, and
+// takes it over), and waits with a Linux futex on the word while a thread
+// of its own process holds it. Releasing stores 0 and wakes the waiters;
+// the count of waiters only spares the wake-up call when there are none,
+// and one inherited from a parent costs a child a needless call, never a
+// wait.
 #pragma once
 
-#include <sys/types.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <condition_variable>
-#include <mutex>
+#include <atomic>
+#include <climits>
 
 namespace kernhub {
 
 class OneAtATime {
 public:
-    // Takes the stretch once no other caller of this process holds it, and
-    // holds it until destroyed. Throws std::system_error as std::mutex does.
+    // Holds the stretch from construction, once no other thread of this
+    // process holds it, until destruction. Never throws.
     class Turn {
     public:
-        explicit Turn(OneAtATime& gate) : m_gate(gate) {
-            std::unique_lock<std::mutex> lock(m_gate.m_mutex);
-            m_gate.m_free.wait(lock, [this] { return m_gate.m_taken_in != ::getpid(); });
-            m_gate.m_taken_in = ::getpid();
-        }
-        ~Turn() {
-            try {
-                std::lock_guard<std::mutex> lock(m_gate.m_mutex);
-                m_gate.m_taken_in = 0;
-            } catch (...) {
-                m_gate.m_taken_in = 0;  // a mutex that failed: the mark goes all the same
-            }
-            m_gate.m_free.notify_all();
-        }
+        explicit Turn(OneAtATime& gate) noexcept : m_gate(gate) { m_gate.take(); }
+        ~Turn() { m_gate.give(); }
         Turn(const Turn&) = delete;
         Turn& operator=(const Turn&) = delete;
 
@@ -43,10 +43,48 @@ public:
         OneAtATime& m_gate;
     };
 
+    // How many threads are waiting for a turn (one inherited from a parent
+    // process counts too): for tests that must know a thread has come to
+    // wait.
+    int waiting() const noexcept { return m_waiters.load(std::memory_order_seq_cst); }
+
+    // This process's mark: 1 in the first process, one more in each child
+    // made by fork() than in its parent (one_at_a_time.cpp).
+    static int this_process() noexcept;
+
 private:
-    std::mutex m_mutex;
-    std::condition_variable m_free;
-    pid_t m_taken_in = 0;  // the process whose thread holds the stretch, 0 for none
+    void take() noexcept {
+        const int self = this_process();
+        int seen = m_taken_in.load(std::memory_order_acquire);
+        for (;;) {
+            if (seen != self) {
+                // Free, or marked by a parent process: take it.
+                if (m_taken_in.compare_exchange_weak(seen, self, std::memory_order_acquire)) return;
+                continue;
+            }
+            m_waiters.fetch_add(1, std::memory_order_seq_cst);
+            // Returns at once unless the word still holds this process's
+            // mark; a wake-up, a signal or a spurious return all look again.
+            (void)::syscall(SYS_futex, word(), FUTEX_WAIT_PRIVATE, self, nullptr, nullptr, 0);
+            m_waiters.fetch_sub(1, std::memory_order_seq_cst);
+            seen = m_taken_in.load(std::memory_order_acquire);
+        }
+    }
+    void give() noexcept {
+        m_taken_in.store(0, std::memory_order_seq_cst);
+        // A waiter counted before this load sleeps only while the word
+        // holds its mark, which the store above has cleared.
+        if (m_waiters.load(std::memory_order_seq_cst) > 0) {
+            (void)::syscall(SYS_futex, word(), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+        }
+    }
+    // The futex is the atomic's own int: lock-free, so nothing but the int.
+    int* word() noexcept { return reinterpret_cast<int*>(&m_taken_in); }
+
+    static_assert(std::atomic<int>::is_always_lock_free && sizeof(std::atomic<int>) == sizeof(int),
+                  "a futex word is a plain int in memory");
+    std::atomic<int> m_taken_in{0};
+    std::atomic<int> m_waiters{0};
 };
 
 }  // namespace kernhub

@@ -24,13 +24,15 @@ std::string ascii_lowercase(std::string_view text);
 
 // printable(), which messages and the CLI share, is public: kernhub/error.hpp.
 
-// `text` cut to `max_bytes` plus a marker of about 30 bytes: a longer one
-// loses the middle of its longest words first, then its own middle, and
-// says how many bytes were cut. Every event's text is cut so.
+// `text` cut to `max_bytes` plus a marker of at most 40 bytes: a longer
+// one loses the middle of its longest words first, then its own middle,
+// and says how many bytes were cut; no cut splits a UTF-8 character.
+// Every event's text is cut so.
 std::string cut_middle(const std::string& text, std::size_t max_bytes);
 
-// cut_middle(), then as printable() shows it: an Error's message and
-// context (error.cpp).
+// As printable() shows `text`, within `max_bytes` plus a 40-byte marker
+// once escaped (cut_middle() as many bytes as that leaves room for): an
+// Error's message and context (error.cpp), a C program's message line.
 std::string bounded(const std::string& text, std::size_t max_bytes);
 
 // An event's text is cut to this many bytes (api/client_impl.hpp,

@@ -104,6 +104,50 @@ TEST_CASE("a message naming a long path three times keeps its reason and advice"
     CHECK_THAT(e.message(), Catch::EndsWith("rrr"));
 }
 
+TEST_CASE("a cut never splits a UTF-8 character, in a long word or in the middle of the text", "[common]") {
+    std::string euros;
+    for (int i = 0; i < 3000; ++i) euros += "\xe2\x82\xac";  // one 9000-byte word of three-byte characters
+    const std::string in_word = kernhub::cut_middle("price " + euros + " due", 4096);
+    CHECK(kernhub::is_utf8(in_word));
+    CHECK(in_word.size() <= 4096 + 40);
+    CHECK_THAT(in_word, Catch::Contains("bytes cut"));
+    std::string sentence;
+    for (int i = 0; i < 3000; ++i) sentence += "\xc3\xa9t\xc3\xa9 ";  // short words only: the middle is cut
+    const std::string in_middle = kernhub::cut_middle(sentence, 1001);
+    CHECK(kernhub::is_utf8(in_middle));
+    CHECK(in_middle.size() <= 1001 + 40);
+    CHECK_THAT(in_middle, Catch::Contains("bytes cut"));
+}
+
+TEST_CASE("a long word loses no more than the text is over the bound", "[common]") {
+    // 13 bytes over: the 600-byte word keeps all but the excess and the
+    // marker's room, not just 160 bytes at each end.
+    const std::string text = "reason: " + std::string(600, 'w') + " tail";
+    REQUIRE(text.size() == 613);
+    const std::string cut = kernhub::cut_middle(text, 600);
+    CHECK(cut.size() <= 600);
+    CHECK(cut.size() >= 560);
+    CHECK_THAT(cut, Catch::StartsWith("reason: www"));
+    CHECK_THAT(cut, Catch::EndsWith("www tail"));
+}
+
+TEST_CASE("what bounded() shows stays within the bound once escaped, however many bytes need escaping", "[common]") {
+    const std::string controls(20000, '\x01');  // four bytes each once escaped
+    const std::string shown = kernhub::bounded(controls, 4096);
+    CHECK(shown.size() <= 4096 + 40);
+    CHECK(shown.size() >= 2048);
+    CHECK_THAT(shown, Catch::Contains("bytes cut"));
+    CHECK(shown.find('\x01') == std::string::npos);
+    // Half escapes, half plain: the first cut in proportion is enough.
+    std::string mixed;
+    for (int i = 0; i < 10000; ++i) mixed += (i % 2 == 0) ? "a" : "\x1b";
+    const std::string shown_mixed = kernhub::bounded(mixed, 4096);
+    CHECK(shown_mixed.size() <= 4096 + 40);
+    CHECK(shown_mixed.size() >= 3000);
+    // Text that fits is only escaped.
+    CHECK(kernhub::bounded("a\x1b", 4096) == "a\\x1b");
+}
+
 TEST_CASE("an Error is one printable line, message and context alike", "[common]") {
     Error e(ErrorCode::verification, "hub sent \033[2Jbuild/x\n.so", "detail\033[31m");
     CHECK(e.message() == "hub sent \\x1b[2Jbuild/x\\n.so");
