@@ -23,9 +23,13 @@ struct Event {
         download_plan,
     };
     Kind kind = Kind::info;
-    // A text longer than 4 KiB (it may quote what a hub sent) keeps its
-    // start and end, with a marker of at most 40 bytes saying how many
-    // bytes were cut; no cut splits a UTF-8 character. It is not escaped.
+    // At most 4 KiB, also once escaped: a longer text (it may quote what a
+    // hub sent) loses the middle of words over 512 bytes, from the first,
+    // then its own middle, with a marker saying how many bytes were cut at
+    // each place; no cut splits a UTF-8 character. Texts quoting a hub's
+    // answer or a path arrive escaped; others are kernhub's own words. A
+    // sink that writes to a terminal escapes all the same
+    // (kernhub::printable).
     std::string text;
     std::string path;
     // Download events: the repo the file belongs to ("org/name"); two

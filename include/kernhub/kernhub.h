@@ -45,15 +45,18 @@
  * kh_load() that is fetching does not hold up kh_symbol(), kh_hub_set(),
  * kh_last_error() or a kh_load() of another kernel on the same handle
  * (one that needs the very files being fetched waits for them, as with
- * kernhub::Client); only kh_hub_on_message() waits, for a message being
- * delivered to the program's function. Each thread has its own kh_last_error() text per
- * handle. Separate handles share the cache on disk and what the process
- * itself has once: a library loaded by two handles is one dlopen handle,
- * and the CUDA driver and the tvm-ffi runtime are bound once per process,
- * by the first handle that needs them. Each handle keeps its own table of resolved kernels, as
- * each kernhub::Client does, so two handles whose registries map one name
- * to different kernels each get their own. The only state this layer
- * keeps outside its handles is each thread's error texts.
+ * kernhub::Client). Messages are delivered one at a time per handle, so
+ * kh_hub_on_message(), and a kh_prewarm() or kh_load() with a message to
+ * report, wait for a message being delivered to the program's function.
+ * Each thread has its own kh_last_error() text per handle. Separate
+ * handles share the cache on disk and what the process itself has once: a
+ * library loaded by two handles is one dlopen handle, and the CUDA driver
+ * and the tvm-ffi runtime are bound once per process, by the first handle
+ * that needs them. Each handle keeps its own table of resolved kernels,
+ * as each kernhub::Client does, so two handles whose registries map one
+ * name to different kernels each get their own. The only state this layer
+ * keeps outside its handles is each thread's error texts and whether the
+ * thread is running a kh_message_fn.
  *
  * No C++ exception ever leaves a function of this header.
  *
@@ -87,14 +90,16 @@ typedef struct kh_hub kh_hub;
  * (KERNHUB_ENDPOINT, KERNHUB_CACHE, HF_TOKEN, KERNHUB_OFFLINE, ...;
  * docs/configuration.md). Nothing is read or fetched before the first
  * kh_prewarm() or kh_load().
- * Returns NULL only when out of memory. Free it with kh_hub_free(). */
+ * Returns NULL when out of memory or called from a kh_message_fn. Free it
+ * with kh_hub_free(). */
 KH_API kh_hub* kh_hub_new(void);
 
 /* Frees the handle and everything it owns; the strings kh_last_error()
  * returned for it, on any thread, are no longer valid. No other call on the
  * handle may be running or follow. Kernels already resolved stay loaded and
  * every pointer kh_symbol() returned stays valid: kernhub never unloads a
- * kernel. NULL is allowed and does nothing. */
+ * kernel. NULL is allowed and does nothing; so does a call from a
+ * kh_message_fn. */
 KH_API void kh_hub_free(kh_hub* hub);
 
 /* Sets one setting of the handle. `key` and `value` are copied; the caller
@@ -125,7 +130,8 @@ KH_API void kh_hub_free(kh_hub* hub);
  *
  * Returns 0, or 2 (kh_last_error() says why) for a NULL handle, key or
  * value, an unknown key (the message names the nearest key), a bad boolean
- * or number, or a value over the limits; the settings are then unchanged. */
+ * or number, a value over the limits, or a call from a kh_message_fn; the
+ * settings are then unchanged. */
 KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
 
 /* The kinds of message a kh_message_fn is given. */
@@ -139,25 +145,27 @@ KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
  * process, one for each KERNHUB_* variable in the environment that is no
  * setting, naming the nearest one. `line` is printable (control
  * characters and bytes that are not UTF-8 are written as escapes), has no
- * trailing newline, and is valid only during the call. A line that would
- * be longer than 4 KiB once escaped (it may quote what a hub sent) keeps
- * its start and end, with a marker of at most 40 bytes saying how many
- * bytes were cut between them; no cut splits a UTF-8 character. A call reports one
- * message per retried request and a few per file, so one that fetches many
- * files through a failing hub may report thousands. `user` is what
- * kh_hub_on_message() was given. It is called from the thread of the
- * kh_prewarm() or kh_load() that reports the message, or from a worker
- * thread of that call, never from two threads at once for one handle. It
- * must return, and quickly (not leave by longjmp, or end its thread):
- * while it runs, the call holds the cache locks
- * of the files it is fetching, on which other threads and processes using
- * the cache wait. It may call only kh_last_error(), kh_error_name(),
+ * trailing newline, and is valid only during the call. It is at most 4 KiB
+ * once escaped: a longer text (it may quote what a hub sent) loses the
+ * middle of words over 512 bytes, from the first, then its own middle,
+ * with a marker saying how many bytes were cut at each place; no cut splits a UTF-8 character.
+ * A call reports one message per retried request and a few per file, so
+ * one that fetches many files through a failing hub may report thousands.
+ * `user` is what kh_hub_on_message() was given. It is called from the
+ * thread of the kh_prewarm() or kh_load() that reports the message, or
+ * from a worker thread of that call, never from two threads at once for
+ * one handle. It must return, and quickly (not leave by longjmp, or end
+ * its thread): while it runs, the call holds the cache locks of the files
+ * it is fetching, on which other threads and processes using the cache
+ * wait. It may call only kh_last_error(), kh_error_name(),
  * kh_version() and kh_kernels_release(): any other function of this header
  * called from it returns 2 (or NULL) and does nothing. A child made by
  * fork() while a message was being delivered, or while another thread
  * waited in kh_hub_on_message(), may set a function, change settings and
  * make calls on the handle; the parent's calls in flight do not go on in
- * the child. */
+ * the child. (A fork() at the instant another thread changes the
+ * handle's settings may leave the child's handle waiting for ever, as
+ * with any lock of a threaded program.) */
 typedef void (*kh_message_fn)(int kind, const char* line, void* user);
 
 /* Sends the handle's messages to `on_message`, with `user` (NULL, the
@@ -181,8 +189,8 @@ KH_API int kh_hub_on_message(kh_hub* hub, kh_message_fn on_message, void* user);
  * the cache lacks them, and verifies every file. For an image build step;
  * a program that calls the kernel uses kh_load().
  *
- * Returns 0; 2 for a NULL handle or name, a bad setting, or a repo whose
- * registry entries disagree; 3 when the name, repo, revision or a file is
+ * Returns 0; 2 for a NULL handle or name, a bad setting, a repo whose
+ * registry entries disagree, or a call from a kh_message_fn; 3 when the name, repo, revision or a file is
  * not found or no variant fits; 4 when a hash, digest, signature, trust or
  * organisation check fails; 5 for a network or hub error after retries;
  * 6 offline and not cached; 7 when the variant needs a newer kernels
@@ -208,7 +216,7 @@ KH_API int kh_load(kh_hub* hub, const char* name);
 /* The entry point of `name` recorded by the successful kh_load() of the
  * very same `name` string on this handle (not the dlsym symbol name) that
  * started last, or NULL when there was none (kh_last_error() then says
- * so, with 3); when kh_load() calls of one name overlap on several
+ * so, with 3) or when called from a kh_message_fn (2); when kh_load() calls of one name overlap on several
  * threads, one that started earlier but ended later does not replace it
  * (the rule of kernhub::Client::loaded too). Another handle's kh_load()
  * never shows here. The pointer stays valid for the life of the process,
@@ -230,8 +238,9 @@ KH_API void* kh_symbol(kh_hub* hub, const char* name);
  * of the process. kh_torch_op() names that op, as
  * "namespace::op" or "namespace::op.overload", for the stable C shim's
  * torch_call_dispatcher(name, overload, stack, abi_version): split it at
- * "::" and ".". NULL when `name` was not loaded on this handle (3) or is not
- * a torch op (2; kh_last_error() says which). The string stays valid until
+ * "::" and ".". NULL when `name` was not loaded on this handle (3), is not
+ * a torch op, or the call comes from a kh_message_fn (2; kh_last_error()
+ * says which). The string stays valid until
  * kh_hub_free(). */
 KH_API const char* kh_torch_op(kh_hub* hub, const char* name);
 
@@ -272,15 +281,16 @@ typedef int (*kh_tvm_safe_call)(void* self, const kh_tvm_any* args, int32_t num_
  * kh_last_error() then gives (cut at 4 KiB); 2 for a NULL handle or
  * function, a negative num_args, NULL args with arguments, or a function
  * that returned anything else (a string or a tensor; an object is
- * released, as kernhub holds none). The handle only carries the calling
+ * released, as kernhub holds none), or a call from a kh_message_fn. The handle only carries the calling
  * thread's error text, so threads may share it. */
 KH_API int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int32_t num_args, kh_tvm_any* result);
 
 /* Sets the tvm-ffi runtime's current stream for CUDA device `device` on
  * the calling thread (TVMFFIEnvSetStream), which a CUDA tvm-ffi kernel
  * launches on; the previous one goes to *previous unless it is NULL.
- * Returns 0; 2 for a NULL handle or a device outside 0 to 1023; 7 when no
- * tvm-ffi kernel was loaded in this process or the runtime refused. */
+ * Returns 0; 2 for a NULL handle, a device outside 0 to 1023 or a call
+ * from a kh_message_fn; 7 when no tvm-ffi kernel was loaded in this
+ * process or the runtime refused. */
 KH_API int kh_tvm_set_stream(kh_hub* hub, int32_t device, void* stream, void** previous);
 
 /* The calling thread's last failure on this handle as one printable line

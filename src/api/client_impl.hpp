@@ -84,7 +84,7 @@ public:
         if (event.text.size() > k_max_event_text_bytes) {
             try {
                 Event cut = event;
-                cut.text = cut_middle(event.text, k_max_event_text_bytes);
+                cut.text = cut_to_show(event.text, k_max_event_text_bytes);
                 deliver(cut);
             } catch (...) {
                 // Out of memory: the event is dropped.

@@ -60,11 +60,13 @@ public:
     // Waits for a message being delivered, so the function replaced is not
     // running when it returns, then sets the function and runs `also` in
     // the same turn: two kh_hub_on_message calls take effect in one order.
+    // Throws std::bad_alloc, before anything changed.
     template <typename Also>
     void set(kh_message_fn on_message, void* user, Also&& also) {
+        std::unique_ptr<const Target> target;
+        if (on_message != nullptr) target = std::make_unique<const Target>(Target{on_message, user});
         const kernhub::OneAtATime::Turn turn(m_turns);
-        m_on_message = on_message;
-        m_user = user;
+        m_target.swap(target);  // the one replaced is freed after the turn
         also();
     }
     void on_event(const kernhub::Event& event) noexcept override {
@@ -80,10 +82,10 @@ public:
             // Escaped, and still within the bound once escaped.
             const std::string line = kernhub::bounded(event.text, kernhub::k_max_event_text_bytes);
             const kernhub::OneAtATime::Turn turn(m_turns);
-            if (m_on_message == nullptr) return;
+            if (!m_target) return;
             delivering_message = true;
             try {
-                m_on_message(kind, line.c_str(), m_user);
+                m_target->on_message(kind, line.c_str(), m_target->user);
             } catch (...) {
                 // A C++ function that threw: the message is dropped.
             }
@@ -97,9 +99,14 @@ private:
     static bool starts_with(const std::string& text, std::string_view prefix) {
         return text.compare(0, prefix.size(), prefix) == 0;
     }
-    kernhub::OneAtATime m_turns;  // guards the two fields below
-    kh_message_fn m_on_message = nullptr;
-    void* m_user = nullptr;
+    // The function and its `user`, replaced as one pointer: a child forked
+    // while another thread sets them sees the old pair or the new one.
+    struct Target {
+        kh_message_fn on_message;
+        void* user;
+    };
+    kernhub::OneAtATime m_turns;  // guards m_target
+    std::unique_ptr<const Target> m_target;
 };
 
 }  // namespace kernhub::capi

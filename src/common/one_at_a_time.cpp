@@ -1,6 +1,8 @@
 // The process mark of OneAtATime (one_at_a_time.hpp): changed in every
 // child made by fork(), before fork() returns there, by a pthread_atfork
-// handler registered when the library is loaded.
+// handler registered when the library is loaded; and the turns each thread
+// holds, innermost first, which the handler marks anew for the forking
+// thread.
 #include "common/one_at_a_time.hpp"
 
 #include <pthread.h>
@@ -12,8 +14,13 @@ namespace {
 // Only the child's handler writes it, while the child has one thread.
 std::atomic<int> g_process_mark{1};
 
+// The innermost turn this thread holds; each links to the one outside it.
+thread_local OneAtATime::Turn* t_innermost = nullptr;
+
 void mark_child_process() noexcept {
-    g_process_mark.store(g_process_mark.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    const int mark = g_process_mark.load(std::memory_order_relaxed) + 1;
+    g_process_mark.store(mark, std::memory_order_relaxed);
+    OneAtATime::mark_held_turns(t_innermost, mark);
 }
 
 // Fails only for want of memory, and then a child keeps its parent's mark:
@@ -25,6 +32,16 @@ const int g_mark_registered = ::pthread_atfork(nullptr, nullptr, &mark_child_pro
 int OneAtATime::this_process() noexcept {
     (void)g_mark_registered;
     return g_process_mark.load(std::memory_order_relaxed);
+}
+
+OneAtATime::Turn::Turn(OneAtATime& gate) noexcept : m_gate(gate), m_outer(t_innermost) {
+    m_gate.take();
+    t_innermost = this;
+}
+
+OneAtATime::Turn::~Turn() {
+    t_innermost = m_outer;
+    m_gate.give();
 }
 
 }  // namespace kernhub

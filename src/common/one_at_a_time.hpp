@@ -13,7 +13,12 @@
 // could repeat). A caller takes the word from 0 or from another process's
 // mark (a child sees its parent's, made by a thread it does not have, and
 // takes it over), and waits with a Linux futex on the word while a thread
-// of its own process holds it. Releasing stores 0 and wakes the waiters;
+// of its own process holds it. The turns the forking thread itself holds
+// (fork() called from inside a sink) go on in the child, which has that
+// thread: the handler marks them with the child's mark, so the child's
+// other threads still wait for them. A child made without the handlers
+// (_Fork(), a raw clone) keeps its parent's mark, and a turn a parent's
+// thread held then is never free there. Releasing stores 0 and wakes the waiters;
 // the count of waiters only spares the wake-up call when there are none,
 // and one inherited from a parent costs a child a needless call, never a
 // wait.
@@ -34,13 +39,15 @@ public:
     // process holds it, until destruction. Never throws.
     class Turn {
     public:
-        explicit Turn(OneAtATime& gate) noexcept : m_gate(gate) { m_gate.take(); }
-        ~Turn() { m_gate.give(); }
+        explicit Turn(OneAtATime& gate) noexcept;
+        ~Turn();
         Turn(const Turn&) = delete;
         Turn& operator=(const Turn&) = delete;
 
     private:
+        friend class OneAtATime;
         OneAtATime& m_gate;
+        Turn* m_outer;  // the turn this thread held before this one, or null
     };
 
     // How many threads are waiting for a turn (one inherited from a parent
@@ -51,6 +58,14 @@ public:
     // This process's mark: 1 in the first process, one more in each child
     // made by fork() than in its parent (one_at_a_time.cpp).
     static int this_process() noexcept;
+
+    // In a child made by fork(), run by the handler: the turns the forking
+    // thread holds (`innermost` and the ones outside it) take `mark`.
+    static void mark_held_turns(Turn* innermost, int mark) noexcept {
+        for (Turn* turn = innermost; turn != nullptr; turn = turn->m_outer) {
+            turn->m_gate.m_taken_in.store(mark, std::memory_order_relaxed);
+        }
+    }
 
 private:
     void take() noexcept {

@@ -1,7 +1,7 @@
 #include "common/text.hpp"
 
 #include <algorithm>
-
+#include <cctype>
 #include <cstring>
 #include <utility>
 
@@ -194,6 +194,138 @@ std::string nearest_name(std::string_view wanted, const std::vector<std::string_
         }
     }
     return std::string(best_name);
+}
+
+// Cutting. Long words (runs without a space: paths, tokens) are shortened
+// first, each keeping its start and end, so that the sentence around them
+// (the reason and the next step, "...: Permission denied; run: chown ...")
+// survives; only if that is not enough is the middle of the whole text
+// cut, keeping its last quarter, where messages put the reason. A cut never
+// falls inside a UTF-8 character: its edges move to the nearest character
+// start (at most three bytes, so text that is not UTF-8 is cut near where
+// it would be). Every marker fits in k_cut_marker_bytes.
+namespace {
+
+bool continuation_byte(char c) {
+    return (static_cast<unsigned char>(c) & 0xC0U) == 0x80U;
+}
+
+std::size_t char_start_back(const std::string& text, std::size_t at) {
+    for (int step = 0; step < 3 && at > 0 && at < text.size() && continuation_byte(text[at]); ++step) --at;
+    return at;
+}
+
+std::size_t char_start_forward(const std::string& text, std::size_t at) {
+    for (int step = 0; step < 3 && at < text.size() && continuation_byte(text[at]); ++step) ++at;
+    return at;
+}
+
+std::string shorten_words(const std::string& text, std::size_t max_bytes) {
+    constexpr std::size_t k_long_word = 512;
+    constexpr std::size_t k_kept_each_end = 160;
+    std::string out;
+    out.reserve(std::min(text.size(), max_bytes * 2));
+    std::size_t excess = text.size() - max_bytes;
+    for (std::size_t at = 0; at < text.size();) {
+        std::size_t end = text.find(' ', at);
+        if (end == std::string::npos) end = text.size();
+        const std::size_t length = end - at;
+        if (excess > 0 && length > k_long_word) {
+            // No more than the text is over, and room for the marker.
+            std::size_t kept_each_end = k_kept_each_end;
+            if (length > excess + k_cut_marker_bytes + 2 * kept_each_end) {
+                kept_each_end = (length - excess - k_cut_marker_bytes) / 2;
+            }
+            const std::size_t head_end = char_start_back(text, at + kept_each_end);
+            const std::size_t tail_start = char_start_forward(text, end - kept_each_end);
+            const std::size_t cut = tail_start - head_end;
+            out.append(text, at, head_end - at);
+            out += "...(" + std::to_string(cut) + " bytes cut)...";
+            out.append(text, tail_start, end - tail_start);
+            excess = cut >= excess + k_cut_marker_bytes ? 0 : excess + k_cut_marker_bytes - cut;
+        } else {
+            out.append(text, at, length);
+        }
+        if (end < text.size()) out += ' ';
+        at = end + 1;
+    }
+    return out;
+}
+
+// What earlier cuts removed, as their markers "(N bytes cut)" in
+// text[from, to) say (a marker goes with its dots); a marker astride an edge widens the range to take it
+// whole. So a text cut twice (a retry's message quoting an Error's, already
+// cut) still says how much of the original is gone.
+struct EarlierCuts {
+    std::size_t original_bytes = 0;  // the markers' N, added up
+    std::size_t marker_bytes = 0;    // the markers' own length
+};
+EarlierCuts earlier_cuts(const std::string& text, std::size_t& from, std::size_t& to) {
+    constexpr std::string_view k_tail = " bytes cut)";
+    constexpr std::size_t k_max_digits = 19;  // std::stoull cannot overflow
+    EarlierCuts earlier;
+    const std::size_t look_from = from > k_cut_marker_bytes ? from - k_cut_marker_bytes : 0;
+    for (std::size_t at = text.find(k_tail, look_from); at != std::string::npos && at <= to + k_max_digits + 1;
+         at = text.find(k_tail, at + 1)) {
+        std::size_t open = at;
+        while (open > 0 && std::isdigit(static_cast<unsigned char>(text[open - 1])) != 0) --open;
+        if (open == at || open == 0 || text[open - 1] != '(' || at - open > k_max_digits) continue;
+        // With its dots: "... (N bytes cut) ..." or "...(N bytes cut)...".
+        std::size_t start = open - 1;
+        std::size_t end = at + k_tail.size();
+        for (std::string_view dots : {"... ", "..."}) {
+            if (start >= dots.size() && text.compare(start - dots.size(), dots.size(), dots) == 0) {
+                start -= dots.size();
+                break;
+            }
+        }
+        for (std::string_view dots : {" ...", "..."}) {
+            if (text.compare(end, dots.size(), dots) == 0) {
+                end += dots.size();
+                break;
+            }
+        }
+        if (end <= from || start >= to) continue;  // outside the cut
+        from = std::min(from, start);
+        to = std::max(to, end);
+        earlier.original_bytes += std::stoull(text.substr(open, at - open));
+        earlier.marker_bytes += end - start;
+    }
+    return earlier;
+}
+
+}  // namespace
+
+std::string cut_middle(const std::string& text, std::size_t max_bytes) {
+    if (text.size() <= max_bytes) return text;
+    if (max_bytes < 2 * k_cut_marker_bytes) return text.substr(0, char_start_back(text, max_bytes));
+    const std::size_t room = max_bytes - k_cut_marker_bytes;
+    std::string shorter = shorten_words(text, room);
+    if (shorter.size() <= max_bytes) return shorter;
+    const std::size_t tail = room / 4;
+    std::size_t head_end = char_start_back(shorter, room - tail);
+    std::size_t tail_start = char_start_forward(shorter, shorter.size() - tail);
+    // Bytes of this text cut now, less the markers of earlier cuts that go
+    // with them, plus what those cuts removed.
+    const EarlierCuts earlier = earlier_cuts(shorter, head_end, tail_start);
+    const std::size_t cut = tail_start - head_end - earlier.marker_bytes + earlier.original_bytes;
+    return shorter.substr(0, head_end) + "... (" + std::to_string(cut) + " bytes cut) ..." + shorter.substr(tail_start);
+}
+
+// Escaping takes up to four bytes for one (\\xNN): when what is shown is
+// over the bound, the text is cut shorter in proportion, and at last to a
+// quarter, which shows within the bound whatever it holds.
+std::string cut_to_show(const std::string& text, std::size_t max_bytes) {
+    std::string cut = cut_middle(text, max_bytes);
+    std::size_t shown = printable(cut).size();
+    if (shown <= max_bytes) return cut;
+    cut = cut_middle(text, max_bytes * max_bytes / shown);
+    if (printable(cut).size() <= max_bytes) return cut;
+    return cut_middle(text, max_bytes / 4);
+}
+
+std::string bounded(const std::string& text, std::size_t max_bytes) {
+    return printable(cut_to_show(text, max_bytes));
 }
 
 }  // namespace kernhub

@@ -24,19 +24,31 @@ std::string ascii_lowercase(std::string_view text);
 
 // printable(), which messages and the CLI share, is public: kernhub/error.hpp.
 
-// `text` cut to `max_bytes` plus a marker of at most 40 bytes: a longer
-// one loses the middle of its longest words first, then its own middle,
-// and says how many bytes were cut; no cut splits a UTF-8 character.
-// Every event's text is cut so.
+// Every marker of a cut, "...(N bytes cut)..." in a long word or
+// "... (N bytes cut) ..." in the middle, fits in this many bytes.
+constexpr std::size_t k_cut_marker_bytes = 40;
+
+// `text` cut to at most `max_bytes`, markers included: a longer one loses
+// the middle of each word over 512 bytes, from the first, while it is
+// over, then its own middle, keeping the last quarter; each marker says how
+// many bytes of the original were cut there (a text cut again counts what
+// the first cut removed). No cut splits a UTF-8 character. Under
+// 2 * k_cut_marker_bytes, the text's start without a marker. Cutting again
+// at the same bound changes nothing. Every event's text is cut so.
 std::string cut_middle(const std::string& text, std::size_t max_bytes);
 
-// As printable() shows `text`, within `max_bytes` plus a 40-byte marker
-// once escaped (cut_middle() as many bytes as that leaves room for): an
-// Error's message and context (error.cpp), a C program's message line.
+// cut_middle() as many bytes as leaves printable()'s form of the result
+// within `max_bytes` (escaping takes up to four bytes for one); the result
+// itself is not escaped.
+std::string cut_to_show(const std::string& text, std::size_t max_bytes);
+
+// printable(cut_to_show()): at most `max_bytes` once escaped. An Error's
+// message and context (error.cpp), a C program's message line.
 std::string bounded(const std::string& text, std::size_t max_bytes);
 
-// An event's text is cut to this many bytes (api/client_impl.hpp,
-// SerialSink): it may quote a hub's header or a path.
+// An event's text is cut to this many bytes, escaped or not (cut_to_show
+// in api/client_impl.hpp, SerialSink): it may quote a hub's header or a
+// path.
 constexpr std::size_t k_max_event_text_bytes = 4096;
 
 // Names quoted in a message are cut to this many bytes: room for a cache

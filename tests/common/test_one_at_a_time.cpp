@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -89,4 +90,29 @@ TEST_CASE("a child forked while a thread holds a OneAtATime and another waits ta
         const OneAtATime::Turn again(gate);
         CHECK(gate.waiting() == 0);
     }
+}
+
+TEST_CASE("a child forked by a thread holding a OneAtATime keeps the turn: its other threads wait for it", "[common]") {
+    OneAtATime gate;
+    std::optional<OneAtATime::Turn> held;
+    held.emplace(gate);
+    // fork() from inside the turn, as a sink or message function may.
+    const kernhub::test::Forked child = kernhub::test::run_forked([&] {
+        ::alarm(20);  // a wait for ever ends the child, and fails the test
+        std::atomic<bool> entered{false};
+        std::thread other([&] {
+            const OneAtATime::Turn turn(gate);
+            entered = true;
+        });
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (gate.waiting() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+        const bool waited = gate.waiting() == 1 && !entered;
+        held.reset();  // this thread's turn, in the child, ends
+        other.join();
+        return std::string(waited ? "waited" : "did not wait") + (entered ? " entered" : "");
+    });
+    held.reset();
+    INFO(child.out);
+    CHECK(child.ok());
+    CHECK(child.out == "waited entered");
 }

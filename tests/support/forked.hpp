@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <functional>
 #include <stdexcept>
@@ -45,6 +46,7 @@ inline Forked run_forked(const std::function<std::string()>& body) {
         }
         for (std::size_t done = 0; done < out.size();) {
             const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+            if (n < 0 && errno == EINTR) continue;
             if (n <= 0) ::_exit(3);
             done += static_cast<std::size_t>(n);
         }
@@ -53,11 +55,18 @@ inline Forked run_forked(const std::function<std::string()>& body) {
     ::close(fds[1]);
     Forked forked;
     char buffer[4096];
-    for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) {
+    for (;;) {
+        const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
         forked.out.append(buffer, static_cast<std::size_t>(n));
     }
     ::close(fds[0]);
-    if (::waitpid(pid, &forked.status, 0) != pid) throw std::runtime_error("waitpid failed");
+    pid_t waited = -1;
+    do {
+        waited = ::waitpid(pid, &forked.status, 0);
+    } while (waited < 0 && errno == EINTR);
+    if (waited != pid) throw std::runtime_error("waitpid failed");
     return forked;
 }
 
