@@ -159,13 +159,19 @@ KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
  * it is fetching, on which other threads and processes using the cache
  * wait. It may call only kh_last_error(), kh_error_name(),
  * kh_version() and kh_kernels_release(): any other function of this header
- * called from it returns 2 (or NULL) and does nothing. A child made by
- * fork() while a message was being delivered, or while another thread
- * waited in kh_hub_on_message(), may set a function, change settings and
- * make calls on the handle; the parent's calls in flight do not go on in
- * the child. (A fork() at the instant another thread changes the
- * handle's settings may leave the child's handle waiting for ever, as
- * with any lock of a threaded program.) */
+ * called from it returns 2 (or NULL) and does nothing.
+ *
+ * A child made by fork() may set a function, change settings and make
+ * calls on the handle whatever other threads were doing with it then
+ * (delivering a message, waiting in kh_hub_on_message(), changing
+ * settings, downloading: it waits for the parent's download of a file it
+ * needs to end); the parent's calls in flight do not go on in the child.
+ * kernhub's pthread_atfork handlers see to the handle's own state. A fork
+ * at the instant another thread holds one of the Client's internal locks
+ * (each held for moments) or binds libcurl for the first time can still
+ * leave the child waiting for ever, as with any lock of a threaded
+ * program; so can a child made without the handlers (_Fork(), a raw
+ * clone). */
 typedef void (*kh_message_fn)(int kind, const char* line, void* user);
 
 /* Sends the handle's messages to `on_message`, with `user` (NULL, the

@@ -112,8 +112,15 @@ std::optional<FileLock> FileLock::try_acquire(const fs::path& lock_path, bool cr
 }
 
 FileLock::~FileLock() {
-    // Closing the last descriptor of the open file releases the flock.
-    if (m_fd >= 0) ::close(m_fd);
+    // Unlocked before it is closed: a flock belongs to the open file, and a
+    // child that fork() made meanwhile holds a copy of the descriptor (for
+    // its life: the thread that would close it is not there), so closing
+    // ours alone would leave the file locked for every other process,
+    // the child included.
+    if (m_fd >= 0) {
+        (void)::flock(m_fd, LOCK_UN);
+        ::close(m_fd);
+    }
 }
 
 FileLock::FileLock(FileLock&& other) noexcept : m_fd(other.m_fd) {

@@ -9,6 +9,8 @@
 // Every entry point catches everything (docs/embedding.md, "How a handle works").
 #include "kernhub/kernhub.h"
 
+#include <pthread.h>
+
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -215,12 +217,56 @@ struct kh_hub {
     }
 };
 
+namespace kernhub::capi {
+
+// Every live handle, so that a child made by fork() finds none of their
+// mutexes held by a thread it does not have: pthread_atfork handlers take
+// them all before fork() and let them go after it, in parent and child. A
+// handle's mutex is held only for moments, never while kernhub waits on
+// the network, the disk or the program, so fork() waits at most that.
+class LiveHandles {
+public:
+    static LiveHandles& all() {
+        // Never destroyed: the handlers may run while statics are torn down.
+        static LiveHandles* const live = new LiveHandles();
+        return *live;
+    }
+    // Throws std::bad_alloc.
+    void add(kh_hub* hub) {
+        const std::lock_guard<std::mutex> lock(m_mutex);
+        m_hubs.insert(hub);
+    }
+    void remove(kh_hub* hub) {
+        const std::lock_guard<std::mutex> lock(m_mutex);
+        m_hubs.erase(hub);
+    }
+
+private:
+    LiveHandles() { (void)::pthread_atfork(&before_fork, &after_fork, &after_fork); }
+    static void before_fork() noexcept {
+        LiveHandles& live = all();
+        live.m_mutex.lock();
+        for (kh_hub* hub : live.m_hubs) hub->mutex.lock();
+    }
+    static void after_fork() noexcept {
+        LiveHandles& live = all();
+        for (kh_hub* hub : live.m_hubs) hub->mutex.unlock();
+        live.m_mutex.unlock();
+    }
+    std::mutex m_mutex;  // guards m_hubs; taken before any handle's mutex
+    std::set<kh_hub*> m_hubs;
+};
+
+}  // namespace kernhub::capi
+
 extern "C" {
 
 kh_hub* kh_hub_new(void) {
     if (kernhub::capi::delivering_message) return nullptr;  // from a kh_message_fn
     try {
-        return new kh_hub();
+        auto hub = std::make_unique<kh_hub>();
+        kernhub::capi::LiveHandles::all().add(hub.get());
+        return hub.release();
     } catch (...) {
         return nullptr;  // only std::bad_alloc can get here
     }
@@ -228,6 +274,8 @@ kh_hub* kh_hub_new(void) {
 
 void kh_hub_free(kh_hub* hub) {
     if (kernhub::capi::delivering_message) return;  // from a kh_message_fn: refused, as every call is
+    if (hub == nullptr) return;
+    kernhub::capi::LiveHandles::all().remove(hub);
     delete hub;
 }
 

@@ -1009,3 +1009,77 @@ TEST_CASE("a child forked while a thread waits in kh_hub_on_message for a delive
     CHECK(call_rc == 0);
     CHECK(set_rc == 0);
 }
+
+TEST_CASE("a child forked while another thread downloads fetches once the parent's download ends", "[capi]") {
+    DemoEnv env;
+    KernelHub server;
+    // The parent's download of the blob waits at the gate, holding the
+    // blob's cache lock; the child, on the same cache, lets it go on.
+    server.server().add_faults({{{"match", "/lfs/"}, {"action", "hold"}, {"gate", "blob"}, {"count", 1}}});
+    Hub hub = env.test_hub(server);
+    int call_rc = -1;
+    std::thread call([&] { call_rc = kh_prewarm(hub.get(), "vector-add"); });
+    const bool held = server.server().wait_held("blob");
+    Forked child;
+    std::string fork_error;
+    if (held) {
+        try {
+            child = run_forked([&] {
+                ::alarm(20);  // a hang ends the child, and fails the test
+                server.server().release("blob");
+                // Waits for the parent's download (its lock), then finds
+                // the file in the cache.
+                const int rc = kh_prewarm(hub.get(), "vector-add");
+                return "prewarm " + std::to_string(rc) + "\n";
+            });
+        } catch (const std::exception& e) {
+            fork_error = e.what();
+        }
+    }
+    server.server().release("blob");  // also when no child was made
+    call.join();
+    REQUIRE(held);
+    REQUIRE(fork_error.empty());
+    INFO(child.out);
+    CHECK(child.ok());
+    CHECK(child.out == "prewarm 0\n");
+    CHECK(call_rc == 0);
+    // One download: the child found the parent's file.
+    CHECK(server.server().count_requests("/lfs/") == 1);
+}
+
+TEST_CASE("children forked while another thread changes the handle's settings and function use the handle", "[capi]") {
+    DemoEnv env;
+    Hub hub = env.hub();
+    // One thread changes the handle over and over, taking its mutex each
+    // time; children forked meanwhile must not inherit it held.
+    std::atomic<bool> stop{false};
+    Messages unused;
+    std::thread changer([&] {
+        for (int i = 0; !stop; ++i) {
+            kh_hub_on_message(hub.get(), (i % 2 == 0) ? keep_message : nullptr, &unused);
+            kh_hub_set(hub.get(), "retries", (i % 2 == 0) ? "2" : "3");
+        }
+    });
+    constexpr int k_children = 100;
+    int good = 0;
+    std::string first_bad;
+    for (int i = 0; i < k_children; ++i) {
+        const Forked child = run_forked([&] {
+            ::alarm(10);  // a hang ends the child, and fails the test
+            Messages seen;
+            const int set_rc = kh_hub_set(hub.get(), "retries", "1");
+            const int on_rc = kh_hub_on_message(hub.get(), keep_message, &seen);
+            return "set " + std::to_string(set_rc) + " on " + std::to_string(on_rc);
+        });
+        if (child.ok() && child.out == "set 0 on 0") {
+            ++good;
+        } else if (first_bad.empty()) {
+            first_bad = "child " + std::to_string(i) + ": status " + std::to_string(child.status) + " " + child.out;
+        }
+    }
+    stop = true;
+    changer.join();
+    INFO(first_bad);
+    CHECK(good == k_children);
+}
