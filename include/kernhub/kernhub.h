@@ -148,18 +148,19 @@ KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
  * trailing newline, and is valid only during the call. It is at most 4 KiB
  * once escaped: a longer text (it may quote what a hub sent) loses the
  * middle of words over 512 bytes, from the first, then its own middle,
- * with a marker saying how many bytes were cut at each place; no cut splits a UTF-8 character.
- * A call reports one message per retried request and a few per file, so
- * one that fetches many files through a failing hub may report thousands.
- * `user` is what kh_hub_on_message() was given. It is called from the
- * thread of the kh_prewarm() or kh_load() that reports the message, or
- * from a worker thread of that call, never from two threads at once for
- * one handle. It must return, and quickly (not leave by longjmp, or end
- * its thread): while it runs, the call holds the cache locks of the files
- * it is fetching, on which other threads and processes using the cache
- * wait. It may call only kh_last_error(), kh_error_name(),
- * kh_version() and kh_kernels_release(): any other function of this header
- * called from it returns 2 (or NULL) and does nothing.
+ * with a marker saying how many bytes were cut at each place; no cut
+ * splits a UTF-8 character. A call reports one message per retried
+ * request and a few per file, so one that fetches many files through a
+ * failing hub may report thousands. `user` is what kh_hub_on_message()
+ * was given. It is called from the thread of the kh_prewarm() or
+ * kh_load() that reports the message, or from a worker thread of that
+ * call, never from two threads at once for one handle. It must return,
+ * and quickly (not leave by longjmp, or end its thread): while it runs,
+ * the call holds the cache locks of the files it is fetching, on which
+ * other threads and processes using the cache wait. It may call only
+ * kh_last_error(), kh_error_name(), kh_version() and kh_kernels_release():
+ * any other function of this header called from it returns 2 (or NULL)
+ * and does nothing.
  *
  * A child made by fork() may set a function, change settings and make
  * calls on the handle whatever other threads were doing with it then
@@ -188,20 +189,21 @@ typedef void (*kh_message_fn)(int kind, const char* line, void* user);
  * 0, or 2 for a NULL handle or a call from a kh_message_fn. */
 KH_API int kh_hub_on_message(kh_hub* hub, kh_message_fn on_message, void* user);
 
-/* Makes the cache hold, and verifies, the kernel of `name`, loading
- * nothing: a registry name ("vector-add", "flash-attn3") or a repo
+/* Makes the cache hold, and verifies, the kernel of `name`, loading nothing:
+ * a registry name ("vector-add", "flash-attn3") or a repo
  * "ORG/REPO[@REVISION]" (default revision "main"). Fetches the variant this
- * host (or the target setting) needs, and the kernels it depends on, when
- * the cache lacks them, and verifies every file. For an image build step;
- * a program that calls the kernel uses kh_load().
+ * host (or the target setting) needs, and the kernels it depends on, when the
+ * cache lacks them, and verifies every file. For an image build step; a
+ * program that calls the kernel uses kh_load().
  *
  * Returns 0; 2 for a NULL handle or name, a bad setting, a repo whose
- * registry entries disagree, or a call from a kh_message_fn; 3 when the name, repo, revision or a file is
- * not found or no variant fits; 4 when a hash, digest, signature, trust or
- * organisation check fails; 5 for a network or hub error after retries;
- * 6 offline and not cached; 7 when the variant needs a newer kernels
- * library than kh_kernels_release(); 1 when the cache cannot be written.
- * kh_last_error() says why. Other threads may use the handle meanwhile. */
+ * registry entries disagree, or a call from a kh_message_fn; 3 when the name,
+ * repo, revision or a file is not found or no variant fits; 4 when a hash,
+ * digest, signature, trust or organisation check fails; 5 for a network or
+ * hub error after retries; 6 offline and not cached; 7 when the variant needs
+ * a newer kernels library than kh_kernels_release(); 1 when the cache cannot
+ * be written. kh_last_error() says why. Other threads may use the handle
+ * meanwhile. */
 KH_API int kh_prewarm(kh_hub* hub, const char* name);
 
 /* kh_prewarm(), then loads the variant's artifact (and first those of the
@@ -219,17 +221,17 @@ KH_API int kh_prewarm(kh_hub* hub, const char* name);
  * meanwhile). */
 KH_API int kh_load(kh_hub* hub, const char* name);
 
-/* The entry point of `name` recorded by the successful kh_load() of the
- * very same `name` string on this handle (not the dlsym symbol name) that
- * started last, or NULL when there was none (kh_last_error() then says
- * so, with 3) or when called from a kh_message_fn (2); when kh_load() calls of one name overlap on several
- * threads, one that started earlier but ended later does not replace it
- * (the rule of kernhub::Client::loaded too). Another handle's kh_load()
- * never shows here. The pointer stays valid for the life of the process,
- * also after kh_hub_free(). For a shared-object kernel, cast it to the
- * kernel's function type; for a CUDA kernel (a fatbin or cubin) it is the
- * driver's CUfunction handle, for cuLaunchKernel; for a tvm-ffi kernel it
- * is a kh_tvm_safe_call, for kh_tvm_call(). For a torch op it is NULL: see
+/* The entry point of `name` recorded by the successful kh_load() of the very
+ * same `name` string on this handle (not the dlsym symbol name) that started
+ * last, or NULL when there was none (kh_last_error() then says so, with 3) or
+ * when called from a kh_message_fn (2); when kh_load() calls of one name
+ * overlap on several threads, one that started earlier but ended later does
+ * not replace it (the rule of kernhub::Client::loaded too). Another handle's
+ * kh_load() never shows here. The pointer stays valid for the life of the
+ * process, also after kh_hub_free(). For a shared-object kernel, cast it to
+ * the kernel's function type; for a CUDA kernel (a fatbin or cubin) it is the
+ * driver's CUfunction handle, for cuLaunchKernel; for a tvm-ffi kernel it is
+ * a kh_tvm_safe_call, for kh_tvm_call(). For a torch op it is NULL: see
  * kh_torch_op(). */
 KH_API void* kh_symbol(kh_hub* hub, const char* name);
 
@@ -282,13 +284,13 @@ typedef int (*kh_tvm_safe_call)(void* self, const kh_tvm_any* args, int32_t num_
 /* Calls `function`, which must be what kh_symbol() returned for a tvm-ffi
  * kernel (anything else is called all the same, with undefined results), with
  * `num_args` arguments and stores what it returned in *result (NULL:
- * dropped): none, a bool, an integer, a float or an opaque pointer.
- * Returns 0; 9 when the function raised an error, whose kind and message
- * kh_last_error() then gives (cut at 4 KiB); 2 for a NULL handle or
- * function, a negative num_args, NULL args with arguments, or a function
- * that returned anything else (a string or a tensor; an object is
- * released, as kernhub holds none), or a call from a kh_message_fn. The handle only carries the calling
- * thread's error text, so threads may share it. */
+ * dropped): none, a bool, an integer, a float or an opaque pointer. Returns
+ * 0; 9 when the function raised an error, whose kind and message
+ * kh_last_error() then gives (cut at 4 KiB); 2 for a NULL handle or function,
+ * a negative num_args, NULL args with arguments, or a function that returned
+ * anything else (a string or a tensor; an object is released, as kernhub
+ * holds none), or a call from a kh_message_fn. The handle only carries the
+ * calling thread's error text, so threads may share it. */
 KH_API int kh_tvm_call(kh_hub* hub, void* function, const kh_tvm_any* args, int32_t num_args, kh_tvm_any* result);
 
 /* Sets the tvm-ffi runtime's current stream for CUDA device `device` on
