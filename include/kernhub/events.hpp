@@ -48,6 +48,11 @@ struct Event {
 // the events of all its calls are delivered one after another, so a sink
 // need not be thread-safe unless it is shared by several Clients. Events
 // about one file arrive in order; events of different files interleave.
+// No lock is held while the sink runs: a child that fork() makes meanwhile,
+// on another thread or in the sink itself, may use the Client; a child
+// made in the sink returns into the call in flight, which fails there (1)
+// at its first write to a file the parent is downloading
+// (docs/embedding.md, "Threads").
 class KERNHUB_API EventSink {
 public:
     virtual ~EventSink();

@@ -109,7 +109,8 @@ void IncompleteBlob::discard() noexcept {
     if (m_committed) return;
     if (m_fd >= 0) ::close(m_fd);
     m_fd = -1;
-    if (!m_temp.empty()) ::unlink(m_temp.c_str());
+    // A forked child leaves the parent's partial file where it is.
+    if (!m_temp.empty() && m_process == process_mark()) ::unlink(m_temp.c_str());
     m_temp.clear();
     m_committed = true;  // nothing left to do for the destructor
 }
@@ -119,17 +120,26 @@ IncompleteBlob::IncompleteBlob(IncompleteBlob&& other) noexcept
       m_final(std::move(other.m_final)),
       m_fd(other.m_fd),
       m_size(other.m_size),
-      m_committed(other.m_committed) {
+      m_committed(other.m_committed),
+      m_process(other.m_process) {
     // The moved-from object must not close our descriptor.
     other.m_fd = -1;
     other.m_temp.clear();
     other.m_committed = true;
 }
 
+void IncompleteBlob::check_owner(const char* what) const {
+    if (m_process == process_mark()) return;
+    throw Error(ErrorCode::internal, std::string("cannot ") + what + " " + m_temp.string() +
+                                         ": the process this one was forked from is downloading it; a "
+                                         "download does not go on across fork(), call again");
+}
+
 void IncompleteBlob::write(const void* data, std::size_t size) {
     if (m_fd < 0) {
         throw Error(ErrorCode::internal, "write to " + m_temp.string() + " after commit");
     }
+    check_owner("write to");
     if (int err = detail::write_all(m_fd, data, size); err != 0) throw_write_error(m_temp, err);
     m_size += size;
 }
@@ -138,6 +148,7 @@ void IncompleteBlob::restart() {
     if (m_fd < 0) {
         throw Error(ErrorCode::internal, "restart of " + m_temp.string() + " after commit");
     }
+    check_owner("restart");
     if (::ftruncate(m_fd, 0) != 0 || ::lseek(m_fd, 0, SEEK_SET) != 0) {
         throw_write_error(m_temp, errno);
     }
@@ -176,10 +187,20 @@ void IncompleteBlob::commit(bool sync_directory) {
     if (m_fd < 0) {
         throw Error(ErrorCode::internal, "commit of " + m_temp.string() + " twice");
     }
+    check_owner("commit");
     // Read-only before the rename, so the blob is never writable once visible.
     int err = 0;
     struct stat written {};
     if (::fsync(m_fd) != 0 || ::fchmod(m_fd, 0444) != 0 || ::fstat(m_fd, &written) != 0) err = errno;
+    if (err == 0 && static_cast<std::uint64_t>(written.st_size) != m_size) {
+        // Bytes this object did not write: another writer of the same file.
+        const std::uint64_t found = static_cast<std::uint64_t>(written.st_size);
+        discard();
+        throw Error(ErrorCode::verification, m_temp.string() + " holds " + std::to_string(found) + " bytes where " +
+                                                 std::to_string(m_size) +
+                                                 " were written: something else wrote to it; nothing was kept, "
+                                                 "fetch again and check who else writes to the cache");
+    }
     if (err == 0 && ::rename(m_temp.c_str(), m_final.c_str()) != 0) err = errno;
     if (err != 0) {
         discard();

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "common/process_mark.hpp"
 #include "common/repo.hpp"
 
 namespace kernhub::cache {
@@ -157,6 +158,11 @@ private:
     FileLock() = default;
 
     int m_fd = -1;
+    // The process that took the lock (process_mark()). A child made by
+    // fork() shares the lock with it (a flock belongs to the open file):
+    // there, only the descriptor is closed, and the lock stays the
+    // parent's.
+    int m_process = process_mark();
 };
 
 // Whether flock() on the filesystem holding `root` really excludes: a second
@@ -206,11 +212,18 @@ public:
 private:
     IncompleteBlob() = default;
 
+    // Throws Error(internal) in a process other than the one that opened
+    // the file: a child made by fork() shares the parent's descriptor and
+    // its file offset, and must not write, cut, remove or rename the file
+    // the parent is writing.
+    void check_owner(const char* what) const;
+
     fs::path m_temp;
     fs::path m_final;
     int m_fd = -1;
     std::uint64_t m_size = 0;
     bool m_committed = false;
+    int m_process = process_mark();  // the process that opened the file
 };
 
 // The largest tree listing read from the cache (kernhub's or

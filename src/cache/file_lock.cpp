@@ -117,13 +117,15 @@ FileLock::~FileLock() {
     // its life: the thread that would close it is not there), so closing
     // ours alone would leave the file locked for every other process,
     // the child included.
+    // In such a child, only the copy of the descriptor goes: the lock is
+    // the parent's, whose thread still holds it.
     if (m_fd >= 0) {
-        (void)::flock(m_fd, LOCK_UN);
+        if (m_process == process_mark()) (void)::flock(m_fd, LOCK_UN);
         ::close(m_fd);
     }
 }
 
-FileLock::FileLock(FileLock&& other) noexcept : m_fd(other.m_fd) {
+FileLock::FileLock(FileLock&& other) noexcept : m_fd(other.m_fd), m_process(other.m_process) {
     other.m_fd = -1;
 }
 

@@ -1,8 +1,8 @@
-// The process mark of OneAtATime (one_at_a_time.hpp): changed in every
-// child made by fork(), before fork() returns there, by a pthread_atfork
-// handler registered when the library is loaded; and the turns each thread
-// holds, innermost first, which the handler marks anew for the forking
-// thread.
+// The process mark (process_mark.hpp): changed in every child made by
+// fork(), before fork() returns there, by a pthread_atfork handler
+// registered when the library is loaded; and the turns of OneAtATime
+// (one_at_a_time.hpp) each thread holds, innermost first, which the
+// handler marks anew for the forking thread.
 #include "common/one_at_a_time.hpp"
 
 #include <pthread.h>
@@ -29,7 +29,7 @@ const int g_mark_registered = ::pthread_atfork(nullptr, nullptr, &mark_child_pro
 
 }  // namespace
 
-int OneAtATime::this_process() noexcept {
+int process_mark() noexcept {
     (void)g_mark_registered;
     return g_process_mark.load(std::memory_order_relaxed);
 }

@@ -31,6 +31,8 @@
 #include <atomic>
 #include <climits>
 
+#include "common/process_mark.hpp"
+
 namespace kernhub {
 
 class OneAtATime {
@@ -55,10 +57,6 @@ public:
     // wait.
     int waiting() const noexcept { return m_waiters.load(std::memory_order_seq_cst); }
 
-    // This process's mark: 1 in the first process, one more in each child
-    // made by fork() than in its parent (one_at_a_time.cpp).
-    static int this_process() noexcept;
-
     // In a child made by fork(), run by the handler: the turns the forking
     // thread holds (`innermost` and the ones outside it) take `mark`.
     static void mark_held_turns(Turn* innermost, int mark) noexcept {
@@ -69,7 +67,7 @@ public:
 
 private:
     void take() noexcept {
-        const int self = this_process();
+        const int self = process_mark();
         int seen = m_taken_in.load(std::memory_order_acquire);
         for (;;) {
             if (seen != self) {

@@ -197,6 +197,26 @@ TEST_CASE("IncompleteBlob commit, abandon and restart", "[store]") {
         }
         CHECK(names_in(cache.folder() / "blobs").size() == 1);  // only the first partial
     }
+    SECTION("a partial file holding bytes the blob did not write is never committed") {
+        auto blob = cache.begin_blob(etag);
+        const fs::path temp = blob.temp_path();
+        blob.write(content.data(), content.size());
+        {
+            // Another writer of the same file (a forked child's share of
+            // the descriptor would do the same).
+            std::ofstream other(temp, std::ios::binary | std::ios::app);
+            other << "stray";
+        }
+        try {
+            blob.commit();
+            FAIL("commit accepted a file with bytes it did not write");
+        } catch (const Error& e) {
+            CHECK(e.code() == ErrorCode::verification);
+            CHECK_THAT(e.what(), Catch::Contains("holds 17 bytes where 12 were written"));
+        }
+        CHECK_FALSE(cache.has_blob(etag));
+        CHECK_FALSE(fs::exists(temp));
+    }
     SECTION("restart drops what was written") {
         auto blob = cache.begin_blob(etag);
         const std::string junk(5000, 'j');
