@@ -48,10 +48,10 @@ struct Event {
 // the events of all its calls are delivered one after another, so a sink
 // need not be thread-safe unless it is shared by several Clients. Events
 // about one file arrive in order; events of different files interleave.
-// No lock is held while the sink runs: a child that fork() makes meanwhile,
-// on another thread or in the sink itself, may use the Client; a child
-// made in the sink returns into the call in flight, which fails there (1)
-// at its first write to a file the parent is downloading
+// No lock is held while the sink runs: a child that fork() makes meanwhile
+// on another thread may use the Client. A child made in the sink itself
+// must exec or _exit before returning from it: one that returns into the
+// parent's call is ended at once with _exit(1), after one line on stderr
 // (docs/embedding.md, "Threads").
 class KERNHUB_API EventSink {
 public:

@@ -167,12 +167,12 @@ KH_API int kh_hub_set(kh_hub* hub, const char* key, const char* value);
  * (delivering a message, waiting in kh_hub_on_message(), changing
  * settings, downloading: it waits for the parent's download of a file it
  * needs to end); the parent's calls in flight do not go on in the child.
- * A child made from inside this function returns into the call that
- * reported the message: it goes on until it would write to a file the
- * parent is downloading, and fails there (1), leaving the parent's file
- * and lock alone; a new call in the child waits for the parent's
- * download. kernhub's pthread_atfork handlers see to the handle's own
- * state. A fork
+ * A child made from inside this function must exec or _exit before the
+ * function returns there: the call it would return into is the parent's,
+ * with the parent's cache locks, files and threads, so a child that
+ * returns is ended at once with _exit(1), after one line on stderr.
+ * kernhub's pthread_atfork handlers see to the handle's own state (its
+ * mutexes are taken around fork()). A fork
  * at the instant another thread holds one of the Client's internal locks
  * (each held for moments) or binds libcurl for the first time can still
  * leave the child waiting for ever, as with any lock of a threaded

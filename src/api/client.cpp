@@ -60,6 +60,14 @@ registry::Registry load_registries(const Options& options, const cache::EnvLooku
 
 }  // namespace api
 
+void end_child_of_sink() noexcept {
+    static constexpr char k_line[] =
+        "kernhub: a child made by fork() inside an event sink or message function returned into its parent's "
+        "call, which cannot go on across fork(); the child ends here (exit 1): exec or _exit in the child\n";
+    (void)!::write(STDERR_FILENO, k_line, sizeof k_line - 1);
+    ::_exit(1);
+}
+
 void ClientImpl::warn_unknown_variables() const {
     static std::atomic<bool> reported{false};
     if (options.events == nullptr || reported.exchange(true)) return;

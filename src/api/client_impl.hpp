@@ -71,6 +71,13 @@ SignatureInfo signature_info(const cache::RecordedSignature& recorded);
 
 }  // namespace api
 
+// A child that fork() made inside the sink and that returned from it: the
+// call it would go on with is its parent's, holding the parent's cache
+// locks, partial files, unpack folders and threads it does not have, so
+// it can neither go on nor unwind. It ends here, at once: one line on
+// stderr, then _exit(1) (no atexit handlers, no destructors).
+[[noreturn]] void end_child_of_sink() noexcept;
+
 // Delivers the events of one Client one at a time, whichever thread sends
 // them: a fetch reports from worker threads of its own (one per file in
 // flight), and a sink written for one thread must still see one event after
@@ -97,7 +104,9 @@ public:
 private:
     void deliver(const Event& event) noexcept {
         const OneAtATime::Turn turn(m_turns);
+        const int process = process_mark();
         m_inner->on_event(event);  // an EventSink's on_event is noexcept
+        if (process_mark() != process) end_child_of_sink();
     }
     EventSink* m_inner;
     // No lock is held while the caller's sink runs: a child forked meanwhile

@@ -140,7 +140,12 @@ void IncompleteBlob::write(const void* data, std::size_t size) {
         throw Error(ErrorCode::internal, "write to " + m_temp.string() + " after commit");
     }
     check_owner("write to");
-    if (int err = detail::write_all(m_fd, data, size); err != 0) throw_write_error(m_temp, err);
+    if (int err = detail::write_all(m_fd, data, size); err != 0) {
+        // What part of it was written goes, so the file is what size() says.
+        if (::ftruncate(m_fd, static_cast<off_t>(m_size)) == 0)
+            (void)::lseek(m_fd, static_cast<off_t>(m_size), SEEK_SET);
+        throw_write_error(m_temp, err);
+    }
     m_size += size;
 }
 

@@ -226,11 +226,7 @@ namespace kernhub::capi {
 // the network, the disk or the program, so fork() waits at most that.
 class LiveHandles {
 public:
-    static LiveHandles& all() {
-        // Never destroyed: the handlers may run while statics are torn down.
-        static LiveHandles* const live = new LiveHandles();
-        return *live;
-    }
+    static LiveHandles& all() { return *g_live; }
     // Throws std::bad_alloc.
     void add(kh_hub* hub) {
         const std::lock_guard<std::mutex> lock(m_mutex);
@@ -243,19 +239,34 @@ public:
 
 private:
     LiveHandles() { (void)::pthread_atfork(&before_fork, &after_fork, &after_fork); }
+    // Each handle's mutex, then its table of resolved kernels (never taken
+    // under one another elsewhere).
     static void before_fork() noexcept {
         LiveHandles& live = all();
         live.m_mutex.lock();
-        for (kh_hub* hub : live.m_hubs) hub->mutex.lock();
+        for (kh_hub* hub : live.m_hubs) {
+            hub->mutex.lock();
+            hub->resolved.lock_for_fork();
+        }
     }
     static void after_fork() noexcept {
         LiveHandles& live = all();
-        for (kh_hub* hub : live.m_hubs) hub->mutex.unlock();
+        for (kh_hub* hub : live.m_hubs) {
+            hub->resolved.unlock_after_fork();
+            hub->mutex.unlock();
+        }
         live.m_mutex.unlock();
     }
     std::mutex m_mutex;  // guards m_hubs; taken before any handle's mutex
     std::set<kh_hub*> m_hubs;
+    // Made, and the handlers registered, when the library is loaded (a
+    // fork() during a lazy first use could leave a child waiting on its
+    // initialisation); never destroyed, as the handlers may run while
+    // statics are torn down.
+    static LiveHandles* const g_live;
 };
+
+LiveHandles* const LiveHandles::g_live = new LiveHandles();
 
 }  // namespace kernhub::capi
 

@@ -6,22 +6,19 @@
 // forked while another thread is inside, and so would a condition
 // variable's record of the threads waiting on it: the child's first event
 // would wait for ever, or its first wake-up would. Here the whole state is
-// one word: the mark of the process whose thread holds the stretch, or 0.
-// A process's mark is a number that fork() changes in the child (a
-// pthread_atfork handler makes it one more than the parent's, so it
-// differs from every ancestor's, also across pid namespaces, where a pid
-// could repeat). A caller takes the word from 0 or from another process's
-// mark (a child sees its parent's, made by a thread it does not have, and
-// takes it over), and waits with a Linux futex on the word while a thread
-// of its own process holds it. The turns the forking thread itself holds
-// (fork() called from inside a sink) go on in the child, which has that
-// thread: the handler marks them with the child's mark, so the child's
-// other threads still wait for them. A child made without the handlers
-// (_Fork(), a raw clone) keeps its parent's mark, and a turn a parent's
-// thread held then is never free there. Releasing stores 0 and wakes the waiters;
-// the count of waiters only spares the wake-up call when there are none,
-// and one inherited from a parent costs a child a needless call, never a
-// wait.
+// one word: the mark of the process whose thread holds the stretch
+// (process_mark.hpp), or 0. A caller takes the word from 0 or from another
+// process's mark (a child sees its parent's, made by a thread it does not
+// have, and takes it over), and waits with a Linux futex on the word while
+// a thread of its own process holds it. The turns the forking thread
+// itself holds (fork() called from inside a sink) go on in the child,
+// which has that thread: the fork handler marks them with the child's
+// mark, so the child's other threads still wait for them. A child made
+// without the handlers (_Fork(), a raw clone) keeps its parent's mark, and
+// a turn a parent's thread held then is never free there. Releasing stores
+// 0 and wakes the waiters; the count of waiters only spares the wake-up
+// call when there are none, and one inherited from a parent costs a child
+// a needless call, never a wait.
 #pragma once
 
 #include <linux/futex.h>

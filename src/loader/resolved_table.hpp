@@ -32,6 +32,10 @@ public:
     // when none was recorded.
     std::optional<LoadResult> find(const std::string& key) const;
     std::size_t size() const;
+    // For a fork handler (capi.cpp, LiveHandles): held across fork(), so a
+    // child never inherits the table's mutex held by a thread it lacks.
+    void lock_for_fork() const { m_mutex.lock(); }
+    void unlock_after_fork() const { m_mutex.unlock(); }
 
 private:
     struct Slot {

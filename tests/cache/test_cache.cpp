@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "cache/cache.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
+#include "support/forked.hpp"
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -377,4 +379,47 @@ TEST_CASE("check_relative_path table", "[store]") {
         CAPTURE(path);
         CHECK(code_of([&] { kernhub::cache::check_relative_path(path); }) == ErrorCode::verification);
     }
+}
+
+TEST_CASE("a forked child leaves its parent's cache lock and partial download alone", "[store]") {
+    TempDir dir;
+    RepoCache cache(dir.path(), RepoType::kernel, "org/name");
+    const std::string content = "kernel bytes";
+    const std::string etag = kernhub::digest::sha256_hex(content);
+    const fs::path lock_path = dir.path() / ".locks" / "forked.lock";
+    std::optional<kernhub::cache::FileLock> lock;
+    lock.emplace(lock_path);
+    std::optional<kernhub::cache::IncompleteBlob> blob;
+    blob.emplace(cache.begin_blob(etag));
+    blob->write(content.data(), 5);
+    const fs::path temp = blob->temp_path();
+    // The child has copies of both, as a child forked while a thread of
+    // the parent downloads does; it tries each thing it must not do.
+    const kernhub::test::Forked child = kernhub::test::run_forked([&] {
+        std::string out;
+        for (const char* what : {"write", "restart", "commit"}) {
+            try {
+                if (std::string(what) == "write") blob->write("x", 1);
+                if (std::string(what) == "restart") blob->restart();
+                if (std::string(what) == "commit") blob->commit();
+                out += std::string(what) + " accepted\n";
+            } catch (const Error& e) {
+                out += std::string(what) + (e.code() == ErrorCode::internal ? " refused\n" : " other error\n");
+            }
+        }
+        blob->discard();  // closes the child's descriptor; the file stays
+        lock.reset();     // closes the child's descriptor; the lock stays
+        return out;
+    });
+    INFO(child.out);
+    CHECK(child.ok());
+    CHECK(child.out == "write refused\nrestart refused\ncommit refused\n");
+    CHECK(fs::exists(temp));
+    // Still the parent's: no other open file gets the lock.
+    CHECK_FALSE(kernhub::cache::FileLock::try_acquire(lock_path).has_value());
+    blob->write(content.data() + 5, content.size() - 5);
+    blob->commit();
+    CHECK(read_whole(cache.blob_path(etag)) == content);
+    lock.reset();
+    CHECK(kernhub::cache::FileLock::try_acquire(lock_path).has_value());
 }
