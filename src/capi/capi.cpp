@@ -226,7 +226,8 @@ namespace kernhub::capi {
 // the network, the disk or the program, so fork() waits at most that.
 class LiveHandles {
 public:
-    static LiveHandles& all() { return *g_live; }
+    // NULL only when there was no memory for it at load time.
+    static LiveHandles* all() noexcept { return g_live; }
     // Throws std::bad_alloc.
     void add(kh_hub* hub) {
         const std::lock_guard<std::mutex> lock(m_mutex);
@@ -238,11 +239,11 @@ public:
     }
 
 private:
-    LiveHandles() { (void)::pthread_atfork(&before_fork, &after_fork, &after_fork); }
+    LiveHandles() noexcept { (void)::pthread_atfork(&before_fork, &after_fork, &after_fork); }
     // Each handle's mutex, then its table of resolved kernels (never taken
     // under one another elsewhere).
     static void before_fork() noexcept {
-        LiveHandles& live = all();
+        LiveHandles& live = *g_live;
         live.m_mutex.lock();
         for (kh_hub* hub : live.m_hubs) {
             hub->mutex.lock();
@@ -250,7 +251,7 @@ private:
         }
     }
     static void after_fork() noexcept {
-        LiveHandles& live = all();
+        LiveHandles& live = *g_live;
         for (kh_hub* hub : live.m_hubs) {
             hub->resolved.unlock_after_fork();
             hub->mutex.unlock();
@@ -266,7 +267,7 @@ private:
     static LiveHandles* const g_live;
 };
 
-LiveHandles* const LiveHandles::g_live = new LiveHandles();
+LiveHandles* const LiveHandles::g_live = new (std::nothrow) LiveHandles();
 
 }  // namespace kernhub::capi
 
@@ -275,8 +276,10 @@ extern "C" {
 kh_hub* kh_hub_new(void) {
     if (kernhub::capi::delivering_message) return nullptr;  // from a kh_message_fn
     try {
+        kernhub::capi::LiveHandles* live = kernhub::capi::LiveHandles::all();
+        if (live == nullptr) return nullptr;  // no memory at load time
         auto hub = std::make_unique<kh_hub>();
-        kernhub::capi::LiveHandles::all().add(hub.get());
+        live->add(hub.get());
         return hub.release();
     } catch (...) {
         return nullptr;  // only std::bad_alloc can get here
@@ -286,7 +289,7 @@ kh_hub* kh_hub_new(void) {
 void kh_hub_free(kh_hub* hub) {
     if (kernhub::capi::delivering_message) return;  // from a kh_message_fn: refused, as every call is
     if (hub == nullptr) return;
-    kernhub::capi::LiveHandles::all().remove(hub);
+    kernhub::capi::LiveHandles::all()->remove(hub);  // not NULL: the handle was made
     delete hub;
 }
 
