@@ -863,6 +863,18 @@ struct Gate {
     std::condition_variable changed;
     bool inside = false;
     bool go = false;
+    // Whether a delivery reached the function (the deadline only bounds a
+    // failure).
+    bool wait_inside() {
+        std::unique_lock<std::mutex> lock(mutex);
+        return changed.wait_for(lock, std::chrono::seconds(30), [&] { return inside; });
+    }
+    // Lets the delivery, and every later one, go on.
+    void open() {
+        std::lock_guard<std::mutex> lock(mutex);
+        go = true;
+        changed.notify_all();
+    }
 };
 extern "C" void wait_at_gate(int /*kind*/, const char* /*line*/, void* user) {
     auto& gate = *static_cast<Gate*>(user);
@@ -892,12 +904,7 @@ TEST_CASE("a child forked while a message is being delivered can use the handle 
     REQUIRE(kh_hub_on_message(hub.get(), wait_at_gate, &gate) == 0);
     int call_rc = -1;
     std::thread call([&] { call_rc = kh_prewarm(hub.get(), "vector-add"); });
-    bool inside = false;
-    {
-        // The deadline only bounds a failure.
-        std::unique_lock<std::mutex> lock(gate.mutex);
-        inside = gate.changed.wait_for(lock, std::chrono::seconds(30), [&] { return gate.inside; });
-    }
+    const bool inside = gate.wait_inside();
     // The child takes a function of its own (the same client: no settings
     // change) and prewarms another kernel, whose retry is a message; it
     // inherited the parent's delivery, not the thread making it.
@@ -916,11 +923,7 @@ TEST_CASE("a child forked while a message is being delivered can use the handle 
             fork_error = e.what();
         }
     }
-    {
-        std::lock_guard<std::mutex> lock(gate.mutex);
-        gate.go = true;
-        gate.changed.notify_all();
-    }
+    gate.open();
     call.join();
     REQUIRE(inside);
     REQUIRE(fork_error.empty());
@@ -957,12 +960,7 @@ TEST_CASE("a child forked while a thread waits in kh_hub_on_message for a delive
     REQUIRE(kh_hub_on_message(hub.get(), wait_at_gate, &gate) == 0);
     int call_rc = -1;
     std::thread call([&] { call_rc = kh_prewarm(hub.get(), "vector-add"); });
-    bool inside = false;
-    {
-        // The deadline only bounds a failure.
-        std::unique_lock<std::mutex> lock(gate.mutex);
-        inside = gate.changed.wait_for(lock, std::chrono::seconds(30), [&] { return gate.inside; });
-    }
+    const bool inside = gate.wait_inside();
     // Another thread replaces the function: it waits for the delivery.
     Messages replaced;
     std::atomic<pid_t> setter_tid{0};
@@ -993,11 +991,7 @@ TEST_CASE("a child forked while a thread waits in kh_hub_on_message for a delive
             fork_error = e.what();
         }
     }
-    {
-        std::lock_guard<std::mutex> lock(gate.mutex);
-        gate.go = true;
-        gate.changed.notify_all();
-    }
+    gate.open();
     call.join();
     setter.join();
     REQUIRE(inside);
