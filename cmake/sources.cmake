@@ -67,6 +67,7 @@ set(KERNHUB_SOURCES
   src/common/error.cpp
   src/common/hint.cpp
   src/common/one_at_a_time.cpp
+  src/common/strict_json.cpp
   src/common/python_env.cpp
   src/common/repo.cpp
   src/common/text.cpp

@@ -2,9 +2,9 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "common/repo.hpp"
+#include "common/strict_json.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::deptree {
@@ -84,30 +84,27 @@ VariantMetadata parse_variant_metadata(const std::string& text, const std::strin
         throw malformed(where,
                         "it is larger than k_max_metadata_bytes (" + std::to_string(k_max_metadata_bytes) + " bytes)");
     }
-    // nlohmann keeps the last of two equal keys; kernels refuses them, and
-    // a second "kernels-minver" must not quietly replace the first.
-    std::vector<std::set<std::string>> open_objects;
-    std::string duplicate;
-    const json::parser_callback_t note_keys = [&](int, json::parse_event_t event, json& parsed) {
-        if (event == json::parse_event_t::object_start) open_objects.emplace_back();
-        if (event == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
-        if (event == json::parse_event_t::key && !open_objects.empty() &&
-            !open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
-            duplicate = parsed.get<std::string>();
+    // kernels refuses a key twice, and a second "kernels-minver" must not
+    // quietly replace the first; "kernel-depends" is bounded as it is read.
+    strict_json::Limits limits;
+    limits.max_depth = k_max_metadata_depth;
+    limits.depth_name = "k_max_metadata_depth";
+    limits.cap_at = [](const std::vector<strict_json::Step>& path) -> std::optional<strict_json::MemberCap> {
+        if (path.size() == 1 && path[0].object && path[0].key == "kernel-depends") {
+            return strict_json::MemberCap{k_max_kernel_depends, "k_max_kernel_depends", "\"kernel-depends\""};
         }
-        return true;
+        return std::nullopt;
     };
-    const json doc = json::parse(text, note_keys, false);
-    if (doc.is_discarded() || !doc.is_object()) throw malformed(where, "not a JSON object");
-    if (!duplicate.empty()) throw malformed(where, "the key \"" + duplicate + "\" appears twice in one object");
+    strict_json::Parsed parsed = strict_json::parse(text, limits);
+    if (parsed.problem && parsed.problem->kind == strict_json::Problem::Kind::syntax) {
+        throw malformed(where, "not a JSON object");
+    }
+    if (parsed.problem) throw malformed(where, strict_json::describe(*parsed.problem, text));
+    const json doc = std::move(parsed.document);
+    if (!doc.is_object()) throw malformed(where, "not a JSON object");
     VariantMetadata out;
     if (auto it = doc.find("kernel-depends"); it != doc.end()) {
         if (!it->is_array()) throw malformed(where, "\"kernel-depends\" is not a list");
-        if (it->size() > k_max_kernel_depends) {
-            throw malformed(where, "\"kernel-depends\" has " + std::to_string(it->size()) +
-                                       " entries, more than k_max_kernel_depends (" +
-                                       std::to_string(k_max_kernel_depends) + ")");
-        }
         for (std::size_t i = 0; i < it->size(); ++i) {
             KernelDependency dep = parse_dependency((*it)[i], where, i);
             for (const KernelDependency& earlier : out.depends) {

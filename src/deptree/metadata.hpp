@@ -20,6 +20,7 @@ inline constexpr const char* k_kernels_release = "0.17.2";
 // Bounds on what one metadata.json may declare.
 inline constexpr std::size_t k_max_metadata_bytes = 4u << 20;
 inline constexpr std::size_t k_max_kernel_depends = 64;  // entries of one "kernel-depends"
+inline constexpr std::size_t k_max_metadata_depth = 32;  // nesting of objects and arrays
 
 // One entry of "kernel-depends": a repo and exactly one of a version (a
 // "vN" branch) or a revision (a branch, tag or commit).

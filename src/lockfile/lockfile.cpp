@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/hint.hpp"
+#include "common/strict_json.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::lockfile {
@@ -27,54 +28,52 @@ std::string quote_json(const std::string& text) {
     return json(text).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// nlohmann::json keeps the last of two equal keys silently; in a lock that
-// would hide a second, different pin. The callback also bounds nesting.
-class StrictParse {
-public:
-    bool on_event(int depth, json::parse_event_t event, const json& parsed) {
-        if (static_cast<std::size_t>(depth) > k_max_depth && m_problem.empty()) {
-            m_problem = "nested deeper than " + std::to_string(k_max_depth) + " levels (k_max_depth)";
-        }
-        switch (event) {
-            case json::parse_event_t::object_start:
-                m_keys.emplace_back();
-                break;
-            case json::parse_event_t::object_end:
-                m_keys.pop_back();
-                break;
-            case json::parse_event_t::key:
-                if (!m_keys.back().insert(parsed.get<std::string>()).second && m_problem.empty()) {
-                    m_problem = "key " + quote_json(parsed.get<std::string>()) + " appears twice in one object";
-                }
-                break;
-            default:
-                break;
-        }
-        return m_problem.empty();
+// The cap on the members of the container at `path`, as the lock's two
+// shapes nest them; every other container has the largest cap.
+std::optional<strict_json::MemberCap> lock_cap(const std::vector<strict_json::Step>& path) {
+    const auto key = [&](std::size_t i) -> const std::string& { return path[i].key; };
+    const auto in = [&](std::size_t depth, const char* field) {
+        return path.size() == depth && path[depth - 1].object && key(depth - 1) == field;
+    };
+    if (path.empty()) return strict_json::MemberCap{k_max_lock_kernels, "k_max_lock_kernels", "the lock"};
+    if (in(1, "kernels")) return strict_json::MemberCap{k_max_lock_kernels, "k_max_lock_kernels", "\"kernels\""};
+    if (path.size() == 2 && !path[0].object && in(2, "variants")) {
+        return strict_json::MemberCap{k_max_lock_variants, "k_max_lock_variants", "an entry's \"variants\""};
     }
-    const std::string& problem() const { return m_problem; }
+    if (path.size() < 3 || key(0) != "kernels") return std::nullopt;
+    const std::string kernel = "kernel " + quote_json(key(1));
+    if (in(3, "variants") || in(3, "missing_targets")) {
+        return strict_json::MemberCap{k_max_lock_variants, "k_max_lock_variants", kernel + ", \"" + key(2) + "\""};
+    }
+    if (in(3, "kernel_depends")) {
+        return strict_json::MemberCap{k_max_lock_kernels, "k_max_lock_kernels", kernel + ", \"kernel_depends\""};
+    }
+    if (in(5, "files") && key(2) == "variants") {
+        return strict_json::MemberCap{k_max_lock_files, "k_max_lock_files",
+                                      kernel + ", variant " + quote_json(key(3)) + ", \"files\""};
+    }
+    return std::nullopt;
+}
 
-private:
-    std::vector<std::set<std::string>> m_keys;
-    std::string m_problem;
-};
-
-json parse_json(const std::string& text, const std::string& source) {
+json parse_json(const std::string& text, const std::string& source, const std::atomic<bool>* cancel) {
     if (text.size() > k_max_lock_bytes) {
         fail(source, "is larger than " + std::to_string(k_max_lock_bytes) + " bytes (k_max_lock_bytes)");
     }
-    StrictParse strict;
-    json document;
-    try {
-        document = json::parse(text, [&strict](int depth, json::parse_event_t event, json& parsed) {
-            return strict.on_event(depth, event, parsed);
-        });
-    } catch (const json::exception& error) {
-        if (!strict.problem().empty()) fail(source, strict.problem());
-        fail(source, std::string("is not valid JSON: ") + error.what());
+    strict_json::Limits limits;
+    limits.max_depth = k_max_depth;
+    limits.depth_name = "k_max_depth";
+    limits.members = strict_json::MemberCap{k_max_lock_files, "k_max_lock_files", {}};
+    limits.cap_at = lock_cap;
+    limits.cancel = cancel;
+    strict_json::Parsed parsed = strict_json::parse(text, limits);
+    if (!parsed.problem) return std::move(parsed.document);
+    if (parsed.problem->kind == strict_json::Problem::Kind::cancelled) {
+        throw Error(ErrorCode::interrupted, "reading lock file " + source + " was interrupted");
     }
-    if (!strict.problem().empty()) fail(source, strict.problem());
-    return document;
+    if (parsed.problem->kind == strict_json::Problem::Kind::syntax) {
+        fail(source, "is not valid JSON " + strict_json::syntax_position(*parsed.problem, text));
+    }
+    fail(source, strict_json::describe(*parsed.problem, text));
 }
 
 bool is_lower_hex(const std::string& text, std::size_t length) {
@@ -164,13 +163,6 @@ std::string checked_hash(const std::string& hash, const std::string& source, con
     return hash;
 }
 
-void check_count(std::size_t count, std::size_t limit, const char* limit_name, const std::string& what,
-                 const std::string& source) {
-    if (count > limit) {
-        fail(source, what + " has more than " + std::to_string(limit) + " entries (" + limit_name + ")");
-    }
-}
-
 LockedVariant parse_kernhub_variant(const json& value, const std::string& source, const std::string& where) {
     if (!value.is_object()) fail(source, where + ": must be an object");
     check_keys(value, {"hash", "files"}, {"signer"}, source, where);
@@ -190,7 +182,6 @@ LockedVariant parse_kernhub_variant(const json& value, const std::string& source
     }
     const json& files = value.at("files");
     if (!files.is_object()) fail(source, where + ": field \"files\" must be an object");
-    check_count(files.size(), k_max_lock_files, "k_max_lock_files", where, source);
     for (const auto& [path, file] : files.items()) {
         const std::string at = where + ", file " + quote_json(path);
         if (!safe_relpath(path)) fail(source, at + ": not a plain relative path");
@@ -224,7 +215,6 @@ LockedKernel parse_kernhub_kernel(const json& value, const std::string& source, 
     }
     const json& variants = value.at("variants");
     if (!variants.is_object()) fail(source, where + ": field \"variants\" must be an object");
-    check_count(variants.size(), k_max_lock_variants, "k_max_lock_variants", where, source);
     for (const auto& [name, variant] : variants.items()) {
         const std::string at = where + ", variant " + quote_json(name);
         if (!safe_variant(name)) fail(source, at + ": not a valid variant name");
@@ -233,7 +223,6 @@ LockedKernel parse_kernhub_kernel(const json& value, const std::string& source, 
     if (value.contains("missing_targets")) {
         const json& missing = value.at("missing_targets");
         if (!missing.is_array()) fail(source, where + ": field \"missing_targets\" must be an array");
-        check_count(missing.size(), k_max_lock_variants, "k_max_lock_variants", where, source);
         for (const json& target : missing) {
             if (!target.is_string() || !safe_variant(target.get_ref<const std::string&>())) {
                 fail(source, where + ": \"missing_targets\" holds something that is not a variant name");
@@ -248,7 +237,6 @@ LockedKernel parse_kernhub_kernel(const json& value, const std::string& source, 
     if (value.contains("kernel_depends")) {
         const json& depends = value.at("kernel_depends");
         if (!depends.is_array()) fail(source, where + ": field \"kernel_depends\" must be an array");
-        check_count(depends.size(), k_max_lock_kernels, "k_max_lock_kernels", where, source);
         for (const json& name : depends) {
             if (!name.is_string() || name.get_ref<const std::string&>().empty()) {
                 fail(source, where + ": \"kernel_depends\" holds something that is not a kernel name");
@@ -268,7 +256,6 @@ KernhubLock parse_kernhub(const json& document, const std::string& source) {
     }
     const json& kernels = document.at("kernels");
     if (!kernels.is_object()) fail(source, "field \"kernels\" must be an object");
-    check_count(kernels.size(), k_max_lock_kernels, "k_max_lock_kernels", "\"kernels\"", source);
     KernhubLock lock;
     for (const auto& [name, value] : kernels.items()) {
         if (name.empty() || name.size() > k_max_name_length)
@@ -323,7 +310,6 @@ KernelsLockEntry parse_legacy_entry(const json& item, const std::string& source,
     entry.commit = checked_commit(item, "sha", source, where);
     const json& variants = item.at("variants");
     if (!variants.is_object()) fail(source, where + ": \"variants\" must be an object");
-    check_count(variants.size(), k_max_lock_variants, "k_max_lock_variants", where, source);
     for (const auto& [name, value] : variants.items()) {
         const std::string at = where + ", variant " + quote_json(name);
         if (!safe_variant(name)) fail(source, at + ": not a valid variant name");
@@ -339,8 +325,8 @@ KernelsLockEntry parse_legacy_entry(const json& item, const std::string& source,
 
 }  // namespace
 
-AnyLock parse_lock(const std::string& text, const std::string& source) {
-    const json document = parse_json(text, source);
+AnyLock parse_lock(const std::string& text, const std::string& source, const std::atomic<bool>* cancel) {
+    const json document = parse_json(text, source, cancel);
     AnyLock lock;
     if (document.is_object()) {
         lock.format = Format::kernhub_lock;
@@ -350,7 +336,6 @@ AnyLock parse_lock(const std::string& text, const std::string& source) {
     if (!document.is_array()) {
         fail(source, "is neither a kernhub.lock (an object) nor a kernels.lock (an array)");
     }
-    check_count(document.size(), k_max_lock_kernels, "k_max_lock_kernels", "the lock", source);
     // The first entry decides the format; every entry must then follow it.
     lock.format = Format::kernels_lock;
     if (!document.empty() && document[0].is_object() && document[0].contains("repo_id")) {

@@ -4,6 +4,7 @@
 // here is read_lock_file, the bounded read every reader of a lock file uses.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -101,8 +102,9 @@ struct AnyLock {
 // unknown fields, duplicate keys, wrong types, a commit that is not 40
 // lowercase hex, an unsafe repo id, revision, variant name or file path, or
 // a document over the k_max_* limits are Error(usage) naming `source`, the
-// entry and the field (and the limit by name).
-AnyLock parse_lock(const std::string& text, const std::string& source);
+// entry and the field (and the limit by name). The limits are checked as
+// the text is read, and *cancel (when given) too: Error(interrupted).
+AnyLock parse_lock(const std::string& text, const std::string& source, const std::atomic<bool>* cancel = nullptr);
 
 // The Python kernels library's variant hash ("git_lfs_concat"): SHA-256
 // over the variant's files sorted by their path relative to the variant

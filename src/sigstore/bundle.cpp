@@ -2,6 +2,7 @@
 // read into a Bundle before any cryptography runs; every refusal here is
 // the `bundle` step.
 #include "sigstore/bundle.hpp"
+#include "common/strict_json.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 
@@ -15,8 +16,6 @@ constexpr std::size_t k_max_proof_hashes = 64;
 // Certificates in a v0.1/v0.2 x509CertificateChain.
 constexpr std::size_t k_max_bundle_chain = 8;
 constexpr std::size_t k_max_checkpoint_bytes = 16u << 10;
-
-struct TooDeep {};
 
 [[noreturn]] void bad(const std::string& what) {
     fail(k_bundle_step, what);
@@ -125,22 +124,23 @@ TlogEntry read_entry(const nlohmann::json& entry, const std::string& version) {
 }  // namespace
 
 nlohmann::json parse_bounded_json(std::string_view text, const char* step, const std::string& what) {
-    const nlohmann::json::parser_callback_t bound = [](int depth, nlohmann::json::parse_event_t event,
-                                                       nlohmann::json&) {
-        if ((event == nlohmann::json::parse_event_t::object_start ||
-             event == nlohmann::json::parse_event_t::array_start) &&
-            depth > k_max_json_depth) {
-            throw TooDeep{};
-        }
-        return true;
-    };
-    try {
-        return nlohmann::json::parse(text.begin(), text.end(), bound);
-    } catch (const TooDeep&) {
-        fail(step, what + " nests deeper than " + std::to_string(k_max_json_depth) +
-                       " levels (k_max_json_depth); it is not a Sigstore document");
-    } catch (const nlohmann::json::exception& e) {
-        fail(step, what + " is not valid JSON (" + e.what() + "); check that it is the right file");
+    strict_json::Limits limits;
+    limits.max_depth = k_max_json_depth;
+    limits.depth_name = "k_max_json_depth";
+    limits.members = strict_json::MemberCap{k_max_json_members, "k_max_json_members", {}};
+    strict_json::Parsed parsed = strict_json::parse(text, limits);
+    if (!parsed.problem) return std::move(parsed.document);
+    const strict_json::Problem& problem = *parsed.problem;
+    switch (problem.kind) {
+        case strict_json::Problem::Kind::syntax:
+            fail(step, what + " is not valid JSON " + strict_json::syntax_position(problem, text) +
+                           "; check that it is the right file");
+        case strict_json::Problem::Kind::duplicate_key:
+            // Two readers could take either value: no signature rests on that.
+            fail(step, what + " is ambiguous: " + strict_json::describe(problem, text) +
+                           "; it is not a well-formed Sigstore document");
+        default:
+            fail(step, what + " is " + strict_json::describe(problem, text) + "; it is not a Sigstore document");
     }
 }
 

@@ -126,9 +126,12 @@ std::string read_document(const std::filesystem::path& path, std::size_t cap, co
 // ---- JSON bounds (bundle.cpp) ----------------------------------------------
 
 // Nesting allowed in a bundle or trusted root.
-inline constexpr int k_max_json_depth = 32;
+inline constexpr std::size_t k_max_json_depth = 32;
+// Members of one object or array of a Sigstore document.
+inline constexpr std::size_t k_max_json_members = 4096;
 
-// Parses `text` as JSON with nesting bounded; on failure throws at `step`
+// Parses `text` as JSON with nesting and members bounded and a key twice in
+// one object refused (common/strict_json.hpp); on failure throws at `step`
 // naming `what`.
 nlohmann::json parse_bounded_json(std::string_view text, const char* step, const std::string& what);
 

@@ -1,0 +1,78 @@
+// The one JSON reader for documents from outside (lock files, registries,
+// metadata.json, Sigstore bundles): one pass over the text, linear in it,
+// that builds the document and stops at the first key seen twice in one
+// object, the first container nested too deep or holding too many members,
+// or a set cancel flag. nlohmann's own parser keeps the last of two equal
+// keys without a word, and its callback parser rescans a parent object each
+// time a child object closes, which is quadratic in the members.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kernhub::strict_json {
+
+// A bound on the members (keys, or elements) of one object or array, with
+// the names a message gives it.
+struct MemberCap {
+    std::size_t limit = 0;
+    std::string limit_name;  // "k_max_lock_files"
+    std::string what;        // what holds the members: "kernel \"k\", variant \"v\": \"files\""
+};
+
+// One open container on the way to a problem: whether it is an object, and
+// the key its current member has ("" in an array or before the first key).
+struct Step {
+    bool object = false;
+    std::string key;
+};
+
+struct Limits {
+    std::size_t max_depth = 32;
+    std::string depth_name;  // "k_max_lock_depth"
+    // The cap of every container that cap_at gives none; no cap when its
+    // limit is 0.
+    MemberCap members;
+    // The cap of the container reached through `path` (the open containers
+    // above it, outermost first), asked once when the container opens.
+    std::function<std::optional<MemberCap>(const std::vector<Step>& path)> cap_at;
+    // Checked every few hundred tokens.
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+struct Problem {
+    enum class Kind { syntax, too_deep, too_many_members, duplicate_key, cancelled };
+    Kind kind = Kind::syntax;
+    // The containers open at the problem, outermost first; for a duplicate
+    // key the last one's key is that key.
+    std::vector<Step> path;
+    MemberCap cap;         // too_many_members; too_deep: the depth bound
+    std::size_t byte = 0;  // syntax: where the text stopped being JSON (1-based)
+    std::string what;      // syntax: nlohmann's words
+};
+
+struct Parsed {
+    nlohmann::json document;  // null when there is a problem
+    std::optional<Problem> problem;
+};
+
+Parsed parse(std::string_view text, const Limits& limits);
+
+// The problem in plain words, for the messages of callers that need no
+// words of their own: "key \"x\" appears twice in one object", "nested deeper
+// than 32 levels (k_max_lock_depth)", "invalid JSON at line 3, column 7
+// (byte 20): ...", "<what> has more than N members (<limit_name>)". A
+// cancelled parse is the caller's to report.
+std::string describe(const Problem& problem, std::string_view text);
+
+// Where a syntax problem is and nlohmann's words for it, which already say
+// what was expected: "at line 3, column 7 (byte 20): unexpected end of input".
+std::string syntax_position(const Problem& problem, std::string_view text);
+
+}  // namespace kernhub::strict_json
