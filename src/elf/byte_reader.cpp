@@ -40,20 +40,33 @@ std::uint64_t ByteReader::field(std::uint64_t record, Field f, const char* what)
     return read(record + f.offset, f.width, what);
 }
 
-std::string ByteReader::string_at(const Range& table, std::uint64_t index, const char* what) const {
+std::optional<std::string_view> ByteReader::bounded_string_at(const Range& table, std::uint64_t index,
+                                                              std::size_t limit, const char* what) const {
     range(table.offset, table.size, what);  // a Range is only a promise; keep the check local
     if (index >= table.size) {
         fail(std::string(what) + ": string index " + std::to_string(index) + " is outside its string table of " +
                  std::to_string(table.size) + " bytes",
              table.offset);
     }
-    const std::uint8_t* start = m_data + table.offset + index;
+    const char* start = reinterpret_cast<const char*>(m_data + table.offset + index);
     const auto available = static_cast<std::size_t>(table.size - index);
-    const void* nul = std::memchr(start, '\0', available);
+    const std::size_t searched = limit < available ? limit + 1 : available;
+    const void* nul = std::memchr(start, '\0', searched);
     if (nul == nullptr) {
+        if (searched < available) return std::nullopt;
         fail(std::string(what) + ": string runs past the end of its string table", table.offset + index);
     }
-    return std::string(reinterpret_cast<const char*>(start), static_cast<const std::uint8_t*>(nul) - start);
+    return std::string_view(start, static_cast<std::size_t>(static_cast<const char*>(nul) - start));
+}
+
+std::string ByteReader::string_at(const Range& table, std::uint64_t index, const char* what) const {
+    const std::optional<std::string_view> text = bounded_string_at(table, index, k_max_elf_string, what);
+    if (!text) {
+        fail(std::string(what) + ": string is longer than k_max_elf_string (" + std::to_string(k_max_elf_string) +
+                 " bytes)",
+             table.offset + index);
+    }
+    return std::string(*text);
 }
 
 }  // namespace kernhub::elf::detail

@@ -6,9 +6,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace kernhub::elf::detail {
+
+// The longest string of a dynamic segment (DT_NEEDED, DT_SONAME, version
+// names) kernhub reads: PATH_MAX, which ld.so's own file names obey.
+inline constexpr std::size_t k_max_elf_string = 4096;
 
 // One field of an ELF record: its offset inside the record and its width.
 struct Field {
@@ -45,8 +51,15 @@ public:
     std::uint64_t field(std::uint64_t record, Field f, const char* what) const;
 
     // The NUL-terminated string starting `index` bytes into `table`; throws
-    // when the index is outside the table or the string runs past its end.
+    // when the index is outside the table, the string runs past its end, or
+    // it is longer than k_max_elf_string (no name ld.so reads is).
     std::string string_at(const Range& table, std::uint64_t index, const char* what) const;
+
+    // The same string in place, nullopt when it is longer than `limit`; the
+    // search for its end stops after `limit` bytes, so N reads cost at most
+    // N * limit however the strings overlap.
+    std::optional<std::string_view> bounded_string_at(const Range& table, std::uint64_t index, std::size_t limit,
+                                                      const char* what) const;
 
     // The raw byte at an offset already known to be in range.
     std::uint8_t byte(std::uint64_t offset) const noexcept { return m_data[offset]; }

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <string_view>
+#include <unordered_map>
 
 #include "elf/elf_walk.hpp"
 
@@ -20,6 +22,9 @@ using detail::ProgramView;
 using detail::Range;
 
 namespace {
+
+// The longest undefined symbol name the walk reads.
+constexpr std::size_t k_max_symbol_name = 1024;
 
 // The dynamic entries the relocation walk needs; addresses are virtual.
 struct RelocationRefs {
@@ -115,16 +120,35 @@ public:
     }
 
 private:
+    // Many relocations name one symbol: each symbol is read once, and a
+    // name over k_max_symbol_name (no Python or C function has one) is
+    // left out, so the walk is linear in the tables.
     void record(std::uint64_t index, std::uint32_t type, bool eager, std::uint64_t where) {
         if (m_symbols.size == 0 || index >= m_symbols.size / m_layout.sym_size) {
             m_reader.fail("a relocation names symbol " + std::to_string(index) + " outside DT_SYMTAB's segment", where);
         }
+        auto [seen, first] = m_by_index.emplace(index, nullptr);
+        if (first) seen->second = read_symbol(index, type, eager);
+        UndefinedReference* found = seen->second;
+        if (found != nullptr && eager && !found->eager) {
+            found->eager = true;
+            found->type = type;
+        }
+    }
+
+    // The undefined, non-weak symbol `index` in m_found; null for any other.
+    UndefinedReference* read_symbol(std::uint64_t index, std::uint32_t type, bool eager) {
         const std::uint64_t at = m_symbols.offset + index * m_layout.sym_size;
         const std::uint64_t info = m_reader.field(at, m_layout.st_info, "st_info");
-        if (m_reader.field(at, m_layout.st_shndx, "st_shndx") != SHN_UNDEF || ELF64_ST_BIND(info) == STB_WEAK) return;
-        std::string name = m_reader.string_at(m_strings, m_reader.field(at, m_layout.st_name, "st_name"), "st_name");
-        auto [it, added] = m_found.emplace(name, UndefinedReference{name, eager, type});
-        if (!added && eager && !it->second.eager) it->second = UndefinedReference{name, eager, type};
+        if (m_reader.field(at, m_layout.st_shndx, "st_shndx") != SHN_UNDEF || ELF64_ST_BIND(info) == STB_WEAK) {
+            return nullptr;
+        }
+        const std::optional<std::string_view> name = m_reader.bounded_string_at(
+            m_strings, m_reader.field(at, m_layout.st_name, "st_name"), k_max_symbol_name, "st_name");
+        if (!name) return nullptr;
+        // Two symbols may carry one name: the first entry holds both.
+        auto [it, added] = m_found.emplace(std::string(*name), UndefinedReference{std::string(*name), eager, type});
+        return &it->second;
     }
 
     const ByteReader& m_reader;
@@ -134,6 +158,7 @@ private:
     std::uint32_t m_plt_slot;
     Range m_symbols, m_strings;
     std::map<std::string, UndefinedReference> m_found;
+    std::unordered_map<std::uint64_t, UndefinedReference*> m_by_index;
 };
 
 std::string bind_now_flag(const RelocationRefs& refs) {
@@ -187,8 +212,15 @@ std::string relocation_name(int machine, std::uint32_t type) {
     return "relocation type " + std::to_string(type);
 }
 
-void for_each_read_only_section(const std::uint8_t* data, std::size_t size, const std::string& source,
-                                const std::function<void(const std::uint8_t* bytes, std::size_t length)>& visit) {
+namespace {
+
+// The file ranges of the sections `wanted` picks (given a section header's
+// offset, the range it names, or nothing), sorted, with overlapping ranges
+// merged: a byte many headers point at is visited once.
+std::vector<Range> section_ranges(
+    const std::uint8_t* data, std::size_t size, const std::string& source,
+    const std::function<std::optional<Range>(const ByteReader&, const Layout&, const Range& sections,
+                                             std::uint64_t at)>& wanted) {
     ByteReader reader(data, size, source);
     ElfFacts identity;
     detail::read_identification(reader, data, size, identity);
@@ -196,15 +228,58 @@ void for_each_read_only_section(const std::uint8_t* data, std::size_t size, cons
     const detail::HeaderTables tables = detail::read_header(reader, layout);
     const Range sections = detail::table_range(reader, tables.shoff, tables.shnum, tables.shentsize, layout.shdr_size,
                                                "section header table");
+    std::vector<Range> ranges;
     for (std::uint64_t at = sections.offset; at < sections.end(); at += layout.shdr_size) {
+        if (std::optional<Range> range = wanted(reader, layout, sections, at); range && range->size > 0) {
+            ranges.push_back(*range);
+        }
+    }
+    std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.offset < b.offset; });
+    std::vector<Range> merged;
+    for (const Range& range : ranges) {
+        if (!merged.empty() && range.offset < merged.back().end()) {
+            merged.back().size = std::max(merged.back().end(), range.end()) - merged.back().offset;
+        } else {
+            merged.push_back(range);
+        }
+    }
+    return merged;
+}
+
+void visit_ranges(const std::uint8_t* data, const std::vector<Range>& ranges,
+                  const std::function<void(const std::uint8_t* bytes, std::size_t length)>& visit) {
+    for (const Range& range : ranges) visit(data + range.offset, static_cast<std::size_t>(range.size));
+}
+
+}  // namespace
+
+void for_each_read_only_section(const std::uint8_t* data, std::size_t size, const std::string& source,
+                                const std::function<void(const std::uint8_t* bytes, std::size_t length)>& visit) {
+    const auto read_only = [](const ByteReader& reader, const Layout& layout, const Range&,
+                              std::uint64_t at) -> std::optional<Range> {
         const std::uint64_t flags = reader.field(at, layout.sh_flags, "sh_flags");
         if (reader.field(at, layout.sh_type, "sh_type") != SHT_PROGBITS || (flags & SHF_ALLOC) == 0 ||
             (flags & (SHF_WRITE | SHF_EXECINSTR)) != 0) {
-            continue;
+            return std::nullopt;
         }
-        const Range bytes = detail::section_range(reader, layout, at, "read-only section");
-        if (bytes.size > 0) visit(data + bytes.offset, bytes.size);
-    }
+        return detail::section_range(reader, layout, at, "read-only section");
+    };
+    visit_ranges(data, section_ranges(data, size, source, read_only), visit);
+}
+
+void for_each_symbol_name_table(const std::uint8_t* data, std::size_t size, const std::string& source,
+                                const std::function<void(const std::uint8_t* bytes, std::size_t length)>& visit) {
+    const auto name_table = [](const ByteReader& reader, const Layout& layout, const Range& sections,
+                               std::uint64_t at) -> std::optional<Range> {
+        const std::uint64_t type = reader.field(at, layout.sh_type, "sh_type");
+        if (type != SHT_SYMTAB && type != SHT_DYNSYM) return std::nullopt;
+        const std::uint64_t link = reader.field(at, layout.sh_link, "sh_link");
+        if (link >= sections.size / layout.shdr_size) reader.fail("a symbol table's sh_link names no section", at);
+        const std::uint64_t strings = sections.offset + link * layout.shdr_size;
+        if (reader.field(strings, layout.sh_type, "sh_type") != SHT_STRTAB) return std::nullopt;
+        return detail::section_range(reader, layout, strings, "symbol name table");
+    };
+    visit_ranges(data, section_ranges(data, size, source, name_table), visit);
 }
 
 }  // namespace kernhub::elf

@@ -46,8 +46,15 @@ std::string relocation_name(int machine, std::uint32_t type);
 
 // Calls `visit` with the bytes of each allocated, read-only, non-code
 // section that has file contents (.rodata and its kin), in file order.
-// Nothing when the file has no section headers.
+// Sections whose bytes overlap are visited as one range, so each byte is
+// visited once however many headers name it. Nothing when the file has no
+// section headers.
 void for_each_read_only_section(const std::uint8_t* data, std::size_t size, const std::string& source,
+                                const std::function<void(const std::uint8_t* bytes, std::size_t length)>& visit);
+
+// The same for the string tables that symbol tables (.symtab, .dynsym)
+// name their symbols in.
+void for_each_symbol_name_table(const std::uint8_t* data, std::size_t size, const std::string& source,
                                 const std::function<void(const std::uint8_t* bytes, std::size_t length)>& visit);
 
 // The file mapped read-only for `read` (MAP_PRIVATE): Error(not_found) when

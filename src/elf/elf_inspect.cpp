@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <optional>
+#include <string_view>
+#include <unordered_set>
 
 #include "digest/digest.hpp"
 #include "elf/byte_reader.hpp"
@@ -28,6 +30,17 @@ using detail::Range;
 using detail::HeaderTables;
 using detail::ProgramView;
 using detail::Segment;
+
+// Bounds on what one file's dynamic facts may hold: libraries it needs, the
+// length of a library's file name (NAME_MAX) and of a version name worth
+// reading, and the exported function names listed, each at most
+// k_max_symbol_name bytes (longer ones are no C entry points) and together
+// at most k_max_symbol_bytes.
+constexpr std::size_t k_max_needed = 1024;
+constexpr std::size_t k_max_file_name = 255;
+constexpr std::size_t k_max_version_name = 64;
+constexpr std::size_t k_max_symbol_name = 1024;
+constexpr std::size_t k_max_symbol_bytes = 64u << 20;
 
 namespace detail {
 
@@ -149,6 +162,11 @@ DynamicRefs read_dynamic_entries(const ByteReader& reader, const Layout& layout,
         if (tag == DT_NULL) break;
         switch (tag) {
             case DT_NEEDED:
+                if (refs.needed.size() == k_max_needed) {
+                    reader.fail("the dynamic segment names more than k_max_needed (" + std::to_string(k_max_needed) +
+                                    ") libraries",
+                                at);
+                }
                 refs.needed.push_back(value);
                 break;
             case DT_SONAME:
@@ -170,10 +188,10 @@ DynamicRefs read_dynamic_entries(const ByteReader& reader, const Layout& layout,
     return refs;
 }
 
-bool is_glibc_version(const std::string& name) {
-    constexpr char prefix[] = "GLIBC_";
-    constexpr std::size_t length = sizeof(prefix) - 1;
-    return name.size() > length && name.compare(0, length, prefix) == 0 && name[length] >= '0' && name[length] <= '9';
+bool is_glibc_version(std::string_view name) {
+    constexpr std::string_view prefix = "GLIBC_";
+    return name.size() > prefix.size() && name.substr(0, prefix.size()) == prefix && name[prefix.size()] >= '0' &&
+           name[prefix.size()] <= '9';
 }
 
 // Each link must move forward by at least one record (the gABI lays them
@@ -198,15 +216,24 @@ void check_record(const ByteReader& reader, const Range& region, std::uint64_t a
 // vn_cnt), so the check sees exactly the nodes the loader will demand.
 void read_version_needs(const ByteReader& reader, const Range& region, const Range& strings, ElfFacts& facts) {
     std::uint64_t budget = region.size / detail::k_verneed_size;
+    std::unordered_set<std::string_view> versions;
     for (std::uint64_t need = region.offset;;) {
         check_record(reader, region, need, detail::k_verneed_size, "version-needed entry");
-        reader.string_at(strings, reader.field(need, detail::k_vn_file, "vn_file"), "vn_file");
+        if (!reader.bounded_string_at(strings, reader.field(need, detail::k_vn_file, "vn_file"), k_max_file_name,
+                                      "vn_file")) {
+            reader.fail("vn_file: a library name longer than NAME_MAX (" + std::to_string(k_max_file_name) + " bytes)",
+                        need);
+        }
         const std::uint64_t aux_step = reader.field(need, detail::k_vn_aux, "vn_aux");
         if (aux_step > region.end() - need) reader.fail("vn_aux leaves its segment", need);
         for (std::uint64_t aux = need + aux_step;;) {
             check_record(reader, region, aux, detail::k_vernaux_size, "version-needed auxiliary entry");
-            std::string name = reader.string_at(strings, reader.field(aux, detail::k_vna_name, "vna_name"), "vna_name");
-            if (is_glibc_version(name)) facts.glibc_versions.push_back(std::move(name));
+            // A name longer than any GLIBC_X.Y.Z is no version this check lists.
+            const std::optional<std::string_view> name = reader.bounded_string_at(
+                strings, reader.field(aux, detail::k_vna_name, "vna_name"), k_max_version_name, "vna_name");
+            if (name && is_glibc_version(*name) && versions.emplace(*name).second) {
+                facts.glibc_versions.emplace_back(*name);
+            }
             const std::uint64_t step = reader.field(aux, detail::k_vna_next, "vna_next");
             if (step == 0) break;
             aux = next_record(reader, region, aux, step, detail::k_vernaux_size, budget, "vna_next");
@@ -251,14 +278,29 @@ void read_dynsym(const ByteReader& reader, const Layout& layout, const Range& se
     const std::uint64_t entsize = reader.field(header, layout.sh_entsize, "sh_entsize");
     if (entsize != layout.sym_size) reader.fail(".dynsym entry size " + std::to_string(entsize) + " is wrong", header);
     const std::uint64_t end = symbols.end() - symbols.size % layout.sym_size;
+    // Many symbols may name one string (or overlapping ones): each offset
+    // is read once, a name over k_max_symbol_name is left out, and the
+    // names kept are bounded in bytes.
+    std::unordered_set<std::uint64_t> offsets;
+    std::size_t kept = 0;
     // Symbol 0 is the reserved undefined symbol.
     for (std::uint64_t at = symbols.offset + layout.sym_size; at < end; at += layout.sym_size) {
         const std::uint64_t info = reader.field(at, layout.st_info, "st_info");
         const std::uint64_t other = reader.field(at, layout.st_other, "st_other");
         const std::uint64_t shndx = reader.field(at, layout.st_shndx, "st_shndx");
         if (!is_exported_function(info, other, shndx)) continue;
-        std::string name = reader.string_at(strings, reader.field(at, layout.st_name, "st_name"), "st_name");
-        if (!name.empty()) facts.exported_functions.push_back(std::move(name));
+        const std::uint64_t offset = reader.field(at, layout.st_name, "st_name");
+        if (!offsets.insert(offset).second) continue;
+        const std::optional<std::string_view> name =
+            reader.bounded_string_at(strings, offset, k_max_symbol_name, "st_name");
+        if (!name || name->empty()) continue;
+        kept += name->size();
+        if (kept > k_max_symbol_bytes) {
+            reader.fail(".dynsym names more than k_max_symbol_bytes (" + std::to_string(k_max_symbol_bytes) +
+                            ") bytes of exported functions",
+                        at);
+        }
+        facts.exported_functions.emplace_back(*name);
     }
 }
 

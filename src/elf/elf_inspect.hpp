@@ -31,7 +31,8 @@ struct ElfFacts {
     std::vector<std::string> glibc_versions;
     std::string max_glibc;  // the last of glibc_versions, "" when none
     // Defined global/weak/unique FUNC or IFUNC symbols of .dynsym with
-    // default or protected visibility, sorted and unique.
+    // default or protected visibility, sorted and unique; a name longer
+    // than 1 KiB (no C entry point is) is left out.
     std::vector<std::string> exported_functions;
 };
 
@@ -44,7 +45,10 @@ struct ElfFacts {
 // malformed: bad magic, truncation, header tables or referenced ranges
 // outside the file, unterminated or out-of-range strings, version chains
 // that overlap or leave their segment, offset arithmetic that overflows.
-// Never reads outside [data, data + size); allocations are bounded by size.
+// Never reads outside [data, data + size). Work and allocations are linear
+// in the size however many records share one string, and bounded by named
+// limits: more than k_max_needed DT_NEEDED entries, or exported names over
+// k_max_symbol_bytes in all, are Error(verification).
 ElfFacts inspect_elf(const std::uint8_t* data, std::size_t size, const std::string& source);
 
 // inspect_elf over a file (mapped, not read). Error(not_found) when it is
