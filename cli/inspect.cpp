@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "interrupt.hpp"
 #include "kernhub/inspect.hpp"
 
 namespace kernhub::cli {
@@ -25,6 +26,7 @@ static nlohmann::ordered_json inspect_json(const InspectResult& result) {
         out["tvm_ffi_functions"] = elf.tvm_ffi_functions;
         out["torch_ops"] = elf.torch_ops;
         out["torch_schemas"] = elf.torch_schemas;
+        out["torch_namespaces"] = elf.torch_namespaces;
         return out;
     }
     const FatbinInfo fatbin = result.fatbin.value_or(FatbinInfo{});
@@ -48,6 +50,7 @@ static void print_human(const InspectResult& result) {
             std::cout << "  tvm-ffi functions (" << elf.tvm_ffi_functions.size() << "):\n";
             for (const auto& name : elf.tvm_ffi_functions) std::cout << "    " << printable(name) << '\n';
         }
+        for (const auto& name : elf.torch_namespaces) std::cout << "  torch namespace " << printable(name) << '\n';
         if (!elf.torch_ops.empty()) {
             std::cout << "  torch ops (" << elf.torch_ops.size() << "):\n";
             for (const auto& name : elf.torch_ops) std::cout << "    " << printable(name) << '\n';
@@ -75,7 +78,7 @@ Command add_inspect_command(CLI::App& app) {
             [file, cc, json]() {
                 std::optional<ComputeCapability> capability;
                 if (!cc->empty()) capability = parse_compute_capability(*cc);
-                InspectResult result = inspect_file(*file, capability);
+                InspectResult result = inspect_file(*file, capability, interrupt_flag());
                 if (*json) {
                     print_json(inspect_json(result));
                 } else {

@@ -133,6 +133,7 @@ set(KERNHUB_SOURCES
   src/loader/resolved_table.cpp
   src/loader/sealed_image.cpp
   src/loader/shared_object.cpp
+  src/loader/torch_namespace.cpp
   src/loader/torch_op.cpp
   src/loader/torch_ops.cpp
   src/loader/torch_runtime.cpp

@@ -3,6 +3,7 @@
 // shared object (class, machine, type, required GLIBC versions).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -59,6 +60,10 @@ struct ElfInfo {
     // docs/kernels.md, "Torch kernels"), and the whole schemas found there.
     std::vector<std::string> torch_ops;
     std::vector<std::string> torch_schemas;
+    // The op namespaces the library defines, as the symbols of its
+    // registration (TORCH_LIBRARY, STABLE_TORCH_LIBRARY) name them; empty
+    // when its symbol table was stripped.
+    std::vector<std::string> torch_namespaces;
 };
 
 struct InspectResult {
@@ -86,5 +91,9 @@ inline const char* to_string(InspectResult::Format format) noexcept {
 // malformed or of no known format, Error(load) when `cc` is given and no
 // entry of a fatbin/cubin can run there (the message lists the archs).
 KERNHUB_API InspectResult inspect_file(const std::string& path, const std::optional<ComputeCapability>& cc = {});
+// The same; the reading ends with Error(interrupted) once *cancel is set
+// (the CLI sets it on SIGINT and SIGTERM).
+KERNHUB_API InspectResult inspect_file(const std::string& path, const std::optional<ComputeCapability>& cc,
+                                       const std::atomic<bool>* cancel);
 
 }  // namespace kernhub

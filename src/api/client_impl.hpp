@@ -263,6 +263,7 @@ struct __attribute__((visibility("hidden"))) ClientImpl {
         request.repo_type = fetched.repo_type;
         request.tvm_ffi_library = settings.tvm_ffi_library;
         request.torch = options.torch;
+        request.cancel = options.cancel;
         return request;
     }
     bool selecting_elsewhere() const { return !settings.host.empty() || !settings.targets.empty(); }

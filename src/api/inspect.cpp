@@ -24,7 +24,7 @@ BinaryEntry to_public(const fatbin::Entry& entry) {
 // or the ELF identification up to e_machine.
 constexpr std::size_t k_header_bytes = 64;
 
-void fill_elf(InspectResult& result, const std::uint8_t* data, std::size_t size) {
+void fill_elf(InspectResult& result, const std::uint8_t* data, std::size_t size, const std::atomic<bool>* cancel) {
     elf::ElfFacts facts = elf::inspect_elf(data, size, result.path);
     result.format = InspectResult::Format::elf;
     ElfInfo& elf = result.elf.emplace();
@@ -36,9 +36,10 @@ void fill_elf(InspectResult& result, const std::uint8_t* data, std::size_t size)
     elf.needed = facts.needed;
     elf.exported_functions = facts.exported_functions;
     elf.tvm_ffi_functions = tvmffi::function_names(facts.exported_functions);
-    const loader::TorchOpListing ops = loader::list_torch_ops(data, size, result.path);
+    const loader::TorchOpListing ops = loader::list_torch_ops(data, size, result.path, cancel);
     elf.torch_ops = ops.ops;
     elf.torch_schemas = ops.schemas;
+    elf.torch_namespaces.assign(ops.defined_namespaces.begin(), ops.defined_namespaces.end());
 }
 
 }  // namespace
@@ -67,6 +68,11 @@ ComputeCapability parse_compute_capability(const std::string& text) {
 }
 
 InspectResult inspect_file(const std::string& path, const std::optional<ComputeCapability>& cc) {
+    return inspect_file(path, cc, nullptr);
+}
+
+InspectResult inspect_file(const std::string& path, const std::optional<ComputeCapability>& cc,
+                           const std::atomic<bool>* cancel) {
     // The magic decides before the rest is touched: a large file of another
     // kind is refused after one small read.
     api::HeadFirstFile file(path);
@@ -81,7 +87,7 @@ InspectResult inspect_file(const std::string& path, const std::optional<ComputeC
     const std::uint8_t* data = bytes.data();
     const std::size_t size = bytes.size();
     if (format == fatbin::Format::elf) {
-        fill_elf(result, data, size);
+        fill_elf(result, data, size, cancel);
         return result;
     }
     fatbin::Fatbin parsed = format == fatbin::Format::fatbin ? fatbin::parse_fatbin(data, size, path)

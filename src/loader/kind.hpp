@@ -6,6 +6,7 @@
 // loader::load and keeps the result in its Client's table.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -43,6 +44,9 @@ struct LoadRequest {
     // libtorch_cpu.so are loaded first (RTLD_GLOBAL) when no LibTorch is in
     // the process; empty: none is loaded.
     std::string load_torch_from;
+    // Long scans of the library's bytes (the torch op listing) end with
+    // Error(interrupted) once *cancel is set.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // What a kind resolved.

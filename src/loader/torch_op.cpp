@@ -6,11 +6,14 @@
 // LibTorch (kernhub/torch.hpp). kernhub itself never links torch.
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
-#include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "cache/cache.hpp"
 #include "common/hint.hpp"
@@ -20,6 +23,7 @@
 #include "elf/elf_binding.hpp"
 #include "kernhub/error.hpp"
 #include "loader/kind.hpp"
+#include "loader/torch_namespace.hpp"
 #include "loader/torch_ops.hpp"
 #include "loader/torch_runtime.hpp"
 #include "select/variant.hpp"
@@ -240,22 +244,34 @@ void check_op(const TorchOpListing& listing, const std::string& ns, const std::s
                 hint::setting("load.op"));
 }
 
-// `ops = torch.ops.<NAME>` of the _ops.py beside the library, else the
-// library's file name up to its first dot.
-std::string op_namespace(const LoadRequest& request, const Artifact& artifact) {
+// The namespace _ops.py beside the library claims, else its file name up
+// to the first dot. An _ops.py kernhub cannot read, or reads as no
+// namespace, is Error(verification).
+NamespaceClaim namespace_claim(const LoadRequest& request, const Artifact& artifact) {
     const std::filesystem::path folder = std::filesystem::path(artifact.relative()).parent_path();
     const std::string ops_py = (folder / "_ops.py").string();
-    for (const FileInfo& file : request.fetched.files) {
-        if (file.path != ops_py) continue;
-        std::string text;
-        constexpr std::size_t k_max_ops_py = 1 << 20;
-        if (cache::read_file_into(std::filesystem::path(request.fetched.path) / ops_py, text, k_max_ops_py).error ==
-            0) {
-            if (std::string name = ops_namespace(text); !name.empty()) return name;
-        }
-    }
     const std::string name = artifact.path().filename().string();
-    return name.substr(0, name.find('.'));
+    const NamespaceClaim from_name{name.substr(0, name.find('.')), false};
+    const bool listed = std::any_of(request.fetched.files.begin(), request.fetched.files.end(),
+                                    [&](const FileInfo& file) { return file.path == ops_py; });
+    if (!listed) return from_name;
+    const std::filesystem::path path = std::filesystem::path(request.fetched.path) / ops_py;
+    constexpr std::size_t k_max_ops_py = 1 << 20;
+    std::string text;
+    const cache::ReadStatus status = cache::read_file_into(path, text, k_max_ops_py);
+    if (status.error != 0) {
+        throw Error(ErrorCode::verification,
+                    "cannot read " + path.string() + ", the _ops.py that names the op namespace: " +
+                        (status.error == EFBIG ? "it is larger than " + std::to_string(k_max_ops_py) + " bytes"
+                                               : std::string(std::strerror(status.error))));
+    }
+    const OpsPy read = read_ops_py(text);
+    if (!read.problem.empty()) {
+        throw Error(ErrorCode::verification, path.string() + " " + read.problem +
+                                                 ", so kernhub cannot tell the op namespace; the publisher must "
+                                                 "fix _ops.py");
+    }
+    return read.name.empty() ? from_name : NamespaceClaim{read.name, true};
 }
 
 // The sha256 the fetch verified for the artifact.
@@ -268,39 +284,93 @@ std::string verified_sha256(const LoadRequest& request, const Artifact& artifact
 
 // One library per op namespace and process: TORCH_LIBRARY registers a
 // namespace once, and a second library for it throws from its static
-// initialiser, out of dlopen. So kernhub loads a namespace's library once
-// (the same bytes again find their ops registered) and refuses other bytes
-// for it; held across the load, so two threads cannot both load one.
-struct RegisteredNamespace {
+// initialiser, out of dlopen (STABLE_TORCH_LIBRARY goes on with no library
+// and crashes). So kernhub loads each verified file once (the same bytes
+// again, from any path, are served by the library already loaded) and
+// refuses, before dlopen, other bytes that register or may register a
+// namespace already registered. Held across the load, so two threads
+// cannot both load one.
+struct LoadedLibrary {
     std::string sha256;
     std::string file;
+    TorchNamespace ns;
     TorchOpListing listing;
+
+    // The namespaces loading the library may have registered: those its
+    // symbols name, or when they were stripped every name string of its
+    // read-only data that is none of its ops.
+    bool may_register(const std::string& name) const {
+        if (ns.registered.count(name) != 0) return true;
+        return listing.defined_namespaces.empty() && listing.names.count(name) != 0 &&
+               !std::binary_search(listing.ops.begin(), listing.ops.end(), name);
+    }
 };
 
-void register_namespace(const LoadRequest& request, const Artifact& artifact, const std::string& ns,
-                        const std::string& op) {
-    static std::mutex mutex;
-    static std::map<std::string, RegisteredNamespace> registered;
-    const std::string file = artifact.path().string();
-    const std::string sha256 = verified_sha256(request, artifact);
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = registered.find(ns); it != registered.end()) {
-        // Bytes the fetch did not verify (no sha256) are never taken for the same.
-        if (sha256.empty() || it->second.sha256 != sha256) {
-            throw Error(ErrorCode::load, "cannot load " + file + ": its op namespace " + ns +
-                                             " is already registered in this process by " + it->second.file +
+void check_no_clash(const std::vector<LoadedLibrary>& loaded, const LoadedLibrary& next) {
+    for (const LoadedLibrary& earlier : loaded) {
+        for (const std::string& name : next.ns.registered) {
+            if (!earlier.may_register(name)) continue;
+            const bool sure = earlier.ns.registered.count(name) != 0;
+            throw Error(ErrorCode::load, "cannot load " + next.file + ": its op namespace " + quoted_name(name) +
+                                             (sure ? " is already registered in this process by "
+                                                   : " may already be registered in this process (its name is a "
+                                                     "string of a library whose symbols were stripped) by ") +
+                                             earlier.file +
                                              ", other bytes, and LibTorch takes one library per namespace; load "
                                              "the same variant, or this one in another process");
         }
-        check_op(it->second.listing, ns, op, file);
-        return;
+        for (const std::string& name : earlier.ns.registered) {
+            if (!next.may_register(name)) continue;
+            throw Error(ErrorCode::load, "cannot load " + next.file + ": it may register the op namespace " +
+                                             quoted_name(name) +
+                                             " (its name is a string of this library, whose symbols were stripped), "
+                                             "which " +
+                                             earlier.file +
+                                             " registered in this process, and LibTorch takes one library per "
+                                             "namespace; load it in another process");
+        }
     }
-    RegisteredNamespace entry{sha256, file, {}};
+}
+
+// The library already loaded from the same bytes serves: an _ops.py must
+// name a namespace that load found (a file name, which says less, gives
+// way to it), and the op must be among its ops.
+std::string serve_loaded(const LoadedLibrary& entry, const NamespaceClaim& claim, const std::string& op,
+                         const std::string& file) {
+    const bool found = entry.ns.registered.count(claim.name) != 0;
+    if (claim.from_ops_py && !found) {
+        throw Error(ErrorCode::verification, "the torch op library " + file + " holds the bytes of " + entry.file +
+                                                 ", loaded in this process with the op namespace " +
+                                                 quoted_name(entry.ns.name) +
+                                                 ", and its _ops.py says the namespace is " + quoted_name(claim.name) +
+                                                 "; the publisher must make the two agree");
+    }
+    const std::string ns = found ? claim.name : entry.ns.name;
+    check_op(entry.listing, ns, op, file);
+    return ns;
+}
+
+// The namespace `op` is resolved in.
+std::string register_namespace(const LoadRequest& request, const Artifact& artifact, const std::string& op) {
+    static std::mutex mutex;
+    static std::vector<LoadedLibrary> loaded;
+    const std::string file = artifact.path().string();
+    const NamespaceClaim claim = namespace_claim(request, artifact);
+    const std::string sha256 = verified_sha256(request, artifact);
+    std::lock_guard<std::mutex> lock(mutex);
+    // Bytes the fetch did not verify (no sha256) are never taken for the same.
+    const auto same = std::find_if(loaded.begin(), loaded.end(), [&](const LoadedLibrary& entry) {
+        return !sha256.empty() && entry.sha256 == sha256;
+    });
+    if (same != loaded.end()) return serve_loaded(*same, claim, op, file);
+    LoadedLibrary entry{sha256, file, {}, {}};
     try {
         artifact.open(Binding::lazy, [&](const std::uint8_t* data, std::size_t size) {
             check_binding(elf::inspect_binding(data, size, file), file);
-            entry.listing = list_torch_ops(data, size, file);
-            check_op(entry.listing, ns, op, file);
+            entry.listing = list_torch_ops(data, size, file, request.cancel);
+            entry.ns = choose_namespace(entry.listing, claim, data, size, file);
+            check_no_clash(loaded, entry);
+            check_op(entry.listing, entry.ns.name, op, file);
         });
     } catch (const Error&) {
         throw;
@@ -313,7 +383,9 @@ void register_namespace(const LoadRequest& request, const Artifact& artifact, co
                                          "libraries; LibTorch said: " +
                                          e.what());
     }
-    registered.emplace(ns, std::move(entry));
+    const std::string ns = entry.ns.name;
+    loaded.push_back(std::move(entry));
+    return ns;
 }
 
 class TorchOpKind final : public Kind {
@@ -342,8 +414,7 @@ public:
         complete_version(request, runtime);
         check_fit(request, runtime);
         check_backend(request, runtime, file);
-        const std::string ns = op_namespace(request, artifact);
-        register_namespace(request, artifact, ns, op);
+        const std::string ns = register_namespace(request, artifact, op);
         Resolved resolved;
         resolved.symbol = request.symbol;
         resolved.torch_op = ns + "::" + op;
@@ -359,7 +430,7 @@ public:
         complete_version(request, runtime);
         check_fit(request, runtime);
         check_backend(request, runtime, file);
-        register_namespace(request, artifact, op_namespace(request, artifact), {});
+        register_namespace(request, artifact, {});
         return true;
     }
 };

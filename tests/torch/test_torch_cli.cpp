@@ -166,3 +166,41 @@ TEST_CASE("cli: on a GPU, load of the CUDA variant opens LibTorch's CUDA part fr
     CHECK(out["kind"] == "torch-op");
     CHECK(out["torch_op"] == std::string(k_cuda_ns) + "::add_one");
 }
+
+TEST_CASE("cli: the op-namespace attack's shapes exit with their codes in both registration forms",
+          "[torch][needs:torch]") {
+    CliSetup setup;
+    // The exit code of `load kernhub-test/<form>-<shape> --op add_one`.
+    const std::vector<std::pair<std::string, int>> shapes = {
+        {"spoof", 4}, {"real", 4},  {"spoof-stripped", 4}, {"renamed", 0}, {"renamed-stripped", 4}, {"stripped", 0},
+        {"twice", 0}, {"other", 7}, {"blocked", 4},        {"class", 4},   {"two-lines", 4},        {"honest", 0},
+    };
+    for (const std::string form : {"ops", "stable"}) {
+        const std::string ns = form == "ops" ? k_ops_ns : k_stable_ns;
+        for (const auto& [shape, code] : shapes) {
+            INFO(form << "-" << shape);
+            const ProcessResult r = setup.load(
+                {"kernhub-test/" + form + "-" + shape, "--target", cxx11_variant(), "--op", "add_one", "--json"},
+                torch_env());
+            INFO(describe(r));
+            CHECK(r.exit_code == code);
+            const json out = parse_stdout(r);
+            if (code == 0) {
+                CHECK(out["torch_op"] == ns + "::add_one");
+            } else {
+                CHECK(out["error"]["code"] == code);
+            }
+        }
+    }
+}
+
+TEST_CASE("cli: inspect names the namespace an unstripped op library's symbols define", "[torch][needs:torch]") {
+    Sandbox box;
+    const json ops = parse_stdout(box.run({"inspect", fixture(k_ops_ns).string(), "--json"}));
+    CHECK(ops["torch_namespaces"] == json::array({k_ops_ns}));
+    const ProcessResult stable = box.run({"inspect", fixture(k_stable_ns).string()});
+    CHECK(stable.out.find("  torch namespace " + std::string(k_stable_ns) + "\n") != std::string::npos);
+    const json stripped = parse_stdout(box.run({"inspect", stripped_fixture(k_ops_ns).string(), "--json"}));
+    CHECK(stripped["torch_namespaces"] == json::array());
+    CHECK(stripped["torch_ops"] == json::array({"add_one", "add_one.out", "scale"}));
+}

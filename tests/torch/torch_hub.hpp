@@ -41,6 +41,14 @@ inline constexpr const char* k_cuda_ns = "_kh_torch_cuda_9e1b2c7";
 inline fs::path fixture(const std::string& ns) {
     return fs::path(build::torch_fixture_dir) / (ns + ".abi3.so");
 }
+// Another build of the same namespace (other bytes), or the library as
+// `strip --strip-unneeded` leaves it.
+inline fs::path other_fixture(const std::string& ns) {
+    return fs::path(build::torch_fixture_dir) / "other" / (ns + ".abi3.so");
+}
+inline fs::path stripped_fixture(const std::string& ns) {
+    return fs::path(build::torch_fixture_dir) / "stripped" / (ns + ".abi3.so");
+}
 
 // Whether an object whose file name starts with `ns` is loaded in this
 // process (each ctest entry is a process of its own).
@@ -66,6 +74,11 @@ inline std::string why_no_torch() {
     if (*build::torch_why_not != 0) return build::torch_why_not;
     for (const char* ns : {k_ops_ns, k_stable_ns, k_pydata_ns}) {
         if (!fs::exists(fixture(ns))) return "the torch fixture " + fixture(ns).string() + " was not built";
+    }
+    for (const char* ns : {k_ops_ns, k_stable_ns}) {
+        for (const fs::path& copy : {other_fixture(ns), stripped_fixture(ns)}) {
+            if (!fs::exists(copy)) return "the torch fixture " + copy.string() + " was not built";
+        }
     }
     return {};
 }
@@ -131,6 +144,59 @@ inline json variant_files(const std::string& variant, const std::string& ns) {
             {dir + "_ops.py", {{"text", ops_py}}}};
 }
 
+// The repos of the op-namespace attack (docs/kernels.md, "Torch ops"), one
+// set per registration form: `form` is "ops" (TORCH_LIBRARY) or "stable"
+// (STABLE_TORCH_LIBRARY); each is kernhub-test/<form>-<shape>, its variant
+// cxx11_variant(). `other_ns` is the other form's namespace.
+inline json attack_repos(const std::string& form, const std::string& ns, const std::string& other_ns) {
+    const std::string dir = "build/" + cxx11_variant() + "/";
+    const auto ops_py = [](const std::string& claim, const std::string& more = {}) {
+        return json{{"text", "import torch\nops = torch.ops." + claim + "\n" + more}};
+    };
+    const auto library = [&](const fs::path& path, const std::string& claim, const std::string& name = {}) {
+        json files = {{dir + (name.empty() ? ns : name) + ".abi3.so", {{"path", path.string()}}}};
+        if (!claim.empty()) files[dir + "_ops.py"] = {{"text", "import torch\nops = torch.ops." + claim + "\n"}};
+        return files;
+    };
+    const auto repo = [&](const std::string& shape, const json& files, const std::string& depends = {}) {
+        json extra = {{"name", form + "-" + shape}, {"python-depends", json::array()}};
+        if (!depends.empty()) {
+            extra["kernel-depends"] = {{{"repo-id", "kernhub-test/" + form + "-" + depends}, {"revision", "main"}}};
+        }
+        return json{{"repo_id", "kernhub-test/" + form + "-" + shape},
+                    {"type", "kernel"},
+                    {"commits",
+                     {{{"message", shape},
+                       {"branches", {"main"}},
+                       {"metadata", true},
+                       {"files", files},
+                       {"metadata_extra", extra}}}}};
+    };
+    json two_lines = library(fixture(ns), "");
+    two_lines[dir + "_ops.py"] = ops_py(ns, "ops = torch.ops.zzz\n");
+    return json::array({
+        repo("honest", library(fixture(ns), ns)),
+        repo("copy", library(fixture(ns), ns)),
+        // _ops.py claims a namespace the bytes do not register.
+        repo("spoof", library(fixture(ns), "zzz")),
+        repo("real", library(fixture(ns), ns), "spoof"),
+        repo("stripped", library(stripped_fixture(ns), ns)),
+        repo("spoof-stripped", library(stripped_fixture(ns), "zzz")),
+        // No _ops.py, and a file name that is not the namespace.
+        repo("renamed", library(fixture(ns), "", "_renamed_ns")),
+        repo("renamed-stripped", library(stripped_fixture(ns), "", "_renamed_ns")),
+        // The same bytes twice in one tree.
+        repo("twice", library(fixture(ns), ns), "copy"),
+        // Another build of the namespace in one tree with the first.
+        repo("other", library(other_fixture(ns), ns), "copy"),
+        // A dependency whose _ops.py claims this kernel's namespace.
+        repo("claims-mine", library(fixture(other_ns), ns, other_ns)),
+        repo("blocked", library(fixture(ns), ns), "claims-mine"),
+        repo("class", library(fixture(ns), "__class__")),
+        repo("two-lines", two_lines),
+    });
+}
+
 inline json spec() {
     json files = variant_files(cxx11_variant(), k_ops_ns);
     files.update(variant_files(untagged_variant(), k_ops_ns));
@@ -171,6 +237,10 @@ inline json spec() {
                   {{"repo_id", k_needs_repo}, {"type", "kernel"}, {"commits", {needs}}},
                   {{"repo_id", k_pydata_repo}, {"type", "kernel"}, {"commits", {pydata}}},
                   {{"repo_id", k_bare_repo}, {"type", "kernel"}, {"commits", {bare}}}};
+    for (const json& attack :
+         {attack_repos("ops", k_ops_ns, k_stable_ns), attack_repos("stable", k_stable_ns, k_ops_ns)}) {
+        repos.insert(repos.end(), attack.begin(), attack.end());
+    }
     // The CUDA variant beside a CPU one of the same kernel: which one a
     // host gets is the backend's choice.
     if (!cuda_variant().empty()) {

@@ -1,0 +1,54 @@
+// Which op namespace a torch variant's library registers (docs/kernels.md,
+// "Torch ops"): what its _ops.py says, checked against what its own bytes
+// say, before the library is loaded. Pure, apart from the bytes it is given.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "loader/torch_ops.hpp"
+
+namespace kernhub::loader {
+
+// What _ops.py assigns to `ops` as Python runs it: the last top-level
+// `ops = torch.ops.<NAME>` decides. `problem` is set (and `name` empty)
+// when the last assignment is something else, an assignment sits in a
+// block, or NAME is no namespace (not an identifier, a dunder attribute
+// of torch.ops, longer than 256 bytes); nothing is set when the file
+// assigns no `ops`.
+struct OpsPy {
+    std::string name;
+    std::string problem;
+};
+OpsPy read_ops_py(const std::string& text);
+
+// The namespace the library's ops are in, and every namespace loading it
+// registers (what the one-library-per-namespace guard holds).
+struct TorchNamespace {
+    std::string name;
+    std::set<std::string> registered;
+};
+
+// Where the claim comes from: _ops.py's NAME, or (no _ops.py) the file
+// name up to its first dot.
+struct NamespaceClaim {
+    std::string name;
+    bool from_ops_py = false;
+};
+
+// The namespace of `file`, from its listing (and bytes, when the listing's
+// names are incomplete):
+// - when its symbol tables name the namespaces it defines, the claim must
+//   be one of them, and all are registered; without _ops.py a library that
+//   defines one namespace is in that one, whatever its file name;
+// - when its symbols were stripped, the claim must be a whole string of
+//   its read-only data (the literal the registration macro passes) and not
+//   one of its op names.
+// Anything else is Error(verification) naming both names.
+TorchNamespace choose_namespace(const TorchOpListing& listing, const NamespaceClaim& claim, const std::uint8_t* data,
+                                std::size_t size, const std::string& file);
+
+}  // namespace kernhub::loader

@@ -1,0 +1,155 @@
+// The op namespace is read from the library's own bytes, and no library
+// makes LibTorch register a namespace twice (docs/kernels.md, "Torch ops"):
+// each shape of the attack on a loopback hub, in both registration forms
+// (TORCH_LIBRARY and STABLE_TORCH_LIBRARY), loaded in this process through
+// the real dispatcher. After every refusal the process still loads an
+// honest kernel and calls its op.
+#include "torch/torch_setup.hpp"  // first: torch's headers before Catch's
+
+#include <link.h>
+
+#include "support/requirements.hpp"
+
+using namespace kernhub::test;
+using namespace kernhub::test::torch_hub;
+using kernhub::ErrorCode;
+
+namespace {
+
+KERNHUB_TEST_REQUIREMENT("needs:torch", why_no_torch);
+
+using UnaryOp = at::Tensor(const at::Tensor&);
+
+// The two forms: the repo prefix and the namespace of its library.
+struct Form {
+    std::string prefix;
+    std::string ns;
+};
+
+Form form_under_test() {
+    return GENERATE(Form{"ops", k_ops_ns}, Form{"stable", k_stable_ns});
+}
+
+std::string repo(const Form& form, const std::string& shape) {
+    return "kernhub-test/" + form.prefix + "-" + shape;
+}
+
+kernhub::LoadResult load_op(kernhub::Client& client, const std::string& ref) {
+    kernhub::LoadOptions options;
+    options.op = "add_one";
+    return client.load(ref, options);
+}
+
+// The honest kernel of the form loads and its op adds one.
+void check_honest_loads(kernhub::Client& client, const Form& form) {
+    const kernhub::LoadResult result = load_op(client, repo(form, "honest"));
+    CHECK(result.torch_op == form.ns + "::add_one");
+    CHECK(values(kernhub::torch::op<UnaryOp>(result).call(tensor({1.0f, 41.0f}))) == (std::vector<float>{2.0f, 42.0f}));
+}
+
+// How many objects of this process have a file name starting with `stem`.
+int objects_named(const std::string& stem) {
+    struct Count {
+        std::string stem;
+        int found = 0;
+    } count{stem, 0};
+    dl_iterate_phdr(
+        [](struct dl_phdr_info* info, std::size_t, void* data) {
+            auto* c = static_cast<Count*>(data);
+            if (info->dlpi_name != nullptr && fs::path(info->dlpi_name).filename().string().rfind(c->stem, 0) == 0) {
+                ++c->found;
+            }
+            return 0;
+        },
+        &count);
+    return count.found;
+}
+
+}  // namespace
+
+TEST_CASE("an _ops.py that claims a namespace the bytes do not register is refused before dlopen (exit 4)",
+          "[torch][needs:torch]") {
+    const Form form = form_under_test();
+    INFO(form.prefix);
+    Setup setup;
+    kernhub::Client client(setup.options(cxx11_variant()));
+    for (const std::string shape : {"spoof", "spoof-stripped", "real", "class", "two-lines"}) {
+        INFO(shape);
+        const kernhub::Error error = error_of([&] { load_op(client, repo(form, shape)); });
+        CHECK(error.code() == ErrorCode::verification);
+        const std::string message = error.what();
+        if (shape == "class") {
+            CHECK(contains(message, "__class__, an attribute of torch.ops"));
+        } else {
+            CHECK(contains(message, "'zzz'"));
+            CHECK(contains(message, shape == "spoof-stripped" ? "does not name" : "'" + form.ns + "'"));
+        }
+        CHECK_FALSE(namespace_loaded(form.ns));
+    }
+    check_honest_loads(client, form);
+}
+
+TEST_CASE("a library renamed without _ops.py loads under the namespace its symbols name, and stripped it is exit 4",
+          "[torch][needs:torch]") {
+    const Form form = form_under_test();
+    INFO(form.prefix);
+    Setup setup;
+    kernhub::Client client(setup.options(cxx11_variant()));
+    // GENERATE runs the forms in one process: count what this form adds.
+    const int renamed_before = objects_named("_renamed_ns");
+    const kernhub::Error stripped = error_of([&] { load_op(client, repo(form, "renamed-stripped")); });
+    CHECK(stripped.code() == ErrorCode::verification);
+    CHECK(contains(stripped.what(), "'_renamed_ns'"));
+    CHECK(contains(stripped.what(), "no _ops.py"));
+    CHECK(objects_named("_renamed_ns") == renamed_before);
+    const kernhub::LoadResult renamed = load_op(client, repo(form, "renamed"));
+    CHECK(renamed.torch_op == form.ns + "::add_one");
+    CHECK(values(kernhub::torch::op<UnaryOp>(renamed).call(tensor({2.0f}))) == (std::vector<float>{3.0f}));
+    CHECK(objects_named("_renamed_ns") == renamed_before + 1);
+    // The honest kernel holds the same bytes: the library already loaded serves it.
+    check_honest_loads(client, form);
+    CHECK(objects_named(form.ns) == 0);
+}
+
+TEST_CASE("a stripped kernel-builder build loads: the namespace literal its registration passes is in its bytes",
+          "[torch][needs:torch]") {
+    const Form form = form_under_test();
+    INFO(form.prefix);
+    Setup setup;
+    kernhub::Client client(setup.options(cxx11_variant()));
+    const kernhub::LoadResult result = load_op(client, repo(form, "stripped"));
+    CHECK(result.torch_op == form.ns + "::add_one");
+    CHECK(values(kernhub::torch::op<UnaryOp>(result).call(tensor({-1.0f}))) == (std::vector<float>{0.0f}));
+}
+
+TEST_CASE(
+    "the same bytes twice in one tree are opened once, and another build of the namespace is exit 7 before dlopen",
+    "[torch][needs:torch]") {
+    const Form form = form_under_test();
+    INFO(form.prefix);
+    Setup setup;
+    kernhub::Client client(setup.options(cxx11_variant()));
+    const kernhub::LoadResult twice = load_op(client, repo(form, "twice"));
+    CHECK(twice.torch_op == form.ns + "::add_one");
+    CHECK(objects_named(form.ns) == 1);
+    CHECK(values(kernhub::torch::op<UnaryOp>(twice).call(tensor({5.0f}))) == (std::vector<float>{6.0f}));
+
+    // The other build's tree holds the copy (loaded above) and the other bytes.
+    const kernhub::Error other = error_of([&] { load_op(client, repo(form, "other")); });
+    CHECK(other.code() == ErrorCode::load);
+    CHECK(contains(other.what(), "'" + form.ns + "' is already registered in this process by"));
+    CHECK(objects_named(form.ns) == 1);
+    check_honest_loads(client, form);
+}
+
+TEST_CASE("a dependency claiming the kernel's namespace is refused as a lie, and no longer blocks the kernel",
+          "[torch][needs:torch]") {
+    const Form form = form_under_test();
+    INFO(form.prefix);
+    Setup setup;
+    kernhub::Client client(setup.options(cxx11_variant()));
+    const kernhub::Error blocked = error_of([&] { load_op(client, repo(form, "blocked")); });
+    CHECK(blocked.code() == ErrorCode::verification);
+    CHECK(contains(blocked.what(), "its _ops.py says the namespace is '" + form.ns + "'"));
+    check_honest_loads(client, form);
+}
