@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <unordered_set>
 
 #include "api/client_impl.hpp"
 #include "cache/cache.hpp"
@@ -82,12 +83,12 @@ std::string pin_disagreement(const std::vector<hub::TreeEntry>& listing, const s
                              const cache::RepoCache& cache) {
     const std::string at = " at commit " + commit.substr(0, 12);
     const std::string prefix = "build/" + variant + "/";
-    std::size_t listed = 0;
+    std::unordered_set<std::string> listed;
     for (const hub::TreeEntry& entry : listing) {
         if (!entry.is_file || entry.path.rfind(prefix, 0) != 0) continue;
         const std::string relpath = entry.path.substr(prefix.size());
         if (fetch::is_python_bytecode(relpath)) continue;
-        ++listed;
+        listed.insert(relpath);
         const std::string where = "variant " + variant + ", file " + relpath + ": ";
         const auto file = pin.files.find(relpath);
         if (file == pin.files.end()) return where + "listed" + at + " but not in the lock";
@@ -105,13 +106,11 @@ std::string pin_disagreement(const std::vector<hub::TreeEntry>& listing, const s
             }
         }
     }
-    if (listed == 0) return "variant " + variant + ": not" + at;
+    if (listed.empty()) return "variant " + variant + ": not" + at;
     for (const auto& pinned : pin.files) {
-        const std::string listed_path = prefix + pinned.first;
-        const bool found = std::any_of(listing.begin(), listing.end(), [&](const hub::TreeEntry& entry) {
-            return entry.is_file && entry.path == listed_path;
-        });
-        if (!found) return "variant " + variant + ", file " + pinned.first + ": in the lock but not" + at;
+        if (listed.count(pinned.first) == 0) {
+            return "variant " + variant + ", file " + pinned.first + ": in the lock but not" + at;
+        }
     }
     const std::string hash = fetch::listing_variant_hash(listing, variant);
     if (pin.hash != hash) return "variant " + variant + ": hash " + pin.hash + " in the lock, " + hash + at;

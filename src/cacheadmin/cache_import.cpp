@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <unordered_set>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -154,11 +155,10 @@ StagedCache stage(const fs::path& root, const fs::path& archive_file, const arch
     // A ref needs a snapshot of its commit, from the archive or the cache.
     for (auto& [folder, repo] : staged) {
         cache::RepoCache cache(root, repo.repo.type, repo.repo.repo_id);
+        std::unordered_set<std::string> linked_commits;
+        for (const StagedLink& link : repo.links) linked_commits.insert(link.commit);
         for (const auto& [revision, commit] : repo.refs) {
-            // An init-capture: C++17 lambdas cannot capture a structured binding (clang refuses it).
-            const bool in_archive =
-                std::any_of(repo.links.begin(), repo.links.end(),
-                            [&wanted = commit](const StagedLink& link) { return link.commit == wanted; });
+            const bool in_archive = linked_commits.count(commit) != 0;
             if (!in_archive && !lstat_is(cache.snapshot_dir(commit), S_IFDIR)) {
                 throw archive::refusal(archive_file, folder + "/refs/" + revision,
                                        "names commit " + commit + ", which neither the archive nor the cache holds");

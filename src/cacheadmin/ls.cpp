@@ -2,6 +2,7 @@
 // sizes. Reads only; sizes come from lstat of the blobs the links name.
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "cacheadmin/inventory.hpp"
 
@@ -27,12 +28,12 @@ bool record_matches(const RepoScan& repo, const Snapshot& snapshot, const std::s
                     const BlobIndex& blobs) {
     auto recorded = read_record(repo, snapshot.commit, variant);
     if (!recorded) return false;
+    std::unordered_map<std::string, const Entry*> by_name;
+    for (const Entry& e : snapshot.entries) by_name.emplace(e.name, &e);
     for (const RecordedFile& file : *recorded) {
-        const std::string relpath = "build/" + variant + "/" + file.path;
-        auto entry = std::find_if(snapshot.entries.begin(), snapshot.entries.end(),
-                                  [&](const Entry& e) { return e.name == relpath; });
-        if (entry == snapshot.entries.end() || entry->type != EntryType::symlink) return false;
-        if (entry_bytes(*entry, blobs) != file.size) return false;
+        const auto entry = by_name.find("build/" + variant + "/" + file.path);
+        if (entry == by_name.end() || entry->second->type != EntryType::symlink) return false;
+        if (entry_bytes(*entry->second, blobs) != file.size) return false;
     }
     return true;
 }

@@ -4,6 +4,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -57,9 +58,10 @@ std::optional<Entry> select_entry(const Fatbin& fatbin, int major, int minor) {
 
 std::string describe_archs(const Fatbin& fatbin) {
     std::vector<std::string> names;
+    std::unordered_set<std::string> seen;
     for (const Entry& entry : fatbin.entries) {
         std::string name = entry.arch_name();
-        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+        if (seen.insert(name).second) names.push_back(std::move(name));
     }
     if (names.empty()) return "none";
     std::string out;

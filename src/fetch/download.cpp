@@ -2,9 +2,11 @@
 // links.
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <vector>
 
 #include "cache/cache.hpp"
@@ -339,9 +341,21 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     std::size_t first_parallel = 0;
     if (!jobs.empty() && jobs[0].relpath == "metadata.json" && !metadata) {
         // Its digest checks every file after it, so it is fetched alone first.
+        if (jobs[0].entry->size > deptree::k_max_metadata_bytes) {
+            throw Error(ErrorCode::verification,
+                        "metadata.json of " + request.repo.repo_id + " variant " + variant + " is listed with " +
+                            std::to_string(jobs[0].entry->size) + " bytes, more than k_max_metadata_bytes (" +
+                            std::to_string(deptree::k_max_metadata_bytes) + " bytes); the publisher must fix the repo");
+        }
         make_present(request, commit, jobs[0], syncs);
-        auto text = cache::read_file(cache.blob_path(jobs[0].entry->etag()));  // verified just now
-        metadata = parse_metadata_digest(text.value_or(""), variant);
+        std::string text;  // verified just now, at its listed size
+        const cache::ReadStatus status =
+            cache::read_file_into(cache.blob_path(jobs[0].entry->etag()), text, deptree::k_max_metadata_bytes);
+        if (status.error != 0) {
+            throw Error(ErrorCode::internal, "cannot read the metadata.json of " + request.repo.repo_id + " variant " +
+                                                 variant + " just placed in the cache: " + std::strerror(status.error));
+        }
+        metadata = parse_metadata_digest(text, variant);
         first_parallel = 1;
     }
     if (request.check_metadata) {
@@ -385,11 +399,10 @@ void Fetcher::check_metadata_listed(const FetchRequest& request, const std::stri
                                     const MetadataDigest& metadata) const {
     const std::string prefix = "build/" + variant + "/";
     const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
+    std::unordered_set<std::string> listed;
+    for (const hub::TreeEntry* e : entries) listed.insert(e->path);
     for (const auto& [path, digest_bytes] : metadata.files) {
-        const std::string wanted = prefix + path;
-        bool listed =
-            std::any_of(entries.begin(), entries.end(), [&](const hub::TreeEntry* e) { return e->path == wanted; });
-        if (listed) continue;
+        if (listed.count(prefix + path) != 0) continue;
         if (m_listing_source == ListingSource::snapshot) {
             throw Error(ErrorCode::offline, not_cached(request, label_base + prefix + path, m_root.string()));
         }
@@ -401,8 +414,9 @@ void Fetcher::check_metadata_listed(const FetchRequest& request, const std::stri
 void Fetcher::unlink_new(const cache::RepoCache& cache, const std::string& commit,
                          const std::vector<const hub::TreeEntry*>& entries,
                          const std::vector<std::string>& linked_before) {
+    const std::unordered_set<std::string> before(linked_before.begin(), linked_before.end());
     for (const hub::TreeEntry* entry : entries) {
-        if (std::find(linked_before.begin(), linked_before.end(), entry->path) != linked_before.end()) continue;
+        if (before.count(entry->path) != 0) continue;
         std::error_code ec;
         const fs::path link = cache.snapshot_path(commit, entry->path);
         if (fs::is_symlink(fs::symlink_status(link, ec))) fs::remove(link, ec);  // the link, never its target

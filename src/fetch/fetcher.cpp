@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "cache/cache.hpp"
 #include "common/crash_point.hpp"
@@ -79,24 +80,28 @@ std::optional<FetchOutcome> outcome_from_record(const cache::RepoCache& cache, c
                                                 const std::string& variant, const std::vector<FetchedFile>& recorded,
                                                 const std::vector<const hub::TreeEntry*>& entries) {
     const std::string prefix = variant_prefix(variant);
+    // Keyed by path: a variant may list many files, and each is looked up once.
+    std::unordered_map<std::string, const FetchedFile*> by_path;
+    for (const FetchedFile& file : recorded) {
+        if (file.archive.empty()) by_path.emplace(prefix + file.path, &file);
+    }
     const auto listed =
         std::count_if(recorded.begin(), recorded.end(), [](const FetchedFile& f) { return f.archive.empty(); });
     if (static_cast<std::size_t>(listed) != entries.size()) return std::nullopt;
+    std::unordered_set<std::string> listed_paths;
     for (const hub::TreeEntry* entry : entries) {
+        listed_paths.insert(entry->path);
         // An LFS file's recorded SHA-256 is the listed one: a record that
         // disagrees is not trusted (the variant is verified again).
-        bool found = std::any_of(recorded.begin(), recorded.end(), [&](const FetchedFile& f) {
-            return f.archive.empty() && prefix + f.path == entry->path && f.size == entry->size &&
-                   (!entry->is_lfs() || f.sha256 == entry->lfs_sha256);
-        });
+        const auto it = by_path.find(entry->path);
+        const bool found = it != by_path.end() && it->second->size == entry->size &&
+                           (!entry->is_lfs() || it->second->sha256 == entry->lfs_sha256);
         if (!found || !cache.snapshot_links_blob(commit, entry->path, entry->etag(), entry->size)) return std::nullopt;
     }
     for (const FetchedFile& file : recorded) {
         if (file.archive.empty()) continue;
-        const bool from_listed_archive = select::is_variant_archive(file.archive) &&
-                                         std::any_of(entries.begin(), entries.end(), [&](const hub::TreeEntry* e) {
-                                             return e->path == prefix + file.archive;
-                                         });
+        const bool from_listed_archive =
+            select::is_variant_archive(file.archive) && listed_paths.count(prefix + file.archive) != 0;
         if (!from_listed_archive || file.sha256.size() != 64 || !cache::is_etag(file.sha256)) return std::nullopt;
         try {
             cache::check_relative_path(file.path);
@@ -315,11 +320,13 @@ static void check_listing_against_pins(const std::vector<hub::TreeEntry>& listin
         }
     }
     if (listed != pins.files->size()) {
+        std::unordered_set<std::string> listed_files;
+        for (const hub::TreeEntry& e : listing) {
+            if (e.is_file) listed_files.insert(e.path);
+        }
         for (const auto& [relpath, pin] : *pins.files) {
             (void)pin;
-            const std::string wanted = prefix + relpath;
-            bool found = std::any_of(listing.begin(), listing.end(),
-                                     [&](const hub::TreeEntry& e) { return e.is_file && e.path == wanted; });
+            const bool found = listed_files.count(prefix + relpath) != 0;
             if (!found && from_links) {
                 // Offline over links alone, a pinned file that is not
                 // linked is simply not in the cache.
@@ -434,11 +441,13 @@ std::optional<FetchOutcome> Fetcher::warm_outcome(const FetchRequest& request, c
         }
     }
     // Trust a recorded path only where the listing still agrees on it.
+    std::unordered_map<std::string, const hub::TreeEntry*> listed;
+    for (const hub::TreeEntry* e : entries) listed.emplace(e->path, e);
     for (const auto& file : recorded->files) {
         const std::string path = variant_prefix(variant) + file.path;
-        bool agrees = std::any_of(entries.begin(), entries.end(), [&](const hub::TreeEntry* e) {
-            return e->path == path && e->size == file.size && (!e->is_lfs() || e->lfs_sha256 == file.sha256);
-        });
+        const auto it = listed.find(path);
+        const bool agrees = it != listed.end() && it->second->size == file.size &&
+                            (!it->second->is_lfs() || it->second->lfs_sha256 == file.sha256);
         if (agrees) trusted.insert(path);
     }
     return std::nullopt;

@@ -118,14 +118,13 @@ PlaceCounts HubTree::add_files(const hub::RepoRef& repo, const std::string& comm
     const fs::path staging = m_root / k_staging_name;
     cache::write_file_atomic(api / "tree" / commit / "build", listing_json(build), staging);
     cache::write_file_atomic(api / "tree" / (commit + ".json"), listing_json(all), staging);
-    cache::write_file_atomic(api / "revision" / commit, revision_document(repo, commit, listing).dump(), staging);
+    const std::string revision = revision_document(repo, commit, listing).dump();
+    cache::write_file_atomic(api / "revision" / commit, revision, staging);
     // Other names of this commit list its files too.
     for (const auto& [name, path] : revision_files(api / "revision")) {
         if (name == commit) continue;
         std::optional<std::string> text = read_document(path);
-        if (text && revision_commit(path, *text) == commit) {
-            cache::write_file_atomic(path, revision_document(repo, commit, listing).dump(), staging);
-        }
+        if (text && revision_commit(path, *text) == commit) cache::write_file_atomic(path, revision, staging);
     }
     return counts;
 }
