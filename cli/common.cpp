@@ -380,6 +380,7 @@ nlohmann::ordered_json dependencies_json(const FetchResult& result) {
     for (const FetchResult& dependency : result.dependencies) {
         out.push_back({{"repo_id", dependency.repo_id},
                        {"revision", dependency.revision},
+                       {"revisions", dependency.revisions},
                        {"commit", dependency.commit},
                        {"variant", dependency.variant},
                        {"path", dependency.path}});
@@ -389,8 +390,10 @@ nlohmann::ordered_json dependencies_json(const FetchResult& result) {
 
 void print_dependencies(const CommonFlags& flags, const FetchResult& result) {
     for (const FetchResult& dependency : result.dependencies) {
-        status(flags, "  depends on " + dependency.repo_id + "@" + dependency.revision + " (" +
-                          short_commit(dependency.commit) + ") variant " + dependency.variant + ": " + dependency.path);
+        std::string names = dependency.revision;
+        for (std::size_t i = 1; i < dependency.revisions.size(); ++i) names += ", @" + dependency.revisions[i];
+        status(flags, "  depends on " + dependency.repo_id + "@" + names + " (" + short_commit(dependency.commit) +
+                          ") variant " + dependency.variant + ": " + dependency.path);
     }
 }
 

@@ -217,6 +217,10 @@ struct FetchResult {
     // "Kernel dependencies"). Their own `dependencies` are empty; `requests`
     // and `bytes_downloaded` above count the whole tree.
     std::vector<FetchResult> dependencies;
+    // For a dependency: every revision the tree asked it under ("main",
+    // "v2"), in the order they were met; `revision` is the first. A commit
+    // and variant reached under several names is one dependency.
+    std::vector<std::string> revisions;
     // The LOCAL_KERNELS folder the kernel came from (docs/configuration.md, "Local
     // kernels"); empty when it came from the hub through the cache. A local
     // kernel has no commit, and its files no sha256.

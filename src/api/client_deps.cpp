@@ -47,11 +47,14 @@ void api::check_one_version_each(const FetchResult& fetched) {
     seen.emplace(ascii_lowercase(fetched.repo_id), &fetched);
     for (const FetchResult& dependency : fetched.dependencies) {
         auto [it, fresh] = seen.emplace(ascii_lowercase(dependency.repo_id), &dependency);
-        if (fresh) continue;
+        // One commit and variant reached under several names is one kernel
+        // (fetch_dependencies keeps it once); two builds are refused.
+        if (fresh || (it->second->commit == dependency.commit && it->second->variant == dependency.variant)) continue;
         throw Error(ErrorCode::load,
                     "the kernel-depends tree of " + fetched.repo_id + " holds " + dependency.repo_id + " twice, at " +
-                        it->second->revision + " and at " + dependency.revision +
-                        "; kernhub opens every kernel of a tree into one process, where two builds of one library "
+                        it->second->revision + " (" + it->second->commit.substr(0, 12) + ") and at " +
+                        dependency.revision + " (" + dependency.commit.substr(0, 12) +
+                        "); kernhub opens every kernel of a tree into one process, where two builds of one library "
                         "would share their symbols, so the publishers must agree on one version");
     }
 }
@@ -163,9 +166,24 @@ std::vector<FetchResult> ClientImpl::fetch_dependencies(const FetchResult& top,
             fetched[dep.label()] = std::move(result);
             return own.depends;
         });
+    // A kernel is its commit and variant: reached under several names
+    // (leaf@main and leaf@v2 on one commit) it is kept once, where it first
+    // comes in load order, with every name that led to it.
     std::vector<FetchResult> out;
     out.reserve(order.size());
-    for (const deptree::KernelDependency& dep : order) out.push_back(std::move(fetched[dep.label()]));
+    std::map<std::string, std::size_t> kept;
+    for (const deptree::KernelDependency& dep : order) {
+        FetchResult& result = fetched[dep.label()];
+        const std::string identity = ascii_lowercase(result.repo_id) + "@" + result.commit + "/" + result.variant;
+        // A local kernel has no commit: its name is its identity.
+        const auto [it, fresh] = kept.emplace(result.commit.empty() ? dep.label() : identity, out.size());
+        if (!fresh) {
+            out[it->second].revisions.push_back(result.revision);
+            continue;
+        }
+        result.revisions = {result.revision};
+        out.push_back(std::move(result));
+    }
     return out;
 }
 

@@ -84,6 +84,13 @@ json deps_hub_spec() {
                          {{"kernel-depends", json::array({{{"repo-id", "deptest/twin"}, {"version", 2}}})}}));
     repos.push_back(repo("deptest/both", {{cpu + "libkh_good.so", {{"path", good_fixture_so().string()}}}},
                          {{"kernel-depends", depends_on({"deptest/wants-v1", "deptest/wants-v2"})}}));
+    // One commit reached under two names: leaf's main and v1 are one commit.
+    repos.push_back(repo("deptest/via-main", {{cpu + "NOTES.txt", {{"text", "m"}}}},
+                         {{"kernel-depends", json::array({{{"repo-id", "deptest/leaf"}, {"revision", "main"}}})}}));
+    repos.push_back(repo("deptest/via-v1", {{cpu + "NOTES.txt", {{"text", "1"}}}},
+                         {{"kernel-depends", depends_on({"deptest/leaf"})}}));
+    repos.push_back(repo("deptest/two-names", {{cpu + "libkh_good.so", {{"path", good_fixture_so().string()}}}},
+                         {{"kernel-depends", depends_on({"deptest/via-main", "deptest/via-v1"})}}));
     repos.push_back(repo("deptest/huge-metadata", {{cpu + "NOTES.txt", {{"text", "h"}}}},
                          {{"pad", std::string((4u << 20) + 1, 'x')}}));
     repos.push_back(repo("deptest/bad-depends", {{cpu + "NOTES.txt", {{"text", "x"}}}},
@@ -192,6 +199,32 @@ TEST_CASE("a tree holding one repo at two versions fetches, and its load is exit
     // Their libraries would share one process's symbols: refused before any is opened.
     check_error(hub.kh("load", "deptest/both@v1", {"--symbol", "kh_fixture_id", "--quiet"}), 7,
                 {"deptest/twin twice, at v1 and at v2", "agree on one version"});
+}
+
+TEST_CASE("one commit reached under two revision names is one dependency, listed once with both names") {
+    DepsHub hub;
+    const ProcessResult fetched = hub.kh("fetch", "deptest/two-names@v1", {"--json", "--quiet"});
+    INFO(describe(fetched));
+    REQUIRE(fetched.exit_code == 0);
+    const json deps = parse_stdout(fetched)["dependencies"];
+    std::vector<std::string> repos;
+    for (const json& dep : deps) repos.push_back(dep["repo_id"]);
+    CHECK(repos == std::vector<std::string>{"deptest/leaf", "deptest/via-main", "deptest/via-v1"});
+    CHECK(deps[0]["revision"] == "main");
+    CHECK(deps[0]["revisions"] == json::array({"main", "v1"}));
+    CHECK(deps[0]["commit"] == hub.commit_of("deptest/leaf"));
+    CHECK(deps[1]["revisions"] == json::array({"v1"}));
+    // Loaded once: leaf's library is opened before the rest, and only once.
+    const ProcessResult loaded =
+        hub.kh("load", "deptest/two-names@v1", {"--symbol", "kh_fixture_id", "--json", "--quiet"});
+    INFO(describe(loaded));
+    REQUIRE(loaded.exit_code == 0);
+    const json files = parse_stdout(loaded)["dependency_files"];
+    REQUIRE(files.size() == 1);
+    CHECK(fs::path(files[0].get<std::string>()).filename() == "libkh_dep_leaf.so");
+    // Two commits of one repo stay refused (wants-v1 and wants-v2 above).
+    check_error(hub.kh("load", "deptest/both@v1", {"--symbol", "kh_fixture_id", "--quiet"}), 7,
+                {"deptest/twin twice", "agree on one version"});
 }
 
 TEST_CASE("a metadata.json over k_max_metadata_bytes is exit 4 naming the limit, before the variant downloads") {
