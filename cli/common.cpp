@@ -39,6 +39,15 @@ void add_host_flag(CLI::App& command, CommonFlags& flags) {
         "--host", flags.host,
         "Select what another machine would: KEY=VALUE[,KEY=VALUE...] with cpu, os (both required), one of "
         "cuda/rocm/xpu=X.Y or metal=true, torch=X.Y, cxx11-abi=true|false, tvm-ffi=X.Y, macos=X.Y");
+    // An empty value (a CI variable that is not set) must not quietly mean
+    // this machine, as an empty Options::host does for the library.
+    host->check(CLI::Validator(
+        [](const std::string& value) -> std::string {
+            return value.empty() ? "the machine to select for is empty; give at least cpu=... and os=..., or "
+                                   "leave --host out to select for this machine"
+                                 : std::string();
+        },
+        "KEY=VALUE,...", "not empty"));
     if (CLI::Option* target = command.get_option_no_throw("--target")) host->excludes(target);
 }
 

@@ -56,6 +56,30 @@ TEST_CASE("usage errors exit 2", "[cli]") {
     CHECK(r.exit_code == 0);
 }
 
+TEST_CASE("an empty --host is exit 2 for every command that takes it, never this machine", "[cli]") {
+    Sandbox box;
+    const std::string reg = box.registry.string();
+    for (const std::vector<std::string>& command : {std::vector<std::string>{"fetch", "vector-add"},
+                                                    {"info", "vector-add"},
+                                                    {"mirror", "vector-add", "--to", "m"},
+                                                    {"lock"},
+                                                    {"prewarm"}}) {
+        for (const std::vector<std::string>& host : {std::vector<std::string>{"--host", ""}, {"--host="}}) {
+            // Last: CLI11 takes the word after a bare "--host=" as its value.
+            std::vector<std::string> args = command;
+            args.insert(args.end(), {"--registry", reg, "--endpoint", "http://127.0.0.1:9"});
+            args.insert(args.end(), host.begin(), host.end());
+            const ProcessResult r = box.run(args);
+            INFO(describe(r));
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find("--host") != std::string::npos);
+            CHECK((r.err.find("empty") != std::string::npos || r.err.find("missing") != std::string::npos));
+        }
+    }
+    // Blank is refused too, by the description's own check.
+    CHECK(box.run({"fetch", "vector-add", "--host", " ", "--registry", reg}).exit_code == 2);
+}
+
 TEST_CASE("a malformed --registry file exits 2 naming the file and the field", "[cli]") {
     Sandbox box;
     fs::path bad = box.dir.path() / "bad-registry.json";
