@@ -164,6 +164,19 @@ private:
 
 std::unique_ptr<Transport> make_transport(const TransportConfig& config) {
     const std::string& endpoint = config.endpoint;
+    // kernhub appends the API's paths to the endpoint: after a query or a
+    // fragment they would land inside it. The query is not shown: it may
+    // hold a token.
+    const std::size_t scheme = endpoint.find("://");
+    const std::size_t extra = endpoint.find_first_of("?#", scheme == std::string::npos ? 0 : scheme + 3);
+    if (extra != std::string::npos) {
+        throw Error(ErrorCode::usage,
+                    "the endpoint '" + http::redact(endpoint.substr(0, extra)) + "' is followed by a " +
+                        (endpoint[extra] == '?' ? "query string ('?...')" : "fragment ('#...')") +
+                        ", and kernhub appends the hub's paths to the endpoint; give only "
+                        "scheme://host[:port][/path]",
+                    hint::setting("endpoint"));
+    }
     if (endpoint.rfind("file://", 0) == 0) return std::make_unique<FileTransport>(endpoint);
     if (http::parse_url(endpoint)) return std::make_unique<HttpTransport>(config);
     throw Error(ErrorCode::usage,

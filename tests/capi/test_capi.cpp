@@ -119,6 +119,17 @@ TEST_CASE("kh_hub_set refuses unknown keys, bad booleans, NULLs and oversized va
     CHECK(kh_hub_set(hub.get(), "cache_dir", std::string(5000, 'x').c_str()) == 2);
     CHECK(last_error(hub).find("longer than 4096 bytes (k_max_setting_bytes)") != std::string::npos);
 
+    // An endpoint with a query string or a fragment is a usage error at the
+    // first call that would send a request, and the query is not shown.
+    for (const char* endpoint : {"http://127.0.0.1:9/?token=hf_secret", "http://127.0.0.1:9/hub#hf_secret"}) {
+        Hub hubbed = new_hub();
+        REQUIRE(kh_hub_set(hubbed.get(), "endpoint", endpoint) == 0);
+        CHECK(kh_prewarm(hubbed.get(), "kernhub-test/vector-add") == 2);
+        INFO(last_error(hubbed));
+        CHECK(last_error(hubbed).find("the endpoint 'http://127.0.0.1:9/") != std::string::npos);
+        CHECK(last_error(hubbed).find("hf_secret") == std::string::npos);
+    }
+
     // A control character in a key is shown escaped: the message stays one line.
     CHECK(kh_hub_set(hub.get(), "bad\nkey", "1") == 2);
     CHECK(last_error(hub).find("'bad\\nkey'") != std::string::npos);

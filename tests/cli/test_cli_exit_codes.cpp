@@ -231,3 +231,21 @@ TEST_CASE("a cache root that is a regular file is an internal error (exit 1)", "
         {{"KERNHUB_CACHE", file_root.string()}});
     check_error(r, 1, {file_root.string()});
 }
+
+TEST_CASE("an endpoint with a query string or a fragment is exit 2 naming it, without showing it", "[cli]") {
+    Sandbox box;
+    for (const std::string endpoint : {"http://127.0.0.1:9/?x=1&token=hf_secret", "http://127.0.0.1:9#hf_secret"}) {
+        INFO(endpoint);
+        const ProcessResult r = box.kh("fetch", "vector-add", endpoint);
+        check_error(r, 2,
+                    {"the endpoint 'http://127.0.0.1:9",
+                     endpoint.find('?') != std::string::npos ? "query string" : "fragment"});
+        CHECK(r.err.find("hf_secret") == std::string::npos);
+        // The same from the environment.
+        const ProcessResult env =
+            box.run({"fetch", "vector-add", "--registry", box.registry.string(), "--cache-dir", box.cache.string()},
+                    {{"KERNHUB_ENDPOINT", endpoint}});
+        CHECK(env.exit_code == 2);
+        CHECK(env.err.find("hf_secret") == std::string::npos);
+    }
+}
