@@ -100,19 +100,36 @@ std::optional<TorchRuntime> torch_in_process() {
 
 namespace {
 
+// Why `path` (after symbolic links) is not a regular file to open: "" when
+// it is one.
+std::string not_a_library(const std::filesystem::path& path) {
+    std::error_code ec;
+    switch (std::filesystem::status(path, ec).type()) {
+        case std::filesystem::file_type::regular:
+            return {};
+        case std::filesystem::file_type::not_found:
+            return "it does not exist";
+        case std::filesystem::file_type::directory:
+            return "it is a folder, not a file";
+        case std::filesystem::file_type::fifo:
+            return "it is a FIFO, not a file (opening it would wait for a writer)";
+        case std::filesystem::file_type::block:
+        case std::filesystem::file_type::character:
+            return "it is a device, not a file";
+        default:
+            return ec ? "it cannot be read (" + ec.message() + ")" : "it is not a regular file";
+    }
+}
+
 // Opens root/lib/<names...> in order, RTLD_NOW | RTLD_GLOBAL: an op
 // library's NEEDED entries (no RPATH) resolve to them by their sonames.
 // Each must be a regular file (after symbolic links): dlopen would block
 // on a FIFO, and a folder of that name only gets a vaguer refusal.
 void open_globally(const std::filesystem::path& lib, std::initializer_list<const char*> names, const char* what) {
     for (const char* name : names) {  // all checked before any is opened
-        std::error_code ec;
-        const std::filesystem::file_status status = std::filesystem::status(lib / name, ec);
-        if (status.type() != std::filesystem::file_type::regular) {
-            throw Error(ErrorCode::load,
-                        std::string("cannot load ") + what + " " + (lib / name).string() + ": " +
-                            (std::filesystem::exists(status) ? "it is not a regular file" : "it does not exist") +
-                            "; name another torch");
+        if (const std::string why = not_a_library(lib / name); !why.empty()) {
+            throw Error(ErrorCode::load, std::string("cannot load ") + what + " " + (lib / name).string() + ": " + why +
+                                             "; name another torch");
         }
     }
     for (const char* name : names) {
@@ -184,11 +201,10 @@ void open_torch_cuda(const std::filesystem::path& root, const std::string& libto
 
 void open_torch(const std::filesystem::path& root) {
     const std::filesystem::path lib = root / "lib";
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(lib / "libtorch_cpu.so", ec)) {
+    if (const std::string why = not_a_library(lib / "libtorch_cpu.so"); !why.empty()) {
         throw Error(ErrorCode::not_found, "no LibTorch at " + root.string() + " (" +
-                                              (lib / "libtorch_cpu.so").string() +
-                                              " does not exist); name a torch package folder or a LibTorch root");
+                                              (lib / "libtorch_cpu.so").string() + ": " + why +
+                                              "); name a torch package folder or a LibTorch root");
     }
     open_globally(lib, {"libc10.so", "libtorch_cpu.so"}, "LibTorch's");
 }

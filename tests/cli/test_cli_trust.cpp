@@ -70,6 +70,11 @@ TEST_CASE("an ad-hoc repo of an organisation the hub does not mark trusted is ex
     fs::create_directories(hub.dir / "api/organizations/unlisted");
     write_text(hub.dir / "api/organizations/unlisted/overview", "[1, 2]");
     check_error(hub.fetch("unlisted/good@v1", {}, {"--quiet"}), 4, {"the hub cannot say", "not a JSON object"});
+    // One over k_max_overview_bytes is a hub answer over its cap: exit 5, as
+    // for every hub answer (docs/trust.md, "Trusted publishers").
+    write_text(hub.dir / "api/organizations/unlisted/overview",
+               "{\"trustedKernelPublisher\": true, \"pad\": \"" + std::string(1u << 20, 'x') + "\"}");
+    check_error(hub.fetch("unlisted/good@v1", {}, {"--quiet"}), 5, {"k_max_overview_bytes"});
 
     // load and info check the same, and so does a dependency (below).
     check_error(hub.box.run({"info", "untrusted/good@v1", "--endpoint", hub.server->endpoint(), "--cache-dir",

@@ -4,6 +4,8 @@
 // codes of docs/commands.md, "Exit codes"; `inspect` lists an op library's ops.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 
 #include "cli/cli_support.hpp"
@@ -203,4 +205,19 @@ TEST_CASE("cli: inspect names the namespace an unstripped op library's symbols d
     const json stripped = parse_stdout(box.run({"inspect", stripped_fixture(k_ops_ns).string(), "--json"}));
     CHECK(stripped["torch_namespaces"] == json::array());
     CHECK(stripped["torch_ops"] == json::array({"add_one", "add_one.out", "scale"}));
+}
+
+TEST_CASE("cli: a FIFO where KERNHUB_TORCH_DIR's libtorch_cpu.so belongs is named as one, and never opened",
+          "[torch][needs:torch]") {
+    CliSetup setup;
+    // A torch package whose version.py is the test torch's, and whose
+    // LibTorch is a FIFO: opening it would wait for a writer for ever.
+    const fs::path fake = setup.box.dir.path() / "fake-torch";
+    fs::create_directories(fake / "lib");
+    fs::copy_file(fs::path(build::torch_dir) / "version.py", fake / "version.py");
+    REQUIRE(::mkfifo((fake / "lib" / "libtorch_cpu.so").c_str(), 0600) == 0);
+    const ProcessResult r = setup.load({"torch-add-one", "-q", "--target", cxx11_variant()},
+                                       torch_env({{"KERNHUB_TORCH_DIR", fake.string()}}));
+    check_error(r, 3, {"no LibTorch at", "libtorch_cpu.so: it is a FIFO"});
+    CHECK(r.err.find("does not exist") == std::string::npos);
 }
