@@ -198,7 +198,7 @@ TEST_CASE("a tree holding one repo at two versions fetches, and its load is exit
     CHECK(out["dependencies"].size() == 4);
     // Their libraries would share one process's symbols: refused before any is opened.
     check_error(hub.kh("load", "deptest/both@v1", {"--symbol", "kh_fixture_id", "--quiet"}), 7,
-                {"deptest/twin twice, at v1 and at v2", "agree on one version"});
+                {"deptest/twin twice, at v1 (", ") and at v2 (", "agree on one version"});
 }
 
 TEST_CASE("one commit reached under two revision names is one dependency, listed once with both names") {

@@ -151,10 +151,10 @@ TEST_CASE("LibTorch's CUDA part is opened only from one torch's own regular file
     fs::create_directory(lib / "libtorch_cuda.so");
     const kernhub::Error fifo = refusal(cpu);
     CHECK(fifo.code() == ErrorCode::load);
-    CHECK(contains(fifo.what(), (lib / "libc10_cuda.so").string() + ": it is not a regular file"));
+    CHECK(contains(fifo.what(), (lib / "libc10_cuda.so").string() + ": it is a FIFO, not a file"));
     fs::remove(lib / "libc10_cuda.so");
     std::ofstream(lib / "libc10_cuda.so") << "not an ELF file";
-    CHECK(contains(refusal(cpu).what(), (lib / "libtorch_cuda.so").string() + ": it is not a regular file"));
+    CHECK(contains(refusal(cpu).what(), (lib / "libtorch_cuda.so").string() + ": it is a folder, not a file"));
 
     // Files that are no library: the dynamic loader's reason.
     fs::remove(lib / "libtorch_cuda.so");
