@@ -38,6 +38,7 @@ set(KERNHUB_SOURCES
   src/cache/blobs.cpp
   src/cache/cache.cpp
   src/cache/file_lock.cpp
+  src/cache/hf_tree.cpp
   src/cache/io_error.cpp
   src/cache/place_file.cpp
   src/cache/posix_io.cpp

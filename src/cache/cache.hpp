@@ -231,6 +231,21 @@ private:
 inline constexpr std::size_t k_max_listing_bytes = 64u << 20;
 inline constexpr std::size_t k_max_record_bytes = 16u << 20;
 inline constexpr std::size_t k_max_ref_bytes = 4u << 10;
+// One file of huggingface_hub's listing of a commit (trees/<commit>.json,
+// format_version 1): its size, git blob id and, for an LFS file, SHA-256.
+struct HfTreeFile {
+    std::string path;
+    std::uint64_t size = 0;
+    std::string blob_id;
+    std::string lfs_sha256;  // empty for a plain file
+};
+
+// The files of such a listing whose path starts with `prefix` ("build/"),
+// or every file for an empty prefix; nullopt when the text is not a listing
+// of that format (huggingface_hub ignores those too). Read strictly (a key
+// twice is no listing) and linearly (hf_tree.cpp).
+std::optional<std::vector<HfTreeFile>> parse_hf_tree(const std::string& text, const std::string& prefix);
+
 // A trusted-publisher answer kept with a repo (.kernhub/publisher.json).
 struct PublisherRecord {
     std::string endpoint;         // the hub that answered, as configured

@@ -10,11 +10,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <unordered_set>
-
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "cache/cache.hpp"
 #include "common/text.hpp"
@@ -143,6 +143,49 @@ void check_link(const fs::path& archive_file, const std::string& folder, const S
     }
 }
 
+// huggingface_hub's listing of a commit must describe the snapshot the
+// archive brings for it: every link is listed with its blob and size, and a
+// variant folder the snapshot holds lacks none of the files listed in it
+// (other variants may be absent: a fetch takes one). A listing kernhub
+// cannot read is kept as it is; huggingface_hub ignores those too.
+void check_hf_tree(const fs::path& archive_file, const std::string& folder, const StagedRepo& repo,
+                   const cache::RepoCache& cache, const StagedSideFile& side) {
+    const std::optional<std::vector<cache::HfTreeFile>> files = cache::parse_hf_tree(side.content, "");
+    if (!files) return;
+    const std::string where = folder + "/trees/" + side.commit + ".json";
+    std::unordered_map<std::string, const cache::HfTreeFile*> listed;
+    for (const cache::HfTreeFile& file : *files) listed.emplace(file.path, &file);
+    std::unordered_set<std::string> linked, variants;
+    for (const StagedLink& link : repo.links) {
+        if (link.commit != side.commit) continue;
+        linked.insert(link.path);
+        if (link.path.rfind("build/", 0) == 0) variants.insert(link.path.substr(0, link.path.find('/', 6) + 1));
+        const auto it = listed.find(link.path);
+        if (it == listed.end()) {
+            throw archive::refusal(archive_file, where, "does not list " + link.path + ", which the snapshot holds");
+        }
+        const cache::HfTreeFile& file = *it->second;
+        const std::string& etag = file.lfs_sha256.empty() ? file.blob_id : file.lfs_sha256;
+        if (etag != link.etag || file.size != link.size) {
+            throw archive::refusal(archive_file, where,
+                                   "lists " + link.path + " as blob " + quoted_name(etag) + " of " +
+                                       std::to_string(file.size) + " bytes, and the snapshot links it to blob " +
+                                       link.etag + " of " + std::to_string(link.size) + " bytes");
+        }
+    }
+    for (const cache::HfTreeFile& file : *files) {
+        const std::size_t slash = file.path.find('/', 6);
+        if (file.path.rfind("build/", 0) != 0 || slash == std::string::npos ||
+            variants.count(file.path.substr(0, slash + 1)) == 0 || linked.count(file.path) != 0) {
+            continue;
+        }
+        std::error_code ec;
+        if (fs::is_symlink(fs::symlink_status(cache.snapshot_path(side.commit, file.path), ec))) continue;
+        throw archive::refusal(archive_file, where,
+                               "lists " + file.path + ", which the snapshot of that variant lacks");
+    }
+}
+
 // Checks every extracted entry and lists what goes where. Any problem is a
 // refusal; nothing has touched the cache yet.
 StagedCache stage(const fs::path& root, const fs::path& archive_file, const archive::ExtractedTree& tree,
@@ -165,6 +208,9 @@ StagedCache stage(const fs::path& root, const fs::path& archive_file, const arch
             }
         }
         for (auto& link : repo.links) check_link(archive_file, folder, repo, cache, link);
+        for (const StagedSideFile& side : repo.side_files) {
+            if (side.kind == Kind::hf_tree) check_hf_tree(archive_file, folder, repo, cache, side);
+        }
     }
     return staged;
 }

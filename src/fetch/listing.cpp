@@ -36,33 +36,18 @@ bool excluded_from_digest(const std::string& relpath) {
     return relpath == "metadata.json" || relpath == "metadata.json.sigstore" || is_python_bytecode(relpath);
 }
 
-static bool is_size(const json& value) {
-    return value.is_number_unsigned();
-}
-
 std::optional<std::vector<hub::TreeEntry>> parse_hf_tree_cache(const std::string& text) {
-    json doc = json::parse(text, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || doc.value("format_version", json()) != 1) return std::nullopt;
-    auto files = doc.find("files");
-    if (files == doc.end() || !files->is_object()) return std::nullopt;
+    const std::optional<std::vector<cache::HfTreeFile>> files = cache::parse_hf_tree(text, "build/");
+    if (!files) return std::nullopt;
     std::vector<hub::TreeEntry> entries;
-    for (const auto& [path, info] : files->items()) {
-        if (path.rfind("build/", 0) != 0) continue;
-        if (!info.is_object() || !info.contains("size") || !is_size(info["size"]) || !info.contains("blob_id") ||
-            !info["blob_id"].is_string()) {
-            return std::nullopt;
-        }
+    entries.reserve(files->size());
+    for (const cache::HfTreeFile& file : *files) {
         hub::TreeEntry entry;
-        entry.path = path;
+        entry.path = file.path;
         entry.is_file = true;
-        entry.size = info["size"].get<std::uint64_t>();
-        entry.oid = info["blob_id"].get<std::string>();
-        if (info.contains("lfs_sha256") && !info["lfs_sha256"].is_null()) {
-            if (!info["lfs_sha256"].is_string()) return std::nullopt;
-            entry.lfs_sha256 = info["lfs_sha256"].get<std::string>();
-            if (info.contains("lfs_size") && is_size(info["lfs_size"]))
-                entry.size = info["lfs_size"].get<std::uint64_t>();
-        }
+        entry.size = file.size;
+        entry.oid = file.blob_id;
+        entry.lfs_sha256 = file.lfs_sha256;
         entries.push_back(std::move(entry));
     }
     return entries;

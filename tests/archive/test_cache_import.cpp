@@ -58,6 +58,7 @@ struct ValidCache {
     std::string meta = "{\"python-depends\": []}";
     std::string meta_etag = git_blob_id(meta);
     std::string snap = folder + "/snapshots/" + commit;
+    std::string hf_tree = "[]";  // huggingface_hub's listing of the commit (none it reads)
 
     void add_to(TarBuilder& tar) const {
         tar.dir(folder).dir(folder + "/blobs");
@@ -65,7 +66,7 @@ struct ValidCache {
         tar.symlink(snap + "/build/native-cpu/lib.so", "../../../../blobs/" + so_etag);
         tar.symlink(snap + "/build/native-cpu/metadata.json", "../../../../blobs/" + meta_etag);
         tar.file(folder + "/refs/main", commit).file(folder + "/refs/v1", commit);
-        tar.file(folder + "/trees/" + commit + ".json", "[]");
+        tar.file(folder + "/trees/" + commit + ".json", hf_tree);
         tar.file(folder + "/.kernhub/trees/" + commit + ".json", "[]");
         tar.file(folder + "/.kernhub/variants/" + commit + "/native-cpu.json", "{\"format\": 1}");
         tar.file("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n");
@@ -296,4 +297,58 @@ TEST_CASE("a refused import into a missing cache leaves no cache behind", "[arch
     TarBuilder(s.tar).file("README", "x").finish();
     CHECK_THROWS_AS(kernhub::cacheadmin::import_cache(s.root, s.tar), Error);
     CHECK(!fs::exists(s.root));
+}
+
+TEST_CASE("import refuses huggingface_hub's listing of a commit when it disagrees with the archive's snapshot",
+          "[archive]") {
+    ValidCache valid;
+    const auto listing = [&](const nlohmann::json& files) {
+        return nlohmann::json{{"format_version", 1}, {"files", files}}.dump(1);
+    };
+    const nlohmann::json so = {{"size", valid.so.size()},
+                               {"blob_id", std::string(40, 'a')},
+                               {"lfs_sha256", valid.so_etag},
+                               {"lfs_size", valid.so.size()}};
+    const nlohmann::json meta = {{"size", valid.meta.size()}, {"blob_id", valid.meta_etag}};
+    const std::string lib = "build/native-cpu/lib.so", metadata = "build/native-cpu/metadata.json";
+    // What agrees: both links listed as they are, and files of another
+    // variant the snapshot does not hold (a fetch takes one variant).
+    const std::string agrees =
+        listing({{lib, so}, {metadata, meta}, {"build/native-cu128/lib.so", so}, {"README.md", meta}});
+    const struct {
+        std::string text;
+        std::string problem;
+    } cases[] = {
+        {listing({{lib, so}}), "does not list build/native-cpu/metadata.json, which the snapshot holds"},
+        {listing({{lib, so}, {metadata, {{"size", 3}, {"blob_id", valid.meta_etag}}}}), "of 3 bytes"},
+        {listing({{lib, {{"size", valid.so.size()}, {"blob_id", std::string(40, 'b')}}}, {metadata, meta}}),
+         "as blob '" + std::string(40, 'b') + "'"},
+        {listing({{lib, so}, {metadata, meta}, {"build/native-cpu/extra.so", so}}),
+         "lists build/native-cpu/extra.so, which the snapshot of that variant lacks"},
+    };
+    for (const auto& bad : cases) {
+        INFO(bad.problem);
+        Scratch s;
+        valid.hf_tree = bad.text;
+        {
+            TarBuilder tar(s.tar);
+            valid.add_to(tar);
+        }
+        std::string message;
+        try {
+            kernhub::cacheadmin::import_cache(s.root, s.tar);
+        } catch (const Error& e) {
+            CHECK(e.code() == ErrorCode::verification);
+            message = e.what();
+        }
+        CHECK_THAT(message, Catch::Contains("/trees/" + valid.commit + ".json") && Catch::Contains(bad.problem));
+        CHECK_FALSE(fs::exists(s.root / valid.folder / "snapshots"));
+    }
+    Scratch s;
+    valid.hf_tree = agrees;
+    {
+        TarBuilder tar(s.tar);
+        valid.add_to(tar);
+    }
+    CHECK(kernhub::cacheadmin::import_cache(s.root, s.tar).links == 2);
 }
