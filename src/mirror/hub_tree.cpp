@@ -9,6 +9,7 @@
 
 #include "cache/place_file.hpp"
 #include "common/hint.hpp"
+#include "common/text.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
 #include "mirror/mirror.hpp"
@@ -134,6 +135,35 @@ void HubTree::set_organization(const std::string& org, const std::string& overvi
     cache::write_file_atomic(m_root / "api" / "organizations" / org / "overview", overview, m_root / k_staging_name);
 }
 
+namespace {
+
+// A revision "a/b" is kept as the file revision/a/b (nginx decodes the
+// %2F a client sends), so it needs a folder where revision "a" would be a
+// file: one tree cannot hold both, as one git repository cannot hold the
+// branches "a" and "a/b" (a hub can, as a tag and a branch).
+void check_no_clash(const fs::path& revisions, const hub::RepoRef& repo, const std::string& revision) {
+    const auto clash = [&](const std::string& other) {
+        throw Error(ErrorCode::usage, "cannot mirror revision " + quoted_name(revision) + " of " + repo.repo_id +
+                                          ": this tree keeps revision " + quoted_name(other) +
+                                          " as a file where the other needs a folder (revision/" + other +
+                                          "); mirror the two into separate trees");
+    };
+    std::error_code ec;
+    for (std::size_t slash = revision.find('/'); slash != std::string::npos; slash = revision.find('/', slash + 1)) {
+        const std::string prefix = revision.substr(0, slash);
+        if (fs::exists(fs::symlink_status(revisions / prefix, ec)) && !fs::is_directory(revisions / prefix, ec)) {
+            clash(prefix);
+        }
+    }
+    if (fs::is_directory(fs::symlink_status(revisions / revision, ec))) {
+        fs::directory_iterator inside(revisions / revision, ec);
+        clash(!ec && inside != fs::directory_iterator() ? revision + "/" + inside->path().filename().string()
+                                                        : revision + "/...");
+    }
+}
+
+}  // namespace
+
 void HubTree::set_revision(const hub::RepoRef& repo, const std::string& revision, const std::string& commit) {
     validate_repo_id(repo.repo_id);
     cache::check_commit(commit);
@@ -142,6 +172,7 @@ void HubTree::set_revision(const hub::RepoRef& repo, const std::string& revision
                                           (problem.empty() ? ": it is a commit id" : ": it " + problem));
     }
     const fs::path api = api_dir(m_root, repo);
+    check_no_clash(api / "revision", repo, revision);
     const fs::path staging = m_root / k_staging_name;
     const auto listing = read_listing(m_root, repo, commit);
     cache::write_file_atomic(api / "revision" / revision, revision_document(repo, commit, listing).dump(), staging);

@@ -179,6 +179,32 @@ TEST_CASE("adding to a tree keeps other repos, commits and files, and moves a re
     }
 }
 
+TEST_CASE("revisions 'a/b' and 'a' in one tree are refused with exit 2 naming the clash, in either order", "[mirror]") {
+    for (const auto& [first, second] : {std::pair<std::string, std::string>{"a/b", "a"}, {"a", "a/b"}}) {
+        INFO(first << " then " << second);
+        TempDir dir;
+        const fs::path root = dir.path() / "tree";
+        const auto cpu = blob(dir.path(), "build/native-cpu-x86_64-linux/libk.so", "cpu", true);
+        mirror::HubTree tree(root);
+        tree.add_files(k_repo, k_commit_a, {cpu});
+        tree.set_revision(k_repo, first, k_commit_a);
+        const fs::path revisions = root / "api/kernels/org/kern/revision";
+        const std::string before = file_text(revisions / first);
+        try {
+            tree.set_revision(k_repo, second, k_commit_a);
+            FAIL("both revisions were written");
+        } catch (const kernhub::Error& e) {
+            CHECK(e.code() == kernhub::ErrorCode::usage);
+            CHECK_THAT(e.what(), Catch::Contains("revision 'a'") && Catch::Contains("separate trees"));
+        }
+        // The first is kept as it was, and the refs name only it.
+        CHECK(file_text(revisions / first) == before);
+        CHECK(read_json(root / "api/kernels/org/kern/refs")["branches"].size() == 1);
+        // Another revision under the same folder is fine.
+        if (first == "a/b") CHECK_NOTHROW(tree.set_revision(k_repo, "a/c", k_commit_a));
+    }
+}
+
 TEST_CASE("a tree file is left alone when it holds the right bytes and replaced when not", "[mirror]") {
     TempDir dir;
     const fs::path root = dir.path() / "tree";
