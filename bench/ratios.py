@@ -30,6 +30,10 @@ import sys
 # benchmark family: it is paired with the baseline family for every argument
 # suffix both have ("/16", "/4096"). A name with "/" is one benchmark.
 PAIRS = {
+    "bench_parse": [
+        ("op listing / one pass over the file", "BM_Parse_OpListing", "BM_Parse_ByteScan"),
+        ("lock parse / nlohmann's own parse", "BM_Parse_Lock", "BM_Parse_JsonBaseline"),
+    ],
     "bench_dispatch": [
         ("KernelFn / direct", "BM_Dispatch_KernelFn", "BM_Dispatch_Direct"),
         ("Client::resolve / direct", "BM_Dispatch_ClientResolve", "BM_Dispatch_Direct"),

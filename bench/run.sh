@@ -28,10 +28,10 @@ configure=(cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKERNHUB_BUI
 "${configure[@]}" >/dev/null
 cmake --build "$build" --target kernhub_bench kernhub_cli -j "${KERNHUB_BENCH_JOBS:-2}" >/dev/null
 
-for name in bench_dispatch bench_tvm_dispatch bench_torch_dispatch bench_load bench_startup bench_fetch; do
+for name in bench_dispatch bench_tvm_dispatch bench_torch_dispatch bench_load bench_startup bench_fetch bench_parse; do
   binary="$build/bench/$name"
   if [[ ! -x "$binary" ]]; then
-    echo "== $name: not built (bench_fetch needs the tests: KERNHUB_BUILD_TESTS=ON; bench_torch_dispatch a torch package)"
+    echo "== $name: not built (bench_fetch and bench_parse need the tests: KERNHUB_BUILD_TESTS=ON; bench_torch_dispatch a torch package)"
     continue
   fi
   "$python" "$here/ratios.py" "$binary" --min-time "$min_time" --save "$build/bench/$name.json" -- "$@"

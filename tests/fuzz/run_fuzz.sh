@@ -6,8 +6,9 @@
 #   tests/fuzz/run_fuzz.sh                 every target
 #   tests/fuzz/run_fuzz.sh elf lock        only these
 # The checked-in corpus (tests/fuzz/corpus/<name>/) is read, never written:
-# new inputs go to a scratch folder. A finding (crash, sanitizer report,
-# timeout over 10 s, more than 2048 MB) stops the run; its input is kept in
+# new inputs go to a scratch folder. A finding (crash, sanitizer report, an
+# input that takes over 5 s, a process over 2048 MB, one allocation over
+# 256 MB: what a parse that is not linear in its input does) stops the run; its input is kept in
 # build-fuzz/findings/ to be added to the corpus once the parser is fixed.
 # Ends with one line per target: libFuzzer's runs and seconds.
 set -euo pipefail
@@ -44,7 +45,7 @@ fuzz_one() {
   # The JSON readers share a dictionary of their formats' keys.
   local dict=()
   case "$name" in registry | listing | hub_answer | lock | metadata | bundle | trusted_root) dict=(-dict=tests/fuzz/json.dict) ;; esac
-  if ! "$dir/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  if ! "$dir/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -malloc_limit_mb=256 \
       -print_final_stats=1 -artifact_prefix="$dir/findings/$name-" "${dict[@]}" \
       "$scratch/$name" "tests/fuzz/corpus/$name" >"$log" 2>&1; then
     tail -n 60 "$log" >&2

@@ -62,6 +62,14 @@ std::vector<std::uint8_t> with_section_copies(const std::vector<std::uint8_t>& b
     throw std::runtime_error("no section " + section);
 }
 
+std::vector<std::uint8_t> with_last_section_copies(const std::vector<std::uint8_t>& bytes, std::size_t copies) {
+    Headers headers = read_headers(bytes);
+    if (headers.sections.empty()) throw std::runtime_error("no section headers");
+    const Elf64_Shdr copy = headers.sections.back();
+    headers.sections.insert(headers.sections.end(), copies, copy);
+    return with_table(bytes, std::move(headers));
+}
+
 std::vector<std::uint8_t> with_read_only_section(const std::vector<std::uint8_t>& bytes,
                                                  const std::vector<std::uint8_t>& payload) {
     Headers headers = read_headers(bytes);

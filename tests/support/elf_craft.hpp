@@ -19,6 +19,10 @@ namespace kernhub::test {
 std::vector<std::uint8_t> with_section_copies(const std::vector<std::uint8_t>& bytes, const std::string& section,
                                               std::size_t copies);
 
+// The same with copies of the last section header (the one
+// with_read_only_section appends, for one).
+std::vector<std::uint8_t> with_last_section_copies(const std::vector<std::uint8_t>& bytes, std::size_t copies);
+
 // `bytes` with `payload` appended as one more allocated, read-only
 // PROGBITS section (not mapped by any segment).
 std::vector<std::uint8_t> with_read_only_section(const std::vector<std::uint8_t>& bytes,
