@@ -57,6 +57,7 @@ struct Problem {
     std::string what;      // syntax: nlohmann's words
 };
 
+// NOLINTNEXTLINE(bugprone-exception-escape): the implicit move is nlohmann::json's, which is noexcept.
 struct Parsed {
     nlohmann::json document;  // null when there is a problem
     std::optional<Problem> problem;

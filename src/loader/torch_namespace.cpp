@@ -131,6 +131,7 @@ bool holds_string(const std::uint8_t* data, std::size_t size, const std::string&
 
 std::string names_of(const std::set<std::string>& names) {
     std::vector<std::string> quoted;
+    quoted.reserve(names.size() + 1);
     for (const std::string& name : names) quoted.push_back(quoted_name(name));
     if (quoted.size() > 8) {
         const std::size_t more = quoted.size() - 8;

@@ -251,7 +251,7 @@ NamespaceClaim namespace_claim(const LoadRequest& request, const Artifact& artif
     const std::filesystem::path folder = std::filesystem::path(artifact.relative()).parent_path();
     const std::string ops_py = (folder / "_ops.py").string();
     const std::string name = artifact.path().filename().string();
-    const NamespaceClaim from_name{name.substr(0, name.find('.')), false};
+    NamespaceClaim from_name{name.substr(0, name.find('.')), false};
     const bool listed = std::any_of(request.fetched.files.begin(), request.fetched.files.end(),
                                     [&](const FileInfo& file) { return file.path == ops_py; });
     if (!listed) return from_name;
@@ -345,7 +345,7 @@ std::string serve_loaded(const LoadedLibrary& entry, const NamespaceClaim& claim
                                                  ", and its _ops.py says the namespace is " + quoted_name(claim.name) +
                                                  "; the publisher must make the two agree");
     }
-    const std::string ns = found ? claim.name : entry.ns.name;
+    std::string ns = found ? claim.name : entry.ns.name;
     check_op(entry.listing, ns, op, file);
     return ns;
 }
@@ -383,7 +383,7 @@ std::string register_namespace(const LoadRequest& request, const Artifact& artif
                                          "libraries; LibTorch said: " +
                                          e.what());
     }
-    const std::string ns = entry.ns.name;
+    std::string ns = entry.ns.name;
     loaded.push_back(std::move(entry));
     return ns;
 }
