@@ -42,6 +42,17 @@ deptree::VariantMetadata api::variant_metadata(const FetchResult& fetched) {
     return variant_metadata(fetched.path, fetched.repo_id + " variant " + fetched.variant);
 }
 
+namespace {
+
+// What makes two results one kernel: the repo and its commit and variant,
+// or for a local kernel (no commit) its folder.
+std::string kernel_identity(const FetchResult& result) {
+    return ascii_lowercase(result.repo_id) + "@" +
+           (result.commit.empty() ? "local:" + result.path : result.commit + "/" + result.variant);
+}
+
+}  // namespace
+
 void api::check_one_version_each(const FetchResult& fetched) {
     std::map<std::string, const FetchResult*> seen;
     seen.emplace(ascii_lowercase(fetched.repo_id), &fetched);
@@ -49,7 +60,7 @@ void api::check_one_version_each(const FetchResult& fetched) {
         auto [it, fresh] = seen.emplace(ascii_lowercase(dependency.repo_id), &dependency);
         // One commit and variant reached under several names is one kernel
         // (fetch_dependencies keeps it once); two builds are refused.
-        if (fresh || (it->second->commit == dependency.commit && it->second->variant == dependency.variant)) continue;
+        if (fresh || kernel_identity(*it->second) == kernel_identity(dependency)) continue;
         throw Error(ErrorCode::load,
                     "the kernel-depends tree of " + fetched.repo_id + " holds " + dependency.repo_id + " twice, at " +
                         it->second->revision + " (" + it->second->commit.substr(0, 12) + ") and at " +
@@ -174,9 +185,7 @@ std::vector<FetchResult> ClientImpl::fetch_dependencies(const FetchResult& top,
     std::map<std::string, std::size_t> kept;
     for (const deptree::KernelDependency& dep : order) {
         FetchResult& result = fetched[dep.label()];
-        const std::string identity = ascii_lowercase(result.repo_id) + "@" + result.commit + "/" + result.variant;
-        // A local kernel has no commit: its name is its identity.
-        const auto [it, fresh] = kept.emplace(result.commit.empty() ? dep.label() : identity, out.size());
+        const auto [it, fresh] = kept.emplace(kernel_identity(result), out.size());
         if (!fresh) {
             out[it->second].revisions.push_back(result.revision);
             continue;

@@ -241,10 +241,17 @@ struct HfTreeFile {
 };
 
 // The files of such a listing whose path starts with `prefix` ("build/"),
-// or every file for an empty prefix; nullopt when the text is not a listing
-// of that format (huggingface_hub ignores those too). Read strictly (a key
-// twice is no listing) and linearly (hf_tree.cpp).
-std::optional<std::vector<HfTreeFile>> parse_hf_tree(const std::string& text, const std::string& prefix);
+// or every file for an empty prefix. `other_format`: JSON that is no
+// format_version 1 listing (huggingface_hub ignores those too);
+// `malformed`: not JSON, a key twice (readers would differ on its value), or
+// a format_version 1 listing out of shape. Read strictly and linearly
+// (hf_tree.cpp).
+struct HfTree {
+    enum class Status { ok, other_format, malformed };
+    Status status = Status::malformed;
+    std::vector<HfTreeFile> files;
+};
+HfTree parse_hf_tree(const std::string& text, const std::string& prefix);
 
 // A trusted-publisher answer kept with a repo (.kernhub/publisher.json).
 struct PublisherRecord {

@@ -8,6 +8,7 @@
 
 #include "cache/cache.hpp"
 #include "common/repo.hpp"
+#include "common/strict_json.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::cache {
@@ -58,7 +59,7 @@ std::optional<RefResolution> RepoCache::read_ref_resolution(const std::string& r
         return std::nullopt;  // a link, a FIFO, too large, unreadable: ask the hub
     }
     if (!text) return std::nullopt;
-    const json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    const json doc = strict_json::parse_or_discard(*text);
     if (!doc.is_object()) return std::nullopt;
     const auto commit = doc.find("commit");
     const auto resolved_at = doc.find("resolved_at");
@@ -94,7 +95,7 @@ std::optional<PublisherRecord> RepoCache::read_publisher() const {
         return std::nullopt;
     }
     if (!text) return std::nullopt;
-    const json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    const json doc = strict_json::parse_or_discard(*text);
     // Exactly what write_publisher writes: four keys.
     if (!doc.is_object() || doc.size() != 4) return std::nullopt;
     const auto endpoint = doc.find("endpoint");

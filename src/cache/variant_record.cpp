@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/cache.hpp"
+#include "common/strict_json.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::cache {
@@ -86,7 +87,7 @@ std::optional<VariantRecord> RepoCache::read_variant(const std::string& commit, 
         return std::nullopt;  // a bad variant name, a link or an oversized file: not kernhub's record
     }
     if (!text) return std::nullopt;
-    const json record = json::parse(*text, nullptr, false);
+    const json record = strict_json::parse_or_discard(*text);
     if (!record.is_object() || !record.contains("files") || !record["files"].is_array()) return std::nullopt;
     VariantRecord out;
     for (const auto& item : record["files"]) {

@@ -146,13 +146,20 @@ void check_link(const fs::path& archive_file, const std::string& folder, const S
 // huggingface_hub's listing of a commit must describe the snapshot the
 // archive brings for it: every link is listed with its blob and size, and a
 // variant folder the snapshot holds lacks none of the files listed in it
-// (other variants may be absent: a fetch takes one). A listing kernhub
-// cannot read is kept as it is; huggingface_hub ignores those too.
+// (other variants may be absent: a fetch takes one). A malformed one is
+// refused; JSON of another format is kept as it is (huggingface_hub
+// ignores it too).
 void check_hf_tree(const fs::path& archive_file, const std::string& folder, const StagedRepo& repo,
                    const cache::RepoCache& cache, const StagedSideFile& side) {
-    const std::optional<std::vector<cache::HfTreeFile>> files = cache::parse_hf_tree(side.content, "");
-    if (!files) return;
     const std::string where = folder + "/trees/" + side.commit + ".json";
+    const cache::HfTree tree = cache::parse_hf_tree(side.content, "");
+    if (tree.status == cache::HfTree::Status::malformed) {
+        throw archive::refusal(archive_file, where,
+                               "is not a listing kernhub can read (a key twice, or a format_version 1 listing out of "
+                               "shape), and huggingface_hub would take it for the commit's files");
+    }
+    if (tree.status == cache::HfTree::Status::other_format) return;
+    const std::vector<cache::HfTreeFile>* files = &tree.files;
     std::unordered_map<std::string, const cache::HfTreeFile*> listed;
     for (const cache::HfTreeFile& file : *files) listed.emplace(file.path, &file);
     std::unordered_set<std::string> linked, variants;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "common/text.hpp"
+
 namespace kernhub::strict_json {
 
 using nlohmann::json;
@@ -30,17 +32,17 @@ public:
     bool start_object(std::size_t size) { return value() && enter(true) && m_dom.start_object(size); }
     bool start_array(std::size_t size) { return value() && enter(false) && m_dom.start_array(size); }
     bool end_object() {
-        m_frames.pop_back();
+        leave();
         return m_dom.end_object();
     }
     bool end_array() {
-        m_frames.pop_back();
+        leave();
         return m_dom.end_array();
     }
     bool key(std::string& name) {
         if (!tick()) return false;
         Frame& frame = m_frames.back();
-        frame.step.key = name;
+        m_path.back().key = name;
         if (!frame.keys.insert(name).second) return stop(Problem::Kind::duplicate_key);
         if (!count(frame)) return false;
         return m_dom.key(name);
@@ -60,8 +62,9 @@ public:
     std::optional<Problem>& problem() { return m_problem; }
 
 private:
+    // One open container; its Step is m_path's entry at the same depth,
+    // kept apart so that cap_at and a problem read the path without a copy.
     struct Frame {
-        Step step;
         std::unordered_set<std::string> keys;
         std::size_t members = 0;
         MemberCap cap;
@@ -77,7 +80,7 @@ private:
     // A value starts: in an array it is a member.
     bool value() {
         if (!tick()) return false;
-        if (m_frames.empty() || m_frames.back().step.object) return true;
+        if (m_frames.empty() || m_path.back().object) return true;
         return count(m_frames.back());
     }
 
@@ -99,26 +102,24 @@ private:
             return false;
         }
         Frame frame;
-        frame.step.object = object;
         frame.cap = m_limits.members;
         if (m_limits.cap_at) {
-            if (std::optional<MemberCap> cap = m_limits.cap_at(path())) frame.cap = std::move(*cap);
+            if (std::optional<MemberCap> cap = m_limits.cap_at(m_path)) frame.cap = std::move(*cap);
         }
         m_frames.push_back(std::move(frame));
+        m_path.push_back(Step{object, {}});
         return true;
     }
 
-    std::vector<Step> path() const {
-        std::vector<Step> steps;
-        steps.reserve(m_frames.size());
-        for (const Frame& frame : m_frames) steps.push_back(frame.step);
-        return steps;
+    void leave() {
+        m_frames.pop_back();
+        m_path.pop_back();
     }
 
     Problem make(Problem::Kind kind) const {
         Problem problem;
         problem.kind = kind;
-        problem.path = path();
+        problem.path = m_path;
         return problem;
     }
 
@@ -130,13 +131,10 @@ private:
     nlohmann::detail::json_sax_dom_parser<json> m_dom;
     const Limits& m_limits;
     std::vector<Frame> m_frames;
+    std::vector<Step> m_path;
     std::size_t m_tokens = 0;
     std::optional<Problem> m_problem;
 };
-
-std::string quoted(const std::string& text) {
-    return json(text).dump(-1, ' ', false, json::error_handler_t::replace);
-}
 
 }  // namespace
 
@@ -169,6 +167,15 @@ Parsed parse(std::string_view text, const Limits& limits) {
     return parsed;
 }
 
+nlohmann::json parse_or_discard(std::string_view text) {
+    Limits limits;
+    limits.max_depth = k_max_json_depth;
+    limits.depth_name = "k_max_json_depth";
+    Parsed parsed = parse(text, limits);
+    if (parsed.problem) return nlohmann::json(nlohmann::json::value_t::discarded);
+    return std::move(parsed.document);
+}
+
 std::string describe(const Problem& problem, std::string_view text) {
     switch (problem.kind) {
         case Problem::Kind::syntax:
@@ -180,7 +187,7 @@ std::string describe(const Problem& problem, std::string_view text) {
             return (problem.cap.what.empty() ? std::string("an object or array") : problem.cap.what) +
                    " has more than " + std::to_string(problem.cap.limit) + " entries (" + problem.cap.limit_name + ")";
         case Problem::Kind::duplicate_key:
-            return "key " + quoted(problem.path.empty() ? std::string() : problem.path.back().key) +
+            return "key " + quoted_name(problem.path.empty() ? std::string() : problem.path.back().key) +
                    " appears twice in one object";
         case Problem::Kind::cancelled:
             return "reading was cancelled";

@@ -40,7 +40,9 @@ struct Limits {
     // limit is 0.
     MemberCap members;
     // The cap of the container reached through `path` (the open containers
-    // above it, outermost first), asked once when the container opens.
+    // above it, outermost first), asked once when the container opens. It
+    // runs for every container: it must cost little, and build a cap's
+    // words only for a container it caps.
     std::function<std::optional<MemberCap>(const std::vector<Step>& path)> cap_at;
     // Checked every few hundred tokens.
     const std::atomic<bool>* cancel = nullptr;
@@ -65,8 +67,14 @@ struct Parsed {
 
 Parsed parse(std::string_view text, const Limits& limits);
 
+// For readers that take a document or leave it: the document, or a
+// discarded value (is_discarded()) on any problem, with k_max_json_depth
+// nesting (64) and no member cap beyond what the text's own cap gives.
+inline constexpr std::size_t k_max_json_depth = 64;
+nlohmann::json parse_or_discard(std::string_view text);
+
 // The problem in plain words, for the messages of callers that need no
-// words of their own: "key \"x\" appears twice in one object", "nested deeper
+// words of their own: "key 'x' appears twice in one object", "nested deeper
 // than 32 levels (k_max_lock_depth)", "invalid JSON at line 3, column 7
 // (byte 20): ...", "<what> has more than N members (<limit_name>)". A
 // cancelled parse is the caller's to report.

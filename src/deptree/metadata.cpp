@@ -79,7 +79,7 @@ KernelDependency parse_dependency(const json& entry, const std::string& where, s
 
 }  // namespace
 
-VariantMetadata parse_variant_metadata(const std::string& text, const std::string& where) {
+nlohmann::json metadata_document(const std::string& text, const std::string& where) {
     if (text.size() > k_max_metadata_bytes) {
         throw malformed(where,
                         "it is larger than k_max_metadata_bytes (" + std::to_string(k_max_metadata_bytes) + " bytes)");
@@ -97,11 +97,15 @@ VariantMetadata parse_variant_metadata(const std::string& text, const std::strin
     };
     strict_json::Parsed parsed = strict_json::parse(text, limits);
     if (parsed.problem && parsed.problem->kind == strict_json::Problem::Kind::syntax) {
-        throw malformed(where, "not a JSON object");
+        throw malformed(where, "not valid JSON " + strict_json::syntax_position(*parsed.problem, text));
     }
     if (parsed.problem) throw malformed(where, strict_json::describe(*parsed.problem, text));
-    const json doc = std::move(parsed.document);
-    if (!doc.is_object()) throw malformed(where, "not a JSON object");
+    if (!parsed.document.is_object()) throw malformed(where, "not a JSON object");
+    return std::move(parsed.document);
+}
+
+VariantMetadata parse_variant_metadata(const std::string& text, const std::string& where) {
+    const json doc = metadata_document(text, where);
     VariantMetadata out;
     if (auto it = doc.find("kernel-depends"); it != doc.end()) {
         if (!it->is_array()) throw malformed(where, "\"kernel-depends\" is not a list");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -21,6 +22,14 @@ inline constexpr const char* k_kernels_release = "0.17.2";
 inline constexpr std::size_t k_max_metadata_bytes = 4u << 20;
 inline constexpr std::size_t k_max_kernel_depends = 64;  // entries of one "kernel-depends"
 inline constexpr std::size_t k_max_metadata_depth = 32;  // nesting of objects and arrays
+
+// A variant's metadata.json as a document, read strictly (a key twice, or
+// nesting over k_max_metadata_depth, is refused, and "kernel-depends" is
+// bounded as it is read): the one reading both this module and the digest
+// check use. Error(verification) naming `where` (the repo and variant) when
+// it is larger than k_max_metadata_bytes, not JSON (with the position), or
+// not an object.
+nlohmann::json metadata_document(const std::string& text, const std::string& where);
 
 // One entry of "kernel-depends": a repo and exactly one of a version (a
 // "vN" branch) or a revision (a branch, tag or commit).

@@ -37,11 +37,11 @@ bool excluded_from_digest(const std::string& relpath) {
 }
 
 std::optional<std::vector<hub::TreeEntry>> parse_hf_tree_cache(const std::string& text) {
-    const std::optional<std::vector<cache::HfTreeFile>> files = cache::parse_hf_tree(text, "build/");
-    if (!files) return std::nullopt;
+    const cache::HfTree tree = cache::parse_hf_tree(text, "build/");
+    if (tree.status != cache::HfTree::Status::ok) return std::nullopt;
     std::vector<hub::TreeEntry> entries;
-    entries.reserve(files->size());
-    for (const cache::HfTreeFile& file : *files) {
+    entries.reserve(tree.files.size());
+    for (const cache::HfTreeFile& file : tree.files) {
         hub::TreeEntry entry;
         entry.path = file.path;
         entry.is_file = true;

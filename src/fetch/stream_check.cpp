@@ -11,7 +11,6 @@
 
 #include "common/crash_point.hpp"
 #include "common/hint.hpp"
-#include "common/strict_json.hpp"
 #include "common/text.hpp"
 #include "deptree/metadata.hpp"
 #include "kernhub/error.hpp"
@@ -33,15 +32,7 @@ std::optional<MetadataDigest> parse_metadata_digest(const std::string& text, con
         return Error(ErrorCode::verification, "metadata.json of variant " + variant + " is malformed: " + why +
                                                   "; the publisher must fix the repo");
     };
-    strict_json::Limits limits;
-    limits.max_depth = deptree::k_max_metadata_depth;
-    limits.depth_name = "k_max_metadata_depth";
-    strict_json::Parsed parsed = strict_json::parse(text, limits);
-    if (parsed.problem && parsed.problem->kind != strict_json::Problem::Kind::syntax) {
-        throw malformed(strict_json::describe(*parsed.problem, text));
-    }
-    const json doc = std::move(parsed.document);
-    if (parsed.problem || !doc.is_object()) throw malformed("not a JSON object");
+    const json doc = deptree::metadata_document(text, "variant " + variant);
     if (!doc.contains("digest") || doc["digest"].is_null()) return std::nullopt;
     const json& digest_doc = doc["digest"];
     if (!digest_doc.is_object() || !digest_doc.contains("files") || !digest_doc["files"].is_object()) {

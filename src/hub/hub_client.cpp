@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/strict_json.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
 
@@ -193,7 +194,7 @@ std::optional<std::string> HubClient::organization_overview(const std::string& o
 }
 
 bool is_trusted_publisher(const std::string& overview, const std::string& source) {
-    const nlohmann::json doc = nlohmann::json::parse(overview, nullptr, false);
+    const nlohmann::json doc = strict_json::parse_or_discard(overview);
     if (doc.is_discarded() || !doc.is_object()) {
         throw Error(ErrorCode::verification, "the organisation overview from " + source + " is not a JSON object");
     }

@@ -3,6 +3,7 @@
 #include "loader/torch_namespace.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <string_view>
 #include <vector>
@@ -15,8 +16,6 @@
 namespace kernhub::loader {
 
 namespace {
-
-constexpr std::size_t k_max_namespace = 256;
 
 std::string_view strip(std::string_view text) {
     const std::size_t first = text.find_first_not_of(" \t\f\r");
@@ -102,31 +101,62 @@ private:
     bool m_continued = false;
 };
 
-// The right-hand side when `code` assigns `ops` ("ops = x", not "ops == x").
+// The right-hand side when `code` assigns `ops` ("ops = x", "ops: T = x";
+// not "ops == x").
 std::optional<std::string_view> ops_assignment(std::string_view code) {
     code = strip(code);
     if (code.substr(0, 3) != "ops") return std::nullopt;
     std::string_view rest = strip(code.substr(3));
+    if (!rest.empty() && rest[0] == ':') {
+        const std::size_t equals = rest.find('=');
+        if (equals == std::string_view::npos) return std::nullopt;  // an annotation alone assigns nothing
+        rest = rest.substr(equals);
+    }
     if (rest.empty() || rest[0] != '=' || (rest.size() > 1 && rest[1] == '=')) return std::nullopt;
     return strip(rest.substr(1));
 }
 
-// Whether the library's read-only data holds `name` as a whole
-// NUL-terminated string; asked only when the listing's names are incomplete.
-bool holds_string(const std::uint8_t* data, std::size_t size, const std::string& file, const std::string& name) {
-    const std::string needle = std::string(1, '\0') + name + std::string(1, '\0');
-    const std::boyer_moore_horspool_searcher searcher(needle.begin(), needle.end());
-    bool found = false;
-    elf::for_each_read_only_section(data, size, file, [&](const std::uint8_t* bytes, std::size_t length) {
-        const char* begin = reinterpret_cast<const char*>(bytes);
-        const std::string_view block(begin, length);
-        if (found || block.substr(0, name.size() + 1) == needle.substr(1)) {
-            found = true;
-            return;
+// The simple statements of one logical line: split at each ';' outside
+// brackets (strings are already blanked).
+std::vector<std::string_view> simple_statements(std::string_view code) {
+    std::vector<std::string_view> out;
+    int depth = 0;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= code.size(); ++i) {
+        const char c = i < code.size() ? code[i] : ';';
+        if (c == '(' || c == '[' || c == '{') ++depth;
+        if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;
+        if (c == ';' && depth == 0) {
+            out.push_back(code.substr(start, i - start));
+            start = i + 1;
         }
-        found = std::search(begin, begin + length, searcher) != begin + length;
-    });
-    return found;
+    }
+    return out;
+}
+
+// The body of a one-line compound statement ("if x: ops = ..."): what
+// follows its header's ':', which runs only sometimes; nullopt for any
+// other statement.
+std::optional<std::string_view> compound_body(std::string_view statement) {
+    static const char* const keywords[] = {"if",  "elif",   "else",    "for", "while", "with",
+                                           "try", "except", "finally", "def", "class", "async"};
+    statement = strip(statement);
+    for (const char* keyword : keywords) {
+        const std::size_t length = std::strlen(keyword);
+        if (statement.substr(0, length) != keyword ||
+            (statement.size() > length && is_identifier(statement.substr(length, 1)))) {
+            continue;
+        }
+        int depth = 0;
+        for (std::size_t i = length; i < statement.size(); ++i) {
+            const char c = statement[i];
+            if (c == '(' || c == '[' || c == '{') ++depth;
+            if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;
+            if (c == ':' && depth == 0) return statement.substr(i + 1);
+        }
+        return std::string_view();
+    }
+    return std::nullopt;
 }
 
 std::string names_of(const std::set<std::string>& names) {
@@ -148,6 +178,43 @@ std::string claim_words(const NamespaceClaim& claim) {
 
 }  // namespace
 
+bool names_string(const std::uint8_t* data, std::size_t size, const std::string& file, const std::string& name) {
+    const std::string needle = std::string(1, '\0') + name + std::string(1, '\0');
+    const std::boyer_moore_horspool_searcher searcher(needle.begin(), needle.end());
+    bool found = false;
+    elf::for_each_read_only_section(data, size, file, [&](const std::uint8_t* bytes, std::size_t length) {
+        const char* begin = reinterpret_cast<const char*>(bytes);
+        const std::string_view block(begin, length);
+        if (found || block.substr(0, name.size() + 1) == needle.substr(1)) {
+            found = true;
+            return;
+        }
+        found = std::search(begin, begin + length, searcher) != begin + length;
+    });
+    return found;
+}
+
+namespace {
+
+// What one top-level assignment `ops = <value>` says.
+OpsPy assigned(std::string_view value) {
+    const std::string_view prefix = "torch.ops.";
+    if (value.substr(0, prefix.size()) != prefix) return {{}, "assigns ops something other than torch.ops.<namespace>"};
+    const std::string_view name = strip(value.substr(prefix.size()));
+    if (name.size() > k_max_op_name || !is_identifier(name)) {
+        return {{}, "assigns ops torch.ops." + quoted_name(name) + ", which is no namespace name"};
+    }
+    if (name.size() >= 4 && name.substr(0, 2) == "__" && name.substr(name.size() - 2) == "__") {
+        return {{}, "assigns ops torch.ops." + std::string(name) + ", an attribute of torch.ops, not a namespace"};
+    }
+    return {std::string(name), {}};
+}
+
+constexpr const char* k_in_block =
+    "assigns ops inside a block, which kernhub does not run; assign it once at the top level";
+
+}  // namespace
+
 OpsPy read_ops_py(const std::string& text) {
     OpsPy out;
     Lines lines;
@@ -158,24 +225,18 @@ OpsPy read_ops_py(const std::string& text) {
         const Line line = lines.next(std::string_view(text).substr(start, end - start));
         start = end + 1;
         if (!line.statement) continue;
-        const std::optional<std::string_view> value = ops_assignment(line.code);
-        if (!value) continue;
-        if (line.indented) {
-            out = {{}, "assigns ops inside a block, which kernhub does not run; assign it once at the top level"};
+        // A compound header takes the rest of its line as its body
+        // ("else: x = 1; ops = ..." assigns in the block).
+        if (const std::optional<std::string_view> body = compound_body(line.code)) {
+            for (const std::string_view inner : simple_statements(*body)) {
+                if (ops_assignment(inner)) out = {{}, k_in_block};
+            }
             continue;
         }
-        const std::string_view prefix = "torch.ops.";
-        if (value->substr(0, prefix.size()) != prefix) {
-            out = {{}, "assigns ops something other than torch.ops.<namespace>"};
-            continue;
-        }
-        const std::string_view name = strip(value->substr(prefix.size()));
-        if (name.size() > k_max_namespace || !is_identifier(name)) {
-            out = {{}, "assigns ops torch.ops." + quoted_name(name) + ", which is no namespace name"};
-        } else if (name.size() >= 4 && name.substr(0, 2) == "__" && name.substr(name.size() - 2) == "__") {
-            out = {{}, "assigns ops torch.ops." + std::string(name) + ", an attribute of torch.ops, not a namespace"};
-        } else {
-            out = {std::string(name), {}};
+        for (const std::string_view statement : simple_statements(line.code)) {
+            const std::optional<std::string_view> value = ops_assignment(statement);
+            if (!value) continue;
+            out = line.indented ? OpsPy{{}, k_in_block} : assigned(*value);
         }
     }
     return out;
@@ -195,7 +256,7 @@ TorchNamespace choose_namespace(const TorchOpListing& listing, const NamespaceCl
     }
     const bool op_name = std::binary_search(listing.ops.begin(), listing.ops.end(), claim.name);
     const bool held = !op_name && (listing.names.count(claim.name) != 0 ||
-                                   (!listing.names_complete && holds_string(data, size, file, claim.name)));
+                                   (!listing.names_complete && names_string(data, size, file, claim.name)));
     if (held) return {claim.name, {claim.name}};
     throw Error(ErrorCode::verification,
                 "the torch op library " + file + " does not name the op namespace " + quoted_name(claim.name) +

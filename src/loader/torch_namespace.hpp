@@ -51,4 +51,9 @@ struct NamespaceClaim {
 TorchNamespace choose_namespace(const TorchOpListing& listing, const NamespaceClaim& claim, const std::uint8_t* data,
                                 std::size_t size, const std::string& file);
 
+// Whether the library's read-only data holds `name` as a whole
+// NUL-terminated string (one linear search, for when the listing's names
+// are incomplete).
+bool names_string(const std::uint8_t* data, std::size_t size, const std::string& file, const std::string& name);
+
 }  // namespace kernhub::loader

@@ -294,33 +294,55 @@ struct LoadedLibrary {
     std::string sha256;
     std::string file;
     TorchNamespace ns;
-    TorchOpListing listing;
+    TorchOpListing listing;  // without schemas; names only where the guard or check_op needs them
 
-    // The namespaces loading the library may have registered: those its
-    // symbols name, or when they were stripped every name string of its
-    // read-only data that is none of its ops.
-    bool may_register(const std::string& name) const {
-        if (ns.registered.count(name) != 0) return true;
-        return listing.defined_namespaces.empty() && listing.names.count(name) != 0 &&
-               !std::binary_search(listing.ops.begin(), listing.ops.end(), name);
+    // Whether loading the library registers (sure) or may have registered
+    // `name`: its symbols name its namespaces; when they were stripped,
+    // any name string of its read-only data that is none of its ops may be
+    // one, and with more name strings than the listing keeps, any name.
+    enum class Registers { no, maybe, sure };
+    Registers registers(const std::string& name, const std::uint8_t* data = nullptr, std::size_t size = 0) const {
+        if (ns.registered.count(name) != 0) return Registers::sure;
+        if (!listing.defined_namespaces.empty() || std::binary_search(listing.ops.begin(), listing.ops.end(), name)) {
+            return Registers::no;
+        }
+        if (listing.names.count(name) != 0) return Registers::maybe;
+        if (listing.names_complete) return Registers::no;
+        // The bytes at hand are searched; a library loaded earlier, whose
+        // bytes are gone, may have registered anything.
+        return data == nullptr || names_string(data, size, file, name) ? Registers::maybe : Registers::no;
+    }
+
+    // What the table keeps of a library once it is loaded.
+    void trim() {
+        listing.schemas.clear();
+        if (!listing.defined_namespaces.empty() && !listing.ops.empty()) listing.names.clear();
     }
 };
 
-void check_no_clash(const std::vector<LoadedLibrary>& loaded, const LoadedLibrary& next) {
+// Refuses `next` (its bytes at data, size) when a namespace it registers
+// is, or may be, registered by a library already loaded, or the reverse.
+void check_no_clash(const std::vector<LoadedLibrary>& loaded, const LoadedLibrary& next, const std::uint8_t* data,
+                    std::size_t size) {
+    const std::string tail =
+        ", other bytes, and LibTorch takes one library per namespace; load the same variant, or "
+        "this one in another process";
     for (const LoadedLibrary& earlier : loaded) {
         for (const std::string& name : next.ns.registered) {
-            if (!earlier.may_register(name)) continue;
-            const bool sure = earlier.ns.registered.count(name) != 0;
-            throw Error(ErrorCode::load, "cannot load " + next.file + ": its op namespace " + quoted_name(name) +
-                                             (sure ? " is already registered in this process by "
-                                                   : " may already be registered in this process (its name is a "
-                                                     "string of a library whose symbols were stripped) by ") +
-                                             earlier.file +
-                                             ", other bytes, and LibTorch takes one library per namespace; load "
-                                             "the same variant, or this one in another process");
+            const LoadedLibrary::Registers found = earlier.registers(name);
+            if (found == LoadedLibrary::Registers::no) continue;
+            const std::string why = found == LoadedLibrary::Registers::sure
+                                        ? " is already registered in this process by "
+                                        : std::string(" may already be registered in this process (") +
+                                              (earlier.listing.names.count(name) != 0
+                                                   ? "its name is a string of"
+                                                   : "kernhub keeps too few of the name strings to tell, for") +
+                                              " a library whose symbols were stripped) by ";
+            throw Error(ErrorCode::load, "cannot load " + next.file + ": its op namespace " + quoted_name(name) + why +
+                                             earlier.file + tail);
         }
         for (const std::string& name : earlier.ns.registered) {
-            if (!next.may_register(name)) continue;
+            if (next.registers(name, data, size) == LoadedLibrary::Registers::no) continue;
             throw Error(ErrorCode::load, "cannot load " + next.file + ": it may register the op namespace " +
                                              quoted_name(name) +
                                              " (its name is a string of this library, whose symbols were stripped), "
@@ -369,7 +391,7 @@ std::string register_namespace(const LoadRequest& request, const Artifact& artif
             check_binding(elf::inspect_binding(data, size, file), file);
             entry.listing = list_torch_ops(data, size, file, request.cancel);
             entry.ns = choose_namespace(entry.listing, claim, data, size, file);
-            check_no_clash(loaded, entry);
+            check_no_clash(loaded, entry, data, size);
             check_op(entry.listing, entry.ns.name, op, file);
         });
     } catch (const Error&) {
@@ -384,6 +406,7 @@ std::string register_namespace(const LoadRequest& request, const Artifact& artif
                                          e.what());
     }
     std::string ns = entry.ns.name;
+    entry.trim();
     loaded.push_back(std::move(entry));
     return ns;
 }

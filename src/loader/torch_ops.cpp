@@ -13,11 +13,6 @@ namespace kernhub::loader {
 
 namespace {
 
-// An op name ("name" or "name.overload") longer than this is not one: the
-// bound keeps a crafted library's long identifier runs from costing more
-// than linear time, and a message from quoting them whole.
-constexpr std::size_t k_max_op_name = 256;
-
 // Bytes scanned between two looks at the cancel flag.
 constexpr std::size_t k_cancel_stride = 1u << 20;
 
@@ -98,19 +93,26 @@ public:
         for (std::size_t at = 1; at < length; ++at) {
             if (at % k_cancel_stride == 0) check_cancel();
             if (bytes[at] != '(' || !starts_arguments(text + at + 1, length - at - 1)) continue;
+            // The suffix lengths whose hash is a name's, then the longest
+            // that really is one: one lookup a head, however many hit.
             std::uint64_t hash = 0, power = 1;
-            std::string_view longest;
+            std::size_t hits[k_max_op_name];
+            std::size_t count = 0;
             for (std::size_t from = at; from > 0 && at - from < k_max_op_name;) {
                 const auto c = static_cast<unsigned char>(text[--from]);
                 if (!is_identifier_char(c) && c != '.') break;
                 hash += c * power;
                 power *= k_hash_base;
-                const std::string_view name(text + from, at - from);
-                if (m_hashes.count(hash ^ (name.size() << 56)) != 0 && m_listing.names.count(std::string(name)) != 0) {
-                    longest = name;
+                if (m_hashes.count(hash ^ ((at - from) << 56)) != 0) hits[count++] = at - from;
+            }
+            while (count > 0) {
+                const std::size_t run = hits[--count];
+                const std::string_view name(text + at - run, run);
+                if (m_listing.names.find(name) != m_listing.names.end()) {
+                    add_op(std::string(name));
+                    break;
                 }
             }
-            if (!longest.empty()) add_op(std::string(longest));
         }
     }
 

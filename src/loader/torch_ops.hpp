@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -21,6 +22,8 @@ namespace kernhub::loader {
 inline constexpr std::size_t k_max_torch_ops = 16384;
 inline constexpr std::size_t k_max_schema_length = 4096;
 inline constexpr std::size_t k_max_torch_names = 65536;
+// The longest op name or op namespace kernhub takes for one.
+inline constexpr std::size_t k_max_op_name = 256;
 
 struct TorchOpListing {
     // "name" or "name.overload", sorted and unique.
@@ -32,7 +35,7 @@ struct TorchOpListing {
     // "add_one.out"), and the namespace literal TORCH_LIBRARY and
     // STABLE_TORCH_LIBRARY pass. At most k_max_torch_names of them;
     // names_complete says whether that bound left some out.
-    std::set<std::string> names;
+    std::set<std::string, std::less<>> names;
     bool names_complete = true;
     // The namespaces the library defines, from the symbols the two macros
     // leave (TORCH_LIBRARY_init_<ns>, STABLE_TORCH_LIBRARY_static_init_<ns>,

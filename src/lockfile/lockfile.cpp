@@ -7,6 +7,7 @@
 
 #include "common/hint.hpp"
 #include "common/strict_json.hpp"
+#include "common/text.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::lockfile {
@@ -35,22 +36,24 @@ std::optional<strict_json::MemberCap> lock_cap(const std::vector<strict_json::St
     const auto in = [&](std::size_t depth, const char* field) {
         return path.size() == depth && path[depth - 1].object && key(depth - 1) == field;
     };
+    // The words name a kernel and a variant bounded: only a capped
+    // container builds them.
+    const auto kernel = [&] { return "kernel " + quoted_name(key(1)); };
     if (path.empty()) return strict_json::MemberCap{k_max_lock_kernels, "k_max_lock_kernels", "the lock"};
     if (in(1, "kernels")) return strict_json::MemberCap{k_max_lock_kernels, "k_max_lock_kernels", "\"kernels\""};
     if (path.size() == 2 && !path[0].object && in(2, "variants")) {
         return strict_json::MemberCap{k_max_lock_variants, "k_max_lock_variants", "an entry's \"variants\""};
     }
     if (path.size() < 3 || key(0) != "kernels") return std::nullopt;
-    const std::string kernel = "kernel " + quote_json(key(1));
     if (in(3, "variants") || in(3, "missing_targets")) {
-        return strict_json::MemberCap{k_max_lock_variants, "k_max_lock_variants", kernel + ", \"" + key(2) + "\""};
+        return strict_json::MemberCap{k_max_lock_variants, "k_max_lock_variants", kernel() + ", \"" + key(2) + "\""};
     }
     if (in(3, "kernel_depends")) {
-        return strict_json::MemberCap{k_max_lock_kernels, "k_max_lock_kernels", kernel + ", \"kernel_depends\""};
+        return strict_json::MemberCap{k_max_lock_kernels, "k_max_lock_kernels", kernel() + ", \"kernel_depends\""};
     }
     if (in(5, "files") && key(2) == "variants") {
         return strict_json::MemberCap{k_max_lock_files, "k_max_lock_files",
-                                      kernel + ", variant " + quote_json(key(3)) + ", \"files\""};
+                                      kernel() + ", variant " + quoted_name(key(3)) + ", \"files\""};
     }
     return std::nullopt;
 }

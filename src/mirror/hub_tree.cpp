@@ -9,6 +9,7 @@
 
 #include "cache/place_file.hpp"
 #include "common/hint.hpp"
+#include "common/strict_json.hpp"
 #include "common/text.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
@@ -142,23 +143,24 @@ namespace {
 // file: one tree cannot hold both, as one git repository cannot hold the
 // branches "a" and "a/b" (a hub can, as a tag and a branch).
 void check_no_clash(const fs::path& revisions, const hub::RepoRef& repo, const std::string& revision) {
-    const auto clash = [&](const std::string& other) {
+    const auto clash = [&](const std::string& kept, const std::string& why) {
         throw Error(ErrorCode::usage, "cannot mirror revision " + quoted_name(revision) + " of " + repo.repo_id +
-                                          ": this tree keeps revision " + quoted_name(other) +
-                                          " as a file where the other needs a folder (revision/" + other +
-                                          "); mirror the two into separate trees");
+                                          ": this tree keeps revision " + quoted_name(kept) + " there, and " + why +
+                                          "; mirror the two into separate trees");
     };
     std::error_code ec;
     for (std::size_t slash = revision.find('/'); slash != std::string::npos; slash = revision.find('/', slash + 1)) {
         const std::string prefix = revision.substr(0, slash);
         if (fs::exists(fs::symlink_status(revisions / prefix, ec)) && !fs::is_directory(revisions / prefix, ec)) {
-            clash(prefix);
+            clash(prefix, "it is the file revision/" + prefix + " where this one needs a folder");
         }
     }
     if (fs::is_directory(fs::symlink_status(revisions / revision, ec))) {
         fs::directory_iterator inside(revisions / revision, ec);
-        clash(!ec && inside != fs::directory_iterator() ? revision + "/" + inside->path().filename().string()
-                                                        : revision + "/...");
+        const std::string kept = !ec && inside != fs::directory_iterator()
+                                     ? revision + "/" + inside->path().filename().string()
+                                     : revision + "/...";
+        clash(kept, "it is a file in the folder revision/" + revision + " where this one needs a file");
     }
 }
 
@@ -180,7 +182,7 @@ void HubTree::set_revision(const hub::RepoRef& repo, const std::string& revision
     json refs = {{"branches", json::array()}, {"tags", json::array()}, {"converts", json::array()}};
     const fs::path refs_path = api / "refs";
     if (std::optional<std::string> text = read_document(refs_path)) {
-        refs = json::parse(*text, nullptr, false);
+        refs = strict_json::parse_or_discard(*text);
         bool valid =
             refs.is_object() && refs.value("branches", json()).is_array() && refs.value("tags", json()).is_array();
         if (!valid) {

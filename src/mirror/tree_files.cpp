@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/cache.hpp"
+#include "common/strict_json.hpp"
 #include "kernhub/error.hpp"
 #include "mirror/mirror.hpp"
 
@@ -88,7 +89,7 @@ std::vector<std::pair<std::string, fs::path>> revision_files(const fs::path& dir
 }
 
 std::string revision_commit(const fs::path& path, const std::string& text) {
-    json doc = json::parse(text, nullptr, false);
+    json doc = strict_json::parse_or_discard(text);
     if (doc.is_object() && doc.contains("sha") && doc["sha"].is_string() &&
         is_commit_sha(doc["sha"].get<std::string>())) {
         return doc["sha"].get<std::string>();

@@ -140,7 +140,7 @@ nlohmann::json parse_bounded_json(std::string_view text, const char* step, const
             fail(step, what + " is ambiguous: " + strict_json::describe(problem, text) +
                            "; it is not a well-formed Sigstore document");
         default:
-            fail(step, what + " is " + strict_json::describe(problem, text) + "; it is not a Sigstore document");
+            fail(step, what + ": " + strict_json::describe(problem, text) + "; it is not a Sigstore document");
     }
 }
 

@@ -325,6 +325,10 @@ TEST_CASE("import refuses huggingface_hub's listing of a commit when it disagree
          "as blob '" + std::string(40, 'b') + "'"},
         {listing({{lib, so}, {metadata, meta}, {"build/native-cpu/extra.so", so}}),
          "lists build/native-cpu/extra.so, which the snapshot of that variant lacks"},
+        // Two "files": Python's json takes the last, which no check saw.
+        {"{\"format_version\": 1, \"files\": " + nlohmann::json{{lib, so}, {metadata, meta}}.dump() +
+             ", \"files\": " + nlohmann::json{{lib, so}}.dump() + "}",
+         "is not a listing kernhub can read"},
     };
     for (const auto& bad : cases) {
         INFO(bad.problem);

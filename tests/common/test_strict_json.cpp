@@ -48,7 +48,7 @@ TEST_CASE("strict_json refuses a key twice in one object, with the path to it", 
     CHECK(parsed.problem->path[1].key == "b");
     CHECK(parsed.problem->path[2].key == "y");
     CHECK(parsed.document.is_null());
-    CHECK(kernhub::strict_json::describe(*parsed.problem, text) == "key \"y\" appears twice in one object");
+    CHECK(kernhub::strict_json::describe(*parsed.problem, text) == "key 'y' appears twice in one object");
     // Equal keys in different objects are fine.
     CHECK_FALSE(kernhub::strict_json::parse(R"({"a": {"x": 1}, "b": {"x": 1}})", Limits{}).problem);
 }

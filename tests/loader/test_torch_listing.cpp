@@ -109,6 +109,18 @@ TEST_CASE("_ops.py is read as Python runs it: the last top-level assignment, ide
     CHECK(read_ops_py("ops = torch.ops._mine\nx = f(\nops = torch.ops._arg)\n").name == "_mine");
     CHECK(read_ops_py("ops = torch.ops._mine\ny = 1 + \\\nops == 2\n").name == "_mine");
     CHECK(read_ops_py("ops = torch.ops._mine\ns = 'ops = torch.ops._str'\n").name == "_mine");
+    // Statements after a ';', and an annotated assignment, assign too.
+    CHECK(read_ops_py("import torch; ops = torch.ops._b\n").name == "_b");
+    CHECK(read_ops_py("ops = torch.ops._a; ops = torch.ops._b\n").name == "_b");
+    CHECK(read_ops_py("ops: object = torch.ops._b\n").name == "_b");
+    CHECK(read_ops_py("ops = torch.ops._a\nops: object\n").name == "_a");
+    CHECK_THAT(read_ops_py("x = 1;ops=torch.ops.__class__\n").problem, Catch::Contains("attribute of torch.ops"));
+    // A one-line compound statement runs its body only sometimes.
+    CHECK_THAT(read_ops_py("ops = torch.ops._a\nif True: ops = torch.ops._b\n").problem,
+               Catch::Contains("inside a block"));
+    CHECK_THAT(read_ops_py("ops = torch.ops._a\nelse: x = 1; ops = torch.ops._b\n").problem,
+               Catch::Contains("inside a block"));
+    CHECK(read_ops_py("ops = torch.ops._a\niffy = 1\nif x: y = {'ops': 1}\n").name == "_a");
     // No assignment: nothing said, the file name decides.
     const auto none = read_ops_py("import torch\nops_prefix = 1\n");
     CHECK(none.name.empty());
