@@ -15,6 +15,9 @@ namespace kernhub::elf::detail {
 // The longest string of a dynamic segment (DT_NEEDED, DT_SONAME, version
 // names) kernhub reads: PATH_MAX, which ld.so's own file names obey.
 inline constexpr std::size_t k_max_elf_string = 4096;
+// The longest symbol name the walks keep: no C or Python function has a
+// longer one, and longer names are left out.
+inline constexpr std::size_t k_max_symbol_name = 1024;
 
 // One field of an ELF record: its offset inside the record and its width.
 struct Field {

@@ -23,9 +23,6 @@ using detail::Range;
 
 namespace {
 
-// The longest undefined symbol name the walk reads.
-constexpr std::size_t k_max_symbol_name = 1024;
-
 // The dynamic entries the relocation walk needs; addresses are virtual.
 struct RelocationRefs {
     std::optional<std::uint64_t> rela, rela_size, rel, rel_size, jmprel, jmprel_size, pltrel;
@@ -144,7 +141,7 @@ private:
             return nullptr;
         }
         const std::optional<std::string_view> name = m_reader.bounded_string_at(
-            m_strings, m_reader.field(at, m_layout.st_name, "st_name"), k_max_symbol_name, "st_name");
+            m_strings, m_reader.field(at, m_layout.st_name, "st_name"), detail::k_max_symbol_name, "st_name");
         if (!name) return nullptr;
         // Two symbols may carry one name: the first entry holds both.
         auto [it, added] = m_found.emplace(std::string(*name), UndefinedReference{std::string(*name), eager, type});

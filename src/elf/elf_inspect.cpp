@@ -39,7 +39,6 @@ using detail::Segment;
 constexpr std::size_t k_max_needed = 1024;
 constexpr std::size_t k_max_file_name = 255;
 constexpr std::size_t k_max_version_name = 64;
-constexpr std::size_t k_max_symbol_name = 1024;
 constexpr std::size_t k_max_symbol_bytes = 64u << 20;
 
 namespace detail {
@@ -292,7 +291,7 @@ void read_dynsym(const ByteReader& reader, const Layout& layout, const Range& se
         const std::uint64_t offset = reader.field(at, layout.st_name, "st_name");
         if (!offsets.insert(offset).second) continue;
         const std::optional<std::string_view> name =
-            reader.bounded_string_at(strings, offset, k_max_symbol_name, "st_name");
+            reader.bounded_string_at(strings, offset, detail::k_max_symbol_name, "st_name");
         if (!name || name->empty()) continue;
         kept += name->size();
         if (kept > k_max_symbol_bytes) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 
+#include "elf/elf_binding.hpp"
 #include "kernhub/error.hpp"
 #include "loader/torch_namespace.hpp"
 #include "loader/torch_ops.hpp"
@@ -156,4 +157,46 @@ TEST_CASE("a stripped library's namespace must be a whole string of its bytes an
     // A piece of the name, or an op's name, is no namespace.
     CHECK(error_of([&] { choose(bytes, {"_kh_torch_pydata", true}); }).code() == ErrorCode::verification);
     CHECK_THAT(error_of([&] { choose(bytes, {"add_one", true}); }).what(), Catch::Contains("one of its ops"));
+}
+
+TEST_CASE("the read-only sections are visited once however many headers name them", "[loader]") {
+    const std::vector<std::uint8_t> bytes = kernhub::test::slurp_bytes(k_library);
+    const auto visited = [](const std::vector<std::uint8_t>& file) {
+        std::size_t total = 0, visits = 0;
+        kernhub::elf::for_each_read_only_section(file.data(), file.size(), "lib.so",
+                                                 [&](const std::uint8_t*, std::size_t length) {
+                                                     total += length;
+                                                     ++visits;
+                                                 });
+        return std::make_pair(total, visits);
+    };
+    const auto plain = visited(bytes);
+    REQUIRE(plain.first > 0);
+    CHECK(visited(kernhub::test::with_section_copies(bytes, ".rodata", 10000)) == plain);
+    // A section overlapping another in part is one range with it.
+    const std::vector<std::uint8_t> payload(4096, 'x');
+    const auto extra =
+        visited(kernhub::test::with_last_section_copies(kernhub::test::with_read_only_section(bytes, payload), 1000));
+    CHECK(extra.first == plain.first + payload.size());
+    CHECK(extra.second == plain.second + 1);
+}
+
+TEST_CASE("a library whose symbols name several namespaces needs an _ops.py naming one, and registers all",
+          "[loader]") {
+    TorchOpListing listing;
+    listing.defined_namespaces = {"_ns_a", "_ns_b"};
+    listing.ops = {"add_one"};
+    const auto chosen = kernhub::loader::choose_namespace(listing, {"_ns_b", true}, nullptr, 0, "lib.so");
+    CHECK(chosen.name == "_ns_b");
+    CHECK(chosen.registered == std::set<std::string>{"_ns_a", "_ns_b"});
+    // The file name may name one of them too; otherwise nothing says which.
+    CHECK(kernhub::loader::choose_namespace(listing, {"_ns_a", false}, nullptr, 0, "lib.so").name == "_ns_a");
+    const Error several = error_of([&] {
+        kernhub::loader::choose_namespace(listing, {"_other", false}, nullptr, 0, "lib.so");
+    });
+    CHECK(several.code() == ErrorCode::verification);
+    CHECK_THAT(several.what(), Catch::Contains("'_ns_a', '_ns_b'") && Catch::Contains("cannot tell which"));
+    // One namespace and no _ops.py: that one, whatever the file is called.
+    listing.defined_namespaces = {"_ns_a"};
+    CHECK(kernhub::loader::choose_namespace(listing, {"_renamed", false}, nullptr, 0, "lib.so").name == "_ns_a");
 }

@@ -47,24 +47,6 @@ void check_honest_loads(kernhub::Client& client, const Form& form) {
     CHECK(values(kernhub::torch::op<UnaryOp>(result).call(tensor({1.0f, 41.0f}))) == (std::vector<float>{2.0f, 42.0f}));
 }
 
-// How many objects of this process have a file name starting with `stem`.
-int objects_named(const std::string& stem) {
-    struct Count {
-        std::string stem;
-        int found = 0;
-    } count{stem, 0};
-    dl_iterate_phdr(
-        [](struct dl_phdr_info* info, std::size_t, void* data) {
-            auto* c = static_cast<Count*>(data);
-            if (info->dlpi_name != nullptr && fs::path(info->dlpi_name).filename().string().rfind(c->stem, 0) == 0) {
-                ++c->found;
-            }
-            return 0;
-        },
-        &count);
-    return count.found;
-}
-
 }  // namespace
 
 TEST_CASE("an _ops.py that claims a namespace the bytes do not register is refused before dlopen (exit 4)",
@@ -87,6 +69,12 @@ TEST_CASE("an _ops.py that claims a namespace the bytes do not register is refus
         CHECK_FALSE(namespace_loaded(form.ns));
     }
     check_honest_loads(client, form);
+    // The same bytes again, now loaded, with the spoofed _ops.py: the
+    // library that serves them says which namespace it registered.
+    const kernhub::Error again = error_of([&] { load_op(client, repo(form, "spoof")); });
+    CHECK(again.code() == ErrorCode::verification);
+    CHECK(contains(again.what(), "holds the bytes of"));
+    CHECK(contains(again.what(), "'zzz'"));
 }
 
 TEST_CASE("a library renamed without _ops.py loads under the namespace its symbols name, and stripped it is exit 4",
@@ -152,4 +140,27 @@ TEST_CASE("a dependency claiming the kernel's namespace is refused as a lie, and
     CHECK(blocked.code() == ErrorCode::verification);
     CHECK(contains(blocked.what(), "its _ops.py says the namespace is '" + form.ns + "'"));
     check_honest_loads(client, form);
+}
+
+// Each order in a process of its own (ctest runs each test case apart):
+// what one loads stays loaded.
+TEST_CASE("a stripped library holding another kernel's namespace as a string keeps that kernel out",
+          "[torch][needs:torch]") {
+    Setup setup;
+    kernhub::Client client(setup.options(cxx11_variant()));
+    CHECK(load_op(client, "kernhub-test/ops-holds-stable").torch_op == std::string(k_ops_ns) + "::add_one");
+    const kernhub::Error error = error_of([&] { load_op(client, repo({"stable", k_stable_ns}, "honest")); });
+    CHECK(error.code() == ErrorCode::load);
+    CHECK(contains(error.what(), "may already be registered in this process (its name is a string of"));
+    CHECK_FALSE(namespace_loaded(k_stable_ns));
+}
+
+TEST_CASE("a stripped library holding a loaded kernel's namespace as a string is kept out", "[torch][needs:torch]") {
+    Setup setup;
+    kernhub::Client client(setup.options(cxx11_variant()));
+    check_honest_loads(client, {"stable", k_stable_ns});
+    const kernhub::Error error = error_of([&] { load_op(client, "kernhub-test/ops-holds-stable"); });
+    CHECK(error.code() == ErrorCode::load);
+    CHECK(contains(error.what(), "it may register the op namespace '" + std::string(k_stable_ns) + "'"));
+    CHECK_FALSE(namespace_loaded(k_ops_ns));
 }

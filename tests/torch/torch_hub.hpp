@@ -17,9 +17,11 @@
 #include <string>
 
 #include "support/build_paths.hpp"
+#include "support/elf_craft.hpp"
 #include "support/hub_builder.hpp"
 #include "support/hub_server.hpp"
 #include "support/kernel_hub.hpp"
+#include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kernhub::test::torch_hub {
@@ -50,23 +52,28 @@ inline fs::path stripped_fixture(const std::string& ns) {
     return fs::path(build::torch_fixture_dir) / "stripped" / (ns + ".abi3.so");
 }
 
-// Whether an object whose file name starts with `ns` is loaded in this
-// process (each ctest entry is a process of its own).
-inline bool namespace_loaded(const std::string& ns) {
-    struct Search {
-        std::string ns;
-        bool found = false;
-    } search{ns};
+// How many objects of this process have a file name starting with
+// `stem` (each ctest entry is a process of its own).
+inline int objects_named(const std::string& stem) {
+    struct Count {
+        std::string stem;
+        int found = 0;
+    } count{stem, 0};
     dl_iterate_phdr(
         [](struct dl_phdr_info* info, std::size_t, void* data) {
-            auto* s = static_cast<Search*>(data);
-            if (info->dlpi_name != nullptr && fs::path(info->dlpi_name).filename().string().rfind(s->ns, 0) == 0) {
-                s->found = true;
+            auto* c = static_cast<Count*>(data);
+            if (info->dlpi_name != nullptr && fs::path(info->dlpi_name).filename().string().rfind(c->stem, 0) == 0) {
+                ++c->found;
             }
             return 0;
         },
-        &search);
-    return search.found;
+        &count);
+    return count.found;
+}
+
+// Whether an object whose file name starts with `ns` is loaded.
+inline bool namespace_loaded(const std::string& ns) {
+    return objects_named(ns) > 0;
 }
 
 // Why the torch tests cannot run here, "" when they can.
@@ -197,6 +204,25 @@ inline json attack_repos(const std::string& form, const std::string& ns, const s
     });
 }
 
+// The stripped TORCH_LIBRARY library holding the stable library's
+// namespace as one more string of its read-only data: it may register it,
+// as far as its bytes can tell.
+inline fs::path holds_stable_fixture() {
+    static TempDir dir;
+    const fs::path path = dir.path() / (std::string(k_ops_ns) + ".abi3.so");
+    if (!fs::exists(path)) {
+        const std::string ns = k_stable_ns;
+        std::vector<std::uint8_t> payload(1, 0);
+        payload.insert(payload.end(), ns.begin(), ns.end());
+        payload.push_back(0);
+        const std::vector<std::uint8_t> bytes =
+            with_read_only_section(slurp_bytes(stripped_fixture(k_ops_ns)), payload);
+        std::ofstream(path, std::ios::binary)
+            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    return path;
+}
+
 inline json spec() {
     json files = variant_files(cxx11_variant(), k_ops_ns);
     files.update(variant_files(untagged_variant(), k_ops_ns));
@@ -241,6 +267,16 @@ inline json spec() {
          {attack_repos("ops", k_ops_ns, k_stable_ns), attack_repos("stable", k_stable_ns, k_ops_ns)}) {
         repos.insert(repos.end(), attack.begin(), attack.end());
     }
+    json holds = variant_files(cxx11_variant(), k_ops_ns);
+    holds["build/" + cxx11_variant() + "/" + k_ops_ns + ".abi3.so"] = {{"path", holds_stable_fixture().string()}};
+    repos.push_back({{"repo_id", "kernhub-test/ops-holds-stable"},
+                     {"type", "kernel"},
+                     {"commits",
+                      {{{"message", "a stripped library holding another's namespace string"},
+                        {"branches", {"main"}},
+                        {"metadata", true},
+                        {"files", holds},
+                        {"metadata_extra", {{"name", "ops-holds-stable"}, {"python-depends", json::array()}}}}}}});
     // The CUDA variant beside a CPU one of the same kernel: which one a
     // host gets is the backend's choice.
     if (!cuda_variant().empty()) {
