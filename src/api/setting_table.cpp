@@ -113,7 +113,8 @@ using T = SettingType;
 std::vector<SettingSpec> source_rows() {
     return {
         {"endpoint", "KERNHUB_ENDPOINT", "endpoint", T::url, 0, 0, 0, "http://, https:// or file://",
-         "HF_ENDPOINT, else https://huggingface.co", "the hub kernels come from",
+         "HF_ENDPOINT, else https://huggingface.co",
+         "the hub kernels come from: scheme://host[:port][/path], no query string or fragment",
          [](Options& o, const char*, const char* v) { o.endpoint = v; }},
         {"cache_dir", "KERNHUB_CACHE", "cache_dir", T::path, 0, 0, 0, "a folder",
          "KERNELS_CACHE, HF_HUB_CACHE, $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub, ~/.cache/huggingface/hub",
