@@ -164,11 +164,14 @@ private:
 
 std::unique_ptr<Transport> make_transport(const TransportConfig& config) {
     const std::string& endpoint = config.endpoint;
-    // kernhub appends the API's paths to the endpoint: after a query or a
-    // fragment they would land inside it. The query is not shown: it may
+    // kernhub appends the API's paths to an http(s) endpoint: after a query
+    // or a fragment they would land inside it (a file:// endpoint is a
+    // folder, whose name may hold either). The query is not shown: it may
     // hold a token.
     const std::size_t scheme = endpoint.find("://");
-    const std::size_t extra = endpoint.find_first_of("?#", scheme == std::string::npos ? 0 : scheme + 3);
+    const std::size_t extra = endpoint.rfind("file://", 0) == 0 || scheme == std::string::npos
+                                  ? std::string::npos
+                                  : endpoint.find_first_of("?#", scheme + 3);
     if (extra != std::string::npos) {
         throw Error(ErrorCode::usage,
                     "the endpoint '" + http::redact(endpoint.substr(0, extra)) + "' is followed by a " +
