@@ -134,6 +134,7 @@ set(KERNHUB_SOURCES
   src/loader/resolved_table.cpp
   src/loader/sealed_image.cpp
   src/loader/shared_object.cpp
+  src/loader/ops_py.cpp
   src/loader/torch_namespace.cpp
   src/loader/torch_op.cpp
   src/loader/torch_ops.cpp

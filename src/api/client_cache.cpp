@@ -78,7 +78,7 @@ PruneReport Client::cache_prune(const PruneOptions& options) {
     request.dry_run = options.dry_run;
     request.partials = options.partials;
     for (const auto& file : options.keep_locks) {
-        for (const auto& [folder, commits] : cacheadmin::locked_commits(file)) {
+        for (const auto& [folder, commits] : cacheadmin::locked_commits(file, m_impl->options.cancel)) {
             request.keep[folder].insert(commits.begin(), commits.end());
         }
     }

@@ -346,9 +346,10 @@ void check_update_names(const std::vector<registry::KernelSpec>& specs, const Lo
 }
 
 // The lock as it is now, when there is one; Error(usage) for another format.
-lockfile::KernhubLock previous_lock(const fs::path& lock_path, const std::optional<std::string>& old_text) {
+lockfile::KernhubLock previous_lock(const fs::path& lock_path, const std::optional<std::string>& old_text,
+                                    const std::atomic<bool>* cancel) {
     if (!old_text) return {};
-    lockfile::AnyLock parsed = lockfile::parse_lock(*old_text, lock_path.string());
+    lockfile::AnyLock parsed = lockfile::parse_lock(*old_text, lock_path.string(), cancel);
     if (parsed.format != lockfile::Format::kernhub_lock) {
         throw Error(ErrorCode::usage, lock_path.string() + " is a " + to_string(parsed.format) +
                                           ", not a kernhub.lock; move it away or name it kernels.lock");
@@ -418,7 +419,7 @@ LockReport Client::lock(const LockOptions& options) {
     const fs::path lock_path = dir / api::k_lock_name;
     const std::vector<registry::KernelSpec> specs = manifest_specs(dir);
     const std::optional<std::string> old_text = lockfile::read_lock_file(lock_path);
-    const lockfile::KernhubLock previous = previous_lock(lock_path, old_text);
+    const lockfile::KernhubLock previous = previous_lock(lock_path, old_text, m_impl->options.cancel);
     check_update_names(specs, options, dir / "kernhub.json");
     LockReport report;
     report.path = lock_path.string();

@@ -149,7 +149,7 @@ std::pair<fs::path, lockfile::AnyLock> read_lock(const std::string& lock_file, c
         }
         throw Error(ErrorCode::not_found, "lock file " + path.string() + " does not exist");
     }
-    lockfile::AnyLock parsed = lockfile::parse_lock(*text, path.string());
+    lockfile::AnyLock parsed = lockfile::parse_lock(*text, path.string(), options.cancel);
     return {path, std::move(parsed)};
 }
 

@@ -143,8 +143,8 @@ void check_link(const fs::path& archive_file, const std::string& folder, const S
     }
 }
 
-// huggingface_hub's listing of a commit must describe the snapshot the
-// archive brings for it: every link is listed with its blob and size, and a
+// huggingface_hub's listing of a commit must describe the commit's snapshot
+// as the import leaves it (the archive's links and the cache's): every link is listed with its blob and size, and a
 // variant folder the snapshot holds lacks none of the files listed in it
 // (other variants may be absent: a fetch takes one). A malformed one is
 // refused; JSON of another format is kept as it is (huggingface_hub
@@ -159,35 +159,40 @@ void check_hf_tree(const fs::path& archive_file, const std::string& folder, cons
                                "shape), and huggingface_hub would take it for the commit's files");
     }
     if (tree.status == cache::HfTree::Status::other_format) return;
-    const std::vector<cache::HfTreeFile>* files = &tree.files;
     std::unordered_map<std::string, const cache::HfTreeFile*> listed;
-    for (const cache::HfTreeFile& file : *files) listed.emplace(file.path, &file);
-    std::unordered_set<std::string> linked, variants;
+    for (const cache::HfTreeFile& file : tree.files) listed.emplace(file.path, &file);
+    // The snapshot of the commit once the import is done: the archive's
+    // links, and the links the cache already holds (which an archive cannot
+    // replace, check_link).
+    std::unordered_map<std::string, std::pair<std::string, std::uint64_t>> snapshot;
     for (const StagedLink& link : repo.links) {
-        if (link.commit != side.commit) continue;
-        linked.insert(link.path);
-        if (link.path.rfind("build/", 0) == 0) variants.insert(link.path.substr(0, link.path.find('/', 6) + 1));
-        const auto it = listed.find(link.path);
+        if (link.commit == side.commit) snapshot[link.path] = {link.etag, link.size};
+    }
+    for (const auto& file : cache.list_snapshot(side.commit, "")) {
+        if (!file.etag.empty()) snapshot.emplace(file.relpath, std::make_pair(file.etag, file.size));
+    }
+    std::unordered_set<std::string> variants;
+    for (const auto& [path, blob] : snapshot) {
+        if (path.rfind("build/", 0) == 0) variants.insert(path.substr(0, path.find('/', 6) + 1));
+        const auto it = listed.find(path);
         if (it == listed.end()) {
-            throw archive::refusal(archive_file, where, "does not list " + link.path + ", which the snapshot holds");
+            throw archive::refusal(archive_file, where, "does not list " + path + ", which the snapshot holds");
         }
         const cache::HfTreeFile& file = *it->second;
         const std::string& etag = file.lfs_sha256.empty() ? file.blob_id : file.lfs_sha256;
-        if (etag != link.etag || file.size != link.size) {
+        if (etag != blob.first || file.size != blob.second) {
             throw archive::refusal(archive_file, where,
-                                   "lists " + link.path + " as blob " + quoted_name(etag) + " of " +
+                                   "lists " + path + " as blob " + quoted_name(etag) + " of " +
                                        std::to_string(file.size) + " bytes, and the snapshot links it to blob " +
-                                       link.etag + " of " + std::to_string(link.size) + " bytes");
+                                       blob.first + " of " + std::to_string(blob.second) + " bytes");
         }
     }
-    for (const cache::HfTreeFile& file : *files) {
+    for (const cache::HfTreeFile& file : tree.files) {
         const std::size_t slash = file.path.find('/', 6);
         if (file.path.rfind("build/", 0) != 0 || slash == std::string::npos ||
-            variants.count(file.path.substr(0, slash + 1)) == 0 || linked.count(file.path) != 0) {
+            variants.count(file.path.substr(0, slash + 1)) == 0 || snapshot.count(file.path) != 0) {
             continue;
         }
-        std::error_code ec;
-        if (fs::is_symlink(fs::symlink_status(cache.snapshot_path(side.commit, file.path), ec))) continue;
         throw archive::refusal(archive_file, where,
                                "lists " + file.path + ", which the snapshot of that variant lacks");
     }

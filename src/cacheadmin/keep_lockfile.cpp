@@ -7,7 +7,7 @@
 
 namespace kernhub::cacheadmin {
 
-KeptCommits locked_commits(const std::filesystem::path& lock_file) {
+KeptCommits locked_commits(const std::filesystem::path& lock_file, const std::atomic<bool>* cancel) {
     const std::optional<std::string> text = lockfile::read_lock_file(lock_file);
     if (!text) {
         throw Error(ErrorCode::not_found,
@@ -15,7 +15,7 @@ KeptCommits locked_commits(const std::filesystem::path& lock_file) {
                         " whose pins prune is to keep: it does not exist; check the path",
                     hint::setting("prune.keep_locks"));
     }
-    const lockfile::AnyLock parsed = lockfile::parse_lock(*text, lock_file.string());
+    const lockfile::AnyLock parsed = lockfile::parse_lock(*text, lock_file.string(), cancel);
     KeptCommits kept;
     for (const auto& [name, kernel] : parsed.kernhub.kernels) {
         kept[cache::repo_folder_name(kernel.repo_type, kernel.repo_id)].insert(kernel.commit);

@@ -63,7 +63,8 @@ PruneReport prune_scanned(const std::vector<RepoScan>& repos, const PruneRequest
 // The commits a lock file pins: kernhub.lock, or the Python kernels
 // library's kernels.lock in either format (lockfile::parse_lock). Error(not_found)
 // when the file does not exist, Error(usage) when it is not a lock or is
-// over lockfile::k_max_lock_bytes (lockfile::read_lock_file).
-KeptCommits locked_commits(const std::filesystem::path& lock_file);
+// over lockfile::k_max_lock_bytes (lockfile::read_lock_file), and
+// Error(interrupted) once *cancel is set while it is parsed.
+KeptCommits locked_commits(const std::filesystem::path& lock_file, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace kernhub::cacheadmin

@@ -80,6 +80,12 @@ private:
     // A value starts: in an array it is a member.
     bool value() {
         if (!tick()) return false;
+        if (++m_values > m_limits.max_values) {
+            Problem problem = make(Problem::Kind::too_many_values);
+            problem.cap = MemberCap{m_limits.max_values, "k_max_json_values", {}};
+            m_problem = std::move(problem);
+            return false;
+        }
         if (m_frames.empty() || m_path.back().object) return true;
         return count(m_frames.back());
     }
@@ -133,6 +139,7 @@ private:
     std::vector<Frame> m_frames;
     std::vector<Step> m_path;
     std::size_t m_tokens = 0;
+    std::size_t m_values = 0;
     std::optional<Problem> m_problem;
 };
 
@@ -186,6 +193,8 @@ std::string describe(const Problem& problem, std::string_view text) {
         case Problem::Kind::too_many_members:
             return (problem.cap.what.empty() ? std::string("an object or array") : problem.cap.what) +
                    " has more than " + std::to_string(problem.cap.limit) + " entries (" + problem.cap.limit_name + ")";
+        case Problem::Kind::too_many_values:
+            return "holds more than " + std::to_string(problem.cap.limit) + " values (" + problem.cap.limit_name + ")";
         case Problem::Kind::duplicate_key:
             return "key " + quoted_name(problem.path.empty() ? std::string() : problem.path.back().key) +
                    " appears twice in one object";

@@ -33,6 +33,11 @@ struct Step {
     std::string key;
 };
 
+// The default cap on a document's values: 2^21, about 100 MB of
+// nlohmann's values at most, where the largest legitimate documents (a lock
+// at k_max_lock_files, a listing of 100,000 files) hold under 1,000,000.
+inline constexpr std::size_t k_max_json_values = 1u << 21;
+
 struct Limits {
     std::size_t max_depth = 32;
     std::string depth_name;  // "k_max_lock_depth"
@@ -44,12 +49,16 @@ struct Limits {
     // runs for every container: it must cost little, and build a cap's
     // words only for a container it caps.
     std::function<std::optional<MemberCap>(const std::vector<Step>& path)> cap_at;
+    // Values (scalars, objects, arrays) in the whole document: a cap on what
+    // it may cost in memory, as a small text of empty containers costs
+    // thirty times its size.
+    std::size_t max_values = k_max_json_values;
     // Checked every few hundred tokens.
     const std::atomic<bool>* cancel = nullptr;
 };
 
 struct Problem {
-    enum class Kind { syntax, too_deep, too_many_members, duplicate_key, cancelled };
+    enum class Kind { syntax, too_deep, too_many_members, too_many_values, duplicate_key, cancelled };
     Kind kind = Kind::syntax;
     // The containers open at the problem, outermost first; for a duplicate
     // key the last one's key is that key.

@@ -13,12 +13,17 @@
 
 namespace kernhub::loader {
 
-// What _ops.py assigns to `ops` as Python runs it: the last top-level
-// `ops = torch.ops.<NAME>` decides. `problem` is set (and `name` empty)
-// when the last assignment is something else, an assignment sits in a
-// block, or NAME is no namespace (not an identifier, a dunder attribute
-// of torch.ops, longer than 256 bytes); nothing is set when the file
-// assigns no `ops`.
+// What _ops.py assigns to `ops` as Python runs it (ops_py.cpp): the last
+// top-level `ops = torch.ops.<NAME>` (or `ops: T = ...`) decides, the text
+// cut into logical lines as Python's tokenizer cuts it. `problem` is set
+// (and `name` empty) when the last binding of ops is something else: an
+// assignment of another value, one in a block, another form of binding (a
+// tuple, starred or chained target, :=, import, for, with, def, class,
+// del, an augmented assignment), or NAME no namespace (not an identifier,
+// a dunder attribute of torch.ops, over k_max_op_name bytes); and when the
+// code holds non-ASCII bytes, whose identifiers Python folds. Nothing is
+// set when the file binds no `ops`. Dynamic binding (globals(), exec) is
+// not seen.
 struct OpsPy {
     std::string name;
     std::string problem;

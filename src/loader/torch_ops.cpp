@@ -188,7 +188,13 @@ private:
             }
         }
         const std::string_view name = table.substr(begin, end - begin);
-        if (is_identifier(name)) m_listing.defined_namespaces.emplace(name);
+        if (!is_identifier(name) || !m_listing.defined_namespaces.emplace(name).second) return;
+        if (m_listing.defined_namespaces.size() > k_max_torch_namespaces) {
+            throw Error(ErrorCode::verification, m_source + " names more than k_max_torch_namespaces (" +
+                                                     std::to_string(k_max_torch_namespaces) +
+                                                     ") torch op namespaces in its symbols; it is not an op library "
+                                                     "kernhub reads");
+        }
     }
 
     void check_cancel() const {

@@ -22,6 +22,9 @@ namespace kernhub::loader {
 inline constexpr std::size_t k_max_torch_ops = 16384;
 inline constexpr std::size_t k_max_schema_length = 4096;
 inline constexpr std::size_t k_max_torch_names = 65536;
+// Namespaces the symbols may name (more is Error(verification); LibTorch's
+// own library defines 15).
+inline constexpr std::size_t k_max_torch_namespaces = 256;
 // The longest op name or op namespace kernhub takes for one.
 inline constexpr std::size_t k_max_op_name = 256;
 

@@ -356,3 +356,55 @@ TEST_CASE("import refuses huggingface_hub's listing of a commit when it disagree
     }
     CHECK(kernhub::cacheadmin::import_cache(s.root, s.tar).links == 2);
 }
+
+TEST_CASE("a listing in an archive must describe the snapshot the cache already holds for its commit", "[archive]") {
+    Scratch s;
+    ValidCache valid;
+    {
+        TarBuilder tar(s.tar);
+        valid.add_to(tar);
+    }
+    kernhub::cacheadmin::import_cache(s.root, s.tar);
+    const auto listing = [&](const nlohmann::json& files) {
+        return nlohmann::json{{"format_version", 1}, {"files", files}}.dump(1);
+    };
+    const std::string other =
+        "\x7f"
+        "ELF other code";
+    const std::string other_etag = kernhub::digest::sha256_hex(other);
+    const nlohmann::json meta = {{"size", valid.meta.size()}, {"blob_id", valid.meta_etag}};
+    const nlohmann::json swapped = {{"size", other.size()},
+                                    {"blob_id", std::string(40, 'a')},
+                                    {"lfs_sha256", other_etag},
+                                    {"lfs_size", other.size()}};
+    const struct {
+        nlohmann::json files;
+        std::string problem;
+    } cases[] = {
+        // Another blob for lib.so, which the cache links: an offline fetch
+        // would follow the listing to the other bytes.
+        {{{"build/native-cpu/lib.so", swapped}, {"build/native-cpu/metadata.json", meta}},
+         "lists build/native-cpu/lib.so as blob '" + other_etag + "'"},
+        // A listing that leaves out a file the cache's snapshot holds.
+        {{{"build/native-cpu/lib.so", swapped}}, "which the snapshot holds"},
+    };
+    for (const auto& bad : cases) {
+        INFO(bad.problem);
+        Scratch second;
+        {
+            TarBuilder tar(second.tar);
+            tar.file(valid.folder + "/blobs/" + other_etag, other);
+            tar.file(valid.folder + "/trees/" + valid.commit + ".json", listing(bad.files));
+        }
+        const auto before = tree_state(s.root);
+        std::string message;
+        try {
+            kernhub::cacheadmin::import_cache(s.root, second.tar);
+        } catch (const Error& e) {
+            CHECK(e.code() == ErrorCode::verification);
+            message = e.what();
+        }
+        CHECK_THAT(message, Catch::Contains(bad.problem));
+        CHECK(tree_state(s.root) == before);
+    }
+}

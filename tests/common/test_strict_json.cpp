@@ -107,3 +107,16 @@ TEST_CASE("strict_json ends with `cancelled` once the flag is set", "[common]") 
     cancel = false;
     CHECK_FALSE(kernhub::strict_json::parse(text, limits).problem);
 }
+
+TEST_CASE("strict_json stops at its cap on the values of the whole document, naming it", "[common]") {
+    Limits limits;
+    limits.max_values = 1000;
+    std::string text = "[";
+    for (int i = 0; i < 999; ++i) text += i ? ",{}" : "{}";
+    CHECK_FALSE(kernhub::strict_json::parse(text + "]", limits).problem);  // 999 objects and the array
+    const auto over = kernhub::strict_json::parse(text + ",[]]", limits);
+    REQUIRE(over.problem);
+    CHECK(over.problem->kind == Problem::Kind::too_many_values);
+    CHECK(kernhub::strict_json::describe(*over.problem, "") == "holds more than 1000 values (k_max_json_values)");
+    CHECK(Limits{}.max_values == kernhub::strict_json::k_max_json_values);
+}

@@ -122,6 +122,24 @@ TEST_CASE("_ops.py is read as Python runs it: the last top-level assignment, ide
     CHECK_THAT(read_ops_py("ops = torch.ops._a\nelse: x = 1; ops = torch.ops._b\n").problem,
                Catch::Contains("inside a block"));
     CHECK(read_ops_py("ops = torch.ops._a\niffy = 1\nif x: y = {'ops': 1}\n").name == "_a");
+    // Lines end at \r too, and a backslash joins lines, in code and in a string.
+    CHECK(read_ops_py("ops = torch.ops._a\rops = torch.ops._b\r").name == "_b");
+    CHECK(read_ops_py("ops = torch.ops._a\n_s = 'x\\\n'; ops = torch.ops._b\n").name == "_b");
+    CHECK(read_ops_py("ops = torch.ops._a\nops \\\n= torch.ops._b\n").name == "_b");
+    CHECK(read_ops_py("ops = torch.ops._a \\\n\n").name == "_a");
+    CHECK(read_ops_py("ops = torch.ops._a\nx = f(\n  ops=1)\nprint(ops)\ny = ops.add_one\n").name == "_a");
+    // Other forms of binding ops, last, are refused.
+    for (const char* other :
+         {"_y = ops = torch.ops.zzz", "ops, _x = torch.ops.zzz, 1", "(ops) = torch.ops.zzz", "[ops] = [torch.ops.zzz]",
+          "*ops, = [1]", "(ops := torch.ops.zzz)", "for ops in [1]: pass", "with f() as ops: pass", "def ops(): pass",
+          "class ops: pass", "import torch.ops as ops", "from x import ops", "del ops", "ops += 1"}) {
+        INFO(other);
+        CHECK_THAT(read_ops_py(std::string("ops = torch.ops._a\n") + other + "\n").problem,
+                   Catch::Contains("form kernhub does not read") || Catch::Contains("inside a block"));
+    }
+    CHECK_THAT(read_ops_py("ops = torch.ops._a\n\xef\xbd\x8fps = torch.ops.zzz\n").problem,
+               Catch::Contains("outside ASCII"));
+    CHECK(read_ops_py("ops = torch.ops._a  # \xe2\x9c\x93 fine in a comment\ns = '\xc3\xa9'\n").name == "_a");
     // No assignment: nothing said, the file name decides.
     const auto none = read_ops_py("import torch\nops_prefix = 1\n");
     CHECK(none.name.empty());

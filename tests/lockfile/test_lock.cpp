@@ -1,6 +1,7 @@
 // The lock module: kernhub.lock written and read back, the kernels
 // library's two kernels.lock formats, strictness and limits, the variant
 // hash and the diff.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -199,4 +200,23 @@ TEST_CASE("kernhub.lock carries a variant's signer and reads it back strictly", 
             CHECK_THAT(e.message(), Catch::Contains("signer"));
         }
     }
+}
+
+TEST_CASE("a lock's parse ends with Error(interrupted) once the cancel flag is set, and reads it otherwise") {
+    std::string text = "[";
+    for (int i = 0; i < 2000; ++i) {
+        text += std::string(i ? "," : "") + R"({"dependency": {"repo-id": "org/k)" + std::to_string(i) +
+                R"(", "version": 1}, "lock": {"commit": ")" + std::string(40, 'a') + R"("}})";
+    }
+    text += "]";
+    std::atomic<bool> cancel{true};
+    try {
+        lockfile::parse_lock(text, "kernels.lock", &cancel);
+        FAIL("a cancelled parse went on");
+    } catch (const Error& e) {
+        CHECK(e.code() == ErrorCode::interrupted);
+        CHECK_THAT(e.what(), Catch::Contains("kernels.lock"));
+    }
+    cancel = false;
+    CHECK(lockfile::parse_lock(text, "kernels.lock", &cancel).kernels.size() == 2000);
 }
