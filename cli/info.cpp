@@ -10,6 +10,7 @@ static nlohmann::ordered_json info_json(const InfoResult& info) {
     for (const auto& v : info.variants) {
         nlohmann::ordered_json item = {{"name", v.name}, {"selected", v.selected}};
         if (!v.selected) item["reason"] = v.reason;
+        if (!v.load_refusal.empty()) item["load_refusal"] = v.load_refusal;
         variants.push_back(std::move(item));
     }
     nlohmann::ordered_json facts = nlohmann::ordered_json::array();
@@ -70,6 +71,9 @@ Command add_info_command(CLI::App& app) {
                 for (const auto& v : info.variants) {
                     std::cout << (v.selected ? "  * " : "    ") << printable(v.name)
                               << (v.selected ? "  (selected)" : "  - " + printable(v.reason)) << '\n';
+                    if (v.selected && !v.load_refusal.empty()) {
+                        std::cout << "      fetched, not loaded: " << printable(v.load_refusal) << '\n';
+                    }
                 }
                 if (info.selected.empty()) std::cout << "no variant fits; pick one with --target\n";
                 if (!info.signature_policy) {

@@ -277,6 +277,11 @@ struct VariantStatus {
     std::string name;
     bool selected = false;
     std::string reason;  // why it was not selected; empty for the selected one
+    // Why kernhub would not load this variant even though a host may
+    // select it (a noarch or SDK build, a torch build for a backend other
+    // than the CPU or CUDA); empty when it loads it (docs/kernels.md, "What
+    // a load refuses that selection accepts").
+    std::string load_refusal;
 };
 
 // One fact about the machine selected for, and where it came from
@@ -523,7 +528,7 @@ KernelFn<Signature> Client::resolve(const std::string& ref) const {
 // "0.3.0". No error.
 KERNHUB_API const char* version() noexcept;
 // The release of the Python `kernels` library whose formats this kernhub
-// follows ("0.17.2"): a variant whose metadata.json asks for a newer one
+// follows ("0.19.1"): a variant whose metadata.json asks for a newer one
 // ("kernels-minver") is refused on this machine (docs/registry.md, "Kernel
 // dependencies").
 KERNHUB_API const char* kernels_release() noexcept;

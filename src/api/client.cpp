@@ -227,10 +227,11 @@ InfoResult Client::info(const std::string& ref) {
     info.targets = request.host.targets;
     if (choice.selection.chosen) {
         info.selected = *choice.selection.chosen;
-        info.variants.push_back(VariantStatus{info.selected, true, {}});
+        info.variants.push_back(VariantStatus{info.selected, true, {}, api::load_refusal_of(info.selected)});
     }
     for (const auto& rejection : choice.selection.rejected) {
-        info.variants.push_back(VariantStatus{rejection.variant, false, rejection.reason});
+        info.variants.push_back(
+            VariantStatus{rejection.variant, false, rejection.reason, api::load_refusal_of(rejection.variant)});
     }
     std::vector<std::string> names;
     for (const auto& candidate : choice.candidates) names.push_back(candidate.name);

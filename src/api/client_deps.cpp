@@ -127,10 +127,11 @@ InfoResult ClientImpl::local_info(const registry::KernelSpec& spec, const fs::pa
     info.targets = facts.targets;
     const fetch::LocalVariant local = fetch::resolve_local_kernel(folder, facts, spec.file);
     info.selected = local.variant;
-    info.variants.push_back(VariantStatus{local.variant, true, {}});
+    info.variants.push_back(VariantStatus{local.variant, true, {}, api::load_refusal_of(local.variant)});
     std::vector<std::string> names{local.variant};
     for (const auto& rejection : local.selection.rejected) {
-        info.variants.push_back(VariantStatus{rejection.variant, false, rejection.reason});
+        info.variants.push_back(
+            VariantStatus{rejection.variant, false, rejection.reason, api::load_refusal_of(rejection.variant)});
         names.push_back(rejection.variant);
     }
     std::sort(info.variants.begin(), info.variants.end(),

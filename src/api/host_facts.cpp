@@ -2,8 +2,10 @@
 #include "api/host_facts.hpp"
 
 #include "common/hint.hpp"
+#include "common/python_env.hpp"
 #include "common/text.hpp"
 #include "cuda/driver.hpp"
+#include "select/rules.hpp"
 #include "tvmffi/runtime.hpp"
 
 namespace kernhub::api {
@@ -28,6 +30,16 @@ select::Backend torch_backend(const TorchInfo& torch) {
     return select::Backend{select::BackendKind::cpu, 0, 0, false};
 }
 
+void add_python_report(HostDetection& found, const std::string& source) {
+    const select::HostFacts& facts = found.facts;
+    // A described host's unnamed Python is the default, still a fact of the description.
+    const std::string fallback = source == "host description" ? source : std::string("the default");
+    found.report.push_back({"python", version_text(facts.python.value_or(select::k_default_python)),
+                            facts.python ? source : fallback});
+    found.report.push_back({"free-threaded", facts.free_threaded ? "true" : "false", facts.python ? source : fallback});
+    found.report.push_back({"mlx", facts.mlx ? "true" : "false", facts.python || facts.mlx ? source : fallback});
+}
+
 HostDetection described(const Settings& settings) {
     HostDetection found;
     found.facts = select::parse_host_spec(settings.host);
@@ -41,6 +53,7 @@ HostDetection described(const Settings& settings) {
     if (facts.macos) found.report.push_back({"macos", version_text(*facts.macos), source});
     const select::RuntimeProbe tvm_ffi = facts.tvm_ffi();
     found.report.push_back({"tvm-ffi", tvm_ffi.version ? version_text(*tvm_ffi.version) : "none", source});
+    add_python_report(found, source);
     return found;
 }
 
@@ -78,6 +91,20 @@ void add_torch(HostDetection& found, const Settings& settings, const Options& op
                             found.torch->abi_source.empty() ? torch.source : found.torch->abi_source});
 }
 
+// The Python whose tags variants must fit: the environment torch came from,
+// else the active one ($VIRTUAL_ENV, $CONDA_PREFIX), else the default.
+void add_python(HostDetection& found) {
+    std::optional<python_env::PythonFacts> python;
+    if (found.torch) python = python_env::python_of(found.torch->lib_dir.string());
+    if (!python) python = python_env::active_python();
+    if (python) {
+        found.facts.python = python->version;
+        found.facts.free_threaded = python->free_threaded;
+        found.facts.mlx = python->mlx;
+    }
+    add_python_report(found, python ? python->source : std::string());
+}
+
 void add_backend(HostDetection& found, const Settings& settings) {
     std::string source;
     if (settings.backend == "cpu") {
@@ -108,8 +135,15 @@ HostDetection detect_host(const Settings& settings, const Options& options) {
     found.report.push_back({"os", found.facts.os, "uname"});
     if (settings.targets.empty()) add_driver(found);
     add_torch(found, settings, options);
+    add_python(found);
     add_backend(found, settings);
     return found;
+}
+
+std::string load_refusal_of(const std::string& variant) {
+    const std::optional<select::Variant> parsed = select::parse_variant(variant);
+    if (!parsed) return {};
+    return select::rules::load_refusal(*parsed).value_or(std::string());
 }
 
 }  // namespace kernhub::api

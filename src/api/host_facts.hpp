@@ -28,4 +28,8 @@ struct HostDetection {
 // backend that the machine does not have.
 HostDetection detect_host(const Settings& settings, const Options& options);
 
+// VariantStatus::load_refusal of a variant name: select::rules::
+// load_refusal, or empty when kernhub loads it or the name does not parse.
+std::string load_refusal_of(const std::string& variant);
+
 }  // namespace kernhub::api

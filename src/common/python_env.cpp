@@ -4,6 +4,8 @@
 
 #include <dirent.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <utility>
@@ -19,22 +21,50 @@ std::string from_environment(const char* name) {
     return value == nullptr ? std::string() : std::string(value);
 }
 
-// The python3.<minor> folders of <prefix>/lib, newest minor first
+// "python3.12" -> 12, "python3.13t" -> 13 with free_threaded; nullopt for
+// any other name.
+std::optional<long> python_minor(const std::string& name, bool& free_threaded) {
+    const std::string prefix = "python3.";
+    if (name.rfind(prefix, 0) != 0) return std::nullopt;
+    std::string digits = name.substr(prefix.size());
+    free_threaded = !digits.empty() && digits.back() == 't';
+    if (free_threaded) digits.pop_back();
+    if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos) {
+        return std::nullopt;
+    }
+    return std::stol(digits);
+}
+
+bool is_file(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+PythonFacts facts_of(const std::string& python_folder, long minor, bool free_threaded) {
+    PythonFacts facts;
+    facts.version = {3, static_cast<int>(minor)};
+    facts.free_threaded = free_threaded;
+    facts.source = python_folder;
+    for (const char* packages : {"/site-packages", "/dist-packages"}) {
+        if (is_file(python_folder + packages + "/mlx/__init__.py")) facts.mlx = true;
+    }
+    return facts;
+}
+
+// The python3.<minor>[t] folders of <prefix>/lib, newest minor first
 // (python3.12 before python3.9).
 std::vector<std::string> python_folders(const std::string& lib) {
     std::vector<std::pair<long, std::string>> found;
     DIR* dir = ::opendir(lib.c_str());
     if (dir == nullptr) return {};
     int seen = 0;
-    const std::string prefix = "python3.";
     while (const dirent* entry = ::readdir(dir)) {
         if (++seen > k_max_lib_entries) break;
         const std::string name = entry->d_name;
-        if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() || name.size() > prefix.size() + 4 ||
-            name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
-            continue;
-        }
-        found.emplace_back(std::stol(name.substr(prefix.size())), lib + "/" + name);
+        bool free_threaded = false;
+        const std::optional<long> minor = python_minor(name, free_threaded);
+        if (!minor) continue;
+        found.emplace_back(*minor, lib + "/" + name);
     }
     ::closedir(dir);
     std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -65,6 +95,44 @@ std::vector<std::string> package_folders() {
         }
     }
     return folders;
+}
+
+std::optional<PythonFacts> python_of(const std::string& path) {
+    // Walk up: .../lib/python3.12/site-packages[/torch...].
+    std::string rest = path;
+    while (!rest.empty() && rest.back() == '/') rest.pop_back();
+    for (int depth = 0; depth < 64 && !rest.empty(); ++depth) {
+        const std::size_t slash = rest.rfind('/');
+        if (slash == std::string::npos) return std::nullopt;
+        const std::string name = rest.substr(slash + 1);
+        const std::string parent = rest.substr(0, slash);
+        if (name == "site-packages" || name == "dist-packages") {
+            const std::size_t up = parent.rfind('/');
+            bool free_threaded = false;
+            const std::optional<long> minor =
+                up == std::string::npos ? std::nullopt : python_minor(parent.substr(up + 1), free_threaded);
+            if (minor && parent.substr(0, up).size() >= 4 && parent.compare(up - 4, 4, "/lib") == 0) {
+                return facts_of(parent, *minor, free_threaded);
+            }
+        }
+        rest = parent;
+    }
+    return std::nullopt;
+}
+
+std::optional<PythonFacts> active_python() {
+    for (const char* variable : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
+        const std::string value = from_environment(variable);
+        if (value.empty() || value.front() != '/') continue;
+        for (const auto& folder : python_folders(value + "/lib")) {
+            const std::string name = folder.substr(folder.rfind('/') + 1);
+            bool free_threaded = false;
+            if (const std::optional<long> minor = python_minor(name, free_threaded)) {
+                return facts_of(folder, *minor, free_threaded);
+            }
+        }
+    }
+    return std::nullopt;
 }
 
 }  // namespace kernhub::python_env

@@ -16,7 +16,7 @@ namespace kernhub::deptree {
 // The `kernels` release whose formats kernhub follows (metadata.json,
 // kernels.lock, the cache layout): a variant whose "kernels-minver" is
 // newer needs something kernhub does not know.
-inline constexpr const char* k_kernels_release = "0.17.2";
+inline constexpr const char* k_kernels_release = "0.19.1";
 
 // Bounds on what one metadata.json may declare.
 inline constexpr std::size_t k_max_metadata_bytes = 4u << 20;
@@ -76,7 +76,7 @@ std::optional<int> compare_versions(const std::string& a, const std::string& b);
 
 // Why `metadata` asks for a newer `kernels` than k_kernels_release, or ""
 // when it does not: "needs kernels>=0.18.0 (its kernels-minver), and kernhub
-// follows kernels 0.17.2".
+// follows kernels 0.19.1".
 std::string minver_problem(const VariantMetadata& metadata);
 
 }  // namespace kernhub::deptree

@@ -4,6 +4,7 @@
 #include "common/join.hpp"
 #include "kernhub/error.hpp"
 #include "loader/kind.hpp"
+#include "select/rules.hpp"
 
 namespace kernhub::loader {
 
@@ -110,6 +111,14 @@ std::string runtime_status(const std::vector<std::string>& variants, const std::
 }
 
 Loaded load(const LoadRequest& request) {
+    // A noarch or SDK build fits the host but holds nothing kernhub loads
+    // as a kernel (select::rules::load_refusal); as a dependency it is
+    // opened where it has a library (load_dependency).
+    if (request.variant && (request.variant->family == select::Family::noarch ||
+                            request.variant->family == select::Family::sdk)) {
+        throw Error(ErrorCode::load, "variant " + request.fetched.variant + " of " + request.fetched.repo_id + ": " +
+                                         *select::rules::load_refusal(*request.variant));
+    }
     const Pick chosen = pick(request);
     const Artifact artifact(request, chosen.artifact);
     Loaded loaded;

@@ -26,6 +26,7 @@
 #include "loader/torch_namespace.hpp"
 #include "loader/torch_ops.hpp"
 #include "loader/torch_runtime.hpp"
+#include "select/rules.hpp"
 #include "select/variant.hpp"
 #include "torchenv/torch_facts.hpp"
 
@@ -72,34 +73,24 @@ void complete_version(const LoadRequest& request, TorchRuntime& runtime) {
     if (!runtime.cxx11_abi) runtime.cxx11_abi = request.torch->cxx11_abi;
 }
 
-// A torch{MM} variant needs exactly that torch, a torch-stable-abi{MM} one
-// that torch or a later one of the same major; a cxx11 or cxx98 tag the
-// same C++ ABI.
+// The fit rule selection applies (select::rules::torch_reason), checked
+// against the LibTorch in this process rather than the torch kernhub found.
 void check_fit(const LoadRequest& request, const TorchRuntime& runtime) {
     const select::Variant& variant = *request.variant;
-    const std::string need = std::to_string(variant.family_major) + "." + std::to_string(variant.family_minor);
-    const bool stable = variant.family == select::Family::torch_stable_abi;
-    const bool fits = stable ? runtime.major == variant.family_major && runtime.minor >= variant.family_minor
-                             : runtime.major == variant.family_major && runtime.minor == variant.family_minor;
-    const std::string ours = "this process's LibTorch " + runtime.library + " is " + runtime.version;
-    if (!fits) {
-        throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id + " needs torch " +
-                                         need + (stable ? " or a later 2.x" : "") + ", and " + ours +
-                                         "; fetch the variant for torch " + std::to_string(runtime.major) + "." +
-                                         std::to_string(runtime.minor) + ", or run with torch " + need);
-    }
-    if (variant.cxx_abi.empty() || !runtime.cxx11_abi) return;
-    const bool wants_cxx11 = variant.cxx_abi == "cxx11";
-    if (wants_cxx11 != *runtime.cxx11_abi) {
-        throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id +
-                                         " is built for the " + variant.cxx_abi + " C++ ABI, and " + ours +
-                                         " built for the " + (*runtime.cxx11_abi ? "cxx11" : "cxx98") +
-                                         " one; fetch the variant with the other ABI tag");
-    }
+    std::optional<bool> cxx11 = runtime.cxx11_abi;
+    if (!cxx11 && request.torch) cxx11 = request.torch->cxx11_abi;
+    const std::optional<std::string> reason =
+        select::rules::torch_reason(variant, std::make_pair(runtime.major, runtime.minor), cxx11);
+    if (!reason) return;
+    throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id +
+                                     " does not fit this process's LibTorch " + runtime.library + " (torch " +
+                                     runtime.version + "): it " + *reason +
+                                     "; fetch the variant for this torch (kernhub selects it when it knows this "
+                                     "torch: KERNHUB_TORCH_DIR), or run with the torch the variant needs");
 }
 
-// A cu{XY} variant fits a torch built with CUDA X.Z, Z >= Y, as in
-// selection; checked when the torch's CUDA version is known.
+// The backend rule selection applies (select::rules::backend_reason),
+// against the CUDA this process's torch was built with, when known.
 void check_torch_cuda_fit(const LoadRequest& request, const TorchRuntime& runtime) {
     std::optional<std::string> cuda = torch_cuda_version(runtime.library);
     if (!cuda && request.torch && !request.torch->cuda.empty()) cuda = request.torch->cuda;
@@ -116,11 +107,13 @@ void check_torch_cuda_fit(const LoadRequest& request, const TorchRuntime& runtim
                     hint::setting("backend"));
     }
     const std::optional<std::pair<int, int>> has = torchenv::major_minor(*cuda);
-    if (has && (has->first != variant.backend.major || has->second < variant.backend.minor)) {
+    if (!has) return;
+    select::HostFacts facts;
+    const select::Backend torch_backend{select::BackendKind::cuda, has->first, has->second, true};
+    if (auto reason = select::rules::backend_reason(facts, torch_backend, variant.backend)) {
         throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id +
-                                         " needs a torch built with CUDA " + need + " (or a later " +
-                                         std::to_string(variant.backend.major) + ".x), and " + ours +
-                                         "was built with CUDA " + *cuda + "; fetch the variant for CUDA " + *cuda);
+                                         " does not fit " + ours + "(built with CUDA " + *cuda + "): it " + *reason +
+                                         "; fetch the variant for CUDA " + *cuda);
     }
 }
 
@@ -175,23 +168,18 @@ void require_torch_cuda(const LoadRequest& request, const TorchRuntime& runtime,
     open_torch_cuda(request.load_torch_from, runtime.library);
 }
 
-// kernhub loads torch variants built for the CPU and for CUDA.
+// What a load refuses beyond selection is said in one place
+// (select::rules::load_refusal); a CUDA variant then needs the device and
+// LibTorch's CUDA part.
 void check_backend(const LoadRequest& request, const TorchRuntime& runtime, const std::string& file) {
     const select::Variant& variant = *request.variant;
-    switch (variant.backend.kind) {
-        case select::BackendKind::cpu:
-            return;
-        case select::BackendKind::cuda:
-            check_torch_cuda_fit(request, runtime);
-            require_cuda_device(variant, file);
-            require_torch_cuda(request, runtime, file);
-            return;
-        default:
-            throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id +
-                                             " is built for " + select::kind_word(variant.backend.kind) +
-                                             ", and kernhub loads torch variants built for the CPU or CUDA; "
-                                             "load it from Python with the kernels library");
+    if (auto refusal = select::rules::load_refusal(variant)) {
+        throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id + ": " + *refusal);
     }
+    if (variant.backend.kind != select::BackendKind::cuda) return;
+    check_torch_cuda_fit(request, runtime);
+    require_cuda_device(variant, file);
+    require_torch_cuda(request, runtime, file);
 }
 
 bool is_python_symbol(const std::string& name) {

@@ -75,6 +75,7 @@ std::string describe(const HostFacts& host) {
         if (host.torch_cxx11_abi) text += *host.torch_cxx11_abi ? " (cxx11 ABI)" : " (cxx98 ABI)";
     }
     if (host.macos) text += ", macOS " + text_of(*host.macos);
+    if (host.python) text += ", Python " + text_of(*host.python) + (host.free_threaded ? " (free-threaded)" : "");
     const Backend backend = selected_backend(host);
     if (host.backend) text += ", backend " + backend_spelling(backend);
     return text;

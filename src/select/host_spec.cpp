@@ -15,8 +15,12 @@ namespace {
 
 // A description longer than this is not a machine's.
 constexpr std::size_t k_max_host_spec = 512;
-constexpr std::array<std::string_view, 10> k_keys{"cpu",   "os",    "cuda",      "rocm",    "xpu",
-                                                  "metal", "torch", "cxx11-abi", "tvm-ffi", "macos"};
+constexpr std::array<std::string_view, 16> k_keys{
+    "cpu",   "os",     "cuda",  "rocm",      "xpu",     "cann",  "metal",  "neuron",
+    "tpu",   "torch",  "cxx11-abi", "tvm-ffi", "macos", "python", "free-threaded", "mlx"};
+constexpr const char* k_key_list =
+    "cpu, os, cuda, rocm, xpu, cann, metal, neuron, tpu, torch, cxx11-abi, tvm-ffi, macos, python, "
+    "free-threaded, mlx";
 
 Error bad(const std::string& what) {
     return Error(ErrorCode::usage, "the host description " + what, hint::setting("host"));
@@ -49,7 +53,9 @@ Backend versioned(BackendKind kind, std::pair<int, int> version) {
 
 // Sets the backend key `key` once; a second backend is an error.
 void set_backend(HostFacts& host, const std::string& key, const std::string& value) {
-    if (host.backend) throw bad("names two backends: at most one of cuda, rocm, xpu and metal");
+    if (host.backend) {
+        throw bad("names two backends: at most one of cuda, rocm, xpu, cann, metal, neuron and tpu");
+    }
     if (key == "cuda") {
         host.cuda = version_of(key, value);
         host.backend = versioned(BackendKind::cuda, *host.cuda);
@@ -57,10 +63,14 @@ void set_backend(HostFacts& host, const std::string& key, const std::string& val
         host.backend = versioned(BackendKind::rocm, version_of(key, value));
     } else if (key == "xpu") {
         host.backend = versioned(BackendKind::xpu, version_of(key, value));
+    } else if (key == "cann") {
+        host.backend = versioned(BackendKind::cann, version_of(key, value));
     } else if (value == "true") {
-        host.backend = Backend{BackendKind::metal, 0, 0, false};
+        const BackendKind kind =
+            key == "metal" ? BackendKind::metal : key == "neuron" ? BackendKind::neuron : BackendKind::tpu;
+        host.backend = Backend{kind, 0, 0, false};
     } else {
-        throw bad("metal=" + quoted_name(value) + " is not true (leave metal out for another backend)");
+        throw bad(key + "=" + quoted_name(value) + " is not true (leave " + key + " out for another backend)");
     }
 }
 
@@ -80,6 +90,12 @@ void set_key(HostFacts& host, const std::string& key, const std::string& value) 
         host.torch_cxx11_abi = flag_of(key, value);
     } else if (key == "macos") {
         host.macos = version_of(key, value);
+    } else if (key == "python") {
+        host.python = version_of(key, value);
+    } else if (key == "free-threaded") {
+        host.free_threaded = flag_of(key, value);
+    } else if (key == "mlx") {
+        host.mlx = flag_of(key, value);
     } else if (key == "tvm-ffi") {
         const std::pair<int, int> version = version_of(key, value);
         host.tvm_ffi = [version] { return RuntimeProbe{version, {}}; };
@@ -106,9 +122,7 @@ HostFacts parse_host_spec(std::string_view spec) {
         }
         const std::string key = pair.substr(0, equals);
         if (std::find(k_keys.begin(), k_keys.end(), key) == k_keys.end()) {
-            throw bad("key " + quoted_name(key) +
-                      " is unknown; keys: cpu, os, cuda, rocm, xpu, metal, torch, "
-                      "cxx11-abi, tvm-ffi, macos");
+            throw bad("key " + quoted_name(key) + " is unknown; keys: " + k_key_list);
         }
         if (std::find(seen.begin(), seen.end(), key) != seen.end()) throw bad("names " + key + " twice");
         seen.push_back(key);
@@ -116,6 +130,7 @@ HostFacts parse_host_spec(std::string_view spec) {
     }
     if (host.cpu.empty() || host.os.empty()) throw bad("needs both cpu and os");
     if (host.torch_cxx11_abi && !host.torch) throw bad("names cxx11-abi without torch");
+    if (host.free_threaded && !host.python) throw bad("names free-threaded without python");
     if (!host.backend) host.backend = Backend{BackendKind::cpu, 0, 0, false};
     return host;
 }

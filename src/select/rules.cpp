@@ -34,39 +34,39 @@ std::optional<std::string> platform_reason(const HostFacts& host, const Variant&
     return "built for " + variant.cpu + "-" + variant.os + ", host is " + host.cpu + "-" + host.os;
 }
 
-std::optional<std::string> framework_reason(const HostFacts& host, const Variant& variant) {
-    const std::pair<int, int> built{variant.family_major, variant.family_minor};
-    if (variant.family == Family::torch) {
-        if (!host.torch || *host.torch != built) {
-            return "needs torch " + pair_text(built) + ", host has " + torch_text(host.torch);
-        }
-        const bool tagged = !variant.cxx_abi.empty();
-        if (tagged && (!host.torch_cxx11_abi || *host.torch_cxx11_abi != (variant.cxx_abi == "cxx11"))) {
-            return "built for the " + variant.cxx_abi + " ABI, torch uses " + abi_word(host.torch_cxx11_abi);
-        }
-    } else if (variant.family == Family::torch_stable_abi && (!host.torch || built > *host.torch)) {
-        return "needs torch " + pair_text(built) + " or newer, host has " + torch_text(host.torch);
+std::string python_text(const std::pair<int, int>& version) {
+    return "Python " + pair_text(version);
+}
+
+// A build's Python tag against the host's Python: abi3 does not load in a
+// free-threaded Python, and the tag's version is a minimum.
+std::optional<std::string> python_reason(const HostFacts& host, const PythonTag& tag) {
+    const std::pair<int, int> python = host.python.value_or(k_default_python);
+    if (!tag.abi3t && host.free_threaded) {
+        return "an abi3 build, and the host's " + python_text(python) + " is free-threaded (it loads abi3t only)";
+    }
+    if (python < std::make_pair(tag.major, tag.minor)) {
+        return "needs " + python_text({tag.major, tag.minor}) + " or later, host has " + python_text(python);
     }
     return std::nullopt;
 }
 
-// Given a CUDA x.y backend, variants for CUDA x.z with z <= y fit;
-// otherwise the backend must be spelled the same.
-std::optional<std::string> backend_reason(const HostFacts& host, const Backend& backend, const Variant& variant) {
-    const Backend& built = variant.backend;
-    if (backend.kind == BackendKind::cuda && built.kind == BackendKind::cuda) {
-        if (built.major == backend.major && built.minor <= backend.minor) return std::nullopt;
-        return "needs CUDA " + version_text(built.major, built.minor) + ", the backend is CUDA " +
-               version_text(backend.major, backend.minor);
-    }
-    if (backend_spelling(built) != backend_spelling(backend)) {
-        return "built for " + backend_spelling(built) + ", the backend is " + backend_spelling(backend);
-    }
-    if (built.kind == BackendKind::metal && (!host.macos || *host.macos < k_metal_min_macos)) {
-        return "Metal variants need macOS " + pair_text(k_metal_min_macos) + " or later, host has " +
-               (host.macos ? "macOS " + pair_text(*host.macos) : std::string("no macOS version"));
-    }
+std::optional<std::string> system_reason(const HostFacts& host, const Variant& variant) {
+    if (variant.cpu != host.cpu) return "built for CPU " + variant.cpu + ", host is " + host.cpu;
+    if (variant.os != host.os) return "built for OS " + variant.os + ", host is " + host.os;
     return std::nullopt;
+}
+
+bool same_backend(const Backend& a, const Backend& b) {
+    return a.kind == b.kind && a.versioned == b.versioned && (!a.versioned || (a.major == b.major && a.minor == b.minor));
+}
+
+// The word a noarch or sdk-<word> name is matched with: the backend's kind.
+std::optional<std::string> word_reason(const Variant& variant, const Backend& backend, bool universal_fits) {
+    const std::string want = kind_word(backend.kind);
+    if (variant.backend_word == want || (universal_fits && variant.backend_word == "universal")) return std::nullopt;
+    const std::string prefix = variant.family == Family::sdk ? "sdk-" : variant.mlx ? "mlx-" : "torch-";
+    return "a " + prefix + variant.backend_word + " build, the backend is " + want;
 }
 
 }  // namespace
@@ -91,19 +91,78 @@ NativeKey native_key(const Variant& variant) {
             variant.backend.minor};
 }
 
-std::optional<std::string> kernels_reason(const HostFacts& host, const Backend& backend, const Variant& variant) {
-    if (variant.family == Family::torch_universal) return std::nullopt;
-    if (variant.family == Family::torch_noarch) {
-        if (variant.backend.kind == backend.kind ||
-            (variant.backend.kind == BackendKind::npu && backend.kind == BackendKind::cann)) {
-            return std::nullopt;
+std::optional<std::string> torch_reason(const Variant& variant, const std::optional<std::pair<int, int>>& torch,
+                                        const std::optional<bool>& cxx11_abi) {
+    const std::pair<int, int> built{variant.family_major, variant.family_minor};
+    if (variant.family == Family::torch) {
+        if (!torch || *torch != built) return "needs torch " + pair_text(built) + ", host has " + torch_text(torch);
+        const bool tagged = !variant.cxx_abi.empty();
+        if (tagged && (!cxx11_abi || *cxx11_abi != (variant.cxx_abi == "cxx11"))) {
+            return "built for the " + variant.cxx_abi + " ABI, torch uses " + abi_word(cxx11_abi);
         }
-        return "a torch-" + kind_word(variant.backend.kind) + " build, the backend is " + kind_word(backend.kind);
+    } else if (variant.family == Family::torch_stable_abi && (!torch || built > *torch)) {
+        return "needs torch " + pair_text(built) + " or newer, host has " + torch_text(torch);
     }
-    if (variant.cpu != host.cpu) return "built for CPU " + variant.cpu + ", host is " + host.cpu;
-    if (variant.os != host.os) return "built for OS " + variant.os + ", host is " + host.os;
-    if (auto reason = framework_reason(host, variant)) return reason;
-    return backend_reason(host, backend, variant);
+    return std::nullopt;
+}
+
+std::optional<std::string> backend_reason(const HostFacts& host, const Backend& backend, const Backend& built,
+                                          bool legacy) {
+    const bool minors_compatible = (backend.kind == BackendKind::cuda || backend.kind == BackendKind::rocm) &&
+                                   built.kind == backend.kind && built.versioned && backend.versioned;
+    if (minors_compatible) {
+        if (built.major == backend.major && built.minor <= backend.minor) return std::nullopt;
+        const std::string name = backend.kind == BackendKind::cuda ? "CUDA " : "ROCm ";
+        return "needs " + name + version_text(built.major, built.minor) + ", the backend is " + name +
+               version_text(backend.major, backend.minor);
+    }
+    if (!same_backend(built, backend)) {
+        const auto spelled = legacy ? backend_spelling : backend_dotted;
+        return "built for " + spelled(built) + ", the backend is " + spelled(backend);
+    }
+    if (built.kind == BackendKind::metal && (!host.macos || *host.macos < k_metal_min_macos)) {
+        return "Metal variants need macOS " + pair_text(k_metal_min_macos) + " or later, host has " +
+               (host.macos ? "macOS " + pair_text(*host.macos) : std::string("no macOS version"));
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> kernels_reason(const HostFacts& host, const Backend& backend, const Variant& variant) {
+    if (variant.family == Family::noarch) {
+        if (variant.mlx && !host.mlx) return "an MLX build, and the host has no MLX";
+        return word_reason(variant, backend, true);
+    }
+    if (variant.python) {
+        if (auto reason = python_reason(host, *variant.python)) return reason;
+        if (auto reason = system_reason(host, variant)) return reason;
+    }
+    if (variant.family == Family::sdk) {
+        if (!variant.backend_word.empty()) return word_reason(variant, backend, false);
+        if (variant.backend.kind == BackendKind::none) return std::nullopt;
+    } else if (auto reason = torch_reason(variant, host.torch, host.torch_cxx11_abi)) {
+        return reason;
+    }
+    return backend_reason(host, backend, variant.backend, variant.legacy);
+}
+
+std::optional<std::string> load_refusal(const Variant& variant) {
+    switch (variant.family) {
+        case Family::noarch:
+            return "a noarch build holds Python code only, which kernhub does not load; load it from Python with "
+                   "the kernels library";
+        case Family::sdk:
+            return "an SDK build is for other kernels to build on, and kernhub loads kernels, not SDKs";
+        case Family::torch:
+        case Family::torch_stable_abi:
+            if (variant.backend.kind == BackendKind::cpu || variant.backend.kind == BackendKind::cuda) {
+                return std::nullopt;
+            }
+            return "built for " + kind_word(variant.backend.kind) +
+                   ", and kernhub loads torch variants built for the CPU or CUDA; load it from Python with the "
+                   "kernels library";
+        default:
+            return std::nullopt;
+    }
 }
 
 std::optional<Mismatch> tvm_ffi_reason(const RuntimeProbe& runtime, const Variant& variant) {
@@ -122,17 +181,25 @@ KernelsKey kernels_key(const Variant& variant) {
     const bool minor_ranks = backend.kind == BackendKind::cuda || backend.kind == BackendKind::rocm ||
                              backend.kind == BackendKind::xpu || backend.kind == BackendKind::cann;
     const int backend_order = minor_ranks ? -backend.minor : 0;
+    const PythonTag python = variant.python.value_or(PythonTag{});
+    const int abi_order = python.abi3t ? 1 : 0;
     switch (variant.family) {
         case Family::torch_stable_abi:
-            return {0, -variant.family_major, -variant.family_minor, backend_order};
+            return {0, -variant.family_major, -variant.family_minor, backend_order, abi_order, -python.major,
+                    -python.minor};
         case Family::torch:
-            return {1, 0, variant.cxx_abi.empty() ? 0 : 1, backend_order};
+            return {1, 0, variant.cxx_abi.empty() ? 0 : 1, backend_order, abi_order, -python.major, -python.minor};
         case Family::tvm_ffi:
-            return {2, 0, 0, backend_order};
-        case Family::torch_universal:
-            return {2, 0, 0, 1};
-        default:  // torch-<backend>
-            return {2, 0, 0, 0};
+            return {2, 0, 0, backend_order, abi_order, -python.major, -python.minor};
+        case Family::sdk:
+            if (variant.python) {
+                // A backend-agnostic compiled SDK ranks below any for a backend.
+                const int order = backend.kind == BackendKind::none ? 1 : backend_order;
+                return {3, 0, 0, order, abi_order, -python.major, -python.minor};
+            }
+            return {variant.backend_word.empty() ? 6 : 5, 0, 0, 0, 0, 0, 0};
+        default:  // noarch: torch- and mlx-<backend>, universal after them
+            return {4, 0, 0, variant.backend_word == "universal" ? 1 : 0, 0, 0, 0};
     }
 }
 

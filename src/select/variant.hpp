@@ -10,43 +10,67 @@
 
 namespace kernhub::select {
 
-// Which naming family a variant belongs to (the Python `kernels` grammar,
-// plus kernhub's native C-ABI family).
+// Which naming family a variant belongs to: the Python `kernels` library's
+// grammar (as its release k_kernels_release parses it, legacy and dotted
+// names alike), plus kernhub's native C-ABI family.
 enum class Family {
     native,            // native-cpu-<cpu>-<os>, native-cu{MAJ}{MIN}-<cpu>-<os>, native-cuda
-    torch,             // torch{MM}[-cxx11|-cxx98]-<backend>-<cpu>-<os>
-    torch_stable_abi,  // torch-stable-abi{MM}-<backend>-<cpu>-<os>
-    tvm_ffi,           // tvm-ffi{MM}-<backend>-<cpu>-<os>
-    torch_noarch,      // torch-<backend kind>  (cpu, cuda, rocm, metal, xpu, npu)
-    torch_universal,   // torch-universal
+    torch,             // torch{MM}[-cxx11|-cxx98]-..., torch-X.Y[-cxx11|-cxx98]-...
+    torch_stable_abi,  // torch-stable-abi{MM}-..., torch-stable-abi-X.Y-...
+    tvm_ffi,           // tvm-ffi{MM}-..., tvm-ffi-X.Y-...
+    noarch,            // torch-<backend>, mlx-<backend>, torch-universal, mlx-universal
+    sdk,               // sdk, sdk-<backend>, sdk[-<backend>]-cpython-X.Y-<abi>-<cpu>-<os>
 };
 
-// npu is the noarch word for CANN (torch-npu); neuron, tpu and cann are
-// backends kernhub parses (to say why they do not fit) but never loads.
-enum class BackendKind { none, cpu, cuda, rocm, xpu, metal, npu, neuron, tpu, cann };
+// The backends of kernels' grammar. kernhub loads CPU and CUDA builds;
+// the others are parsed so that selection matches kernels and a mismatch
+// can say why.
+enum class BackendKind { none, cpu, cuda, rocm, xpu, metal, neuron, tpu, cann };
 
 struct Backend {
     BackendKind kind = BackendKind::none;
-    int major = 0;           // cu128 -> 12, rocm63 -> 6, xpu20251 -> 2025
-    int minor = 0;           // cu128 -> 8,  rocm63 -> 3, xpu20251 -> 1
-    bool versioned = false;  // false for "cpu", "metal" and noarch kinds
+    int major = 0;           // cu128 / cuda-12.8 -> 12, rocm714 -> 7, xpu20251 -> 2025
+    int minor = 0;           // cu128 / cuda-12.8 -> 8,  rocm714 -> 14, xpu20251 -> 1
+    bool versioned = false;  // false for cpu, metal, neuron, tpu
 };
 
-// The spelling of a backend in a variant name (cu130, rocm63, cpu) and the
-// word of its kind (cuda, rocm, cpu; npu for cann, as noarch names spell it).
+// The legacy spelling of a backend (cu130, rocm63, cpu), the dotted one
+// (cuda-13.0, rocm-6.3, cpu), and the word of its kind (cuda, rocm, cpu),
+// which is also what noarch names (torch-cuda, sdk-cuda) match.
 std::string backend_spelling(const Backend& backend);
+std::string backend_dotted(const Backend& backend);
 std::string kind_word(BackendKind kind);
+
+// The Python a variant's compiled parts are built for: the minimum CPython
+// version and the stable-ABI tag. Legacy names carry none and count as
+// cpython-3.9-abi3.
+struct PythonTag {
+    int major = 3;
+    int minor = 9;
+    bool abi3t = false;  // abi3t (free-threaded capable, Python 3.15+) rather than abi3
+    bool legacy = true;  // implicit in a legacy name
+};
 
 struct Variant {
     std::string name;
     Family family = Family::native;
-    int family_major = 0;  // torch28 -> 2, tvm-ffi01 -> 0 (the {MM} digits)
-    int family_minor = 0;  // torch28 -> 8, tvm-ffi01 -> 1
+    int family_major = 0;  // torch28 / torch-2.8 -> 2, tvm-ffi01 -> 0
+    int family_minor = 0;  // torch28 / torch-2.8 -> 8, tvm-ffi01 -> 1
     std::string cxx_abi;   // "cxx11", "cxx98" or empty
+    // The backend of an arch or SDK build; kind none for noarch names, for
+    // sdk and for sdk-<cpython...> without one.
     Backend backend;
-    std::string cpu;      // x86_64 | aarch64; empty for noarch
-    std::string os;       // linux | darwin | windows; empty for noarch
-    bool noarch = false;  // native-cuda, torch-<kind>, torch-universal
+    // noarch and sdk-<backend>: the word after the framework, as written
+    // ("cuda", "universal", "npu"; anything, since kernels accepts any).
+    std::string backend_word;
+    bool mlx = false;  // noarch: mlx-<backend> rather than torch-<backend>
+    // Arch and compiled SDK builds: the Python tag; nullopt for noarch,
+    // sdk and sdk-<backend>.
+    std::optional<PythonTag> python;
+    std::string cpu;      // as written (kernels compares it with the host's); empty without one
+    std::string os;       // as written; empty without one
+    bool noarch = false;  // native-cuda, noarch names, sdk, sdk-<backend>
+    bool legacy = false;  // the legacy (undotted) form of kernels' grammar
 };
 
 // nullopt when the name follows none of the grammars.
@@ -57,6 +81,11 @@ struct RuntimeProbe {
     std::optional<std::pair<int, int>> version;  // (major, minor); nullopt: none usable
     std::string problem;                         // why none, when version is nullopt
 };
+
+// The Python a host without a known one is taken to have: the default of
+// kernels' own selection function, a GIL-enabled CPython 3.15, which every
+// abi3 and abi3t build published for Python 3.15 or older fits.
+inline constexpr std::pair<int, int> k_default_python{3, 15};
 
 struct HostFacts {
     std::string cpu;  // x86_64 | aarch64
@@ -74,6 +103,14 @@ struct HostFacts {
     std::optional<bool> torch_cxx11_abi;
     // macOS version (major, minor), for Metal variants (macOS 26 or later).
     std::optional<std::pair<int, int>> macos;
+    // The Python whose tags (cpython-X.Y-abi3|abi3t) variants must fit, and
+    // whether it is free-threaded (such a Python loads abi3t builds only).
+    // Unknown: k_default_python, GIL-enabled (docs/registry.md, "The host's
+    // Python").
+    std::optional<std::pair<int, int>> python;
+    bool free_threaded = false;
+    // Whether MLX is present (mlx-<backend> variants need it).
+    bool mlx = false;
     // The tvm-ffi runtime kernhub binds. Asked only when a tvm-ffi variant
     // could win, because answering loads the runtime; unset means none.
     std::function<RuntimeProbe()> tvm_ffi;

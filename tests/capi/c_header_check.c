@@ -49,7 +49,7 @@ int kh_c_header_check(const char* endpoint, const char* cache_dir, const char* p
     add(a, b, out, 3);
     if (out[0] != 11.0f || out[2] != 33.0f) return -5;
     if (strcmp(kh_error_name(3), "not found") != 0 || kh_version()[0] == '\0') return -6;
-    if (strcmp(kh_kernels_release(), "0.17.2") != 0) return -9;
+    if (strcmp(kh_kernels_release(), "0.19.1") != 0) return -9;
     /* The tvm-ffi entry points link from C too; without a handle they refuse. */
     if (kh_tvm_call(NULL, NULL, NULL, 0, NULL) != 2 || kh_tvm_set_stream(NULL, 0, NULL, NULL) != 2) return -7;
     return 0;

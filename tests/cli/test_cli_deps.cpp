@@ -309,7 +309,7 @@ TEST_CASE(
     "warning for --target") {
     DepsHub hub;
     check_error(hub.kh("fetch", "deptest/newer@v1", {"--quiet"}), 7,
-                {"deptest/newer", "kernels>=99.0.0", "kernels 0.17.2"});
+                {"deptest/newer", "kernels>=99.0.0", "kernels 0.19.1"});
     // Only metadata.json came: the library was never downloaded.
     CHECK_FALSE(tree_has_name(hub.box.cache, "libkh_good.so"));
     CHECK(hub.server->count_requests("libkh_good.so") == 0);
@@ -323,7 +323,7 @@ TEST_CASE(
     CHECK(other.exit_code == 0);
     CHECK(other.err.find("warning: ") != std::string::npos);
     CHECK(other.err.find("kernels>=99.0.0") != std::string::npos);
-    CHECK(other.err.find("0.17.2") != std::string::npos);
+    CHECK(other.err.find("0.19.1") != std::string::npos);
     CHECK(tree_has_name(hub.box.cache, "libkh_good.so"));
     ProcessResult described = hub.kh("fetch", "deptest/newer@v1", {"--host", "cpu=x86_64,os=linux"});
     INFO(describe(described));
@@ -354,7 +354,7 @@ TEST_CASE(
     INFO(describe(locked));
     REQUIRE(locked.exit_code == 0);
     const fs::path image = hub.box.dir.path() / "image";
-    check_error(run("prewarm", {image.string()}), 7, {"deptest/newer", "kernels>=99.0.0", "0.17.2"});
+    check_error(run("prewarm", {image.string()}), 7, {"deptest/newer", "kernels>=99.0.0", "0.19.1"});
     CHECK_FALSE(tree_has_name(image, "libkh_good.so"));
     ProcessResult target = run("prewarm", {image.string(), "--target", host_cpu_variant()});
     INFO(describe(target));

@@ -118,9 +118,9 @@ TEST_CASE("versions compare by number, trailing zeros equal, and kernels-minver 
     CHECK(minver_problem(metadata).empty());
     metadata.kernels_minver = "0.1.0";
     CHECK(minver_problem(metadata).empty());
-    metadata.kernels_minver = "0.17.3";
+    metadata.kernels_minver = "0.19.2";
     const std::string problem = minver_problem(metadata);
-    CHECK(problem.find("kernels>=0.17.3") != std::string::npos);
+    CHECK(problem.find("kernels>=0.19.2") != std::string::npos);
     CHECK(problem.find(std::string("kernels ") + k_kernels_release) != std::string::npos);
 }
 

@@ -212,7 +212,9 @@ def kernels_lock(tmp, name, repo, endpoint, timeout=TIMEOUT):
     project.mkdir()
     (project / "pyproject.toml").write_text(
         f'[project]\nname = "demo"\nversion = "0.1"\n\n[tool.kernels.dependencies]\n"{repo}" = 1\n')
-    cli = "import sys; from kernels.cli import main; sys.argv[0] = 'kernels'; main()"
+    # kernels 0.19 moved its CLI under kernels._internals; the legacy venv's 0.16 has it at kernels.cli.
+    cli = ("import sys\ntry:\n    from kernels._internals.cli import main\nexcept ImportError:\n"
+           "    from kernels.cli import main\nsys.argv[0] = 'kernels'; main()")
     p = subprocess.run([sys.executable, "-c", cli, "lock", str(project)], capture_output=True, text=True,
                        timeout=timeout, env=kernels_env(tmp, HF_ENDPOINT=endpoint, HF_HUB_CACHE=tmp / "kernels-scratch"))
     lock = project / "kernels.lock"

@@ -4,7 +4,7 @@
 A kernel variant's metadata.json may name other kernels it needs
 ("kernel-depends": [{"repo-id": ORG/NAME, "version": N} or {..., "revision":
 REV}]) and the oldest `kernels` it runs under ("kernels-minver": "X.Y.Z").
-`kernels` (0.17) resolves the whole tree before it loads anything, loads each
+`kernels` (0.17 and later) resolves the whole tree before it loads anything, loads each
 dependency before its dependents (one module per variant folder, so a shared
 node is loaded once), and hands a kernel its dependencies while its
 __init__.py runs (kernels.get_kernel_dep). It refuses a cycle, a kernel whose
@@ -31,7 +31,7 @@ have this host's native-cpu variant with a real .so, which kernhub loads. A
 kernel's __init__.py takes each dependency with get_kernel_dep and records
 the order modules were loaded in, so a load shows its tree was really loaded.
 
-Each part compares kernhub with kernels 0.17.2 on the same hub: the same
+Each part compares kernhub with kernels 0.19.1 on the same hub: the same
 variant chosen (kernhub is given --target <the variant kernels selects>, or
 both are forced to the CPU backend), the same refusal, the same files cached.
 
@@ -53,7 +53,7 @@ both are forced to the CPU backend), the same refusal, the same files cached.
   what each leaves in its cache is an INFO line.
 --part minver: kernels refuses the minver-99 kernel (RuntimeError naming
   both versions); kernhub fetch for this host exits 7 naming 99.0.0 and
-  0.17.2. Both forced to the CPU backend refuse the same variant, and
+  0.19.1. Both forced to the CPU backend refuse the same variant, and
   kernhub's cache holds at most that variant's metadata.json, never its
   other files (what kernels leaves is an INFO line). With --target kernhub
   fetches it (exit 0) and warns once naming both versions.

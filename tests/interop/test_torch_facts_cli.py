@@ -11,7 +11,7 @@ the choice as they should, and --host mistakes are exit 2.
 
 Usage: test_torch_facts_cli.py --kernhub CLI --so LIB.so --make-hub make_hub.py
            --hub-server hub_server.py --cxx11-lib libkh_cxx11.so
-Exit 77 (skipped) when this interpreter has no kernels 0.17.
+Exit 77 (skipped) when this interpreter has no kernels 0.19.
 """
 
 import json
@@ -30,11 +30,11 @@ VARIANTS = ["torch215-cxx11-cu132-x86_64-linux", "torch215-cxx11-cpu-x86_64-linu
 
 def kernels_pick(backend, torch, abi):
     from packaging.version import Version
-    from kernels.backends import CPU, CUDA
-    from kernels.variants import _resolve_variant_for_system, parse_variant
+    from kernels._internals.backends import CPU, CUDA
+    from kernels._internals.variants import _resolve_variant_for_system, parse_variant
     chosen, _ = _resolve_variant_for_system(
         [parse_variant(v) for v in VARIANTS], CUDA(version=Version(backend)) if backend else CPU(), "x86_64", "linux",
-        Version(torch), abi, None)
+        Version(torch), abi, None, python_version=Version("3.11"), has_mlx=False)
     return chosen[0].variant_str if chosen else None
 
 
@@ -43,9 +43,9 @@ def main():
     parser.add_argument("--cxx11-lib", required=True)
     args = support.parse_args(parser)
     try:
-        from kernels.variants import _resolve_variant_for_system  # noqa: F401
+        from kernels._internals.variants import _resolve_variant_for_system  # noqa: F401
     except ImportError as e:
-        return support.skipped(f"this interpreter has no kernels 0.17 ({e})")
+        return support.skipped(f"this interpreter has no kernels 0.19 ({e})")
     report = support.Report()
     if support.inputs_missing(args, report):
         return report.finish()

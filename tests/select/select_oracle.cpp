@@ -2,15 +2,20 @@
 // against the Python `kernels` library (kernels_differential.py). Reads
 // lines "HOST<TAB>VARIANT VARIANT ..." on stdin, where HOST is a host
 // description as --host takes it, and prints for each one line: the
-// chosen variant, or "-" when none fits. A description that does not
-// parse prints "error: <message>". Nothing but select_variant and
+// chosen variant, or "-" when none fits, then a tab and every variant of
+// the kernels families that fits, in kernels' preference order (from the
+// rules select_variant applies: kernels_reason, tvm_ffi_reason and
+// kernels_key, over all candidates). A description that does not parse
+// prints "error: <message>". Nothing but select_variant, its rules and
 // parse_host_spec runs: no hub, cache or runtime.
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "kernhub/error.hpp"
+#include "select/rules.hpp"
 #include "select/variant.hpp"
 
 int main() {
@@ -29,7 +34,23 @@ int main() {
             std::istringstream names(line.substr(tab + 1));
             for (std::string name; names >> name;) candidates.push_back({name, {"kernel.so"}});
             const select::Selection selection = select::select_variant(host, candidates);
-            std::cout << (selection.chosen ? *selection.chosen : std::string("-")) << '\n';
+            std::vector<std::pair<select::rules::KernelsKey, std::string>> fits;
+            const select::Backend backend = select::selected_backend(host);
+            const select::RuntimeProbe runtime = host.tvm_ffi();
+            for (const select::Candidate& candidate : candidates) {
+                const std::optional<select::Variant> variant = select::parse_variant(candidate.name);
+                if (!variant || variant->family == select::Family::native) continue;
+                if (select::rules::kernels_reason(host, backend, *variant)) continue;
+                if (variant->family == select::Family::tvm_ffi && select::rules::tvm_ffi_reason(runtime, *variant)) {
+                    continue;
+                }
+                fits.emplace_back(select::rules::kernels_key(*variant), candidate.name);
+            }
+            std::stable_sort(fits.begin(), fits.end(),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+            std::cout << (selection.chosen ? *selection.chosen : std::string("-")) << '\t';
+            for (std::size_t i = 0; i < fits.size(); ++i) std::cout << (i ? " " : "") << fits[i].second;
+            std::cout << '\n';
         } catch (const Error& error) {
             std::cout << "error: " << error.what() << '\n';
         }

@@ -57,6 +57,17 @@ HostFacts with_backend(HostFacts host, Backend backend) {
     return host;
 }
 
+HostFacts with_python(HostFacts host, int major, int minor, bool free_threaded) {
+    host.python = std::make_pair(major, minor);
+    host.free_threaded = free_threaded;
+    return host;
+}
+
+// torch-2.10-cxx11-cuda-12.8-<python>-x86_64-linux
+std::string d210(const std::string& python) {
+    return "torch-2.10-cxx11-cuda-12.8-" + python + "-x86_64-linux";
+}
+
 HostFacts with_tvm_ffi(HostFacts host, int major, int minor) {
     host.tvm_ffi = [major, minor] { return RuntimeProbe{std::make_pair(major, minor), {}}; };
     return host;
@@ -247,6 +258,68 @@ std::vector<SelectRow> torch_rows() {
          {},
          "torch28-cu130-x86_64-linux",
          {why(t28cpu, "built for cpu, the backend is cu130"), lower(ncpu, "torch28-cu130-x86_64-linux")}},
+        {"a free-threaded Python takes abi3t builds only; legacy names count as abi3",
+         with_python(with_abi(with_torch(gpu_host(12, 8), 2, 10), true), 3, 15, true),
+         {cand("torch210-cxx11-cu128-x86_64-linux"), cand(d210("cpython-3.15-abi3")),
+          cand(d210("cpython-3.15-abi3t"))},
+         {},
+         d210("cpython-3.15-abi3t"),
+         {why("torch210-cxx11-cu128-x86_64-linux",
+              "an abi3 build, and the host's Python 3.15 is free-threaded (it loads abi3t only)"),
+          why(d210("cpython-3.15-abi3"), "an abi3 build, and the host's Python 3.15 is free-threaded (it loads abi3t only)")}},
+        {"the Python tag is a minimum; abi3 before abi3t, then the higher Python",
+         with_python(with_abi(with_torch(gpu_host(12, 8), 2, 10), true), 3, 15, false),
+         {cand(d210("cpython-3.15-abi3t")), cand(d210("cpython-3.9-abi3")), cand(d210("cpython-3.12-abi3")),
+          cand(d210("cpython-3.16-abi3"))},
+         {},
+         d210("cpython-3.12-abi3"),
+         {lower(d210("cpython-3.15-abi3t"), d210("cpython-3.12-abi3")),
+          lower(d210("cpython-3.9-abi3"), d210("cpython-3.12-abi3")),
+          why(d210("cpython-3.16-abi3"), "needs Python 3.16 or later, host has Python 3.15")}},
+        {"ROCm minors fit like CUDA's: an older 7.x minor of the host's ROCm 7.14",
+         with_backend(with_abi(with_torch(k_cpu_host, 2, 9), true), rocm_backend(7, 14)),
+         {cand("torch29-cxx11-rocm71-x86_64-linux"), cand("torch29-cxx11-rocm714-x86_64-linux"),
+          cand("torch29-cxx11-rocm63-x86_64-linux")},
+         {},
+         "torch29-cxx11-rocm714-x86_64-linux",
+         {lower("torch29-cxx11-rocm71-x86_64-linux", "torch29-cxx11-rocm714-x86_64-linux"),
+          why("torch29-cxx11-rocm63-x86_64-linux", "needs ROCm 6.3, the backend is ROCm 7.14")}},
+        {"CANN is no longer torch-npu: noarch names match the backend's own word",
+         with_backend(with_torch(host_on("aarch64", "linux"), 2, 8), versioned_backend(BackendKind::cann, 8, 1)),
+         {cand("torch-npu"), cand("torch-cann")},
+         {},
+         "torch-cann",
+         {why("torch-npu", "a torch-npu build, the backend is cann")}},
+        {"kernels 0.19 order: tvm-ffi, compiled SDK, noarch, universal, sdk-<backend>, sdk",
+         with_tvm_ffi(gpu_host(12, 8), 0, 1),
+         {cand("sdk"), cand("sdk-cuda"), cand("torch-universal"), cand("torch-cuda"),
+          cand("sdk-cpython-3.9-abi3-x86_64-linux"), cand("sdk-cuda-12.8-cpython-3.9-abi3-x86_64-linux"),
+          cand("tvm-ffi-0.1-cuda-12.8-cpython-3.9-abi3-x86_64-linux")},
+         {},
+         "tvm-ffi-0.1-cuda-12.8-cpython-3.9-abi3-x86_64-linux",
+         {lower("sdk", "tvm-ffi-0.1-cuda-12.8-cpython-3.9-abi3-x86_64-linux"),
+          lower("sdk-cuda", "tvm-ffi-0.1-cuda-12.8-cpython-3.9-abi3-x86_64-linux"),
+          lower("torch-universal", "tvm-ffi-0.1-cuda-12.8-cpython-3.9-abi3-x86_64-linux"),
+          lower("torch-cuda", "tvm-ffi-0.1-cuda-12.8-cpython-3.9-abi3-x86_64-linux"),
+          lower("sdk-cpython-3.9-abi3-x86_64-linux", "tvm-ffi-0.1-cuda-12.8-cpython-3.9-abi3-x86_64-linux"),
+          lower("sdk-cuda-12.8-cpython-3.9-abi3-x86_64-linux",
+                "tvm-ffi-0.1-cuda-12.8-cpython-3.9-abi3-x86_64-linux")}},
+        {"an SDK for a backend ranks above the backend-agnostic one; sdk-<backend> above sdk",
+         gpu_host(12, 8),
+         {cand("sdk"), cand("sdk-cuda"), cand("sdk-cpython-3.9-abi3-x86_64-linux"),
+          cand("sdk-cuda-12.6-cpython-3.9-abi3-x86_64-linux"), cand("sdk-rocm")},
+         {},
+         "sdk-cuda-12.6-cpython-3.9-abi3-x86_64-linux",
+         {lower("sdk", "sdk-cuda-12.6-cpython-3.9-abi3-x86_64-linux"),
+          lower("sdk-cuda", "sdk-cuda-12.6-cpython-3.9-abi3-x86_64-linux"),
+          lower("sdk-cpython-3.9-abi3-x86_64-linux", "sdk-cuda-12.6-cpython-3.9-abi3-x86_64-linux"),
+          why("sdk-rocm", "a sdk-rocm build, the backend is cuda")}},
+        {"mlx-<backend> needs MLX; a stable-ABI build fits a later torch major too",
+         with_abi(with_torch(k_cpu_host, 3, 0), true),
+         {cand("mlx-cpu"), cand("torch-stable-abi-2.11-cpu-cpython-3.9-abi3-x86_64-linux")},
+         {},
+         "torch-stable-abi-2.11-cpu-cpython-3.9-abi3-x86_64-linux",
+         {why("mlx-cpu", "an MLX build, and the host has no MLX")}},
         {"native ranks above torch families",
          with_abi(with_torch(gpu_host(12, 8), 2, 8), true),
          {cand(t28cu128), cand(cu126)},
@@ -286,7 +359,7 @@ std::vector<SelectRow> support_and_file_rows() {
          {cand("torch28-cxx11-rocm63-x86_64-linux"), cand("torch28-cxx11-rocm64-x86_64-linux"), cand("torch-rocm")},
          {},
          "torch28-cxx11-rocm63-x86_64-linux",
-         {why("torch28-cxx11-rocm64-x86_64-linux", "built for rocm64, the backend is rocm63"),
+         {why("torch28-cxx11-rocm64-x86_64-linux", "needs ROCm 6.4, the backend is ROCm 6.3"),
           lower("torch-rocm", "torch28-cxx11-rocm63-x86_64-linux")}},
         {"unrecognised names are rejected, not fatal",
          k_cpu_host,
@@ -386,12 +459,12 @@ std::vector<SelectRow> tvm_ffi_rows() {
          {},
          {why("tvm-ffi01-cpu-aarch64-linux", "built for CPU aarch64, host is x86_64"),
           why("tvm-ffi01-cpu-x86_64-darwin", "built for OS darwin, host is linux")}},
-        {"tvm-ffi and torch-<backend> rank equal in kernels: the listing's order decides",
+        {"tvm-ffi ranks above torch-<backend> (kernels 0.17 ranked them equal)",
          with_tvm_ffi(k_cpu_host, 0, 1),
          {cand("torch-cpu"), cand(tvm01_cpu)},
          {},
-         "torch-cpu",
-         {lower(tvm01_cpu, "torch-cpu")}},
+         tvm01_cpu,
+         {lower("torch-cpu", tvm01_cpu)}},
     };
 }
 

@@ -10,113 +10,111 @@ using namespace kernhub::select;
 
 namespace {
 
-Backend backend(BackendKind kind, int major = 0, int minor = 0) {
-    Backend b;
-    b.kind = kind;
-    b.major = major;
-    b.minor = minor;
-    b.versioned = major != 0 || minor != 0;
-    return b;
+std::string family_word(Family family) {
+    switch (family) {
+        case Family::native:
+            return "native";
+        case Family::torch:
+            return "torch";
+        case Family::torch_stable_abi:
+            return "stable";
+        case Family::tvm_ffi:
+            return "tvm";
+        case Family::noarch:
+            return "noarch";
+        case Family::sdk:
+            return "sdk";
+    }
+    return "?";
 }
 
-Backend cu(int major, int minor) {
-    return backend(BackendKind::cuda, major, minor);
-}
-
-struct FamilyVersion {
-    int major = 0;
-    int minor = 0;
-};
-
-// A host-specific variant: <family>-<backend>-<cpu>-<os>.
-Variant specific(const std::string& name, Family family, FamilyVersion version, const std::string& abi, Backend b,
-                 const std::string& cpu, const std::string& os) {
-    Variant v;
-    v.name = name;
-    v.family = family;
-    v.family_major = version.major;
-    v.family_minor = version.minor;
-    v.cxx_abi = abi;
-    v.backend = b;
-    v.cpu = cpu;
-    v.os = os;
-    return v;
-}
-
-Variant noarch(const std::string& name, Family family, BackendKind kind) {
-    Variant v;
-    v.name = name;
-    v.family = family;
-    v.backend = backend(kind);
-    v.noarch = true;
-    return v;
-}
-
-// Every field on one line, so a failed comparison shows exactly what differs.
+// Every field on one line, so a failed comparison shows exactly what
+// differs: "<family> [<M.m>] [<abi>] [<backend>] [<word>] [py<X.Y><abi>]
+// [<cpu>/<os>] [noarch] [legacy] [mlx]".
 std::string summary(const Variant& v) {
     std::ostringstream out;
-    out << v.name << " family=" << static_cast<int>(v.family) << " fam=" << v.family_major << "." << v.family_minor
-        << " abi=" << v.cxx_abi << " backend=" << static_cast<int>(v.backend.kind) << ":" << v.backend.major << "."
-        << v.backend.minor << (v.backend.versioned ? "v" : "u") << " cpu=" << v.cpu << " os=" << v.os
-        << " noarch=" << v.noarch;
+    out << family_word(v.family);
+    if (v.family == Family::torch || v.family == Family::torch_stable_abi || v.family == Family::tvm_ffi) {
+        out << " " << v.family_major << "." << v.family_minor;
+    }
+    if (!v.cxx_abi.empty()) out << " " << v.cxx_abi;
+    if (v.backend.kind != BackendKind::none) out << " " << backend_dotted(v.backend);
+    if (!v.backend_word.empty()) out << " word=" << v.backend_word;
+    if (v.python) {
+        out << " py" << v.python->major << "." << v.python->minor << (v.python->abi3t ? "abi3t" : "abi3")
+            << (v.python->legacy ? "L" : "");
+    }
+    if (!v.cpu.empty() || !v.os.empty()) out << " " << v.cpu << "/" << v.os;
+    if (v.noarch) out << " noarch";
+    if (v.legacy) out << " legacy";
+    if (v.mlx) out << " mlx";
     return out.str();
 }
 
 struct ParseRow {
     std::string name;
-    std::optional<Variant> expected;  // nullopt: the name must be refused
+    std::optional<std::string> expected;  // nullopt: the name must be refused
 };
 
-ParseRow ok(const Variant& v) {
-    return {v.name, v};
+ParseRow ok(const std::string& name, const std::string& expected) {
+    return {name, expected};
 }
 ParseRow bad(const std::string& name) {
     return {name, std::nullopt};
 }
 
-const Family N = Family::native;
-const Family T = Family::torch;
-const Family S = Family::torch_stable_abi;
-const Family NA = Family::torch_noarch;
-const FamilyVersion none{};
-const Backend cpu_b = backend(BackendKind::cpu);
-
 std::vector<ParseRow> valid_names() {
     return {
         // kernhub's native family
-        ok(specific("native-cpu-x86_64-linux", N, none, "", cpu_b, "x86_64", "linux")),
-        ok(specific("native-cpu-aarch64-darwin", N, none, "", cpu_b, "aarch64", "darwin")),
-        ok(specific("native-cu128-x86_64-linux", N, none, "", cu(12, 8), "x86_64", "linux")),
-        ok(specific("native-cu130-aarch64-linux", N, none, "", cu(13, 0), "aarch64", "linux")),
-        ok(specific("native-cu118-x86_64-windows", N, none, "", cu(11, 8), "x86_64", "windows")),
-        ok(noarch("native-cuda", N, BackendKind::cuda)),
-        // versioned torch, with and without the ABI part
-        ok(specific("torch28-cxx11-cu128-x86_64-linux", T, {2, 8}, "cxx11", cu(12, 8), "x86_64", "linux")),
-        ok(specific("torch29-cxx11-cpu-aarch64-linux", T, {2, 9}, "cxx11", cpu_b, "aarch64", "linux")),
-        ok(specific("torch27-cxx11-rocm63-x86_64-linux", T, {2, 7}, "cxx11", backend(BackendKind::rocm, 6, 3), "x86_64",
-                    "linux")),
-        ok(specific("torch28-cxx11-xpu20251-x86_64-linux", T, {2, 8}, "cxx11", backend(BackendKind::xpu, 2025, 1),
-                    "x86_64", "linux")),
-        ok(specific("torch28-metal-aarch64-darwin", T, {2, 8}, "", backend(BackendKind::metal), "aarch64", "darwin")),
-        ok(specific("torch26-cxx98-cu118-x86_64-linux", T, {2, 6}, "cxx98", cu(11, 8), "x86_64", "linux")),
-        ok(specific("torch210-cxx11-cu130-x86_64-linux", T, {2, 10}, "cxx11", cu(13, 0), "x86_64", "linux")),
-        ok(specific("torch29-cu130-x86_64-linux", T, {2, 9}, "", cu(13, 0), "x86_64", "linux")),
-        ok(specific("torch28-cann81-aarch64-linux", T, {2, 8}, "", backend(BackendKind::cann, 8, 1), "aarch64",
-                    "linux")),
-        ok(specific("torch28-neuron-x86_64-linux", T, {2, 8}, "", backend(BackendKind::neuron), "x86_64", "linux")),
-        // stable ABI and tvm-ffi
-        ok(specific("torch-stable-abi29-cu128-x86_64-linux", S, {2, 9}, "", cu(12, 8), "x86_64", "linux")),
-        ok(specific("torch-stable-abi210-cpu-aarch64-linux", S, {2, 10}, "", cpu_b, "aarch64", "linux")),
-        ok(specific("tvm-ffi01-cu128-x86_64-linux", Family::tvm_ffi, {0, 1}, "", cu(12, 8), "x86_64", "linux")),
-        // noarch torch and universal
-        ok(noarch("torch-cpu", NA, BackendKind::cpu)),
-        ok(noarch("torch-cuda", NA, BackendKind::cuda)),
-        ok(noarch("torch-rocm", NA, BackendKind::rocm)),
-        ok(noarch("torch-metal", NA, BackendKind::metal)),
-        ok(noarch("torch-xpu", NA, BackendKind::xpu)),
-        ok(noarch("torch-npu", NA, BackendKind::npu)),
-        ok(noarch("torch-tpu", NA, BackendKind::tpu)),
-        ok(noarch("torch-universal", Family::torch_universal, BackendKind::none)),
+        ok("native-cpu-x86_64-linux", "native cpu x86_64/linux"),
+        ok("native-cpu-aarch64-darwin", "native cpu aarch64/darwin"),
+        ok("native-cu128-x86_64-linux", "native cuda-12.8 x86_64/linux"),
+        ok("native-cu130-aarch64-linux", "native cuda-13.0 aarch64/linux"),
+        ok("native-cu118-x86_64-windows", "native cuda-11.8 x86_64/windows"),
+        ok("native-cuda", "native cuda noarch"),
+        // kernels' legacy names: implicitly cpython-3.9-abi3
+        ok("torch28-cxx11-cu128-x86_64-linux", "torch 2.8 cxx11 cuda-12.8 py3.9abi3L x86_64/linux legacy"),
+        ok("torch210-cu130-aarch64-linux", "torch 2.10 cuda-13.0 py3.9abi3L aarch64/linux legacy"),
+        ok("torch27-cxx11-rocm63-x86_64-linux", "torch 2.7 cxx11 rocm-6.3 py3.9abi3L x86_64/linux legacy"),
+        ok("torch29-cxx11-rocm714-x86_64-linux", "torch 2.9 cxx11 rocm-7.14 py3.9abi3L x86_64/linux legacy"),
+        ok("torch29-cxx11-rocm71-x86_64-linux", "torch 2.9 cxx11 rocm-7.1 py3.9abi3L x86_64/linux legacy"),
+        ok("torch28-cxx11-xpu20251-x86_64-linux", "torch 2.8 cxx11 xpu-2025.1 py3.9abi3L x86_64/linux legacy"),
+        ok("torch28-metal-aarch64-darwin", "torch 2.8 metal py3.9abi3L aarch64/darwin legacy"),
+        ok("torch28-cxx98-cpu-x86_64-linux", "torch 2.8 cxx98 cpu py3.9abi3L x86_64/linux legacy"),
+        ok("torch28-cann81-aarch64-linux", "torch 2.8 cann-8.1 py3.9abi3L aarch64/linux legacy"),
+        ok("torch28-neuron-x86_64-linux", "torch 2.8 neuron py3.9abi3L x86_64/linux legacy"),
+        ok("torch28-tpu-x86_64-linux", "torch 2.8 tpu py3.9abi3L x86_64/linux legacy"),
+        ok("torch28-cu92-x86_64-linux", "torch 2.8 cuda-9.2 py3.9abi3L x86_64/linux legacy"),
+        ok("torch201-cpu-x86_64-linux", "torch 2.1 cpu py3.9abi3L x86_64/linux legacy"),  // "01" reads as 1
+        ok("torch28-cpu-riscv64-freebsd", "torch 2.8 cpu py3.9abi3L riscv64/freebsd legacy"),  // any cpu/os
+        ok("torch-stable-abi211-cu128-x86_64-linux", "stable 2.11 cuda-12.8 py3.9abi3L x86_64/linux legacy"),
+        ok("tvm-ffi01-cu128-x86_64-linux", "tvm 0.1 cuda-12.8 py3.9abi3L x86_64/linux legacy"),
+        ok("tvm-ffi010-cpu-x86_64-linux", "tvm 0.10 cpu py3.9abi3L x86_64/linux legacy"),
+        // the dotted names of kernels 0.19
+        ok("torch-2.10-cxx11-cuda-12.8-cpython-3.9-abi3-x86_64-linux",
+           "torch 2.10 cxx11 cuda-12.8 py3.9abi3 x86_64/linux"),
+        ok("torch-2.10-cpu-cpython-3.12-abi3-aarch64-darwin", "torch 2.10 cpu py3.12abi3 aarch64/darwin"),
+        ok("torch-2.11-rocm-7.14-cpython-3.15-abi3t-x86_64-linux",
+           "torch 2.11 rocm-7.14 py3.15abi3t x86_64/linux"),
+        ok("torch-stable-abi-2.11-cuda-13.0-cpython-3.10-abi3-x86_64-linux",
+           "stable 2.11 cuda-13.0 py3.10abi3 x86_64/linux"),
+        ok("tvm-ffi-0.1-xpu-2025.1-cpython-3.9-abi3-x86_64-linux", "tvm 0.1 xpu-2025.1 py3.9abi3 x86_64/linux"),
+        ok("torch-2.10-cann-8.1-cpython-3.9-abi3-aarch64-linux", "torch 2.10 cann-8.1 py3.9abi3 aarch64/linux"),
+        ok("torch-2.10-metal-cpython-3.9-abi3-aarch64-darwin", "torch 2.10 metal py3.9abi3 aarch64/darwin"),
+        // noarch
+        ok("torch-cpu", "noarch word=cpu noarch"),
+        ok("torch-cuda", "noarch word=cuda noarch"),
+        ok("torch-npu", "noarch word=npu noarch"),
+        ok("torch-universal", "noarch word=universal noarch"),
+        ok("torch-foo-bar", "noarch word=foo-bar noarch"),  // kernels takes any word
+        ok("mlx-metal", "noarch word=metal noarch mlx"),
+        ok("mlx-universal", "noarch word=universal noarch mlx"),
+        // SDKs
+        ok("sdk", "sdk noarch"),
+        ok("sdk-cuda", "sdk word=cuda noarch"),
+        ok("sdk-cpython-3.12-abi3-x86_64-linux", "sdk py3.12abi3 x86_64/linux"),
+        ok("sdk-cuda-12.8-cpython-3.12-abi3-x86_64-linux", "sdk cuda-12.8 py3.12abi3 x86_64/linux"),
+        ok("sdk-cpu-cpython-3.15-abi3t-aarch64-linux", "sdk cpu py3.15abi3t aarch64/linux"),
     };
 }
 
@@ -125,9 +123,6 @@ std::vector<ParseRow> invalid_names() {
         bad(""),
         bad("native-cpu-riscv-linux"),
         bad("native-cpu-x86_64-freebsd"),
-        bad("torch28-cxx11-cu12-x86_64-linux"),   // CUDA major needs two digits
-        bad("torch28-cxx11-cu098-x86_64-linux"),  // leading zero
-        bad("torch28-cxx11-cu128x-x86_64-linux"),
         bad("native-cu128-x86_64-linux-extra"),  // trailing garbage
         bad("native-cu128-x86_64-linux-"),
         bad("native-cu128-x86_64"),  // no os
@@ -135,17 +130,35 @@ std::vector<ParseRow> invalid_names() {
         bad("native-cpu"),
         bad("native-rocm63-x86_64-linux"),  // native builds are CPU or CUDA only
         bad("native-cuda-x86_64-linux"),
-        bad("torch-universal-x86_64-linux"),
-        bad("torch28-npu-aarch64-linux"),      // npu is a noarch word; its arch builds say cann
-        bad("torch2-cxx11-cpu-x86_64-linux"),  // {MM} needs two or three digits
-        bad("torch2100-cxx11-cpu-x86_64-linux"),
-        bad("torch201-cxx11-cpu-x86_64-linux"),  // minor with a leading zero
+        bad("native-cu92-x86_64-linux"),  // native CUDA majors have two digits
+        bad("torch28-cxx11-cu1-x86_64-linux"),  // a version needs two digits
+        bad("torch28-cxx11-cu128x-x86_64-linux"),
+        bad("torch28-cuda12-x86_64-linux"),  // "cu" decides the kind: a malformed CUDA name
+        bad("torch28-npu-aarch64-linux"),    // npu is no backend
+        bad("torch2-cxx11-cpu-x86_64-linux"),  // {M}{MM} needs two digits
         bad("torch28-cxx14-cpu-x86_64-linux"),
-        bad("torch28-cxx11-xpu2025-x86_64-linux"),  // xpu needs YYYY + m
+        bad("torch28-cu128-extra-x86_64-linux"),  // a legacy backend is one token
+        bad("torch28-cpython-3.9-abi3-x86_64-linux"),
+        bad("torch28-cu128-x86_64"),  // no os
         bad("torch-stable-abi-cu128-x86_64-linux"),
-        bad("torch-stable-cu128-x86_64-linux"),
+        bad("torch-stable-abi-2.11-cu128-cpython-3.9-abi3-x86_64-linux"),  // legacy backend in a dotted name
         bad("tvm-ffi-cu128-x86_64-linux"),
+        bad("tvm-ffi-0.1-cuda-12.8-x86_64-linux"),  // a dotted name needs its Python tag
+        bad("torch-2.10-cuda-12.8-cpython-3.9-x86_64-linux"),
+        bad("torch-2.10-cuda-12.8-cpython-3.9-abi4-x86_64-linux"),
+        bad("torch-2.10-cuda-12.8-cpython-3.12-abi3t-x86_64-linux"),  // abi3t needs 3.15
+        bad("torch-2.10-cuda-cpython-3.9-abi3-x86_64-linux"),         // CUDA needs its version
+        bad("torch-2.10-cpu-1.0-cpython-3.9-abi3-x86_64-linux"),
+        bad("torch-2.10-cpython-3.9-abi3-x86_64-linux"),  // no backend
+        bad("torch-2.10.1-cpu-cpython-3.9-abi3-x86_64-linux"),
+        bad("mlx-2.0-metal-cpython-3.9-abi3-aarch64-darwin"),  // no versioned MLX yet
+        bad("mlx"),
+        bad("sdk-cuda-extra"),
+        bad("sdk-cuda-12.8"),  // a versioned backend needs the compiled form
+        bad("sdk-cpython-3.12"),
+        bad("sdk-cpython-3.12-abi3-x86_64"),
         bad("TORCH28-cxx11-cu128-x86_64-linux"),
+        bad("torch28-cu123456789012-x86_64-linux"),  // past k_max_version_digits
         bad("build"),
     };
 }
@@ -165,7 +178,8 @@ TEST_CASE("parse_variant reads every family of the grammar and refuses near miss
     const std::optional<Variant> parsed = parse_variant(row.name);
     REQUIRE(parsed.has_value() == row.expected.has_value());
     if (row.expected) {
-        CHECK(summary(*parsed) == summary(*row.expected));
+        CHECK(summary(*parsed) == *row.expected);
+        CHECK(parsed->name == row.name);
     }
 }
 

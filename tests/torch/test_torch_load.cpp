@@ -201,7 +201,7 @@ TEST_CASE(
     // The torch's side, as its version.py states it.
     const std::string torch_cuda = kernhub::torchenv::read_torch_dir(build::torch_dir, "test").info.cuda;
     const auto [variant, expected] = GENERATE_COPY(table<std::string, std::vector<std::string>>({
-        {rocm_variant(), {"is built for rocm", "the CPU or CUDA"}},
+        {rocm_variant(), {"built for rocm", "the CPU or CUDA"}},
         {older_cuda_variant(),
          {"CUDA 12.6", torch_cuda.empty() ? "a build without CUDA" : "built with CUDA " + torch_cuda}},
     }));
