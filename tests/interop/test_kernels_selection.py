@@ -24,8 +24,9 @@ does), and its rules accept the same variants in the same order.
 docs/registry.md ("Variant selection") lists where kernhub's own rules
 differ, which is only for its native family, which no case holds.
 
-A planted rule change (the peer's Python-tag order reversed, abi3t before
-abi3) must make the comparison fail: that shows it can.
+Two planted rule changes in the peer (abi3t ranked before abi3; the
+Python tag's minimum version ignored) must each make the comparison fail:
+that shows it can.
 
 Usage: test_kernels_selection.py --kernhub CLI --so LIB.so --make-hub make_hub.py
            --hub-server hub_server.py --oracle select_oracle [--cases N] [--info-cases N] [--seed S]
@@ -176,8 +177,12 @@ def draw_case(rng):
     names = []
     for _ in range(rng.randint(1, 8)):
         name = draw_variant(host, rng)
-        if name not in names:  # a repo's variants are folder names: unique
-            names.append(name)
+        # Now and then the same build for the other Python tag, which only
+        # the tie-breaks order.
+        twin = name.replace("-abi3-", "-abi3t-") if "-cpython-3.15-abi3-" in name else None
+        for candidate in [name] + ([twin] if twin and rng.random() < 0.5 else []):
+            if candidate not in names:  # a repo's variants are folder names: unique
+                names.append(candidate)
     return host, names
 
 
@@ -209,18 +214,28 @@ def kernels_accepted(host, names, resolve=None):
     return [next(name for variant, name in parsed if variant is chosen) for chosen in applicable]
 
 
-def planted_resolve():
-    """The peer's pure function with one rule changed: abi3t ranks before abi3."""
+def planted_resolve(rule):
+    """The peer's pure function with one rule changed."""
     from kernels._internals import variants
 
+    def abi3t_first(python):
+        return (-variants._PYTHON_ABIS.index(python.abi), -python.version.major, -python.version.minor)
+
+    original_mismatch = variants._python_mismatch
+
+    def no_minimum(python, python_version, free_threaded):
+        return original_mismatch(python, max(python_version, python.version), free_threaded)
+
+    name, replacement = {"abi3t-first": ("_python_order", abi3t_first),
+                         "no-python-minimum": ("_python_mismatch", no_minimum)}[rule]
+
     def resolve(**kwargs):
-        original = variants._python_order
-        variants._python_order = lambda python: (-variants._PYTHON_ABIS.index(python.abi),
-                                                 -python.version.major, -python.version.minor)
+        original = getattr(variants, name)
+        setattr(variants, name, replacement)
         try:
             return variants._resolve_variant_for_system(**kwargs)
         finally:
-            variants._python_order = original
+            setattr(variants, name, original)
     return resolve
 
 
@@ -260,11 +275,12 @@ def check_library(report, oracle, cases):
         report.diff(line)
     report.check(not mismatches, f"kernhub chooses what kernels chooses, and accepts the same variants in the "
                  f"same order, in all {len(cases)} cases", f"{len(mismatches)} differ")
-    resolve = planted_resolve()
-    planted = [(host, names, kernels_accepted(host, names, resolve)) for host, names, _ in cases]
-    caught = len(differences(planted, answers))
-    report.check(caught > 0, f"a planted rule change in the peer (abi3t before abi3) is caught: {caught} cases differ",
-                 "the comparison cannot tell the rules apart")
+    for rule in ("abi3t-first", "no-python-minimum"):
+        resolve = planted_resolve(rule)
+        planted = [(host, names, kernels_accepted(host, names, resolve)) for host, names, _ in cases]
+        caught = len(differences(planted, answers))
+        report.check(caught > 0, f"a planted rule change in the peer ({rule}) is caught: {caught} cases differ",
+                     "the comparison cannot tell the rules apart")
 
 
 def info_spec(cases):
