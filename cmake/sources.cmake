@@ -32,6 +32,7 @@ set(KERNHUB_SOURCES
   src/archive/libarchive.cpp
   src/archive/policy.cpp
   src/archive/write.cpp
+  src/archive/zip_member.cpp
 
   # src/cache/
   src/cache/atomic_file.cpp

@@ -264,6 +264,7 @@ struct __attribute__((visibility("hidden"))) ClientImpl {
         request.tvm_ffi_library = settings.tvm_ffi_library;
         request.torch = options.torch;
         request.cancel = options.cancel;
+        request.metadata = api::variant_metadata(fetched);
         return request;
     }
     bool selecting_elsewhere() const { return !settings.host.empty() || !settings.targets.empty(); }

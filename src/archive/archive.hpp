@@ -139,6 +139,22 @@ int lock_abandoned_unpack_folder(const fs::path& folder);
 ExtractedTree extract(const fs::path& file, const fs::path& temp_parent, const ExtractionPolicy& policy,
                       const std::atomic<bool>* cancel = nullptr);
 
+// ---- one member of a zip ----------------------------------------------------
+
+// Bounds on reading one member of a zip (the "zip" build layout of kernels
+// 0.19, docs/kernels.md, "The zip build layout").
+inline constexpr std::uint64_t k_max_zip_entries = 65'536;
+
+// The bytes of the file `member` (a normalized relative path such as
+// "_ops.py") inside the zip `file`, read in memory, never written to disk;
+// nullopt when the zip has no such file. The zip is read through its
+// central directory, as Python's zipimport reads it. Error(verification)
+// naming the zip, the member and the limit for a damaged zip, more than
+// k_max_zip_entries entries, the member named twice, or a member larger
+// than `max_bytes`; Error(interrupted) once *cancel is set.
+std::optional<std::string> read_zip_member(const fs::path& file, const std::string& member, std::size_t max_bytes,
+                                           const std::atomic<bool>* cancel = nullptr);
+
 // ---- writer -----------------------------------------------------------------
 
 using Compression = kernhub::Compression;  // kernhub/enums.hpp, with its to_string

@@ -45,6 +45,7 @@ namespace kernhub::archive::detail {
     X(archive_read_support_filter_zstd)   \
     X(archive_read_support_format_gnutar) \
     X(archive_read_support_format_tar)    \
+    X(archive_read_support_format_zip_seekable) \
     X(archive_write_add_filter_gzip)      \
     X(archive_write_add_filter_none)      \
     X(archive_write_add_filter_xz)        \

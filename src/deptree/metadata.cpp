@@ -5,6 +5,7 @@
 
 #include "common/repo.hpp"
 #include "common/strict_json.hpp"
+#include "common/text.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::deptree {
@@ -104,6 +105,17 @@ nlohmann::json metadata_document(const std::string& text, const std::string& whe
     return std::move(parsed.document);
 }
 
+namespace {
+
+// A name a zip in the variant folder may have: <id>.zip.
+bool is_file_name(const std::string& name) {
+    if (name.empty() || name.size() > 250 || name.front() == '.') return false;
+    return name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+           std::string::npos;
+}
+
+}  // namespace
+
 VariantMetadata parse_variant_metadata(const std::string& text, const std::string& where) {
     const json doc = metadata_document(text, where);
     VariantMetadata out;
@@ -127,7 +139,27 @@ VariantMetadata parse_variant_metadata(const std::string& text, const std::strin
         }
         out.kernels_minver = it->get<std::string>();
     }
+    if (auto it = doc.find("build-layout"); it != doc.end()) {
+        if (!it->is_string()) throw malformed(where, "\"build-layout\" is not a string");
+        out.build_layout = it->get<std::string>();
+    }
+    if (auto it = doc.find("id"); it != doc.end()) {
+        if (!it->is_string()) throw malformed(where, "\"id\" is not a string");
+        out.id = it->get<std::string>();
+    }
+    if (out.build_layout == "zip" && !is_file_name(out.id)) {
+        throw malformed(where, "the zip build layout needs an \"id\" that is a file name, and it is " +
+                                   (out.id.empty() ? std::string("missing") : quoted_name(out.id)));
+    }
     return out;
+}
+
+std::string layout_problem(const VariantMetadata& metadata) {
+    if (metadata.build_layout == "files" || metadata.build_layout == "zip") return {};
+    return "has the build layout " + quoted_name(metadata.build_layout) +
+           " (its metadata.json's build-layout), which kernels " + k_kernels_release +
+           ", the release kernhub follows, does not know (it knows files and zip); use a kernhub that follows "
+           "the kernels release that writes this layout";
 }
 
 std::vector<KernelDependency> merged_depends(const std::vector<VariantMetadata>& variants) {

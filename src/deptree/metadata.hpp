@@ -52,10 +52,25 @@ struct KernelDependency {
 struct VariantMetadata {
     std::vector<KernelDependency> depends;
     std::optional<std::string> kernels_minver;  // "0.18.0", as written
+    // "build-layout": "files" (also when absent) or "zip", as kernels 0.19
+    // knows them; another value is kept as written, and loading refuses it
+    // (layout_problem).
+    std::string build_layout = "files";
+    // "id": the variant's package name, which names the zip of the "zip"
+    // layout (<id>.zip); empty when absent.
+    std::string id;
 };
 
-// Reads the two fields from a metadata.json document; every other field is
-// left alone. What `kernels` refuses is refused: "kernel-depends" must be a
+// Why kernhub cannot load a variant of this layout, or "" when it can:
+// "has the build layout \"tar\" (its metadata.json's build-layout), which
+// kernels 0.19.1, the release kernhub follows, does not know (it knows
+// files and zip)...".
+std::string layout_problem(const VariantMetadata& metadata);
+
+// Reads the fields above from a metadata.json document; every other field
+// is left alone. "build-layout" must be a string and "id" a string; with
+// the zip layout the id must be a file name ([A-Za-z0-9_.-], no leading
+// dot, at most 255 bytes). What `kernels` refuses is refused: "kernel-depends" must be a
 // list (not null) of objects with "repo-id" and exactly one of "version" (a
 // number 0 or more) or "revision" (a string), and no other key;
 // "kernels-minver" must be three dot-separated numbers (or null). kernhub

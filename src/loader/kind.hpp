@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/repo.hpp"
+#include "deptree/metadata.hpp"
 #include "kernhub/kernhub.hpp"
 #include "loader/loader.hpp"
 #include "select/variant.hpp"
@@ -47,6 +48,9 @@ struct LoadRequest {
     // Long scans of the library's bytes (the torch op listing) end with
     // Error(interrupted) once *cancel is set.
     const std::atomic<bool>* cancel = nullptr;
+    // The variant's metadata.json as the fetch read it: its build layout
+    // and, for the zip layout, the id that names <id>.zip.
+    deptree::VariantMetadata metadata;
 };
 
 // What a kind resolved.

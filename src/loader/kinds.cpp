@@ -110,7 +110,21 @@ std::string runtime_status(const std::vector<std::string>& variants, const std::
     return {};
 }
 
+namespace {
+
+// A layout kernels 0.19.1 does not know holds what kernhub cannot find.
+void check_layout(const LoadRequest& request) {
+    const std::string problem = deptree::layout_problem(request.metadata);
+    if (!problem.empty()) {
+        throw Error(ErrorCode::load,
+                    "variant " + request.fetched.variant + " of " + request.fetched.repo_id + " " + problem);
+    }
+}
+
+}  // namespace
+
 Loaded load(const LoadRequest& request) {
+    check_layout(request);
     // A noarch or SDK build fits the host but holds nothing kernhub loads
     // as a kernel (select::rules::load_refusal); as a dependency it is
     // opened where it has a library (load_dependency).
@@ -134,6 +148,7 @@ std::optional<std::string> load_dependency(const LoadRequest& request) {
     const bool loadable = std::any_of(kinds().begin(), kinds().end(),
                                       [&](const Kind* kind) { return kind->choose(request).has_value(); });
     if (!loadable) return std::nullopt;
+    check_layout(request);
     const Pick chosen = pick(request);
     const Artifact artifact(request, chosen.artifact);
     if (!chosen.kind->open_dependency(request, artifact)) return std::nullopt;

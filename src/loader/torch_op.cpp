@@ -22,6 +22,7 @@
 #include "cuda/driver.hpp"
 #include "elf/elf_binding.hpp"
 #include "kernhub/error.hpp"
+#include "archive/archive.hpp"
 #include "loader/kind.hpp"
 #include "loader/torch_namespace.hpp"
 #include "loader/torch_ops.hpp"
@@ -232,9 +233,38 @@ void check_op(const TorchOpListing& listing, const std::string& ns, const std::s
                 hint::setting("load.op"));
 }
 
-// The namespace _ops.py beside the library claims, else its file name up
-// to the first dot. An _ops.py kernhub cannot read, or reads as no
-// namespace, is Error(verification).
+constexpr std::size_t k_max_ops_py = 1 << 20;
+
+// _ops.py inside the variant's <id>.zip (the zip build layout, where the
+// Python package is the zip and the libraries lie beside it); nullopt when
+// the zip does not hold one. The zip is a verified file of the variant.
+std::optional<std::string> ops_py_in_zip(const LoadRequest& request) {
+    const std::string zip = request.metadata.id + ".zip";
+    const bool listed = std::any_of(request.fetched.files.begin(), request.fetched.files.end(),
+                                    [&](const FileInfo& file) { return file.path == zip; });
+    if (!listed) {
+        throw Error(ErrorCode::not_found, "variant " + request.fetched.variant + " of " + request.fetched.repo_id +
+                                              " is in the zip build layout but has no " + zip +
+                                              " (named by its metadata.json's id); the publisher must fix the repo");
+    }
+    return archive::read_zip_member(std::filesystem::path(request.fetched.path) / zip, "_ops.py", k_max_ops_py,
+                                    request.cancel);
+}
+
+NamespaceClaim claim_of(const std::string& text, const std::string& where, NamespaceClaim from_name) {
+    const OpsPy read = read_ops_py(text);
+    if (!read.problem.empty()) {
+        throw Error(ErrorCode::verification, where + " " + read.problem +
+                                                 ", so kernhub cannot tell the op namespace; the publisher must "
+                                                 "fix _ops.py");
+    }
+    return read.name.empty() ? from_name : NamespaceClaim{read.name, true};
+}
+
+// The namespace _ops.py claims (beside the library, or in the zip layout
+// inside <id>.zip), else the library's file name up to the first dot. An
+// _ops.py kernhub cannot read, or reads as no namespace, is
+// Error(verification).
 NamespaceClaim namespace_claim(const LoadRequest& request, const Artifact& artifact) {
     const std::filesystem::path folder = std::filesystem::path(artifact.relative()).parent_path();
     const std::string ops_py = (folder / "_ops.py").string();
@@ -242,9 +272,13 @@ NamespaceClaim namespace_claim(const LoadRequest& request, const Artifact& artif
     NamespaceClaim from_name{name.substr(0, name.find('.')), false};
     const bool listed = std::any_of(request.fetched.files.begin(), request.fetched.files.end(),
                                     [&](const FileInfo& file) { return file.path == ops_py; });
+    if (!listed && request.metadata.build_layout == "zip") {
+        const std::optional<std::string> text = ops_py_in_zip(request);
+        if (!text) return from_name;
+        return claim_of(*text, request.fetched.path + "/" + request.metadata.id + ".zip's _ops.py", from_name);
+    }
     if (!listed) return from_name;
     const std::filesystem::path path = std::filesystem::path(request.fetched.path) / ops_py;
-    constexpr std::size_t k_max_ops_py = 1 << 20;
     std::string text;
     const cache::ReadStatus status = cache::read_file_into(path, text, k_max_ops_py);
     if (status.error != 0) {
@@ -253,13 +287,7 @@ NamespaceClaim namespace_claim(const LoadRequest& request, const Artifact& artif
                         (status.error == EFBIG ? "it is larger than " + std::to_string(k_max_ops_py) + " bytes"
                                                : std::string(std::strerror(status.error))));
     }
-    const OpsPy read = read_ops_py(text);
-    if (!read.problem.empty()) {
-        throw Error(ErrorCode::verification, path.string() + " " + read.problem +
-                                                 ", so kernhub cannot tell the op namespace; the publisher must "
-                                                 "fix _ops.py");
-    }
-    return read.name.empty() ? from_name : NamespaceClaim{read.name, true};
+    return claim_of(text, path.string(), from_name);
 }
 
 // The sha256 the fetch verified for the artifact.

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <iostream>
 
 #include "cli/cli_support.hpp"
 #include "torch/torch_hub.hpp"
@@ -227,4 +228,27 @@ TEST_CASE("cli: a FIFO where KERNHUB_TORCH_DIR's libtorch_cpu.so belongs is name
                                        torch_env({{"KERNHUB_TORCH_DIR", fake.string()}}));
     check_error(r, 3, {"no LibTorch at", "libtorch_cpu.so: it is a FIFO"});
     CHECK(r.err.find("does not exist") == std::string::npos);
+}
+
+TEST_CASE("cli: a torch variant in the zip build layout loads, and its zip's shapes exit with their codes",
+          "[torch][needs:torch]") {
+    CliSetup setup;
+    const std::vector<std::pair<std::string, int>> shapes = {
+        {"zip-honest", 0}, {"zip-spoof", 4}, {"zip-twice", 4}, {"zip-no-zip", 3}, {"zip-unknown-layout", 7}};
+    for (const auto& [shape, code] : shapes) {
+        INFO(shape);
+        const ProcessResult r = setup.load(
+            {"kernhub-test/stable-" + shape, "--target", cxx11_variant(), "--op", "add_one", "--json"}, torch_env());
+        INFO(describe(r));
+        CHECK(r.exit_code == code);
+        const json out = parse_stdout(r);
+        if (code == 0) {
+            // The report the closing note of the zip layout quotes.
+            std::cout << "zip layout load --json: " << out.dump() << '\n';
+            CHECK(out["kind"] == "torch-op");
+            CHECK(out["torch_op"] == std::string(k_stable_ns) + "::add_one");
+        } else {
+            CHECK(out["error"]["code"] == code);
+        }
+    }
 }

@@ -164,3 +164,40 @@ TEST_CASE("a stripped library holding a loaded kernel's namespace as a string is
     CHECK(contains(error.what(), "it may register the op namespace '" + std::string(k_stable_ns) + "'"));
     CHECK_FALSE(namespace_loaded(k_ops_ns));
 }
+
+TEST_CASE("a torch variant in the zip build layout loads with the namespace its zipped _ops.py names",
+          "[torch][needs:torch]") {
+    const Form form = form_under_test();
+    INFO(form.prefix);
+    Setup setup;
+    kernhub::Client client(setup.options(cxx11_variant()));
+    // The zip's _ops.py is read in memory: a claim the bytes do not make is
+    // refused before dlopen, as beside the library.
+    const kernhub::Error spoof = error_of([&] { load_op(client, repo(form, "zip-spoof")); });
+    CHECK(spoof.code() == ErrorCode::verification);
+    CHECK(contains(spoof.what(), "'zzz'"));
+    CHECK(contains(spoof.what(), "_ops.py says the namespace is 'zzz'"));
+    CHECK_FALSE(namespace_loaded(form.ns));
+    const kernhub::Error twice = error_of([&] { load_op(client, repo(form, "zip-twice")); });
+    CHECK(twice.code() == ErrorCode::verification);
+    CHECK(contains(twice.what(), "in the zip twice"));
+    const kernhub::Error missing = error_of([&] { load_op(client, repo(form, "zip-no-zip")); });
+    CHECK(missing.code() == ErrorCode::not_found);
+    CHECK(contains(missing.what(), "zipped_7c1d.zip"));
+    const kernhub::Error unknown = error_of([&] { load_op(client, repo(form, "zip-unknown-layout")); });
+    CHECK(unknown.code() == ErrorCode::load);
+    CHECK(contains(unknown.what(), "'tar'"));
+    CHECK(contains(unknown.what(), "kernels 0.19.1"));
+    CHECK_FALSE(namespace_loaded(form.ns));
+
+    const kernhub::LoadResult result = load_op(client, repo(form, "zip-honest"));
+    CHECK(result.torch_op == form.ns + "::add_one");
+    CHECK(values(kernhub::torch::op<UnaryOp>(result).call(tensor({1.0f, 41.0f}))) == (std::vector<float>{2.0f, 42.0f}));
+    // The zip was fetched and verified like any file, and nothing was unpacked.
+    const auto zip = std::find_if(result.fetch.files.begin(), result.fetch.files.end(),
+                                  [](const kernhub::FileInfo& f) { return f.path.size() > 4 && f.path.substr(f.path.size() - 4) == ".zip"; });
+    REQUIRE(zip != result.fetch.files.end());
+    CHECK(zip->sha256.size() == 64);
+    CHECK_FALSE(fs::exists(fs::path(result.fetch.path) / "_ops.py"));
+    CHECK_FALSE(fs::exists(fs::path(result.fetch.path) / "__init__.py"));
+}

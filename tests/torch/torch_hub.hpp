@@ -23,6 +23,7 @@
 #include "support/kernel_hub.hpp"
 #include "support/slurp.hpp"
 #include "support/temp_dir.hpp"
+#include "support/zip_craft.hpp"
 
 namespace kernhub::test::torch_hub {
 
@@ -204,6 +205,54 @@ inline json attack_repos(const std::string& form, const std::string& ns, const s
     });
 }
 
+// A zip written once per process under a folder of its own, for a hub
+// file's "path".
+inline fs::path zip_fixture(const std::string& name, const std::vector<std::pair<std::string, std::string>>& members) {
+    static TempDir dir;
+    const fs::path path = dir.path() / (name + ".zip");
+    std::ofstream(path, std::ios::binary) << make_zip(members);
+    return path;
+}
+
+// The zip build layout of kernels 0.19 (docs/kernels.md, "The zip build
+// layout"): the Python package is <id>.zip, the op library lies beside it.
+// kernhub-test/<form>-zip-<shape>, variant cxx11_variant(): "honest",
+// "spoof" (the zip's _ops.py claims zzz), "twice" (two _ops.py in the zip),
+// "no-zip" (the layout without its zip), "unknown-layout" (a layout
+// kernels 0.19.1 does not know).
+inline json zip_repos(const std::string& form, const std::string& ns) {
+    const std::string dir = "build/" + cxx11_variant() + "/";
+    const std::string id = "_" + form + "_zipped_7c1d";
+    const std::string init_py = "from ._ops import ops\n\n\ndef add_one(x):\n    return ops.add_one(x)\n";
+    const auto ops_py = [](const std::string& claim) {
+        return "import torch\nfrom . import " + claim + "\nops = torch.ops." + claim + "\n";
+    };
+    const auto repo = [&](const std::string& shape, const std::vector<std::pair<std::string, std::string>>& zipped,
+                          const std::string& layout = "zip") {
+        json files = {{dir + ns + ".abi3.so", {{"path", fixture(ns).string()}}}};
+        if (!zipped.empty()) files[dir + id + ".zip"] = {{"path", zip_fixture(form + "-" + shape, zipped).string()}};
+        json extra = {{"name", form + "-zip-" + shape}, {"id", id}, {"build-layout", layout},
+                      {"python-depends", json::array()}};
+        return json{{"repo_id", "kernhub-test/" + form + "-zip-" + shape},
+                    {"type", "kernel"},
+                    {"commits",
+                     {{{"message", shape},
+                       {"branches", {"main"}},
+                       {"metadata", true},
+                       {"files", files},
+                       {"metadata_extra", extra}}}}};
+    };
+    const std::vector<std::pair<std::string, std::string>> honest = {{"__init__.py", init_py},
+                                                                     {"_ops.py", ops_py(ns)}};
+    return json::array({
+        repo("honest", honest),
+        repo("spoof", {{"__init__.py", init_py}, {"_ops.py", ops_py("zzz")}}),
+        repo("twice", {{"__init__.py", init_py}, {"_ops.py", ops_py(ns)}, {"_ops.py", ops_py("zzz")}}),
+        repo("no-zip", {}),
+        repo("unknown-layout", honest, "tar"),
+    });
+}
+
 // The stripped TORCH_LIBRARY library holding the stable library's
 // namespace as one more string of its read-only data: it may register it,
 // as far as its bytes can tell.
@@ -263,8 +312,8 @@ inline json spec() {
                   {{"repo_id", k_needs_repo}, {"type", "kernel"}, {"commits", {needs}}},
                   {{"repo_id", k_pydata_repo}, {"type", "kernel"}, {"commits", {pydata}}},
                   {{"repo_id", k_bare_repo}, {"type", "kernel"}, {"commits", {bare}}}};
-    for (const json& attack :
-         {attack_repos("ops", k_ops_ns, k_stable_ns), attack_repos("stable", k_stable_ns, k_ops_ns)}) {
+    for (const json& attack : {attack_repos("ops", k_ops_ns, k_stable_ns), attack_repos("stable", k_stable_ns, k_ops_ns),
+                               zip_repos("ops", k_ops_ns), zip_repos("stable", k_stable_ns)}) {
         repos.insert(repos.end(), attack.begin(), attack.end());
     }
     json holds = variant_files(cxx11_variant(), k_ops_ns);

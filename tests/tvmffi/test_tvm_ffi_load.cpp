@@ -265,6 +265,13 @@ TEST_CASE("a missing tvm-ffi function is not_found naming the ones that exist", 
     const kernhub::LoadResult nested = client.load("tvm-nested");
     CHECK(nested.file.find("/kh_tvm_ops/" + tvm_ffi_fixture_so().filename().string()) != std::string::npos);
     CHECK(kernhub::TvmFunction::from(client.loaded("tvm-nested"))(2, 3).as_int() == 5);
+    // The zip build layout: the library beside <id>.zip loads as in the files layout.
+    const kernhub::LoadResult zipped = client.load("tvm-zipped");
+    CHECK(zipped.kind == kernhub::LoadKind::tvm_ffi);
+    CHECK(fs::path(zipped.file).filename() == tvm_ffi_fixture_so().filename());
+    CHECK(std::any_of(zipped.fetch.files.begin(), zipped.fetch.files.end(),
+                      [](const kernhub::FileInfo& f) { return f.path == "_tvm_zipped_5e2a.zip"; }));
+    CHECK(kernhub::TvmFunction::from(client.loaded("tvm-zipped"))(40, 2).as_int() == 42);
     // TvmFunction only takes what a tvm-ffi load stored.
     CHECK(error_of([&] { kernhub::TvmFunction::from(client.loaded("never-loaded")); }).code() == ErrorCode::not_found);
     CHECK(error_of([] { kernhub::TvmFunction::from(kernhub::LoadResult{}); }).code() == ErrorCode::usage);

@@ -9,6 +9,10 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <fstream>
+
+#include "support/temp_dir.hpp"
+#include "support/zip_craft.hpp"
 #include <string>
 #include <vector>
 
@@ -52,6 +56,7 @@ inline std::string cuda_variant() {
 inline const char* k_repo = "kernhub-test/tvm-ops";
 inline const char* k_nested_repo = "kernhub-test/tvm-nested";
 inline const char* k_needs_repo = "kernhub-test/tvm-needs-ops";
+inline const char* k_zip_repo = "kernhub-test/tvm-zipped";
 
 inline json variant_files(const std::string& variant, const fs::path& library) {
     const std::string dir = "build/" + variant + "/";
@@ -79,8 +84,22 @@ inline json spec() {
                   {"metadata", true},
                   {"metadata_extra", {{"kernel-depends", {{{"repo-id", k_repo}, {"revision", "main"}}}}}},
                   {"files", variant_files(cpu_variant(), tvm_ffi_fixture_so())}};
+    // The zip build layout of kernels 0.19: the Python package in <id>.zip,
+    // the library beside it (docs/kernels.md, "The zip build layout").
+    static TempDir zip_dir;
+    const fs::path zip = zip_dir.path() / "_tvm_zipped_5e2a.zip";
+    std::ofstream(zip, std::ios::binary) << make_zip({{"__init__.py", "from ._ops import ops\n"}, {"_ops.py", "ops = None\n"}});
+    const std::string zip_variant_dir = "build/" + cpu_variant() + "/";
+    json zipped = {{"message", "a tvm-ffi kernel in the zip layout"},
+                   {"branches", {"main"}},
+                   {"metadata", true},
+                   {"metadata_extra", {{"id", "_tvm_zipped_5e2a"}, {"build-layout", "zip"}}},
+                   {"files",
+                    {{zip_variant_dir + tvm_ffi_fixture_so().filename().string(), {{"path", tvm_ffi_fixture_so().string()}}},
+                     {zip_variant_dir + "_tvm_zipped_5e2a.zip", {{"path", zip.string()}}}}}};
     return {{"repos",
              {{{"repo_id", k_repo}, {"type", "kernel"}, {"commits", {commit}}},
+              {{"repo_id", k_zip_repo}, {"type", "kernel"}, {"commits", {zipped}}},
               {{"repo_id", k_nested_repo}, {"type", "kernel"}, {"commits", {nested}}},
               {{"repo_id", k_needs_repo}, {"type", "kernel"}, {"commits", {needs}}}}}};
 }
@@ -98,6 +117,7 @@ inline json registry() {
               {"tvm-greeting", entry("greeting")},
               {"tvm-current-stream", entry("current_stream")},
               {"tvm-nested", {{"repo_id", k_nested_repo}, {"revision", "main"}, {"symbol", "add_int"}}},
+              {"tvm-zipped", {{"repo_id", k_zip_repo}, {"revision", "main"}, {"symbol", "add_int"}}},
               {"tvm-needs-ops", {{"repo_id", k_needs_repo}, {"revision", "main"}, {"symbol", "add_int"}}},
               {"tvm-data", entry("not_code")},
               {"tvm-internal", entry("_library_ctx")},
