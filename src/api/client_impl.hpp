@@ -265,6 +265,7 @@ struct __attribute__((visibility("hidden"))) ClientImpl {
         request.torch = options.torch;
         request.cancel = options.cancel;
         request.metadata = api::variant_metadata(fetched);
+        request.check_device_arch = !selecting_elsewhere();
         return request;
     }
     bool selecting_elsewhere() const { return !settings.host.empty() || !settings.targets.empty(); }

@@ -147,11 +147,89 @@ VariantMetadata parse_variant_metadata(const std::string& text, const std::strin
         if (!it->is_string()) throw malformed(where, "\"id\" is not a string");
         out.id = it->get<std::string>();
     }
+    if (auto it = doc.find("backend"); it != doc.end() && it->is_object()) {
+        if (auto type = it->find("type"); type != it->end() && type->is_string()) {
+            out.backend_type = type->get<std::string>();
+        }
+        if (auto archs = it->find("archs"); archs != it->end() && !archs->is_null()) {
+            if (!archs->is_array() || archs->size() > k_max_backend_archs) {
+                throw malformed(where, "\"backend\".\"archs\" is not a list of at most k_max_backend_archs (" +
+                                           std::to_string(k_max_backend_archs) + ") strings");
+            }
+            for (const json& arch : *archs) {
+                if (!arch.is_string() || arch.get<std::string>().size() > 64) {
+                    throw malformed(where, "\"backend\".\"archs\" holds an entry that is not a string of at most 64 bytes");
+                }
+                out.backend_archs.push_back(arch.get<std::string>());
+            }
+        }
+    }
+    for (const auto& [key, field] : {std::pair<const char*, std::string*>{"python-depends", &out.python_depends},
+                                     std::pair<const char*, std::string*>{"provenance", &out.provenance}}) {
+        if (auto it = doc.find(key); it != doc.end() && !it->is_null()) *field = it->dump();
+    }
     if (out.build_layout == "zip" && !is_file_name(out.id)) {
         throw malformed(where, "the zip build layout needs an \"id\" that is a file name, and it is " +
                                    (out.id.empty() ? std::string("missing") : quoted_name(out.id)));
     }
     return out;
+}
+
+namespace {
+
+struct CudaArch {
+    int major = 0;
+    int minor = 0;
+    char suffix = 0;  // 'a', 'f' or 0
+    bool ptx = false;
+};
+
+bool all_digits(const std::string& text) {
+    return !text.empty() && text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// "9.0", "10.0a", "12.0f", "8.0+PTX"; nullopt for any other form.
+std::optional<CudaArch> parse_cuda_arch(std::string arch) {
+    CudaArch out;
+    const std::string ptx = "+PTX";
+    if (arch.size() >= ptx.size() && arch.compare(arch.size() - ptx.size(), ptx.size(), ptx) == 0) {
+        out.ptx = true;
+        arch.resize(arch.size() - ptx.size());
+    }
+    if (!arch.empty() && (arch.back() == 'a' || arch.back() == 'f')) {
+        out.suffix = arch.back();
+        arch.pop_back();
+    }
+    const std::size_t dot = arch.find('.');
+    if (dot == std::string::npos) return std::nullopt;
+    const std::string major = arch.substr(0, dot);
+    const std::string minor = arch.substr(dot + 1);
+    if (!all_digits(major) || !all_digits(minor)) return std::nullopt;
+    out.major = std::stoi(major);
+    out.minor = std::stoi(minor);
+    return out;
+}
+
+}  // namespace
+
+bool supports_cuda_capability(const std::vector<std::string>& archs, std::pair<int, int> capability) {
+    bool any_known = false;
+    for (const std::string& text : archs) {
+        const std::optional<CudaArch> arch = parse_cuda_arch(text);
+        if (!arch) continue;
+        any_known = true;
+        const std::pair<int, int> built{arch->major, arch->minor};
+        bool fits = false;
+        if (arch->suffix == 'a') {
+            fits = capability == built;
+        } else if (arch->suffix == 'f' || !arch->ptx) {
+            fits = capability.first == built.first && capability.second >= built.second;
+        } else {
+            fits = capability >= built;
+        }
+        if (fits) return true;
+    }
+    return !any_known;
 }
 
 std::string layout_problem(const VariantMetadata& metadata) {

@@ -59,7 +59,28 @@ struct VariantMetadata {
     // "id": the variant's package name, which names the zip of the "zip"
     // layout (<id>.zip); empty when absent.
     std::string id;
+    // "backend": {"type", "archs"}. The type as written ("cuda", "rocm",
+    // "cpu", "agnostic", or one kernhub does not know, kept as written;
+    // empty when absent). kernels 0.19.1 reads the type only for its device
+    // arch check, and so does kernhub. archs: the device architectures the
+    // build declares ("9.0", "10.0a", "8.0+PTX", "gfx90a"), at most
+    // k_max_backend_archs of at most 64 bytes each.
+    std::string backend_type;
+    std::vector<std::string> backend_archs;
+    // "python-depends" and "provenance" as JSON text (compact), for info;
+    // empty when absent. Neither is enforced for a C++ load.
+    std::string python_depends;
+    std::string provenance;
 };
+
+inline constexpr std::size_t k_max_backend_archs = 256;
+
+// Whether a build declaring `archs` runs on a CUDA device of compute
+// capability `capability`, as kernels 0.19.1's archs.py decides it: "X.Y"
+// runs on X.Z for Z >= Y; "X.Ya" only on X.Y; "X.Yf" on X.Z for Z >= Y;
+// "X.Y+PTX" on any capability from X.Y up. When no arch is in one of these
+// forms the answer is true (the build is newer than the rules).
+bool supports_cuda_capability(const std::vector<std::string>& archs, std::pair<int, int> capability);
 
 // Why kernhub cannot load a variant of this layout, or "" when it can:
 // "has the build layout \"tar\" (its metadata.json's build-layout), which

@@ -51,6 +51,9 @@ struct LoadRequest {
     // The variant's metadata.json as the fetch read it: its build layout
     // and, for the zip layout, the id that names <id>.zip.
     deptree::VariantMetadata metadata;
+    // Whether the device arch check applies (kinds.cpp, check_device_arch):
+    // not when the variant was chosen for another machine (targets, host).
+    bool check_device_arch = true;
 };
 
 // What a kind resolved.

@@ -3,6 +3,8 @@
 
 #include "common/join.hpp"
 #include "kernhub/error.hpp"
+#include "common/text.hpp"
+#include "cuda/driver.hpp"
 #include "loader/kind.hpp"
 #include "select/rules.hpp"
 
@@ -121,10 +123,37 @@ void check_layout(const LoadRequest& request) {
     }
 }
 
+// kernels 0.19.1's device arch check (its archs.py): a CUDA build whose
+// metadata declares archs must run on this machine's device 0, as the
+// CUDA driver reports its compute capability. Skipped without a driver or
+// a device, and when the caller selects for another machine.
+void check_device_arch(const LoadRequest& request) {
+    const deptree::VariantMetadata& metadata = request.metadata;
+    if (!request.check_device_arch || metadata.backend_type != "cuda" || metadata.backend_archs.empty()) return;
+    if (!cuda::Driver::available()) return;
+    cuda::DriverInfo info;
+    try {
+        info = cuda::Driver::instance().info();
+    } catch (const Error&) {
+        return;  // a driver that cannot describe its devices: the load itself will say why
+    }
+    if (info.devices.empty()) return;
+    const cuda::Device& device = info.devices.front();
+    if (deptree::supports_cuda_capability(metadata.backend_archs, {device.cc_major, device.cc_minor})) return;
+    std::string archs;
+    for (const std::string& arch : metadata.backend_archs) archs += (archs.empty() ? "" : ", ") + printable(arch);
+    throw Error(ErrorCode::load, "variant " + request.fetched.variant + " of " + request.fetched.repo_id +
+                                     " does not support this machine's GPU: CUDA capability " +
+                                     std::to_string(device.cc_major) + "." + std::to_string(device.cc_minor) + " (" +
+                                     printable(device.name) + ") is not among the architectures its metadata.json "
+                                     "declares (" + archs + "); kernels refuses it too. Fetch a build for this GPU");
+}
+
 }  // namespace
 
 Loaded load(const LoadRequest& request) {
     check_layout(request);
+    check_device_arch(request);
     // A noarch or SDK build fits the host but holds nothing kernhub loads
     // as a kernel (select::rules::load_refusal); as a dependency it is
     // opened where it has a library (load_dependency).

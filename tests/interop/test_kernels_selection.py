@@ -283,6 +283,30 @@ def check_library(report, oracle, cases):
                      "the comparison cannot tell the rules apart")
 
 
+ARCH_WORDS = ["7.5", "8.0", "8.6", "8.9", "9.0", "9.0a", "10.0", "10.0a", "10.0f", "10.3f", "12.0", "12.0f",
+              "8.0+PTX", "9.0+PTX", "9.0a+PTX", "10.0f+PTX", "sm_90", "gfx90a", "9", "", "x.0", "9.x"]
+CAPABILITIES = [(7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3), (12, 0), (12, 1)]
+
+
+def check_cuda_archs(report, oracle, rng, count=3000):
+    """kernels' device arch check (_supports_cuda_capability) against kernhub's."""
+    from kernels._internals.archs import _supports_cuda_capability
+    cases = [([a for a in rng.sample(ARCH_WORDS, rng.randint(1, 5)) if a], rng.choice(CAPABILITIES))
+             for _ in range(count)]
+    cases = [(archs, cc) for archs, cc in cases if archs]
+    lines = "".join(f"{' '.join(archs)}\t{cc[0]}.{cc[1]}\n" for archs, cc in cases)
+    done = subprocess.run([oracle, "--cuda-archs"], input=lines, capture_output=True, text=True, timeout=60)
+    got = done.stdout.split()
+    want = ["1" if _supports_cuda_capability(archs, cc) else "0" for archs, cc in cases]
+    differ = [f"archs {archs}, capability {cc}: kernels {w}, kernhub {g}"
+              for (archs, cc), w, g in zip(cases, want, got) if w != g]
+    for line in differ[:10]:
+        report.diff(line)
+    report.check(len(got) == len(cases) and not differ,
+                 f"the device arch check decides as kernels' in all {len(cases)} cases "
+                 f"({want.count('0')} refused)", f"{len(differ)} differ, {len(got)} answers")
+
+
 def info_spec(cases):
     repos = []
     for i, (_, names, _) in enumerate(cases):
@@ -339,6 +363,7 @@ def main():
         host, names = draw_case(rng)
         cases.append((host, names, kernels_accepted(host, names)))
     check_library(report, args.oracle, cases)
+    check_cuda_archs(report, args.oracle, rng)
     # The sample: the first cases, half with a match and half without when
     # there are enough of each.
     with_match = [c for c in cases if c[2]][: args.info_cases - args.info_cases // 4]

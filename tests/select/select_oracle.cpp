@@ -14,13 +14,36 @@
 #include <string>
 #include <vector>
 
+#include "deptree/metadata.hpp"
 #include "kernhub/error.hpp"
 #include "select/rules.hpp"
 #include "select/variant.hpp"
 
-int main() {
+// --cuda-archs: lines "ARCH ARCH ...<TAB>MAJOR.MINOR"; prints 1 or 0 for
+// deptree::supports_cuda_capability (kernels' device arch check).
+int cuda_archs() {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        const std::size_t tab = line.find('\t');
+        const std::string capability = tab == std::string::npos ? "" : line.substr(tab + 1);
+        const std::size_t dot = capability.find('.');
+        if (dot == std::string::npos) {
+            std::cout << "error: no capability\n";
+            continue;
+        }
+        std::vector<std::string> archs;
+        std::istringstream words(line.substr(0, tab));
+        for (std::string arch; words >> arch;) archs.push_back(arch);
+        const std::pair<int, int> cc{std::stoi(capability.substr(0, dot)), std::stoi(capability.substr(dot + 1))};
+        std::cout << (kernhub::deptree::supports_cuda_capability(archs, cc) ? "1" : "0") << '\n';
+    }
+    return 0;
+}
+
+int main(int argc, char** argv) {
     using namespace kernhub;
     std::ios::sync_with_stdio(false);
+    if (argc > 1 && std::string(argv[1]) == "--cuda-archs") return cuda_archs();
     std::string line;
     while (std::getline(std::cin, line)) {
         const std::size_t tab = line.find('\t');
