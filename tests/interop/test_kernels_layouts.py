@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Interop: kernels 0.19.1 loads offline the dotted-name and zip-layout variants kernhub prewarmed.
+
+The hub (examples/hub/make_hub.py, served by tests/support/hub_server.py)
+holds two kernel repos of a trusted organisation, each with branch v1 (also
+main):
+
+- kernhub-interop/dotted: tvm-ffi variants under the dotted names of kernels
+  0.19 (tvm-ffi-0.1-cpu-cpython-3.9-abi3-<cpu>-linux and CUDA 12.0/13.0
+  ones) and a torch-universal fallback, each a pure-Python package;
+- kernhub-interop/zipped: torch-universal in the zip build layout, its
+  package in <id>.zip.
+
+For each repo: kernels 0.19.1 (in a child process, as in real use) says
+which variant it selects here, and `kernhub info --host <the facts kernels
+used> --json` selects the same one; `kernels lock` writes kernels.lock;
+`kernhub prewarm --lock --target <that variant>` fills an empty cache; with
+the hub stopped and HF_HUB_OFFLINE=1, kernels get_kernel(version=1) loads
+the variant from that cache (its own digest check included) and calls it.
+Then kernhub reads offline the cache kernels has used: `cache verify`
+reports no damage, the verification receipts kernels wrote included.
+
+Usage: test_kernels_layouts.py --kernhub CLI --so LIB.so --make-hub make_hub.py --hub-server hub_server.py
+Exit 77 (skipped) when this interpreter has no kernels 0.19.
+"""
+
+import io
+import json
+import platform
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import interop_support as support
+
+TIMEOUT = 90
+ORG = "kernhub-interop"
+DOTTED = f"{ORG}/dotted"
+ZIPPED = f"{ORG}/zipped"
+ZIP_ID = "_zipped_4f2e"
+CPU = platform.machine()
+
+
+def package(variant):
+    return (f"VARIANT = {variant!r}\n\n\n"
+            f"def vector_add(a, b):\n"
+            f"    return [x + y for x, y in zip(a, b)]\n")
+
+
+def dotted_files():
+    files = {}
+    for backend in ("cpu", "cuda-12.0", "cuda-13.0"):
+        variant = f"tvm-ffi-0.1-{backend}-cpython-3.9-abi3-{CPU}-linux"
+        files[f"build/{variant}/__init__.py"] = {"text": package(variant)}
+    files["build/torch-universal/__init__.py"] = {"text": package("torch-universal")}
+    return files
+
+
+def zipped_files(tmp):
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("__init__.py", package("torch-universal (zip)"))
+    path = tmp / f"{ZIP_ID}.zip"
+    path.write_bytes(data.getvalue())
+    return {f"build/torch-universal/{ZIP_ID}.zip": {"path": str(path)}}
+
+
+def hub_spec(tmp):
+    def repo(repo_id, files, extra):
+        return {"repo_id": repo_id, "type": "kernel",
+                "commits": [{"message": "v1", "branches": ["v1", "main"], "metadata": True,
+                             "metadata_extra": {"version": 1, "python-depends": [], **extra}, "files": files}]}
+    return {"organizations": {ORG: {"trusted_kernel_publisher": True}},
+            "repos": [repo(DOTTED, dotted_files(), {}),
+                      repo(ZIPPED, zipped_files(tmp), {"id": ZIP_ID, "build-layout": "zip"})]}
+
+
+# The facts kernels 0.19.1 selects with on this host, as --host spells them.
+FACTS = """
+import json, sys, sysconfig
+from kernels._internals import backends, compat
+b = backends._backend()
+facts = {"cpu": __import__("platform").machine(), "os": "linux"}
+if b.name in ("cuda", "rocm", "xpu", "cann"):
+    facts[b.name] = f"{b.version.major}.{b.version.minor}"
+elif b.name != "cpu":
+    facts[b.name] = "true"
+if compat.has_tvm_ffi:
+    import tvm_ffi
+    v = tvm_ffi.__version__.split(".")
+    facts["tvm-ffi"] = f"{v[0]}.{v[1]}"
+facts["python"] = f"{sys.version_info.major}.{sys.version_info.minor}"
+facts["free-threaded"] = "true" if sysconfig.get_config_var("Py_GIL_DISABLED") else "false"
+facts["mlx"] = "true" if compat.has_mlx else "false"
+print(json.dumps(facts))
+"""
+
+LOAD = """
+import json, sys
+import kernels
+module = kernels.get_kernel(sys.argv[1], version=1)
+print(json.dumps({"file": module.__file__, "variant": module.VARIANT,
+                  "sum": module.vector_add([1, 2, 3], [10, 20, 30])}))
+"""
+
+
+def check_repo(report, args, tmp, server, repo, host_spec, cache):
+    """kernels' choice = kernhub's; kernhub prewarms it from kernels.lock."""
+    p, decisions, accepted = support.kernels_decisions(tmp, server.endpoint, repo, 1, timeout=TIMEOUT)
+    if not report.check(p.returncode == 0 and accepted, f"kernels 0.19.1 selects a variant of {repo}", support.tail(p)):
+        return None
+    want = accepted[0]
+    info = support.kernhub(args.kernhub, ["info", repo + "@v1", "--host", host_spec, "--json", "--endpoint",
+                                          server.endpoint, "--cache-dir", str(tmp / "info-cache")],
+                           support.clean_env(KERNHUB_TORCH_DIR=str(tmp / "no-torch")), timeout=TIMEOUT)
+    got = json.loads(info.stdout).get("selected") if info.returncode == 0 else info.stderr.strip()
+    report.equal(got, want, f"kernhub info --host (kernels' facts) selects what kernels selects for {repo}")
+    project = repo.split("/")[1]
+    p, lock = support.kernels_lock(tmp, project, repo, server.endpoint, timeout=TIMEOUT)
+    if not report.check(lock is not None, f"`kernels lock` writes {project}/kernels.lock", support.tail(p)):
+        return None
+    pre = support.kernhub(args.kernhub, ["prewarm", "--lock", str(lock), "--target", want, "--cache-dir", str(cache),
+                                         "--endpoint", server.endpoint, "--json"],
+                          support.child_env(tmp, HF_HUB_DISABLE_TELEMETRY=1), timeout=TIMEOUT)
+    report.check(pre.returncode == 0, f"kernhub prewarm --lock --target {want} fills the cache for {repo}",
+                 support.tail(pre))
+    return want
+
+
+def main():
+    parser = support.argument_parser(__doc__.splitlines()[0])
+    args = support.parse_args(parser)
+    try:
+        from kernels._internals.variants import _resolve_variant_for_system  # noqa: F401
+    except ImportError as e:
+        return support.skipped(f"this interpreter has no kernels 0.19 ({e})")
+    report = support.Report()
+    if support.inputs_missing(args, report):
+        return report.finish()
+    with tempfile.TemporaryDirectory(prefix="kernhub-layouts-") as name:
+        tmp = Path(name)
+        support.make_hub(args, hub_spec(tmp), tmp / "hub", timeout=TIMEOUT)
+        server = support.HubServer(args.python, args.hub_server, tmp / "hub")
+        facts_run = support.run_python(FACTS, support.kernels_env(tmp), timeout=TIMEOUT)
+        facts = support.last_json(facts_run.stdout) or {}
+        if not report.check(facts_run.returncode == 0 and facts, "kernels says which facts it selects with",
+                            support.tail(facts_run)):
+            server.close()
+            return report.finish()
+        host_spec = ",".join(f"{k}={v}" for k, v in facts.items())
+        report.info(f"kernels' host facts: {host_spec}")
+        cache = tmp / "image-cache"
+        chosen = {repo: check_repo(report, args, tmp, server, repo, host_spec, cache) for repo in (DOTTED, ZIPPED)}
+        server.close()  # from here on, nothing can be downloaded
+        for repo, variant in chosen.items():
+            if variant is None:
+                continue
+            env = support.kernels_env(tmp, HF_HUB_OFFLINE=1, HF_HUB_CACHE=cache)
+            p = support.run_python(LOAD, env, repo, timeout=TIMEOUT)
+            out = support.last_json(p.stdout) or {}
+            where = str(cache / ("kernels--" + repo.replace("/", "--")))
+            report.check(p.returncode == 0 and out.get("sum") == [11, 22, 33]
+                         and str(out.get("file", "")).startswith(where)
+                         and (repo != ZIPPED or f"{ZIP_ID}.zip" in out.get("file", "")),
+                         f"kernels 0.19.1 loads {variant} of {repo} offline from the kernhub-prewarmed cache",
+                         f"{out}; {support.tail(p)}")
+        receipts = cache / ".verified-kernels"
+        report.info(f"kernels wrote receipts: {sorted(str(p.relative_to(cache)) for p in receipts.rglob('*'))[:6]}"
+                    if receipts.exists() else "kernels wrote no receipts")
+        verify = support.kernhub(args.kernhub, ["cache", "verify", "--cache-dir", str(cache), "--json"],
+                                 support.clean_env(), timeout=TIMEOUT)
+        report.check(verify.returncode == 0, "kernhub cache verify reads offline the cache kernels used, receipts "
+                     "and all, and reports no damage", support.tail(verify))
+    return report.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
