@@ -9,7 +9,8 @@ main):
   0.19 (tvm-ffi-0.1-cpu-cpython-3.9-abi3-<cpu>-linux and CUDA 12.0/13.0
   ones) and a torch-universal fallback, each a pure-Python package;
 - kernhub-interop/zipped: torch-universal in the zip build layout, its
-  package in <id>.zip.
+  package in <id>.zip;
+- kernhub-interop/sdk: the SDK variants sdk, sdk-cpu and sdk-cuda.
 
 For each repo: kernels 0.19.1 (in a child process, as in real use) says
 which variant it selects here, and `kernhub info --host <the facts kernels
@@ -17,7 +18,9 @@ used> --json` selects the same one; `kernels lock` writes kernels.lock;
 `kernhub prewarm --lock --target <that variant>` fills an empty cache; with
 the hub stopped and HF_HUB_OFFLINE=1, kernels get_kernel(version=1) loads
 the variant from that cache (its own digest check included) and calls it.
-Then kernhub reads offline the cache kernels has used: `cache verify`
+kernhub fetch takes the SDK variant like any other, info --json gives its
+load_refusal and kernhub load is exit 7 saying why. Then kernhub reads
+offline the cache kernels has used: `cache verify`
 reports no damage, the verification receipts kernels wrote included.
 
 Usage: test_kernels_layouts.py --kernhub CLI --so LIB.so --make-hub make_hub.py --hub-server hub_server.py
@@ -38,6 +41,7 @@ TIMEOUT = 90
 ORG = "kernhub-interop"
 DOTTED = f"{ORG}/dotted"
 ZIPPED = f"{ORG}/zipped"
+SDK = f"{ORG}/sdk"
 ZIP_ID = "_zipped_4f2e"
 CPU = platform.machine()
 
@@ -72,7 +76,9 @@ def hub_spec(tmp):
                 "commits": [{"message": "v1", "branches": ["v1", "main"], "metadata": True,
                              "metadata_extra": {"version": 1, "python-depends": [], **extra}, "files": files}]}
     return {"organizations": {ORG: {"trusted_kernel_publisher": True}},
-            "repos": [repo(DOTTED, dotted_files(), {}),
+            "repos": [repo(SDK, {f"build/{v}/__init__.py": {"text": package(v)} for v in ("sdk", "sdk-cpu", "sdk-cuda")},
+                           {}),
+                      repo(DOTTED, dotted_files(), {}),
                       repo(ZIPPED, zipped_files(tmp), {"id": ZIP_ID, "build-layout": "zip"})]}
 
 
@@ -128,6 +134,25 @@ def check_repo(report, args, tmp, server, repo, host_spec, cache):
     return want
 
 
+def check_sdk_load(report, args, tmp, server):
+    """An SDK variant is fetched as any variant, and its load is exit 7 saying why."""
+    common = ["--endpoint", server.endpoint, "--cache-dir", str(tmp / "sdk-cache"), "--json"]
+    env = support.clean_env(KERNHUB_BACKEND="cpu")
+    fetch = support.kernhub(args.kernhub, ["fetch", SDK + "@v1", *common], env, timeout=TIMEOUT)
+    fetched = json.loads(fetch.stdout) if fetch.returncode == 0 else {}
+    report.check(fetched.get("variant") == "sdk-cpu", "kernhub fetch selects and fetches the SDK variant "
+                 "for the CPU backend", support.tail(fetch))
+    info = support.kernhub(args.kernhub, ["info", SDK + "@v1", *common], env, timeout=TIMEOUT)
+    variants = {v["name"]: v for v in (json.loads(info.stdout)["variants"] if info.returncode == 0 else [])}
+    report.check("SDK" in variants.get("sdk-cpu", {}).get("load_refusal", ""),
+                 "kernhub info --json gives the selected SDK variant's load_refusal", info.stdout[:300])
+    load = support.kernhub(args.kernhub, ["load", SDK + "@v1", "--symbol", "vector_add", *common], env,
+                           timeout=TIMEOUT)
+    report.check(load.returncode == 7 and "SDK" in load.stdout + load.stderr,
+                 "kernhub load of an SDK variant is exit 7 saying kernhub loads no SDK",
+                 f"exit {load.returncode}: {support.tail(load)}")
+
+
 def main():
     parser = support.argument_parser(__doc__.splitlines()[0])
     args = support.parse_args(parser)
@@ -151,7 +176,8 @@ def main():
         host_spec = ",".join(f"{k}={v}" for k, v in facts.items())
         report.info(f"kernels' host facts: {host_spec}")
         cache = tmp / "image-cache"
-        chosen = {repo: check_repo(report, args, tmp, server, repo, host_spec, cache) for repo in (DOTTED, ZIPPED)}
+        chosen = {repo: check_repo(report, args, tmp, server, repo, host_spec, cache) for repo in (DOTTED, ZIPPED, SDK)}
+        check_sdk_load(report, args, tmp, server)
         server.close()  # from here on, nothing can be downloaded
         for repo, variant in chosen.items():
             if variant is None:
