@@ -364,6 +364,12 @@ void print_json(const nlohmann::ordered_json& object) {
     std::cout << object.dump(2, ' ', true, nlohmann::ordered_json::error_handler_t::replace) << std::endl;
 }
 
+// A metadata.json field kept as JSON text: parsed back, or null when absent.
+static nlohmann::ordered_json metadata_json(const std::string& text) {
+    if (text.empty()) return nullptr;
+    return nlohmann::ordered_json::parse(text, nullptr, false);
+}
+
 nlohmann::ordered_json fetch_json(const FetchResult& result) {
     nlohmann::ordered_json files = nlohmann::ordered_json::array();
     for (const auto& file : result.files) {
@@ -381,7 +387,9 @@ nlohmann::ordered_json fetch_json(const FetchResult& result) {
             {"signature", result.signature ? signature_json(*result.signature) : nlohmann::ordered_json(nullptr)},
             {"dependencies", dependencies_json(result)},
             {"local_folder", result.local_folder.empty() ? nlohmann::ordered_json(nullptr)
-                                                         : nlohmann::ordered_json(result.local_folder)}};
+                                                         : nlohmann::ordered_json(result.local_folder)},
+            {"python_depends", metadata_json(result.python_depends)},
+            {"provenance", metadata_json(result.provenance)}};
 }
 
 nlohmann::ordered_json dependencies_json(const FetchResult& result) {

@@ -225,6 +225,12 @@ struct FetchResult {
     // kernels"); empty when it came from the hub through the cache. A local
     // kernel has no commit, and its files no sha256.
     std::string local_folder;
+    // The variant's metadata.json "python-depends" and "provenance", as
+    // compact JSON text; empty when it has none. Shown, not enforced: a C++
+    // load needs no Python package (docs/registry.md, "Parity with the
+    // Python kernels library").
+    std::string python_depends;
+    std::string provenance;
 };
 
 struct LoadResult {

@@ -127,6 +127,8 @@ FetchResult ClientImpl::fetch_one(const registry::KernelSpec& spec, deptree::Var
     // A warm fetch downloaded nothing: its metadata.json is read from the cache.
     if (!parsed) metadata = api::variant_metadata(result);
     check_minver(metadata, result.repo_id, result.variant);
+    result.python_depends = metadata.python_depends;
+    result.provenance = metadata.provenance;
     return result;
 }
 

@@ -8,9 +8,10 @@ using namespace kernhub::test::cli;
 
 namespace {
 
-const std::vector<std::string> k_fetch_keys = {"bytes_downloaded", "commit",   "dependencies", "files",
-                                               "local_folder",     "name",     "path",         "repo_id",
-                                               "requests",         "revision", "signature",    "variant"};
+const std::vector<std::string> k_fetch_keys = {"bytes_downloaded", "commit",     "dependencies",   "files",
+                                               "local_folder",     "name",       "path",           "provenance",
+                                               "python_depends",   "repo_id",    "requests",       "revision",
+                                               "signature",        "variant"};
 
 // The fetch object is complete and true to the files on disk.
 void check_fetch_object(const json& j, const Sandbox& box, bool load = false) {

@@ -142,6 +142,9 @@ def check_sdk_load(report, args, tmp, server):
     fetched = json.loads(fetch.stdout) if fetch.returncode == 0 else {}
     report.check(fetched.get("variant") == "sdk-cpu", "kernhub fetch selects and fetches the SDK variant "
                  "for the CPU backend", support.tail(fetch))
+    report.check(fetched.get("python_depends") == [] and fetched.get("provenance") is None,
+                 "fetch --json shows the metadata's python-depends (and no provenance, which it lacks)",
+                 str({k: fetched.get(k) for k in ("python_depends", "provenance")}))
     info = support.kernhub(args.kernhub, ["info", SDK + "@v1", *common], env, timeout=TIMEOUT)
     variants = {v["name"]: v for v in (json.loads(info.stdout)["variants"] if info.returncode == 0 else [])}
     report.check("SDK" in variants.get("sdk-cpu", {}).get("load_refusal", ""),
