@@ -251,7 +251,7 @@ std::optional<std::string> ops_py_in_zip(const LoadRequest& request) {
                                     request.cancel);
 }
 
-NamespaceClaim claim_of(const std::string& text, const std::string& where, NamespaceClaim from_name) {
+NamespaceClaim claim_of(const std::string& text, const std::string& where, const NamespaceClaim& from_name) {
     const OpsPy read = read_ops_py(text);
     if (!read.problem.empty()) {
         throw Error(ErrorCode::verification, where + " " + read.problem +
