@@ -364,8 +364,7 @@ void print_json(const nlohmann::ordered_json& object) {
     std::cout << object.dump(2, ' ', true, nlohmann::ordered_json::error_handler_t::replace) << std::endl;
 }
 
-// A metadata.json field kept as JSON text: parsed back, or null when absent.
-static nlohmann::ordered_json metadata_json(const std::string& text) {
+nlohmann::ordered_json metadata_json(const std::string& text) {
     if (text.empty()) return nullptr;
     return nlohmann::ordered_json::parse(text, nullptr, false);
 }

@@ -93,6 +93,9 @@ void print_json(const nlohmann::ordered_json& object);
 nlohmann::ordered_json dependencies_json(const FetchResult& result);
 void print_dependencies(const CommonFlags& flags, const FetchResult& result);
 nlohmann::ordered_json fetch_json(const FetchResult& result);
+// A metadata.json field kept as JSON text (FetchResult::python_depends):
+// parsed back, or null when absent.
+nlohmann::ordered_json metadata_json(const std::string& text);
 // {"identity", "issuer", "repository", "log_time" (RFC 3339 UTC), "log_index"}.
 nlohmann::ordered_json signature_json(const SignatureInfo& signature);
 // "signed by IDENTITY (ISSUER), logged 2026-01-02T03:04:05Z", printable.

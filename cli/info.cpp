@@ -33,6 +33,8 @@ static nlohmann::ordered_json info_json(const InfoResult& info) {
     out["signature"] = info.signature ? signature_json(*info.signature) : nlohmann::ordered_json(nullptr);
     out["local_folder"] =
         info.local_folder.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.local_folder);
+    out["python_depends"] = metadata_json(info.python_depends);
+    out["provenance"] = metadata_json(info.provenance);
     return out;
 }
 

@@ -322,6 +322,12 @@ struct InfoResult {
     // The LOCAL_KERNELS folder the variants were chosen from; empty when
     // they are the hub's.
     std::string local_folder;
+    // The selected variant's metadata.json "python-depends" and
+    // "provenance", as FetchResult has them (JSON text; empty when absent,
+    // when the variant has no metadata.json, or offline when the cache lacks
+    // it). info reads that one small file (from the cache when it is there).
+    std::string python_depends;
+    std::string provenance;
 };
 
 struct RegistryEntry {

@@ -250,6 +250,14 @@ InfoResult Client::info(const std::string& ref) {
         // for it under this policy, else verified now (two small files).
         info.signature = api::signature_info(fetcher.signature_of(request, choice));
     }
+    if (choice.selection.chosen) {
+        if (std::optional<std::string> text = fetcher.metadata_of(request, choice)) {
+            const deptree::VariantMetadata metadata =
+                deptree::parse_variant_metadata(*text, spec.repo_id + " variant " + info.selected);
+            info.python_depends = metadata.python_depends;
+            info.provenance = metadata.provenance;
+        }
+    }
     info.requests = m_impl->requests() - before;
     return info;
 }

@@ -138,6 +138,9 @@ InfoResult ClientImpl::local_info(const registry::KernelSpec& spec, const fs::pa
               [](const VariantStatus& a, const VariantStatus& b) { return a.name < b.name; });
     if (settings.host.empty()) info.tvm_ffi_runtime = loader::runtime_status(names, local.selection.runtime_problem);
     info.signature_policy = spec.signature;
+    const deptree::VariantMetadata metadata = api::variant_metadata(local.dir, spec.repo_id + " (LOCAL_KERNELS)");
+    info.python_depends = metadata.python_depends;
+    info.provenance = metadata.provenance;
     return info;
 }
 

@@ -11,6 +11,7 @@
 #include "common/crash_point.hpp"
 #include "common/hint.hpp"
 #include "common/text.hpp"
+#include "deptree/metadata.hpp"
 #include "fetch/stream_check.hpp"
 #include "kernhub/error.hpp"
 #include "lockfile/lockfile.hpp"
@@ -487,6 +488,23 @@ cache::RecordedSignature Fetcher::signature_of(const FetchRequest& request, cons
         if (signature_satisfies(recorded->signature, *request.signature)) return *recorded->signature;
     }
     return verify_signature(request, choice.commit, variant, variant_entries(*m_last_listing, variant)).signature;
+}
+
+std::optional<std::string> Fetcher::metadata_of(const FetchRequest& request, const VariantChoice& choice) {
+    const std::string& variant = *choice.selection.chosen;
+    const std::vector<const hub::TreeEntry*> entries = variant_entries(*m_last_listing, variant);
+    const std::string path = variant_prefix(variant) + k_metadata;
+    auto it = std::find_if(entries.begin(), entries.end(), [&](const hub::TreeEntry* e) { return e->path == path; });
+    if (it == entries.end()) return std::nullopt;
+    const std::string where = "variant " + variant + " of " + request.repo.repo_id + "@" + choice.commit.substr(0, 12);
+    std::set<std::string> damaged;
+    try {
+        return signed_file_bytes(request, choice.commit, where, **it, deptree::k_max_metadata_bytes,
+                                 "k_max_metadata_bytes", damaged);
+    } catch (const Error& e) {
+        if (e.code() == ErrorCode::offline) return std::nullopt;
+        throw;
+    }
 }
 
 }  // namespace kernhub::fetch

@@ -205,6 +205,12 @@ public:
     // listing choose() worked from): the record's when it vouches for the
     // variant under request.signature, else verify_signature().
     cache::RecordedSignature signature_of(const FetchRequest& request, const VariantChoice& choice);
+    // The metadata.json of the variant `choice` selected, checked against
+    // the listing as a signed file is: the cached blob's bytes when there is
+    // one, else downloaded into memory (at most deptree::k_max_metadata_bytes)
+    // and not placed in the cache. nullopt when the variant has none, or
+    // when offline without a cached copy.
+    std::optional<std::string> metadata_of(const FetchRequest& request, const VariantChoice& choice);
     // The listing the last choose() or fetch() worked from, and where it
     // came from.
     const std::vector<hub::TreeEntry>& last_listing() const noexcept { return *m_last_listing; }

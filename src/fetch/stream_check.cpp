@@ -39,10 +39,12 @@ std::optional<MetadataDigest> parse_metadata_digest(const std::string& text, con
         throw malformed("\"digest\" needs an object \"files\"");
     }
     MetadataDigest out;
-    if (digest_doc.contains("algorithm") && !digest_doc["algorithm"].is_string()) {
-        throw malformed("\"algorithm\" is not a string");
+    // Required, as kernels 0.19.1 requires it: a digest without one is no
+    // metadata.json that kernels reads.
+    if (!digest_doc.contains("algorithm") || !digest_doc["algorithm"].is_string()) {
+        throw malformed("\"digest\" needs a string \"algorithm\", \"sha256\" or \"sha512\"");
     }
-    std::string algorithm = digest_doc.value("algorithm", "sha256");
+    const std::string algorithm = digest_doc["algorithm"].get<std::string>();
     if (algorithm == "sha256") {
         out.algorithm = digest::Algorithm::sha256;
     } else if (algorithm == "sha512") {

@@ -144,8 +144,8 @@ TEST_CASE("info --json shows the variants, the selected one and why the others a
     INFO(describe(r));
     REQUIRE(r.exit_code == 0);
     json j = parse_stdout(r);
-    CHECK(keys_of(j) == std::vector<std::string>{"commit", "host", "host_facts", "local_folder", "name", "repo_id",
-                                                 "requests", "revision", "selected", "signature", "signature_policy",
+    CHECK(keys_of(j) == std::vector<std::string>{"commit", "host", "host_facts", "local_folder", "name", "provenance",
+                                                 "python_depends", "repo_id", "requests", "revision", "selected", "signature", "signature_policy",
                                                  "symbol", "targets", "variants"});
     CHECK(j["local_folder"].is_null());
     // The test registry's entry has no policy: nothing was verified.

@@ -266,3 +266,100 @@ TEST_CASE("cache files that are FIFOs or symlinks do not hang or mislead a fetch
     CHECK(fs::is_regular_file(fs::symlink_status(folder / "refs" / "main")));
     CHECK(fs::is_regular_file(fs::symlink_status(record)));
 }
+
+TEST_CASE("a SHA-512 metadata digest checks every file, and a digest without its algorithm is refused",
+          "[hub][verify]") {
+    TempDir dir;
+    const std::string so_path = "build/" + host_cpu_variant() + "/libkh_good.so";
+    const std::string so = slurp(good_fixture_so());
+    const auto b64_sha512 = [](const std::string& text) {
+        digest::Hasher hasher(digest::Algorithm::sha512);
+        hasher.update(text.data(), text.size());
+        return digest::to_base64(hasher.finish());
+    };
+    const auto with_digest = [&](const json& digest_doc, const std::string& branch) {
+        return json{{"message", branch},
+                    {"branches", {branch}},
+                    {"metadata", true},
+                    {"metadata_extra",
+                     {{"digest", digest_doc},
+                      {"python-depends", {"einops"}},
+                      {"provenance", {{"builder", "kernel-builder"}}}}},
+                    {"files", {{so_path, {{"path", good_fixture_so().string()}}}}}};
+    };
+    json spec = {
+        {"repos",
+         {{{"repo_id", "kernhub-test/sha512"},
+           {"type", "kernel"},
+           {"commits",
+            {with_digest({{"algorithm", "sha512"}, {"files", {{"libkh_good.so", b64_sha512(so)}}}}, "main"),
+             with_digest({{"algorithm", "sha512"}, {"files", {{"libkh_good.so", b64_sha512(so + "x")}}}}, "wrong"),
+             // The right bytes' SHA-256 under the name sha512: no fallback.
+             with_digest({{"algorithm", "sha512"}, {"files", {{"libkh_good.so", b64_sha256(so)}}}}, "short"),
+             with_digest({{"files", {{"libkh_good.so", b64_sha256(so)}}}}, "no-algorithm"),
+             with_digest({{"algorithm", "SHA512"}, {"files", {{"libkh_good.so", b64_sha512(so)}}}}, "upper")}}}}}};
+    make_hub(spec, dir.path() / "hub");
+    HubServer server(dir.path() / "hub");
+    Options o = options_for(dir, server.endpoint());
+
+    FetchResult good = Client(o).fetch("kernhub-test/sha512");
+    CHECK(digest::sha256_file_hex(fs::path(good.path) / "libkh_good.so") ==
+          digest::sha256_file_hex(good_fixture_so()));
+    CHECK(good.python_depends == R"(["einops"])");
+    CHECK(good.provenance == R"({"builder":"kernel-builder"})");
+
+    const std::pair<const char*, const char*> refused[] = {
+        {"kernhub-test/sha512@wrong", "does not match the digest in its variant's metadata.json"},
+        {"kernhub-test/sha512@short", "does not match the digest in its variant's metadata.json"},
+        {"kernhub-test/sha512@no-algorithm", "needs a string \"algorithm\""},
+        {"kernhub-test/sha512@upper", "unknown digest algorithm \"SHA512\""},
+    };
+    for (const auto& [ref, why] : refused) {
+        INFO(ref);
+        std::string message;
+        CHECK(code_of([&] { Client(o).fetch(ref); }, &message) == ErrorCode::verification);
+        INFO(message);
+        CHECK(message.find(why) != std::string::npos);
+    }
+}
+
+TEST_CASE("info reads the selected variant's python-depends and provenance", "[hub][verify]") {
+    TempDir dir;
+    const std::string so_path = "build/" + host_cpu_variant() + "/libkh_good.so";
+    json spec = {{"repos",
+                  {{{"repo_id", "kernhub-test/described"},
+                    {"type", "kernel"},
+                    {"commits",
+                     {{{"message", "with"},
+                       {"branches", {"main"}},
+                       {"metadata", true},
+                       {"metadata_extra", {{"python-depends", {"einops", "numpy"}}, {"provenance", {{"ci", 7}}}}},
+                       {"files", {{so_path, {{"path", good_fixture_so().string()}}}}}},
+                      {{"message", "without"},
+                       {"branches", {"bare"}},
+                       {"files", {{so_path, {{"path", good_fixture_so().string()}}}}}}}}}}}};
+    make_hub(spec, dir.path() / "hub");
+    HubServer server(dir.path() / "hub");
+    Options o = options_for(dir, server.endpoint());
+
+    InfoResult cold = Client(o).info("kernhub-test/described");
+    CHECK(cold.python_depends == R"(["einops","numpy"])");
+    CHECK(cold.provenance == R"({"ci":7})");
+    CHECK(server.count_requests("metadata.json") == 1);
+    CHECK_FALSE(fs::exists(repo_folder(dir, "described") / "snapshots" / cold.commit / "build"));  // read, not placed
+
+    InfoResult bare = Client(o).info("kernhub-test/described@bare");
+    CHECK(bare.python_depends.empty());
+    CHECK(bare.provenance.empty());
+
+    // Once fetched, info reads the cached copy: no request for it.
+    Client(o).fetch("kernhub-test/described");
+    server.reset();
+    InfoResult warm = Client(o).info("kernhub-test/described");
+    CHECK(warm.python_depends == cold.python_depends);
+    CHECK(server.count_requests("metadata.json") == 0);
+
+    // Offline, from the cached copy.
+    o.offline = true;
+    CHECK(Client(o).info("kernhub-test/described").provenance == R"({"ci":7})");
+}

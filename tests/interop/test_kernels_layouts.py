@@ -10,7 +10,10 @@ main):
   ones) and a torch-universal fallback, each a pure-Python package;
 - kernhub-interop/zipped: torch-universal in the zip build layout, its
   package in <id>.zip;
-- kernhub-interop/sdk: the SDK variants sdk, sdk-cpu and sdk-cuda.
+- kernhub-interop/sdk: the SDK variants sdk, sdk-cpu and sdk-cuda;
+- kernhub-interop/sha512: torch-universal whose metadata.json digest is
+  SHA-512, computed by kernels 0.19.1 itself (Digest.hash_variant), and
+  kernhub-interop/sha512-changed: the same digest over a changed file.
 
 For each repo: kernels 0.19.1 (in a child process, as in real use) says
 which variant it selects here, and `kernhub info --host <the facts kernels
@@ -18,6 +21,7 @@ used> --json` selects the same one; `kernels lock` writes kernels.lock;
 `kernhub prewarm --lock --target <that variant>` fills an empty cache; with
 the hub stopped and HF_HUB_OFFLINE=1, kernels get_kernel(version=1) loads
 the variant from that cache (its own digest check included) and calls it.
+Both tools refuse sha512-changed (kernels online, kernhub fetch exit 4).
 kernhub fetch takes the SDK variant like any other, info --json gives its
 load_refusal and kernhub load is exit 7 saying why. Then kernhub reads
 offline the cache kernels has used: `cache verify`
@@ -42,6 +46,8 @@ ORG = "kernhub-interop"
 DOTTED = f"{ORG}/dotted"
 ZIPPED = f"{ORG}/zipped"
 SDK = f"{ORG}/sdk"
+SHA512 = f"{ORG}/sha512"
+SHA512_CHANGED = f"{ORG}/sha512-changed"
 ZIP_ID = "_zipped_4f2e"
 CPU = platform.machine()
 
@@ -70,7 +76,29 @@ def zipped_files(tmp):
     return {f"build/torch-universal/{ZIP_ID}.zip": {"path": str(path)}}
 
 
-def hub_spec(tmp):
+# The SHA-512 digest kernels 0.19.1 computes over a variant folder, as its
+# builds record it in metadata.json.
+SHA512_DIGEST = """
+import json, sys
+from kernels._rust import Digest, DigestAlgorithm
+d = Digest.hash_variant(DigestAlgorithm.SHA512, sys.argv[1])
+print(json.dumps({"algorithm": str(d.algorithm).lower(), "files": d.files}))
+"""
+
+
+def sha512_digest(tmp):
+    """{"algorithm": "sha512", "files": ...} over torch-universal's package, from kernels itself."""
+    folder = tmp / "sha512-variant"
+    folder.mkdir()
+    (folder / "__init__.py").write_text(package("torch-universal (sha512)"))
+    p = support.run_python(SHA512_DIGEST, support.kernels_env(tmp), str(folder), timeout=TIMEOUT)
+    digest = support.last_json(p.stdout)
+    if p.returncode != 0 or not digest or digest.get("algorithm") != "sha512":
+        raise RuntimeError(f"kernels computes no SHA-512 digest: {support.tail(p)}")
+    return digest
+
+
+def hub_spec(tmp, digest):
     def repo(repo_id, files, extra):
         return {"repo_id": repo_id, "type": "kernel",
                 "commits": [{"message": "v1", "branches": ["v1", "main"], "metadata": True,
@@ -79,7 +107,11 @@ def hub_spec(tmp):
             "repos": [repo(SDK, {f"build/{v}/__init__.py": {"text": package(v)} for v in ("sdk", "sdk-cpu", "sdk-cuda")},
                            {}),
                       repo(DOTTED, dotted_files(), {}),
-                      repo(ZIPPED, zipped_files(tmp), {"id": ZIP_ID, "build-layout": "zip"})]}
+                      repo(ZIPPED, zipped_files(tmp), {"id": ZIP_ID, "build-layout": "zip"}),
+                      repo(SHA512, {"build/torch-universal/__init__.py": {"text": package("torch-universal (sha512)")}},
+                           {"digest": digest}),
+                      repo(SHA512_CHANGED, {"build/torch-universal/__init__.py": {"text": package("changed")}},
+                           {"digest": digest})]}
 
 
 # The facts kernels 0.19.1 selects with on this host, as --host spells them.
@@ -156,6 +188,19 @@ def check_sdk_load(report, args, tmp, server):
                  f"exit {load.returncode}: {support.tail(load)}")
 
 
+def check_sha512_changed(report, args, tmp, server):
+    """A file that does not match the SHA-512 digest: kernels refuses it, and so does kernhub (exit 4)."""
+    p = support.run_python(LOAD, support.kernels_env(tmp, HF_HUB_CACHE=tmp / "changed-py", HF_ENDPOINT=server.endpoint),
+                           SHA512_CHANGED, timeout=TIMEOUT)
+    report.check(p.returncode != 0 and "digest" in p.stderr.lower(),
+                 "kernels 0.19.1 refuses the variant whose file does not match its SHA-512 digest", support.tail(p))
+    fetch = support.kernhub(args.kernhub, ["fetch", SHA512_CHANGED + "@v1", "--endpoint", server.endpoint,
+                                           "--cache-dir", str(tmp / "changed-kh")],
+                            support.clean_env(), timeout=TIMEOUT)
+    report.check(fetch.returncode == 4 and "does not match the digest" in fetch.stderr,
+                 "kernhub fetch refuses it too (exit 4)", f"exit {fetch.returncode}: {support.tail(fetch)}")
+
+
 def main():
     parser = support.argument_parser(__doc__.splitlines()[0])
     args = support.parse_args(parser)
@@ -168,7 +213,7 @@ def main():
         return report.finish()
     with tempfile.TemporaryDirectory(prefix="kernhub-layouts-") as name:
         tmp = Path(name)
-        support.make_hub(args, hub_spec(tmp), tmp / "hub", timeout=TIMEOUT)
+        support.make_hub(args, hub_spec(tmp, sha512_digest(tmp)), tmp / "hub", timeout=TIMEOUT)
         server = support.HubServer(args.python, args.hub_server, tmp / "hub")
         facts_run = support.run_python(FACTS, support.kernels_env(tmp), timeout=TIMEOUT)
         facts = support.last_json(facts_run.stdout) or {}
@@ -179,8 +224,9 @@ def main():
         host_spec = ",".join(f"{k}={v}" for k, v in facts.items())
         report.info(f"kernels' host facts: {host_spec}")
         cache = tmp / "image-cache"
-        chosen = {repo: check_repo(report, args, tmp, server, repo, host_spec, cache) for repo in (DOTTED, ZIPPED, SDK)}
+        chosen = {repo: check_repo(report, args, tmp, server, repo, host_spec, cache) for repo in (DOTTED, ZIPPED, SDK, SHA512)}
         check_sdk_load(report, args, tmp, server)
+        check_sha512_changed(report, args, tmp, server)
         server.close()  # from here on, nothing can be downloaded
         for repo, variant in chosen.items():
             if variant is None:
