@@ -205,6 +205,21 @@ def kernels_decisions(tmp, endpoint, repo, version, timeout=TIMEOUT):
     return p, decisions, [name for kind, name in decisions if kind == "VariantAccepted"]
 
 
+def kernels_variants_cli(tmp, endpoint, repo, version, timeout=TIMEOUT):
+    """`kernels variants REPO --version N --json` (kernels 0.19's CLI): (the
+    child, the variant it marks preferred, or None)."""
+    cli = "import sys\nfrom kernels._internals.cli import main\nsys.argv[0] = 'kernels'; main()"
+    p = subprocess.run([sys.executable, "-c", cli, "variants", repo, "--version", str(version), "--json"],
+                       capture_output=True, text=True, timeout=timeout,
+                       env=kernels_env(tmp, HF_ENDPOINT=endpoint, HF_HUB_CACHE=tmp / "kernels-scratch"))
+    try:
+        revisions = json.loads(p.stdout)["revisions"] if p.returncode == 0 else []
+    except (ValueError, KeyError, TypeError):
+        revisions = []
+    preferred = [v["variant"] for r in revisions for v in r.get("variants", []) if v.get("preferred")]
+    return p, (preferred[0] if len(preferred) == 1 else None)
+
+
 def kernels_lock(tmp, name, repo, endpoint, timeout=TIMEOUT):
     """`kernels lock` on a project tmp/name whose pyproject.toml names repo = 1:
     (the child, its kernels.lock or None)."""

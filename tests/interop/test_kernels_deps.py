@@ -81,7 +81,7 @@ Every kernels and huggingface_hub call runs in a child process, so
 HF_HUB_OFFLINE and the cache variables are read at import, as in real use.
 Prints one PASS/FAIL line per check, then "N passed, N failed". Exit 0 when
 all pass, 1 when any fails, 77 before any check ("SKIPPED: <reason>") when
-this interpreter lacks kernels 0.17 or a huggingface_hub with kernel repos.
+this interpreter lacks kernels 0.19 or a huggingface_hub with kernel repos.
 
 Usage: test_kernels_deps.py --kernhub CLI --so LIB.so --make-hub make_hub.py
                             --hub-server hub_server.py [--python EXE]
@@ -803,8 +803,8 @@ def probe():
         return f"the Python kernels library is not installed for {sys.executable} ({e})"
     if not support.hf_has_kernel_repos():
         return "this huggingface_hub has no repo_type 'kernel'"
-    if tuple(int(x) for x in kernels.__version__.split(".")[:2]) < (0, 17):
-        return f"kernels {kernels.__version__} predates kernel dependencies and the current kernels.lock (0.17)"
+    if tuple(int(x) for x in kernels.__version__.split(".")[:2]) < (0, 19):
+        return f"kernels {kernels.__version__} is older than the release kernhub follows (0.19)"
     return None
 
 

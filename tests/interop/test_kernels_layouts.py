@@ -16,7 +16,8 @@ main):
   kernhub-interop/sha512-changed: the same digest over a changed file.
 
 For each repo: kernels 0.19.1 (in a child process, as in real use) says
-which variant it selects here, and `kernhub info --host <the facts kernels
+which variant it selects here (get_kernel_variants, and the one
+`kernels variants --json` marks preferred), and `kernhub info --host <the facts kernels
 used> --json` selects the same one; `kernels lock` writes kernels.lock;
 `kernhub prewarm --lock --target <that variant>` fills an empty cache; with
 the hub stopped and HF_HUB_OFFLINE=1, kernels get_kernel(version=1) loads
@@ -149,6 +150,9 @@ def check_repo(report, args, tmp, server, repo, host_spec, cache):
     if not report.check(p.returncode == 0 and accepted, f"kernels 0.19.1 selects a variant of {repo}", support.tail(p)):
         return None
     want = accepted[0]
+    p, preferred = support.kernels_variants_cli(tmp, server.endpoint, repo, 1, timeout=TIMEOUT)
+    report.check(preferred == want, f"`kernels variants --json` prefers the variant kernels selects for {repo}",
+                 f"preferred {preferred}, want {want}; {support.tail(p)}")
     info = support.kernhub(args.kernhub, ["info", repo + "@v1", "--host", host_spec, "--json", "--endpoint",
                                           server.endpoint, "--cache-dir", str(tmp / "info-cache")],
                            support.clean_env(KERNHUB_TORCH_DIR=str(tmp / "no-torch")), timeout=TIMEOUT)

@@ -200,6 +200,12 @@ class HubIndex:
         repo = self.repos[repo_id]
         if rev in repo["commits"]:
             return rev
+        # The hub also takes a ref's full name, as list_repo_refs gives it
+        # (kernels' versions are refs/heads/vN).
+        if rev.startswith("refs/heads/"):
+            return repo["branches"].get(rev[len("refs/heads/"):])
+        if rev.startswith("refs/tags/"):
+            return repo["tags"].get(rev[len("refs/tags/"):])
         return repo["branches"].get(rev) or repo["tags"].get(rev)
 
 
