@@ -160,8 +160,8 @@ Placement place(const archive::Entry& entry) {
         Placement at;
         at.problem =
             "is part of the Python kernels library's verification receipts (.verified-kernels/); a receipt lets "
-            "kernels skip hashing a variant, so it is never taken from an archive: export the cache with kernhub "
-            "cache export, which leaves them out";
+            "kernels skip hashing a variant, so it is never taken from an archive (an exported cache holds none: "
+            "leave .verified-kernels/ out of the archive)";
         return at;
     }
     if (!cache::parse_repo_folder(parts[0])) {

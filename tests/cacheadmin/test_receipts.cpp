@@ -11,7 +11,6 @@
 
 #include "archive/archive.hpp"
 #include "archive/tar_builder.hpp"
-#include "cache/receipts.hpp"
 #include "cacheadmin/cache_archive.hpp"
 #include "cacheadmin/cache_fixture.hpp"
 #include "cacheadmin/inventory.hpp"
@@ -29,38 +28,6 @@ namespace kc = kernhub::cacheadmin;
 namespace cache = kernhub::cache;
 
 namespace {
-
-// A receipt as kernels 0.19.1 writes it: named by cache::receipt_name,
-// holding the location as JSON, mode 0600.
-fs::path write_receipt(const fs::path& root, const std::string& store, const std::string& repo_id,
-                       const std::string& commit, const std::string& variant) {
-    const fs::path path = root / ".verified-kernels" / store / cache::receipt_name(repo_id, commit, variant);
-    const nlohmann::json doc = {
-        {"location",
-         {{"type", "remote_kernel"}, {"repo_id", repo_id}, {"revision", commit}, {"variant", variant}}}};
-    write_file(path, doc.dump());
-    return path;
-}
-
-std::vector<fs::path> write_receipts(const fs::path& root, const std::string& repo_id, const std::string& commit,
-                                     const std::string& variant) {
-    return {write_receipt(root, "digest/v1", repo_id, commit, variant),
-            write_receipt(root, "signature/v1", repo_id, commit, variant)};
-}
-
-bool all_exist(const std::vector<fs::path>& paths) {
-    for (const auto& p : paths) {
-        if (!fs::exists(fs::symlink_status(p))) return false;
-    }
-    return true;
-}
-
-bool none_exist(const std::vector<fs::path>& paths) {
-    for (const auto& p : paths) {
-        if (fs::exists(fs::symlink_status(p))) return false;
-    }
-    return true;
-}
 
 std::set<std::string> removed_set(const kernhub::PruneReport& report) {
     return {report.removed.begin(), report.removed.end()};
