@@ -16,6 +16,7 @@
 
 #include "cache/cache.hpp"
 #include "cache/io_error.hpp"
+#include "cache/posix_io.hpp"
 #include "common/text.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
@@ -24,20 +25,7 @@ namespace kernhub::cache {
 
 namespace {
 
-// Owns one descriptor (a name of its own: the folder compiles as one unit).
-class ReceiptFd {
-public:
-    explicit ReceiptFd(int fd) : m_fd(fd) {}
-    ~ReceiptFd() {
-        if (m_fd >= 0) ::close(m_fd);
-    }
-    ReceiptFd(const ReceiptFd&) = delete;
-    ReceiptFd& operator=(const ReceiptFd&) = delete;
-    int get() const { return m_fd; }
-
-private:
-    int m_fd;
-};
+using detail::UniqueFd;
 
 // The store folder `store` ("digest/v1") below <root>/.verified-kernels,
 // opened without following a link on the way (the root itself may be one);
@@ -91,7 +79,7 @@ std::optional<Receipt> parse_receipt(const std::string& text) {
 // The bytes of the regular file `name` in `dir`, at most
 // k_max_receipt_bytes; nullopt for anything else (a link, a FIFO, too big).
 std::optional<std::string> read_receipt(int dir, const std::string& name) {
-    ReceiptFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (fd.get() < 0) return std::nullopt;
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
@@ -129,7 +117,7 @@ std::vector<fs::path> remove_receipts(const fs::path& root, const std::string& r
     std::vector<fs::path> removed;
     for (const char* store : k_receipt_stores) {
         const fs::path path = root / k_receipts_folder / store / name;
-        ReceiptFd dir(open_store(root, store));
+        UniqueFd dir(open_store(root, store));
         if (dir.get() < 0) {
             // No store (or a link in its place, which kernhub never enters):
             // nothing of this variant to remove there.
@@ -158,7 +146,7 @@ std::vector<fs::path> remove_receipts(const fs::path& root, const std::string& r
 std::vector<Receipt> scan_receipts(const fs::path& root) {
     std::vector<Receipt> receipts;
     for (const char* store : k_receipt_stores) {
-        ReceiptFd dir(open_store(root, store));
+        UniqueFd dir(open_store(root, store));
         if (dir.get() < 0) continue;
         const int listing_fd = ::dup(dir.get());
         DIR* stream = listing_fd < 0 ? nullptr : ::fdopendir(listing_fd);

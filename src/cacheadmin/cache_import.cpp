@@ -274,8 +274,9 @@ void move_in(const fs::path& root, const StagedCache& staged, ImportStats& stats
             if (cache.snapshot_links_blob(link.commit, link.path, link.etag, link.size)) continue;
             changed.emplace(link.commit, link.path.substr(prefix.size(), end - prefix.size()));
         }
-        const auto drop_receipts = [&] {
-            for (const auto& [commit, variant] : changed) cache::remove_receipts(root, repo.repo.repo_id, commit, variant);
+        // (A structured binding cannot be captured in C++17: the id is named.)
+        const auto drop_receipts = [&changed, &root, repo_id = repo.repo.repo_id] {
+            for (const auto& [commit, variant] : changed) cache::remove_receipts(root, repo_id, commit, variant);
         };
         drop_receipts();
         for (const auto& [etag, blob] : repo.blobs) {

@@ -226,9 +226,9 @@ private:
                 entry.name.find('/', prefix.size()) != std::string::npos) {
                 continue;
             }
-            for (const fs::path& receipt : cache::remove_receipts(m_repo.folder.parent_path(), m_repo.repo_id, commit,
-                                                                  entry.name.substr(prefix.size()),
-                                                                  m_request.dry_run)) {
+            for (const fs::path& receipt :
+                 cache::remove_receipts(m_repo.folder.parent_path(), m_repo.repo_id, commit,
+                                        entry.name.substr(prefix.size()), m_request.dry_run)) {
                 removed(receipt, 0);
             }
         }

@@ -125,8 +125,8 @@ private:
         for (const auto& [variant, problem] : m_damaged_variants) {
             if (cache::remove_receipts(root, m_repo.repo_id, variant.first, variant.second, true).empty()) continue;
             m_report.problems[problem].problem +=
-                "; the Python kernels library holds a verification receipt for variant " +
-                printable(variant.second) + ", so it would load the variant without hashing it";
+                "; the Python kernels library holds a verification receipt for variant " + printable(variant.second) +
+                ", so it would load the variant without hashing it";
             covered.push_back(variant);
         }
         if (!m_options.repair || covered.empty()) return;

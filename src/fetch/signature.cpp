@@ -126,8 +126,7 @@ void place_signed_file(const FetchRequest& request, const cache::RepoCache& cach
     // damaged one is left to the renames, as ensure_file does.
     // A damaged blob or a link not yet made changes the variant: the kernels
     // library's receipts of it go first.
-    if (damaged.count(entry.etag()) != 0 ||
-        !cache.snapshot_links_blob(commit, entry.path, entry.etag(), entry.size)) {
+    if (damaged.count(entry.etag()) != 0 || !cache.snapshot_links_blob(commit, entry.path, entry.etag(), entry.size)) {
         before_change();
     }
     if (locking && damaged.count(entry.etag()) != 0) cache.remove_blob(entry.etag());

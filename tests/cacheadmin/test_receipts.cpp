@@ -51,8 +51,8 @@ TEST_CASE("scan_receipts reads only receipts it can account for, never through a
     const fs::path root = dir.path();
     const auto good = write_receipts(root, "org/kernel", k_commit_a, k_variant);
     const fs::path store = root / ".verified-kernels/digest/v1";
-    write_file(store / ".tmpAbC123", "half written");                     // kernels' temp file
-    write_file(store / "README", "unknown name");                         // not a receipt name
+    write_file(store / ".tmpAbC123", "half written");                       // kernels' temp file
+    write_file(store / "README", "unknown name");                           // not a receipt name
     write_file(store / std::string(64, 'f'), good[0].filename().string());  // does not parse
     // Valid JSON whose name is not its location's: another location's bytes.
     fs::copy_file(good[0], store / std::string(64, 'e'));
@@ -122,8 +122,7 @@ TEST_CASE("receipts are no damage and stay while their variant is whole", "[cach
     CHECK(all_exist(receipts));
 }
 
-TEST_CASE("prune removes the receipts of the variants it removes, and those of variants not held in full",
-          "[cache]") {
+TEST_CASE("prune removes the receipts of the variants it removes, and those of variants not held in full", "[cache]") {
     TempDir dir;
     const fs::path root = dir.path();
     RepoFixture kernel(root, "org/kernel");
@@ -209,8 +208,7 @@ TEST_CASE("export carries no receipt, import refuses an archive with one and dro
     const fs::path bad = dir.path() / "bad.tar";
     {
         TarBuilder builder(bad);
-        builder.file(".verified-kernels/digest/v1/" + cache::receipt_name("org/kernel", k_commit_a, k_variant),
-                     "{}");
+        builder.file(".verified-kernels/digest/v1/" + cache::receipt_name("org/kernel", k_commit_a, k_variant), "{}");
     }
     const auto before = tree_of(root);
     for (const fs::path& target : {root, other}) {
