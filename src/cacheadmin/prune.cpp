@@ -17,6 +17,7 @@
 #include "common/hint.hpp"
 #include "common/text.hpp"
 #include "deptree/metadata.hpp"
+#include "hub/hub_client.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::cacheadmin {
@@ -335,10 +336,36 @@ private:
     cache::RepoCache m_cache;
 };
 
+// The files of build/<variant>/ that the cache's listing of the commit
+// names: kernhub's copy of the hub's listing, else huggingface_hub's
+// trees/<commit>.json; nullopt when neither is there and readable.
+std::optional<std::vector<std::string>> listed_files(const cache::RepoCache& cache, const std::string& commit,
+                                                     const std::string& prefix) {
+    std::vector<std::string> paths;
+    try {
+        if (const auto tree = cache.read_tree(commit)) {
+            for (const hub::TreeEntry& entry : hub::parse_tree_page(*tree, "the cached listing")) {
+                if (entry.is_file && entry.path.rfind(prefix, 0) == 0) paths.push_back(entry.path);
+            }
+            return paths;
+        }
+        if (const auto hf = cache.read_hf_tree(commit)) {
+            const cache::HfTree listing = cache::parse_hf_tree(*hf, prefix);
+            if (listing.status != cache::HfTree::Status::ok) return std::nullopt;
+            for (const cache::HfTreeFile& file : listing.files) paths.push_back(file.path);
+            return paths;
+        }
+    } catch (const Error&) {
+        // An unreadable or malformed listing says nothing: the links decide.
+    }
+    return std::nullopt;
+}
+
 // Whether the cache holds the variant a receipt names in full: its folder
 // snapshots/<commit>/build/<variant> is a real folder, in the kernels or
 // the models folder of the repo, that holds at least one file and no link
-// that does not lead to a file (a blob removed from under it). nullopt when
+// that does not lead to a file (a blob removed from under it), and, where
+// the cache has a listing of the commit, every file it lists. nullopt when
 // the receipt's location is not one the cache could hold at all (a repo id,
 // commit or variant that would not make a safe path): such a receipt is
 // left alone.
@@ -366,7 +393,15 @@ std::optional<bool> variant_in_full(const fs::path& root, const cache::Receipt& 
             }
             any = any || entry.type == EntryType::file || entry.type == EntryType::symlink;
         }
-        if (any && whole) return true;
+        if (!any || !whole) continue;
+        const cache::RepoCache cache(root, type, receipt.repo_id);
+        if (const auto listed = listed_files(cache, receipt.commit, prefix)) {
+            whole = std::all_of(listed->begin(), listed->end(), [&](const std::string& path) {
+                std::error_code ec;
+                return fs::is_regular_file(snapshots / receipt.commit / path, ec);
+            });
+        }
+        if (whole) return true;
     }
     return false;
 }

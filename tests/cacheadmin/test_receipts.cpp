@@ -282,3 +282,34 @@ TEST_CASE("verify says when kernels holds a receipt for a damaged variant, and r
     CHECK(all_exist(whole));
     CHECK(kc::verify_cache(dir.path(), kc::VerifyOptions{}).problems.empty());
 }
+
+TEST_CASE("prune removes the receipt of a variant that lacks a file its listing names", "[cache]") {
+    TempDir dir;
+    RepoFixture kernel(dir.path(), "org/kernel");
+    kernel.variant(k_commit_a, "object A");
+    kernel.variant(k_commit_b, "object B");
+    kernel.repo.write_ref("main", k_commit_a);
+    kernel.repo.write_ref("v2", k_commit_b);
+    const auto listing = [](const std::string& so) {
+        const std::string meta = "{\"id\": \"" + so + "\"}";
+        return nlohmann::json::array({{{"type", "file"},
+                                       {"path", "build/" + k_variant + "/libkernel.so"},
+                                       {"size", so.size()},
+                                       {"oid", git_blob_id(so)},
+                                       {"lfs", {{"oid", kernhub::digest::sha256_hex(so)}, {"size", so.size()}}}},
+                                      {{"type", "file"},
+                                       {"path", "build/" + k_variant + "/metadata.json"},
+                                       {"size", meta.size()},
+                                       {"oid", git_blob_id(meta)}}})
+            .dump();
+    };
+    kernel.repo.write_tree(k_commit_a, listing("object A"));
+    kernel.repo.write_tree(k_commit_b, listing("object B"));
+    // B's metadata.json link is gone: no dangling link, but the listing names it.
+    fs::remove(kernel.snapshot(k_commit_b) / "build" / k_variant / "metadata.json");
+    const auto whole = write_receipts(dir.path(), "org/kernel", k_commit_a, k_variant);
+    const auto partial = write_receipts(dir.path(), "org/kernel", k_commit_b, k_variant);
+    kc::prune_cache(dir.path(), kc::PruneRequest{});
+    CHECK(all_exist(whole));
+    CHECK(none_exist(partial));
+}
