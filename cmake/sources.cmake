@@ -44,6 +44,7 @@ set(KERNHUB_SOURCES
   src/cache/place_file.cpp
   src/cache/posix_io.cpp
   src/cache/read_file.cpp
+  src/cache/receipts.cpp
   src/cache/ref_resolution.cpp
   src/cache/remove_beneath.cpp
   src/cache/variant_record.cpp

@@ -58,4 +58,8 @@ std::string errno_text(int err) {
     return std::strerror(err);
 }
 
+UniqueFd::~UniqueFd() {
+    if (m_fd >= 0) ::close(m_fd);
+}
+
 }  // namespace kernhub::cache::detail

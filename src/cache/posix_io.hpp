@@ -25,4 +25,17 @@ int make_directories(const std::filesystem::path& dir);
 
 std::string errno_text(int err);
 
+// Owns one file descriptor (or none, -1) and closes it.
+class UniqueFd {
+public:
+    explicit UniqueFd(int fd) : m_fd(fd) {}
+    ~UniqueFd();
+    UniqueFd(const UniqueFd&) = delete;
+    UniqueFd& operator=(const UniqueFd&) = delete;
+    int get() const { return m_fd; }
+
+private:
+    int m_fd;
+};
+
 }  // namespace kernhub::cache::detail

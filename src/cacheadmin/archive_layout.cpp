@@ -4,6 +4,7 @@
 
 #include "archive/archive.hpp"
 #include "cache/cache.hpp"
+#include "cache/receipts.hpp"
 #include "cacheadmin/archive_layout.hpp"
 #include "cacheadmin/cache_archive.hpp"
 #include "common/text.hpp"
@@ -150,6 +151,17 @@ Placement place(const archive::Entry& entry) {
         at.kind = Kind::cachedir_tag;
         if (entry.type != archive::EntryType::file) at.problem = "must be a regular file";
         if (at.problem.empty()) at.problem = size_problem(entry, k_import_max_cachedir_tag_bytes, "max_tag_bytes");
+        return at;
+    }
+    if (parts[0] == cache::k_receipts_folder) {
+        // A receipt makes the Python kernels library skip its hash of the
+        // variant it names: it speaks for the files of the machine that
+        // wrote it, never for those an archive brings.
+        Placement at;
+        at.problem =
+            "is part of the Python kernels library's verification receipts (.verified-kernels/); a receipt lets "
+            "kernels skip hashing a variant, so it is never taken from an archive (an exported cache holds none: "
+            "leave .verified-kernels/ out of the archive)";
         return at;
     }
     if (!cache::parse_repo_folder(parts[0])) {

@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include "cache/cache.hpp"
+#include "cache/receipts.hpp"
 #include "common/text.hpp"
 #include "digest/digest.hpp"
 #include "kernhub/error.hpp"
@@ -262,6 +263,22 @@ void move_in(const fs::path& root, const StagedCache& staged, ImportStats& stats
         for (const auto& link : repo.links) commits.insert(link.commit);
         for (const auto& [revision, commit] : repo.refs) commits.insert(commit);
         for (const auto& commit : commits) cache.claim_snapshot(commit, cancel);
+        // The kernels library's receipts of every variant this import adds a
+        // link to go before the first link and again after the last one: a
+        // receipt must never cover files kernels did not hash itself.
+        std::set<std::pair<std::string, std::string>> changed;
+        for (const auto& link : repo.links) {
+            const std::string prefix = "build/";
+            const std::size_t end = link.path.find('/', prefix.size());
+            if (link.path.rfind(prefix, 0) != 0 || end == std::string::npos) continue;
+            if (cache.snapshot_links_blob(link.commit, link.path, link.etag, link.size)) continue;
+            changed.emplace(link.commit, link.path.substr(prefix.size(), end - prefix.size()));
+        }
+        // (A structured binding cannot be captured in C++17: the id is named.)
+        const auto drop_receipts = [&changed, &root, repo_id = repo.repo.repo_id] {
+            for (const auto& [commit, variant] : changed) cache::remove_receipts(root, repo_id, commit, variant);
+        };
+        drop_receipts();
         for (const auto& [etag, blob] : repo.blobs) {
             cache::FileLock lock = cache.lock_blob(etag, cancel);  // a fetch may be placing it too
             ++(cache.adopt_blob(etag, blob.staged) ? stats.blobs : stats.skipped);
@@ -277,6 +294,7 @@ void move_in(const fs::path& root, const StagedCache& staged, ImportStats& stats
             cache.link_snapshot(link.commit, link.path, link.etag);
             ++stats.links;
         }
+        drop_receipts();
         for (const auto& side : repo.side_files) ++(place_side_file(cache, side) ? stats.side_files : stats.skipped);
         for (const auto& [revision, commit] : repo.refs) {
             if (cache.read_ref(revision) == commit) {

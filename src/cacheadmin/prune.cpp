@@ -13,9 +13,11 @@
 
 #include "archive/archive.hpp"
 #include "cache/cache.hpp"
+#include "cache/receipts.hpp"
 #include "common/hint.hpp"
 #include "common/text.hpp"
 #include "deptree/metadata.hpp"
+#include "hub/hub_client.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::cacheadmin {
@@ -216,6 +218,21 @@ private:
         }
         std::uint64_t bytes = 0;
         for (const Entry& entry : now.entries) bytes += entry.type == EntryType::file ? entry.size : 0;
+        // The kernels library's receipts go before anything of the variants
+        // they vouch for, so that kernels never skips its hash over a
+        // snapshot half removed (docs/cache-format.md, "Other tools' data").
+        for (const Entry& entry : now.entries) {
+            const std::string prefix = "build/";
+            if (entry.type != EntryType::directory || entry.name.rfind(prefix, 0) != 0 ||
+                entry.name.find('/', prefix.size()) != std::string::npos) {
+                continue;
+            }
+            for (const fs::path& receipt :
+                 cache::remove_receipts(m_repo.folder.parent_path(), m_repo.repo_id, commit,
+                                        entry.name.substr(prefix.size()), m_request.dry_run)) {
+                removed(receipt, 0);
+            }
+        }
         // The record goes first: a record must never outlive the links it names.
         const fs::path record = m_repo.folder / ".kernhub" / "variants" / commit;
         const fs::path tree = m_repo.folder / ".kernhub" / "trees" / (commit + ".json");
@@ -319,6 +336,103 @@ private:
     cache::RepoCache m_cache;
 };
 
+// The files of build/<variant>/ that the cache's listing of the commit
+// names: kernhub's copy of the hub's listing, else huggingface_hub's
+// trees/<commit>.json; nullopt when neither is there and readable.
+std::optional<std::vector<std::string>> listed_files(const cache::RepoCache& cache, const std::string& commit,
+                                                     const std::string& prefix) {
+    std::vector<std::string> paths;
+    try {
+        if (const auto tree = cache.read_tree(commit)) {
+            for (const hub::TreeEntry& entry : hub::parse_tree_page(*tree, "the cached listing")) {
+                if (entry.is_file && entry.path.rfind(prefix, 0) == 0) paths.push_back(entry.path);
+            }
+            return paths;
+        }
+        if (const auto hf = cache.read_hf_tree(commit)) {
+            const cache::HfTree listing = cache::parse_hf_tree(*hf, prefix);
+            if (listing.status != cache::HfTree::Status::ok) return std::nullopt;
+            for (const cache::HfTreeFile& file : listing.files) paths.push_back(file.path);
+            return paths;
+        }
+    } catch (const Error&) {
+        // An unreadable or malformed listing says nothing: the links decide.
+    }
+    return std::nullopt;
+}
+
+// Whether the cache holds the variant a receipt names in full: its folder
+// snapshots/<commit>/build/<variant> is a real folder, in the kernels or
+// the models folder of the repo, that holds at least one file and no link
+// that does not lead to a file (a blob removed from under it), and, where
+// the cache has a listing of the commit, every file it lists. nullopt when
+// the receipt's location is not one the cache could hold at all (a repo id,
+// commit or variant that would not make a safe path): such a receipt is
+// left alone.
+std::optional<bool> variant_in_full(const fs::path& root, const cache::Receipt& receipt) {
+    const auto folder = cache::parse_repo_folder(cache::repo_folder_name(RepoType::kernel, receipt.repo_id));
+    if (!folder || folder->repo_id != receipt.repo_id || !cache::is_etag(receipt.commit) ||
+        !cache::is_variant_name(receipt.variant)) {
+        return std::nullopt;
+    }
+    for (RepoType type : {RepoType::kernel, RepoType::model}) {
+        const fs::path repo = root / cache::repo_folder_name(type, receipt.repo_id);
+        const fs::path snapshots = repo / "snapshots";
+        if (!is_real_directory(repo) || !is_real_directory(snapshots)) continue;
+        const Snapshot snapshot = scan_snapshot(snapshots, receipt.commit);
+        if (!snapshot.is_directory || !is_real_directory(snapshots / receipt.commit / "build")) continue;
+        const std::string prefix = "build/" + receipt.variant + "/";
+        if (!is_real_directory(snapshots / receipt.commit / "build" / receipt.variant)) continue;
+        bool any = false;
+        bool whole = true;
+        for (const Entry& entry : snapshot.entries) {
+            if (entry.name.rfind(prefix, 0) != 0) continue;
+            if (entry.type == EntryType::symlink) {
+                std::error_code ec;
+                whole = whole && fs::is_regular_file(snapshots / receipt.commit / entry.name, ec);
+            }
+            any = any || entry.type == EntryType::file || entry.type == EntryType::symlink;
+        }
+        if (!any || !whole) continue;
+        const cache::RepoCache cache(root, type, receipt.repo_id);
+        if (const auto listed = listed_files(cache, receipt.commit, prefix)) {
+            whole = std::all_of(listed->begin(), listed->end(), [&](const std::string& path) {
+                std::error_code ec;
+                return fs::is_regular_file(snapshots / receipt.commit / path, ec);
+            });
+        }
+        if (whole) return true;
+    }
+    return false;
+}
+
+// After every repo: the receipts whose variant the cache no longer holds in
+// full (prune removed it above, or it was gone before, or a receipt kernels
+// wrote while prune removed its variant). Receipts of live variants, and
+// everything else in kernels' stores, stay.
+void prune_receipts(const fs::path& root, const PruneRequest& request, PruneReport& report) {
+    std::vector<cache::Receipt> receipts;
+    try {
+        receipts = cache::scan_receipts(root);
+    } catch (const Error& error) {
+        if (error.code() != ErrorCode::verification) throw;
+        report.kept.push_back(PruneKept{printable((root / cache::k_receipts_folder).string()), error.plain_message()});
+        return;
+    }
+    std::set<std::string> done;  // a variant has a receipt in each store; both go at once
+    for (const cache::Receipt& receipt : receipts) {
+        throw_if_cancelled(request, root);
+        if (!done.insert(receipt.path.filename().string()).second) continue;
+        const std::optional<bool> live = variant_in_full(root, receipt);
+        if (!live || *live) continue;
+        for (const fs::path& path :
+             cache::remove_receipts(root, receipt.repo_id, receipt.commit, receipt.variant, request.dry_run)) {
+            report.removed.push_back(printable(path.string()));
+            report.bytes += path == receipt.path ? receipt.size : 0;
+        }
+    }
+}
+
 }  // namespace
 
 KeptCommits dependency_pins(const fs::path& root) {
@@ -372,6 +486,7 @@ PruneReport prune_cache(const fs::path& root, const PruneRequest& given) {
             throw_if_cancelled(request, root);
             prune_leftover(root, root / entry.name, entry, request, report);
         }
+        prune_receipts(root, request, report);
     } catch (const Error& error) {
         // Every entry is reported once it is gone, so what the report holds
         // is exactly what was removed before the stop.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cache/cache.hpp"
+#include "cache/receipts.hpp"
 #include "cacheadmin/inventory.hpp"
 #include "common/crash_point.hpp"
 #include "common/text.hpp"
@@ -87,6 +88,7 @@ public:
             report(path, ref.problem, [this, path] { remove_entry(m_repo.folder, path); });
         }
         check_publisher();
+        note_receipts();
         repair(m_record_repairs);
         repair(m_repairs);
     }
@@ -110,6 +112,38 @@ private:
             m_report.problems[problem].repaired = true;
             crash_point("repaired");
         }
+    }
+
+    // A damaged variant that the Python kernels library holds a receipt
+    // for would be loaded by kernels without its hash: its first problem
+    // says so, and a repair removes the receipt before anything else (the
+    // receipt itself is kernels' data and no damage; docs/cache-format.md,
+    // "Other tools' data").
+    void note_receipts() {
+        const fs::path root = m_repo.folder.parent_path();
+        std::vector<std::pair<std::string, std::string>> covered;
+        for (const auto& [variant, problem] : m_damaged_variants) {
+            if (cache::remove_receipts(root, m_repo.repo_id, variant.first, variant.second, true).empty()) continue;
+            m_report.problems[problem].problem +=
+                "; the Python kernels library holds a verification receipt for variant " + printable(variant.second) +
+                ", so it would load the variant without hashing it";
+            covered.push_back(variant);
+        }
+        if (!m_options.repair || covered.empty()) return;
+        for (const auto& [commit, variant] : covered) {
+            cache::remove_receipts(root, m_repo.repo_id, commit, variant);
+            crash_point("repaired");
+        }
+    }
+
+    // The variant of a snapshot entry's name ("build/<variant>/..."), as a
+    // damaged one, with the first problem found in it.
+    void note_damage(const std::string& commit, const std::string& name) {
+        const std::string prefix = "build/";
+        const std::size_t end = name.find('/', prefix.size());
+        if (name.rfind(prefix, 0) != 0 || end == std::string::npos) return;
+        m_damaged_variants.emplace(std::make_pair(commit, name.substr(prefix.size(), end - prefix.size())),
+                                   m_report.problems.size() - 1);
     }
 
     void check_cancel() const {
@@ -198,6 +232,7 @@ private:
             const fs::path path = dir / entry.name;
             if (entry.type == EntryType::other) {
                 report(path, "is neither a link nor a file", [this, path] { remove_entry(m_repo.folder, path); });
+                note_damage(snapshot.commit, entry.name);
             }
             if (entry.type != EntryType::symlink) continue;  // folders; files copied by tools without symlinks
             ++m_report.links_checked;
@@ -210,6 +245,7 @@ private:
             report(path, damage, [this, path, link = entry.link] {
                 if (read_link_now(path) == link) remove_entry(m_repo.folder, path);
             });
+            note_damage(snapshot.commit, entry.name);
         }
     }
 
@@ -252,6 +288,8 @@ private:
     std::map<std::string, BlobState> m_blobs;     // etag -> what hashing found
     std::map<std::string, std::string> m_linked;  // "<commit>/<relpath>" -> etag, good links only
     Repairs m_record_repairs;                     // (index in m_report.problems, removal)
+    // (commit, variant) -> index in m_report.problems of its first damage
+    std::map<std::pair<std::string, std::string>, std::size_t> m_damaged_variants;
     Repairs m_repairs;
 };
 

@@ -27,6 +27,13 @@ static void check_cancel(const FetchRequest& request, const std::string& what) {
     }
 }
 
+// "build/<variant>/<file>" -> "<variant>".
+static std::string variant_of(const std::string& path) {
+    const std::string prefix = "build/";
+    const std::size_t end = path.find('/', prefix.size());
+    return path.substr(prefix.size(), end == std::string::npos ? std::string::npos : end - prefix.size());
+}
+
 static std::string not_cached(const FetchRequest& request, const std::string& what, const std::string& root) {
     return what + " is not in the cache under " + root + "; fetch " + request.repo.repo_id +
            " once while online (offline mode is on)";
@@ -84,6 +91,9 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
             // Under the lock nobody else is placing a good copy: the damaged
             // one goes. Without it another process may be renaming a good
             // copy into place right now, so the name is left to the renames.
+            // A receipt of the kernels library would let kernels skip its
+            // hash over the variant while it lacks this file: it goes first.
+            drop_receipts(request, commit, variant_of(entry.path));
             if (locking) cache.remove_blob(etag);
         }
     }

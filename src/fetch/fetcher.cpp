@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "cache/cache.hpp"
+#include "cache/receipts.hpp"
 #include "common/crash_point.hpp"
 #include "common/hint.hpp"
 #include "common/text.hpp"
@@ -397,7 +398,14 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     if (pins == nullptr && !request.reverify) {
         if (auto warm = warm_outcome(request, cache, commit, variant, entries, trusted)) return *warm;
     }
+    // A receipt of the kernels library goes before the first change and
+    // again after the last one, so none covers files changing or a variant
+    // held in part (ensure_file and unpacking drop it, too, before they
+    // replace a damaged blob or link an unpacked file).
+    const bool relinks = !variant_in_place(request, cache, commit, entries);
+    if (relinks) drop_receipts(request, commit, variant);
     FetchOutcome outcome = download_and_unpack(request, cache, commit, variant, entries, trusted);
+    if (relinks || outcome.files_downloaded > 0 || outcome.files_changed) drop_receipts(request, commit, variant);
     if (!request.required_file.empty() && !request.skip_lfs_downloads &&
         std::none_of(outcome.files.begin(), outcome.files.end(),
                      [&](const FetchedFile& f) { return f.path == request.required_file; })) {
@@ -419,6 +427,22 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     }
     update_ref(cache, request, commit);
     return outcome;
+}
+
+void Fetcher::drop_receipts(const FetchRequest& request, const std::string& commit, const std::string& variant) {
+    for (const std::filesystem::path& path : cache::remove_receipts(m_root, request.repo.repo_id, commit, variant)) {
+        emit(Event::Kind::info, "removed the kernels library's verification receipt " + path.string() + " of " +
+                                    request.repo.repo_id + " variant " + variant +
+                                    ": kernhub is changing the variant's files, so kernels hashes them again");
+    }
+}
+
+bool Fetcher::variant_in_place(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
+                               const std::vector<const hub::TreeEntry*>& entries) {
+    return std::all_of(entries.begin(), entries.end(), [&](const hub::TreeEntry* entry) {
+        return (request.skip_lfs_downloads && entry->is_lfs()) ||
+               cache.snapshot_links_blob(commit, entry->path, entry->etag(), entry->size);
+    });
 }
 
 // The variant from this cache's record when the record vouches for all of

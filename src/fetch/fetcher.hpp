@@ -153,6 +153,10 @@ struct FetchOutcome {
     // The variant's metadata.json has a digest, and every file matched it
     // (set when the files were verified, not on a warm fetch).
     bool metadata_digest_checked = false;
+    // This fetch replaced a blob or made a link that was not there before
+    // (a download counts in files_downloaded): the kernels library's
+    // receipts of the variant are removed once more after the last change.
+    bool files_changed = false;
 };
 
 // What a Client keeps of the side data it has parsed: a commit's listing
@@ -282,6 +286,17 @@ private:
                                   std::set<std::string>& damaged);
     void unpack_archives(const FetchRequest& request, const std::vector<const hub::TreeEntry*>& entries,
                          FetchOutcome& outcome);
+    // Removes the Python kernels library's verification receipts of the
+    // variant (cache::remove_receipts), before this fetch changes any of its
+    // files and again after the last change: kernels skips its own hash of
+    // a variant that has one, so a receipt must never cover files kernels
+    // did not check (docs/cache-format.md, "Other tools' data"). Thread-safe.
+    void drop_receipts(const FetchRequest& request, const std::string& commit, const std::string& variant);
+    // Whether every listed file of the variant is already linked, in
+    // kernhub's form, to a blob of its listed size: a fetch then changes no
+    // link (it may still replace a blob that fails its hash).
+    static bool variant_in_place(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
+                                 const std::vector<const hub::TreeEntry*>& entries);
     // Side data under .kernhub/ is a cache of what the hub said: a failure
     // to write it (a read-only cache) is reported, with what it costs, not
     // fatal.

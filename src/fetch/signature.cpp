@@ -3,6 +3,7 @@
 // its metadata.json before any other file of the variant is downloaded or
 // used, and both are placed in the cache only once the signature holds.
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -118,11 +119,16 @@ namespace {
 // blob: committed (replacing a damaged copy) and linked.
 void place_signed_file(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
                        bool locking, const hub::TreeEntry& entry, const std::string& bytes,
-                       const std::set<std::string>& damaged) {
+                       const std::set<std::string>& damaged, const std::function<void()>& before_change) {
     std::optional<cache::FileLock> lock;
     if (locking) lock.emplace(cache.lock_blob(entry.etag(), request.cancel));
     // Under the lock nobody else is placing a good copy; without it the
     // damaged one is left to the renames, as ensure_file does.
+    // A damaged blob or a link not yet made changes the variant: the kernels
+    // library's receipts of it go first.
+    if (damaged.count(entry.etag()) != 0 || !cache.snapshot_links_blob(commit, entry.path, entry.etag(), entry.size)) {
+        before_change();
+    }
     if (locking && damaged.count(entry.etag()) != 0) cache.remove_blob(entry.etag());
     if (!cache.has_blob(entry.etag()) || (!locking && damaged.count(entry.etag()) != 0)) {
         cache::IncompleteBlob blob = cache.begin_blob(entry.etag());
@@ -167,8 +173,9 @@ SignedMetadata Fetcher::verify_signature(const FetchRequest& request, const std:
                                 verified.issuer + "), logged at " + std::to_string(verified.log_time));
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const bool locking = request.use_locks && cache::flock_excludes(m_root);
-    place_signed_file(request, cache, commit, locking, *signed_entry, metadata, damaged);
-    place_signed_file(request, cache, commit, locking, *bundle_entry, bundle, damaged);
+    const auto before_change = [&] { drop_receipts(request, commit, variant); };
+    place_signed_file(request, cache, commit, locking, *signed_entry, metadata, damaged, before_change);
+    place_signed_file(request, cache, commit, locking, *bundle_entry, bundle, damaged, before_change);
     return SignedMetadata{
         cache::RecordedSignature{verified.identity, verified.issuer, verified.repository, verified.log_time,
                                  verified.log_index, check.root_sha256, policy_digest(check.policy)},

@@ -5,6 +5,7 @@
 // huggingface_hub and `cache verify` expect and nothing unverified is ever
 // visible.
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -106,7 +107,9 @@ struct TakenNames {
 // Makes blobs/<sha256> hold `source` (moved there), or keeps the blob
 // already there once it is shown to hold those bytes. Called under the
 // blob's lock where locks work.
-void place_blob(const cache::RepoCache& cache, const std::string& sha256, const fs::path& source, bool locking) {
+// `before_change` runs before a damaged blob is replaced.
+void place_blob(const cache::RepoCache& cache, const std::string& sha256, const fs::path& source, bool locking,
+                const std::function<void()>& before_change) {
     if (cache.adopt_blob(sha256, source)) return;
     std::error_code ec;
     const fs::path blob = cache.blob_path(sha256);
@@ -117,6 +120,7 @@ void place_blob(const cache::RepoCache& cache, const std::string& sha256, const 
         throw Error(ErrorCode::verification,
                     "the cached blob " + blob.string() + " does not match its name; remove it and fetch again");
     }
+    before_change();
     cache.remove_blob(sha256);
     if (!cache.adopt_blob(sha256, source)) {
         throw Error(ErrorCode::internal, "could not place " + blob.string() + "; check the cache's permissions");
@@ -143,9 +147,16 @@ fs::path make_staging(const cache::RepoCache& cache) {
 
 // Blobs first, then links, then (in fetch) the record: a crash leaves
 // verified blobs and links, and no record, so the next fetch unpacks
-// again and finds them in place.
+// again and finds them in place. `before_change` runs before the first
+// blob or link of the variant changes (it removes the kernels library's
+// receipts of the variant).
 void place_unpacked(const FetchRequest& request, const cache::RepoCache& cache, bool locking,
-                    const std::vector<Unpacked>& unpacked, FetchOutcome& outcome) {
+                    const std::vector<Unpacked>& unpacked, FetchOutcome& outcome,
+                    const std::function<void()>& before_change) {
+    const auto changing = [&] {
+        if (!outcome.files_changed) before_change();
+        outcome.files_changed = true;
+    };
     const std::string prefix = "build/" + outcome.variant + "/";
     for (const auto& part : unpacked) {
         for (const auto& item : part.tree.entries()) {
@@ -161,7 +172,8 @@ void place_unpacked(const FetchRequest& request, const cache::RepoCache& cache, 
             const std::string path = part.base + item.path;
             std::optional<cache::FileLock> lock;
             if (locking) lock.emplace(cache.lock_blob(sha256, request.cancel));
-            place_blob(cache, sha256, source, locking);
+            if (!cache.snapshot_links_blob(outcome.commit, prefix + path, sha256, size)) changing();
+            place_blob(cache, sha256, source, locking, changing);
             cache.link_snapshot(outcome.commit, prefix + path, sha256);
             outcome.files.push_back(FetchedFile{path, size, sha256, part.archive});
         }
@@ -217,7 +229,8 @@ void Fetcher::unpack_archives(const FetchRequest& request, const std::vector<con
             }
         }
     }
-    place_unpacked(request, cache, request.use_locks && cache::flock_excludes(m_root), unpacked, outcome);
+    place_unpacked(request, cache, request.use_locks && cache::flock_excludes(m_root), unpacked, outcome,
+                   [&] { drop_receipts(request, outcome.commit, outcome.variant); });
 }
 
 }  // namespace kernhub::fetch

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cache/cache.hpp"
+#include "cache/receipts.hpp"
 #include "digest/digest.hpp"
 #include "support/temp_dir.hpp"
 
@@ -112,6 +113,38 @@ inline std::set<std::string> tree_of(const fs::path& root) {
         out.insert(it->path().lexically_relative(root).string());
     }
     return out;
+}
+
+// A receipt as kernels 0.19.1 writes it: named by kernhub::cache::receipt_name,
+// holding the location as JSON, mode 0600.
+inline fs::path write_receipt(const fs::path& root, const std::string& store, const std::string& repo_id,
+                              const std::string& commit, const std::string& variant) {
+    const fs::path path = root / ".verified-kernels" / store / kernhub::cache::receipt_name(repo_id, commit, variant);
+    const nlohmann::json doc = {
+        {"location", {{"type", "remote_kernel"}, {"repo_id", repo_id}, {"revision", commit}, {"variant", variant}}}};
+    write_file(path, doc.dump());
+    return path;
+}
+
+inline std::vector<fs::path> write_receipts(const fs::path& root, const std::string& repo_id, const std::string& commit,
+                                            const std::string& variant) {
+    return {write_receipt(root, "digest/v1", repo_id, commit, variant),
+            write_receipt(root, "signature/v1", repo_id, commit, variant)};
+}
+
+// Whether every one of `paths` exists (as an entry; a link counts), or none.
+inline bool all_exist(const std::vector<fs::path>& paths) {
+    for (const auto& p : paths) {
+        if (!fs::exists(fs::symlink_status(p))) return false;
+    }
+    return true;
+}
+
+inline bool none_exist(const std::vector<fs::path>& paths) {
+    for (const auto& p : paths) {
+        if (fs::exists(fs::symlink_status(p))) return false;
+    }
+    return true;
 }
 
 // Flips the first byte of a read-only blob in place.
