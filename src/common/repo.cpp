@@ -10,7 +10,9 @@
 namespace kernhub {
 
 bool is_commit_sha(const std::string& revision) {
-    if (revision.size() != 40) return false;
+    // SHA-1 (40) or SHA-256 (64) object ids, as kernels' Oid takes them;
+    // an abbreviation names no commit for good.
+    if (revision.size() != k_sha1_commit_length && revision.size() != k_sha256_commit_length) return false;
     for (char c : revision) {
         bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
         if (!hex) return false;
@@ -92,7 +94,8 @@ std::string revision_problem(const std::string& revision) {
     }
     const bool all_hex = std::all_of(revision.begin(), revision.end(),
                                      [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
-    if (revision.size() == 40 && all_hex && !is_commit_sha(revision))
+    const bool commit_length = revision.size() == k_sha1_commit_length || revision.size() == k_sha256_commit_length;
+    if (commit_length && all_hex && !is_commit_sha(revision))
         return "looks like a commit id with uppercase letters; write commit ids in lowercase";
     return {};
 }

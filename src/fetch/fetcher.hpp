@@ -75,7 +75,7 @@ std::string policy_digest(const sigstore::Policy& policy);
 
 struct FetchRequest {
     hub::RepoRef repo;
-    std::string revision;       // branch, tag, "vN" or a 40-hex commit
+    std::string revision;       // branch, tag, "vN" or a full commit id (40 or 64 hex)
     std::string required_file;  // the registry's "file", may be empty
     select::HostFacts host;
     bool offline = false;
