@@ -20,6 +20,15 @@ bool is_commit_sha(const std::string& revision) {
     return true;
 }
 
+std::optional<std::uint64_t> version_number(const std::string& name) {
+    constexpr std::size_t k_max_version_digits = 18;
+    if (name.size() < 2 || name.size() > k_max_version_digits + 1 || name[0] != 'v' ||
+        name.find_first_not_of("0123456789", 1) != std::string::npos) {
+        return std::nullopt;
+    }
+    return std::stoull(name.substr(1));
+}
+
 static bool valid_part(const std::string& part) {
     if (part.empty() || part.size() > 96 || part[0] == '.' || part[0] == '-') return false;
     if (part.find("..") != std::string::npos) return false;

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kernhub/enums.hpp"
@@ -15,6 +17,10 @@ inline constexpr std::size_t k_sha256_commit_length = 64;
 // True for a full git commit id in lowercase hexadecimal: 40 characters
 // (SHA-1) or 64 (SHA-256). Abbreviations are not commit ids.
 bool is_commit_sha(const std::string& revision);
+
+// N of a version branch "vN" (decimal digits after 'v', at most 18 of them,
+// so that N fits); nullopt for any other name.
+std::optional<std::uint64_t> version_number(const std::string& name);
 
 // Throws Error(usage) unless repo_id is "org/name" with safe characters
 // ([A-Za-z0-9._-], no leading dot, no "..").

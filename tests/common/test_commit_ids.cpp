@@ -1,6 +1,6 @@
 // Commit ids: a full SHA-1 (40 hex) or SHA-256 (64 hex) object id in
 // lowercase, as the kernels library's Oid takes them; abbreviations name no
-// commit.
+// commit. Version branches "vN".
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -55,5 +55,17 @@ TEST_CASE("ORG/REPO@<64-hex> names that commit; an uppercase one is a usage erro
     } catch (const kernhub::Error& e) {
         CHECK(e.code() == kernhub::ErrorCode::usage);
         CHECK_THAT(e.message(), Catch::Contains("uppercase"));
+    }
+}
+
+TEST_CASE("a version branch is v and decimal digits that fit; anything else is no version", "[common]") {
+    CHECK(kernhub::version_number("v1") == 1u);
+    CHECK(kernhub::version_number("v10") == 10u);
+    CHECK(kernhub::version_number("v007") == 7u);
+    CHECK(kernhub::version_number("v999999999999999999") == 999999999999999999u);
+    for (const char* name : {"", "v", "1", "V1", "v1.0", "v-1", "v+1", "v 1", "v1 ", "main", "v1a", "vv1",
+                             "v1000000000000000000"}) {
+        CAPTURE(name);
+        CHECK_FALSE(kernhub::version_number(name).has_value());
     }
 }
