@@ -1,7 +1,7 @@
-// UNSTABLE_KERNELS_ALL_LATEST (docs/configuration.md, "Latest versions"):
-// as the kernels library's LatestHubResolver, every kernel fetch, load and
-// info use comes from the repo's highest numbered version, whatever version
-// or revision was asked for.
+// UNSTABLE_KERNELS_ALL_LATEST (docs/configuration.md, "Latest versions:
+// UNSTABLE_KERNELS_ALL_LATEST"): as with the kernels library's
+// LatestHubResolver, every kernel that fetch, load and info use comes from
+// the repo's highest numbered version, whatever was asked for.
 #include <system_error>
 
 #include "api/client_impl.hpp"
