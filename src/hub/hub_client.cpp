@@ -195,12 +195,13 @@ std::optional<VersionBranch> HubClient::latest_version(const RepoRef& repo) {
         // As the kernels library's dict of versions: a later branch of the
         // same number replaces an earlier one.
         if (!number || (latest && *number < highest)) continue;
-        if (!is_commit_sha(branch.commit)) {
-            throw Error(ErrorCode::network, "hub sent an invalid commit id " + quoted_name(branch.commit) +
-                                                " for branch " + quoted_name(branch.name) + " of " + repo.repo_id);
-        }
         highest = *number;
         latest = std::move(branch);
+    }
+    // Only the chosen branch's commit is used, so only it must be one.
+    if (latest && !is_commit_sha(latest->commit)) {
+        throw Error(ErrorCode::network, "hub sent an invalid commit id " + quoted_name(latest->commit) +
+                                            " for branch " + quoted_name(latest->name) + " of " + repo.repo_id);
     }
     return latest;
 }

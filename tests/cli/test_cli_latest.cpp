@@ -192,7 +192,7 @@ TEST_CASE("a repo without numbered versions is exit 3 under UNSTABLE_KERNELS_ALL
     CHECK(hub.kh("fetch", "latest/unnumbered", std::nullopt).exit_code == 0);
 }
 
-TEST_CASE("lock and prewarm refuse to run under UNSTABLE_KERNELS_ALL_LATEST (exit 2); lock --check still checks",
+TEST_CASE("lock and prewarm refuse to run under UNSTABLE_KERNELS_ALL_LATEST (exit 2), lock --check still checks",
           "[cli][latest]") {
     LatestHub hub;
     const fs::path project = hub.box.dir.path() / "project";

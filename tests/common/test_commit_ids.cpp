@@ -28,7 +28,7 @@ TEST_CASE("a commit id is 40 or 64 lowercase hex characters, nothing shorter, lo
     }
 }
 
-TEST_CASE("an uppercase commit id is refused as a revision at either length; other hex names are refs", "[common]") {
+TEST_CASE("an uppercase commit id is refused as a revision at either length, other hex names are refs", "[common]") {
     CHECK(revision_problem(std::string(40, 'a')).empty());
     CHECK(revision_problem(std::string(64, 'a')).empty());
     CHECK(revision_problem(std::string(40, 'A')).find("uppercase") != std::string::npos);
@@ -42,7 +42,7 @@ TEST_CASE("an uppercase commit id is refused as a revision at either length; oth
     }
 }
 
-TEST_CASE("ORG/REPO@<64-hex> names that commit; an uppercase one is a usage error", "[common]") {
+TEST_CASE("ORG/REPO@<64-hex> names that commit, an uppercase one is a usage error", "[common]") {
     const kernhub::registry::Registry none;
     const std::string sha256 = std::string(32, 'c') + std::string(32, '7');
     const kernhub::registry::KernelSpec spec = kernhub::registry::resolve_ref(none, "org/repo@" + sha256);
@@ -58,7 +58,7 @@ TEST_CASE("ORG/REPO@<64-hex> names that commit; an uppercase one is a usage erro
     }
 }
 
-TEST_CASE("a version branch is v and decimal digits that fit; anything else is no version", "[common]") {
+TEST_CASE("a version branch is v and decimal digits that fit, anything else is no version", "[common]") {
     CHECK(kernhub::version_number("v1") == 1u);
     CHECK(kernhub::version_number("v10") == 10u);
     CHECK(kernhub::version_number("v007") == 7u);
