@@ -162,6 +162,7 @@ TEST_CASE("UNSTABLE_KERNELS_ALL_LATEST applies to every kernel of a dependency t
     CHECK(out["commit"] == hub.commit_of("latest/top", "v1"));
     REQUIRE(out["dependencies"].size() == 1);
     CHECK(out["dependencies"][0]["commit"] == hub.commit_of("latest/kern", "v3"));
+    CHECK(out["dependencies"][0]["revision"] == "v3");
     const std::vector<std::string> lines = variable_lines(r);
     INFO(describe(r));
     REQUIRE(lines.size() == 2);
