@@ -8,6 +8,7 @@
 
 set(KERNHUB_SOURCES
   # src/api/
+  src/api/all_latest.cpp
   src/api/client.cpp
   src/api/client_archive.cpp
   src/api/client_cache.cpp

@@ -23,11 +23,14 @@ optionally organisations:
 
   {"organizations": {"ORG": {"trusted_kernel_publisher": bool}},
    "repos": [{"repo_id": "org/name", "type": "kernel"|"model", "private": false,
+              "object_format": "sha1"|"sha256",
               "commits": [{"message": "...", "branches": ["main"], "tags": [],
                            "metadata": true, "metadata_extra": {...},
                            "files": {"PATH": {"text"|"path"|"base64": ..., "lfs": bool}}}]}]}
 
-A ref named on a later commit moves there. "path" sources are relative to
+A ref named on a later commit moves there. "object_format" (default "sha1")
+names how the repo's commit ids are made: "sha256" gives 64-hex ids, as a
+git repository in SHA-256 object format has (file ids stay git blob SHA-1). "path" sources are relative to
 the spec's directory. "lfs" defaults to true for .so, .fatbin, .cubin, .bin
 and .tar.gz files and for files over 10 MiB. "metadata": true adds a kernels
 style build/<variant>/metadata.json (digest of the variant's files, less
@@ -119,6 +122,7 @@ class Repo:
     repo_id: str
     kind: str
     private: bool
+    object_format: str = "sha1"
     commits: list[Commit] = field(default_factory=list)
     branches: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
@@ -166,9 +170,10 @@ def check_repo_path(path: str, where: str):
 
 
 def check_ref_name(name, where: str):
-    # Names become single path segments in the static tree, and a 40-hex
-    # name would be indistinguishable from a commit sha.
-    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or re.fullmatch(r"[0-9a-f]{40}", name):
+    # Names become single path segments in the static tree, and a 40- or
+    # 64-hex name would be indistinguishable from a commit sha.
+    if (not isinstance(name, str) or name in ("", ".", "..") or "/" in name
+            or re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", name)):
         raise SpecError(f"{where}: ref name {name!r} must be a non-empty single path segment and not a commit sha")
 
 
@@ -276,7 +281,7 @@ def load_commit(repo: Repo, raw, spec_dir: Path, where: str):
 
     parent = repo.commits[-1].sha if repo.commits else ""
     pairs = sorted((p, f.blob.git_oid) for p, f in files.items())
-    sha = hashlib.sha1(dump_json([repo.repo_id, message, parent, pairs])).hexdigest()
+    sha = hashlib.new(repo.object_format, dump_json([repo.repo_id, message, parent, pairs])).hexdigest()
     repo.commits.append(Commit(sha, files, tree))
 
     for kind, refs in (("branches", repo.branches), ("tags", repo.tags)):
@@ -312,7 +317,7 @@ def load_spec(spec_path: Path) -> tuple[list[Repo], dict[str, dict]]:
     repos: dict[str, Repo] = {}
     for i, raw in enumerate(typed(spec, "repos", list, [], "spec")):
         where = f"repos[{i}]"
-        check_keys(raw, where, {"repo_id", "type", "private", "commits"})
+        check_keys(raw, where, {"repo_id", "type", "private", "object_format", "commits"})
         repo_id = typed(raw, "repo_id", str, "", where)
         check_repo_id(repo_id, where)
         if repo_id in repos:
@@ -320,7 +325,10 @@ def load_spec(spec_path: Path) -> tuple[list[Repo], dict[str, dict]]:
         kind = typed(raw, "type", str, "kernel", where)
         if kind not in ("kernel", "model"):
             raise SpecError(f"{where}: type must be 'kernel' or 'model', not {kind!r}")
-        repo = Repo(repo_id, kind, typed(raw, "private", bool, False, where))
+        object_format = typed(raw, "object_format", str, "sha1", where)
+        if object_format not in ("sha1", "sha256"):
+            raise SpecError(f"{where}: object_format must be 'sha1' or 'sha256', not {object_format!r}")
+        repo = Repo(repo_id, kind, typed(raw, "private", bool, False, where), object_format)
         commits = typed(raw, "commits", list, [], where)
         if not commits:
             raise SpecError(f"{where}: a repo needs at least one commit")

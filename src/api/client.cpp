@@ -108,6 +108,7 @@ FetchResult ClientImpl::fetch_one(const registry::KernelSpec& spec, deptree::Var
         if (!selecting_elsewhere()) check_minver(metadata, spec.repo_id, variant);
     };
     std::uint64_t before = requests();
+    use_latest_version(spec, request);
     fetch::Fetcher fetcher(settings.cache_root, hub_client(), options.events);
     fetcher.use_memo(&memo);
     fetch::FetchOutcome outcome = fetcher.fetch(request);
@@ -213,6 +214,7 @@ InfoResult Client::info(const std::string& ref) {
     }
     fetch::FetchRequest request = m_impl->request_for(spec);
     std::uint64_t before = m_impl->requests();
+    m_impl->use_latest_version(spec, request);
     fetch::Fetcher fetcher(m_impl->settings.cache_root, m_impl->hub_client(), m_impl->options.events);
     fetcher.use_memo(&m_impl->memo);
     fetch::VariantChoice choice = fetcher.choose(request);

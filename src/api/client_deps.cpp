@@ -177,7 +177,9 @@ std::vector<FetchResult> ClientImpl::fetch_dependencies(const FetchResult& top,
         deptree::walk(top_node, metadata.depends, [&](const deptree::KernelDependency& dep) {
             deptree::VariantMetadata own;
             FetchResult result = fetch_one(dependency_spec(dep), own);
-            result.revision = dep.ref();
+            // The name that led to it; under UNSTABLE_KERNELS_ALL_LATEST the
+            // vN fetch_one chose instead.
+            if (!settings.all_latest) result.revision = dep.ref();
             fetched[dep.label()] = std::move(result);
             return own.depends;
         });

@@ -31,6 +31,10 @@
 
 namespace kernhub {
 
+// The kernels library's development switch: every kernel at its latest
+// numbered version (all_latest.cpp).
+inline constexpr const char* k_all_latest_variable = "UNSTABLE_KERNELS_ALL_LATEST";
+
 namespace api {
 
 // The registry stack Options name: the installed default, the project's
@@ -284,6 +288,16 @@ struct __attribute__((visibility("hidden"))) ClientImpl {
     // once instead. ask_publisher asks the hub's overview.
     void check_publisher(const registry::KernelSpec& spec);
     void ask_publisher(const std::string& repo_id, const std::string& org);
+
+    // UNSTABLE_KERNELS_ALL_LATEST (all_latest.cpp): when it is on, points
+    // `request` at the repo's highest "vN" branch and its commit (the hub's
+    // refs, offline the cache's), with one warning naming what it
+    // overrides. Error(not_found), offline Error(offline), when the repo
+    // has no numbered version.
+    void use_latest_version(const registry::KernelSpec& spec, fetch::FetchRequest& request);
+    // Error(usage) naming the variable when it is on: `command` (lock,
+    // prewarm) exists for the pinned commits it overrides.
+    void refuse_all_latest(const std::string& command) const;
 
     // Every fetch, load, info, lock and prewarm asks here first, so the
     // organisation allow-list, the trusted-publisher check and the

@@ -415,6 +415,9 @@ void lock_dependencies(ClientImpl& impl, Locker& locker, const std::vector<regis
 }  // namespace
 
 LockReport Client::lock(const LockOptions& options) {
+    // A check compares the lock with the hub and writes nothing: it still
+    // checks the pins.
+    if (!options.check) m_impl->refuse_all_latest("lock");
     const fs::path dir = api::project_dir(m_impl->options);
     const fs::path lock_path = dir / api::k_lock_name;
     const std::vector<registry::KernelSpec> specs = manifest_specs(dir);

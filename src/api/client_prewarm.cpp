@@ -260,6 +260,7 @@ PrewarmedKernel run_task(ClientImpl& impl, const Task& task, std::mutex& refs_mu
 }  // namespace
 
 PrewarmReport Client::prewarm(const std::string& lock_file) {
+    m_impl->refuse_all_latest("prewarm");
     const auto [path, parsed] = read_lock(lock_file, m_impl->options);
     PrewarmReport report;
     report.lock_file = path.string();

@@ -220,6 +220,10 @@ std::vector<SettingSpec> policy_rows() {
         {"local_kernels", "LOCAL_KERNELS", "local_kernels", T::text, 0, 0, 0, "ORG/REPO=PATH[:ORG/REPO=PATH...]",
          "none", "load those repos from local build folders, with no request and no cache write",
          [](Options& o, const char*, const char* v) { o.local_kernels = optional_text(v); }},
+        {"", "UNSTABLE_KERNELS_ALL_LATEST", "", T::flag, 0, 0, 0, "1, true, yes, on (anything else is off)", "off",
+         "development only, as in kernels: fetch, load and info take every kernel at its highest vN branch, over "
+         "its version, revision and lock pins; lock and prewarm refuse to run (exit 2)",
+         nullptr},
         {"", "KERNHUB_NO_FLOCK", "", T::flag, 0, 0, 0, "1, true, yes, on (anything else is off)", "off",
          "act as if the cache's filesystem had no working flock", nullptr},
         {"", "KERNHUB_CUDA_DRIVER", "", T::path, 0, 0, 0, "a path, or a name for the dynamic loader", "libcuda.so.1",

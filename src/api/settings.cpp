@@ -386,6 +386,8 @@ Settings resolve_settings(const Options& options, const cache::EnvLookup& env) {
     settings.use_flock = no_flock == nullptr || !switch_of(*no_flock, env);
     settings.require_signatures = options.require_signatures ? *options.require_signatures
                                                              : switch_of(setting_for_field("require_signatures"), env);
+    // As the kernels library reads it: 1, on, yes or true in any case.
+    settings.all_latest = env_flag(env, "UNSTABLE_KERNELS_ALL_LATEST");
     resolve_host_settings(options, env, settings);
     return settings;
 }

@@ -71,6 +71,9 @@ struct Settings {
     std::string local_kernels;
     std::string local_kernels_named_by = "LOCAL_KERNELS";
     std::string host;
+    // UNSTABLE_KERNELS_ALL_LATEST: fetch, load and info take every kernel
+    // at its highest "vN" branch (all_latest.cpp).
+    bool all_latest = false;
 };
 
 // How many kernels prewarm, lock and mirror fetch side by side: up to 4,

@@ -95,7 +95,7 @@ void check_etag(const std::string& etag) {
 void check_commit(const std::string& commit) {
     if (!is_commit_sha(commit)) {
         throw Error(ErrorCode::verification, "hub sent an invalid commit " + quoted_name(commit) +
-                                                 "; expected 40 lowercase hex characters, check the endpoint");
+                                                 "; expected 40 or 64 lowercase hex characters, check the endpoint");
     }
 }
 

@@ -484,7 +484,8 @@ std::string snapshot_link_target(const std::string& relpath, const std::string& 
 void check_relative_path(const std::string& relpath);
 
 // Hub-provided ids that become path parts. An etag is 40 (git blob sha1) or
-// 64 (LFS sha256) lowercase hex characters, a commit 40. Otherwise
+// 64 (LFS sha256) lowercase hex characters, a commit 40 (SHA-1) or 64
+// (SHA-256). Otherwise
 // Error(verification, "hub sent an invalid etag|commit '<value>'...").
 // RepoCache methods call these on every etag and commit they receive.
 void check_etag(const std::string& etag);

@@ -113,7 +113,7 @@ Placement place_in_repo(const archive::Entry& entry, const std::vector<std::stri
     if (section == "snapshots") {
         at.commit = parts[2];
         if (!is_commit_sha(at.commit)) {
-            return expected(at, false, Kind::directory, "is not under a 40-hex commit folder");
+            return expected(at, false, Kind::directory, "is not under a commit folder (40 or 64 lowercase hex)");
         }
         if (n == 3 || dir) return expected(at, dir, Kind::directory, "must be a directory (a snapshot)");
         at.name = join_from(parts, 3);

@@ -10,12 +10,23 @@
 namespace kernhub {
 
 bool is_commit_sha(const std::string& revision) {
-    if (revision.size() != 40) return false;
+    // SHA-1 (40) or SHA-256 (64) object ids, as kernels' Oid takes them;
+    // an abbreviation names no commit for good.
+    if (revision.size() != k_sha1_commit_length && revision.size() != k_sha256_commit_length) return false;
     for (char c : revision) {
         bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
         if (!hex) return false;
     }
     return true;
+}
+
+std::optional<std::uint64_t> version_number(const std::string& name) {
+    constexpr std::size_t k_max_version_digits = 18;
+    if (name.size() < 2 || name.size() > k_max_version_digits + 1 || name[0] != 'v' ||
+        name.find_first_not_of("0123456789", 1) != std::string::npos) {
+        return std::nullopt;
+    }
+    return std::stoull(name.substr(1));
 }
 
 static bool valid_part(const std::string& part) {
@@ -92,7 +103,8 @@ std::string revision_problem(const std::string& revision) {
     }
     const bool all_hex = std::all_of(revision.begin(), revision.end(),
                                      [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
-    if (revision.size() == 40 && all_hex && !is_commit_sha(revision))
+    const bool commit_length = revision.size() == k_sha1_commit_length || revision.size() == k_sha256_commit_length;
+    if (commit_length && all_hex && !is_commit_sha(revision))
         return "looks like a commit id with uppercase letters; write commit ids in lowercase";
     return {};
 }

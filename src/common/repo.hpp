@@ -1,14 +1,26 @@
 // Repository identity shared by the registry, the hub client and the cache.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kernhub/enums.hpp"
 
 namespace kernhub {
 
-// True for a 40-character lowercase hexadecimal git commit id.
+// The lengths of a full git commit id: SHA-1 and SHA-256 object ids in hex.
+inline constexpr std::size_t k_sha1_commit_length = 40;
+inline constexpr std::size_t k_sha256_commit_length = 64;
+
+// True for a full git commit id in lowercase hexadecimal: 40 characters
+// (SHA-1) or 64 (SHA-256). Abbreviations are not commit ids.
 bool is_commit_sha(const std::string& revision);
+
+// N of a version branch "vN" (decimal digits after 'v', at most 18 of them,
+// so that N fits); nullopt for any other name.
+std::optional<std::uint64_t> version_number(const std::string& name);
 
 // Throws Error(usage) unless repo_id is "org/name" with safe characters
 // ([A-Za-z0-9._-], no leading dot, no "..").

@@ -215,6 +215,7 @@ std::optional<std::string> Fetcher::recently_resolved(const FetchRequest& reques
 std::string Fetcher::resolve_commit(const FetchRequest& request) {
     m_resolved_at.reset();
     if (is_commit_sha(request.revision)) return request.revision;
+    if (!request.commit.empty()) return request.commit;
     if (!request.offline) {
         if (request.ref_ttl_seconds > 0) {
             if (std::optional<std::string> commit = recently_resolved(request)) return *commit;

@@ -75,7 +75,11 @@ std::string policy_digest(const sigstore::Policy& policy);
 
 struct FetchRequest {
     hub::RepoRef repo;
-    std::string revision;       // branch, tag, "vN" or a 40-hex commit
+    std::string revision;       // branch, tag, "vN" or a full commit id (40 or 64 hex)
+    // The commit `revision` points at, when the caller has read it already
+    // (UNSTABLE_KERNELS_ALL_LATEST, from the hub's refs): it is not asked
+    // for again, and refs/<revision> is written with it.
+    std::string commit;
     std::string required_file;  // the registry's "file", may be empty
     select::HostFacts host;
     bool offline = false;

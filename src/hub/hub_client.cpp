@@ -47,8 +47,9 @@ class AnswerFields final : public json::json_sax_t {
 public:
     explicit AnswerFields(std::string source) : m_source(std::move(source)) {}
 
-    std::optional<std::string> sha;     // the top-level "sha" string
-    std::vector<std::string> branches;  // "branches"[*]."name" strings
+    std::optional<std::string> sha;  // the top-level "sha" string
+    // "branches"[*]: each object's "name" and "targetCommit" strings.
+    std::vector<VersionBranch> branches;
 
     bool null() override { return value(); }
     bool boolean(bool) override { return value(); }
@@ -58,16 +59,21 @@ public:
     bool binary(json::binary_t&) override { return value(); }
     bool string(json::string_t& text) override {
         if (m_depth == 1 && m_key == "sha") sha = text;
-        if (m_depth == 3 && m_in_branches && m_key == "name" && branches.size() < k_max_branch_names) {
-            branches.push_back(text);
-        }
+        if (m_depth == 3 && m_in_branch && m_key == "name") branches.back().name = text;
+        if (m_depth == 3 && m_in_branch && m_key == "targetCommit") branches.back().commit = text;
         return value();
     }
     bool key(json::string_t& name) override {
         m_key = m_depth <= 3 ? name : std::string();
         return true;
     }
-    bool start_object(std::size_t) override { return enter(); }
+    bool start_object(std::size_t) override {
+        if (m_depth == 2 && m_in_branches) {
+            m_in_branch = branches.size() < k_max_branch_names;
+            if (m_in_branch) branches.emplace_back();
+        }
+        return enter();
+    }
     bool start_array(std::size_t) override {
         if (m_depth == 1 && m_key == "branches") m_in_branches = true;
         return enter();
@@ -94,7 +100,8 @@ private:
     }
     bool leave() {
         m_key.clear();
-        if (--m_depth == 1) m_in_branches = false;
+        if (--m_depth == 2) m_in_branch = false;
+        if (m_depth == 1) m_in_branches = false;
         return true;
     }
 
@@ -102,6 +109,7 @@ private:
     std::string m_key;
     std::size_t m_depth = 0;
     bool m_in_branches = false;
+    bool m_in_branch = false;  // inside an object of "branches" that is kept
 };
 
 AnswerFields read_answer(const std::string& text, const std::string& source) {
@@ -134,10 +142,8 @@ std::string HubClient::versions_hint(const RepoRef& repo) {
         if (response.status != 200) return {};
         AnswerFields refs = read_answer(response.body, "refs");
         std::string names;
-        for (const std::string& name : refs.branches) {
-            if (name.size() > 1 && name[0] == 'v' && name.find_first_not_of("0123456789", 1) == std::string::npos) {
-                names += (names.empty() ? "" : ", ") + name;
-            }
+        for (const VersionBranch& branch : refs.branches) {
+            if (version_number(branch.name)) names += (names.empty() ? "" : ", ") + branch.name;
         }
         return names.empty() ? "; the repo has no vN version branches" : "; available versions: " + names;
     } catch (const std::exception&) {
@@ -154,8 +160,7 @@ std::string HubClient::resolve_revision(const RepoRef& repo, const std::string& 
                                " bytes (k_max_revision_answer_bytes); check the endpoint";
     http::Response response = m_transport->get(url, limits);
     if (response.status != 200) {
-        bool version = revision.size() > 1 && revision[0] == 'v' &&
-                       revision.find_first_not_of("0123456789", 1) == std::string::npos;
+        const bool version = version_number(revision).has_value();
         // A static hub answers a bare 404 where the real one says RevisionNotFound.
         const std::string code = response.header("x-error-code");
         if (version && (code == "RevisionNotFound" || (code.empty() && response.status == 404))) {
@@ -172,6 +177,33 @@ std::string HubClient::resolve_revision(const RepoRef& repo, const std::string& 
     if (!is_commit_sha(sha))
         throw Error(ErrorCode::network, "hub sent an invalid commit id '" + sha + "' for " + repo.repo_id);
     return sha;
+}
+
+std::optional<VersionBranch> HubClient::latest_version(const RepoRef& repo) {
+    const std::string url = api_url(repo, "refs");
+    http::GetLimits limits;
+    limits.max_body = k_max_revision_answer_bytes;
+    limits.over_body_message = "the hub's refs of " + repo_label(repo) + " are larger than " +
+                               std::to_string(k_max_revision_answer_bytes) +
+                               " bytes (k_max_revision_answer_bytes); check the endpoint";
+    http::Response response = m_transport->get(url, limits);
+    if (response.status != 200) fail(response, repo, "the refs");
+    std::optional<VersionBranch> latest;
+    std::uint64_t highest = 0;
+    for (VersionBranch& branch : read_answer(response.body, http::redact(url)).branches) {
+        const std::optional<std::uint64_t> number = version_number(branch.name);
+        // As the kernels library's dict of versions: a later branch of the
+        // same number replaces an earlier one.
+        if (!number || (latest && *number < highest)) continue;
+        highest = *number;
+        latest = std::move(branch);
+    }
+    // Only the chosen branch's commit is used, so only it must be one.
+    if (latest && !is_commit_sha(latest->commit)) {
+        throw Error(ErrorCode::network, "hub sent an invalid commit id " + quoted_name(latest->commit) +
+                                            " for branch " + quoted_name(latest->name) + " of " + repo.repo_id);
+    }
+    return latest;
 }
 
 std::optional<std::string> HubClient::organization_overview(const std::string& org) {

@@ -82,6 +82,12 @@ bool is_trusted_publisher(const std::string& overview, const std::string& source
 // '/' alone (for file paths).
 std::string url_quote(const std::string& text, bool keep_slash);
 
+// A branch of a repo and the commit it points at.
+struct VersionBranch {
+    std::string name;
+    std::string commit;
+};
+
 // Stateless after construction apart from its transport: safe to share
 // between threads.
 class HubClient {
@@ -92,6 +98,10 @@ public:
     // unknown repo or revision; for a missing "vN" the message lists the
     // versions the repo has.
     std::string resolve_revision(const RepoRef& repo, const std::string& revision);
+    // The repo's "vN" branch of the highest N, with its commit, from one
+    // refs request; nullopt when the repo has none. Error(network) for a
+    // branch commit that is not a full commit id.
+    std::optional<VersionBranch> latest_version(const RepoRef& repo);
     const HubLimits& limits() const { return m_limits; }
     // The files under `path` at `commit` (directories and anything outside
     // `path` a hub sends are dropped while parsing), following pagination.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/hint.hpp"
+#include "common/repo.hpp"
 #include "common/strict_json.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
@@ -135,8 +136,9 @@ const std::string& string_field(const json& object, const char* key, const std::
 
 std::string checked_commit(const json& object, const char* key, const std::string& source, const std::string& where) {
     const std::string& commit = string_field(object, key, source, where);
-    if (!is_lower_hex(commit, 40)) {
-        fail(source, where + ": field " + quote_json(key) + " must be a 40-character lowercase hex commit id, got " +
+    if (!is_commit_sha(commit)) {
+        fail(source, where + ": field " + quote_json(key) +
+                         " must be a full lowercase hex commit id (40 characters for SHA-1, 64 for SHA-256), got " +
                          quote_json(commit.substr(0, 80)));
     }
     return commit;

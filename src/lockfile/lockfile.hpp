@@ -54,7 +54,7 @@ struct LockedKernel {
     std::string repo_id;
     RepoType repo_type = RepoType::kernel;
     std::string revision;  // the branch, tag or "vN" that was resolved
-    std::string commit;    // 40 lowercase hex
+    std::string commit;    // 40 or 64 lowercase hex (SHA-1 or SHA-256)
     std::string symbol;
     std::string file;  // may be empty
     std::map<std::string, LockedVariant> variants;
@@ -99,8 +99,8 @@ struct AnyLock {
 };
 
 // Detects the format from the document's shape and parses it strictly:
-// unknown fields, duplicate keys, wrong types, a commit that is not 40
-// lowercase hex, an unsafe repo id, revision, variant name or file path, or
+// unknown fields, duplicate keys, wrong types, a commit that is not 40 or
+// 64 lowercase hex (a full SHA-1 or SHA-256 id), an unsafe repo id, revision, variant name or file path, or
 // a document over the k_max_* limits are Error(usage) naming `source`, the
 // entry and the field (and the limit by name). The limits are checked as
 // the text is read, and *cancel (when given) too: Error(interrupted).

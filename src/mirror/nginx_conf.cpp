@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "common/hint.hpp"
 #include "kernhub/error.hpp"
@@ -81,7 +82,10 @@ std::set<std::string> listed_commits(const fs::path& tree) {
     std::error_code ec;
     for (fs::directory_iterator it(tree, ec), end; !ec && it != end; it.increment(ec)) {
         std::string name = it->path().filename().string();
-        if (name.size() == 45 && name.compare(40, 5, ".json") == 0) name.resize(40);
+        constexpr std::string_view k_json = ".json";
+        if (name.size() > k_json.size() && name.compare(name.size() - k_json.size(), k_json.size(), k_json) == 0) {
+            name.resize(name.size() - k_json.size());
+        }
         if (is_commit_sha(name)) out.insert(name);
     }
     return out;
@@ -135,7 +139,7 @@ void write_repo(std::ostream& out, const RepoInTree& repo) {
         << "    location ^~ " << nginx_quoted(api + "tree/") << " {\n"
         << "        default_type application/json;\n"
         << "        # huggingface_hub lists the whole repo at tree/<commit>, a folder in the tree.\n"
-        << "        rewrite \"^(.*/tree/[0-9a-f]{40})$\" $1.json break;\n"
+        << "        rewrite \"^(.*/tree/([0-9a-f]{40}|[0-9a-f]{64}))$\" $1.json break;\n"
         << "        try_files $uri @kernhub_entry_not_found;\n"
         << "    }\n"
         << "    location ^~ " << nginx_quoted(resolve) << " {\n"

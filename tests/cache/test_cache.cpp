@@ -353,11 +353,16 @@ TEST_CASE("invalid etags and commits are rejected", "[store]") {
     } catch (const Error& e) {
         CHECK_THAT(e.message(), Catch::StartsWith("hub sent an invalid etag 'XYZ'"));
     }
-    for (const std::string& commit : {std::string(64, 'a'), std::string(40, 'A'), std::string("main")}) {
+    // A commit is a full SHA-1 (40) or SHA-256 (64) id in lowercase hex.
+    for (const std::string& commit : {std::string(39, 'a'), std::string(41, 'a'), std::string(63, 'a'),
+                                      std::string(65, 'a'), std::string(40, 'A'), std::string(64, 'A'),
+                                      std::string(63, 'a') + "g", std::string("main")}) {
         CAPTURE(commit);
         CHECK(code_of([&] { cache.snapshot_dir(commit); }) == ErrorCode::verification);
         CHECK(code_of([&] { cache.write_tree(commit, "{}"); }) == ErrorCode::verification);
     }
+    CHECK_NOTHROW(cache.snapshot_dir(std::string(40, 'a')));
+    CHECK_NOTHROW(cache.snapshot_dir(std::string(64, 'b')));
     try {
         cache.snapshot_dir("main");
         FAIL("expected an Error");

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "http/scripted_server.hpp"
@@ -93,6 +94,70 @@ TEST_CASE("HubClient refuses revision answers without a valid commit id", "[hub]
         CHECK(error.code() == ErrorCode::network);
         CHECK(error.message().find(c.says) != std::string::npos);
     }
+}
+
+TEST_CASE("HubClient refuses a revision answer's 64-hex commit only when it is not lowercase hex", "[hub]") {
+    const std::string sha256 = std::string(32, '0') + std::string(32, 'f');
+    auto good = always(reply(200, "{\"sha\": \"" + sha256 + "\"}"));
+    CHECK(errors_client(good->url())->resolve_revision(k_repo, "main") == sha256);
+    for (const std::string& bad : {std::string(63, 'a'), std::string(65, 'a'), std::string(64, 'F')}) {
+        INFO(bad);
+        auto server = always(reply(200, "{\"sha\": \"" + bad + "\"}"));
+        Error error = error_from([&] { errors_client(server->url())->resolve_revision(k_repo, "main"); });
+        CHECK(error.code() == ErrorCode::network);
+        CHECK(error.message().find("invalid commit id") != std::string::npos);
+    }
+}
+
+TEST_CASE("latest_version takes the vN branch of the highest N from one refs answer, with its commit", "[hub]") {
+    const std::string a(40, 'a');
+    const std::string b(64, 'b');
+    const std::string c(40, 'c');
+    const auto refs = [](const std::string& branches) {
+        return R"({"branches": [)" + branches + R"(], "tags": [{"name": "v99", "targetCommit": "x"}]})";
+    };
+    const auto branch = [](const std::string& name, const std::string& commit) {
+        return R"({"name": ")" + name + R"(", "ref": {"nested": {"name": "v1000"}}, "targetCommit": ")" + commit +
+               R"("})";
+    };
+    struct Case {
+        std::string body;
+        std::optional<std::string> name;
+        std::string commit;
+    };
+    for (const Case& one : {
+             Case{refs(branch("v1", a) + "," + branch("v10", b) + "," + branch("v2", c) + "," + branch("main", c)),
+                  "v10", b},
+             // A later branch of the same number replaces an earlier one, as kernels' dict of versions does.
+             Case{refs(branch("v3", a) + "," + branch("v03", c)), "v03", c},
+             // Names that are no version: tags, "V4", "v4.0", "v", a number too long to hold.
+             Case{refs(branch("main", a) + "," + branch("V4", a) + "," + branch("v4.0", a) + "," + branch("v", a) +
+                       "," + branch("v1000000000000000000", a)),
+                  std::nullopt, ""},
+             Case{refs(""), std::nullopt, ""},
+         }) {
+        INFO(one.body);
+        auto server = always(reply(200, one.body));
+        auto client = errors_client(server->url());
+        const std::optional<kernhub::hub::VersionBranch> latest = client->latest_version(k_repo);
+        CHECK(latest.has_value() == one.name.has_value());
+        if (latest && one.name) {
+            CHECK(latest->name == *one.name);
+            CHECK(latest->commit == one.commit);
+        }
+        REQUIRE(server->requests().size() == 1);
+        CHECK(server->requests()[0].target == "/api/kernels/org/name/refs");
+    }
+    // The chosen branch's commit must be a commit id; a lower one's is not looked at.
+    auto bad = always(reply(200, refs(branch("v1", "zz") + "," + branch("v2", std::string(40, 'A')))));
+    Error error = error_from([&] { errors_client(bad->url())->latest_version(k_repo); });
+    CHECK(error.code() == ErrorCode::network);
+    CHECK(error.message().find("invalid commit id") != std::string::npos);
+    CHECK(error.message().find("'v2'") != std::string::npos);
+    auto lower_bad = always(reply(200, refs(branch("v1", "zz") + "," + branch("v2", a))));
+    CHECK(errors_client(lower_bad->url())->latest_version(k_repo)->name == "v2");
+    auto missing = always(reply(404, "{}", {{"X-Error-Code", "RepoNotFound"}}));
+    CHECK(error_from([&] { errors_client(missing->url())->latest_version(k_repo); }).code() == ErrorCode::not_found);
 }
 
 TEST_CASE("HubClient maps hub error answers onto error codes", "[hub]") {

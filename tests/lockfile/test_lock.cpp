@@ -71,7 +71,7 @@ TEST_CASE("a kernhub.lock that is not exactly the format is refused naming the e
     };
     CHECK(parse_error(good).empty());
     CHECK(parse_error(with("\"symbol\"", "\"symbl\"")).find("unknown field \"symbl\"") != std::string::npos);
-    CHECK(parse_error(with(k_commit, "main")).find("40-character") != std::string::npos);
+    CHECK(parse_error(with(k_commit, "main")).find("40 characters for SHA-1, 64 for SHA-256") != std::string::npos);
     CHECK(parse_error(with("\"libvector_add.so\"", "\"../escape.so\"")).find("relative path") != std::string::npos);
     CHECK(parse_error(with("\"native-cpu-x86_64-linux\"", "\".hidden\"")).find("variant") != std::string::npos);
     CHECK(parse_error(with("\"format\": 1", "\"format\": 2")).find("format") != std::string::npos);
@@ -219,4 +219,35 @@ TEST_CASE("a lock's parse ends with Error(interrupted) once the cancel flag is s
     }
     cancel = false;
     CHECK(lockfile::parse_lock(text, "kernels.lock", &cancel).kernels.size() == 2000);
+}
+
+TEST_CASE("a commit pin may be a full SHA-256 id (64 hex) in kernhub.lock and both kernels.lock formats") {
+    const std::string sha256_commit = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    lockfile::KernhubLock lock = sample();
+    lock.kernels.at("vector-add").commit = sha256_commit;
+    const std::string text = lockfile::write_kernhub_lock(lock);
+    lockfile::AnyLock parsed = lockfile::parse_lock(text, "kernhub.lock");
+    CHECK(parsed.kernhub.kernels.at("vector-add").commit == sha256_commit);
+    CHECK(lockfile::write_kernhub_lock(parsed.kernhub) == text);
+
+    const std::string current = R"([{"dependency": {"repo-id": "org/k", "version": 3}, "lock": {"commit": ")" +
+                                sha256_commit + R"("}}])";
+    parsed = lockfile::parse_lock(current, "kernels.lock");
+    REQUIRE(parsed.kernels.size() == 1);
+    CHECK(parsed.kernels[0].commit == sha256_commit);
+    CHECK(parsed.kernels[0].revision == "v3");
+    const std::string older = R"([{"repo_id": "org/k", "sha": ")" + sha256_commit + R"(", "variants": {}}])";
+    CHECK(lockfile::parse_lock(older, "kernels.lock").kernels.at(0).commit == sha256_commit);
+
+    // Abbreviations, other lengths and uppercase stay refused, in every format.
+    for (const std::string& bad : {sha256_commit.substr(0, 63), sha256_commit + "0", sha256_commit.substr(0, 12),
+                                   std::string(64, 'A'), std::string(63, 'a') + "g", std::string(41, 'a')}) {
+        CAPTURE(bad);
+        std::string kernhub_text = text;
+        kernhub_text.replace(kernhub_text.find(sha256_commit), sha256_commit.size(), bad);
+        CHECK(parse_error(kernhub_text).find("64 for SHA-256") != std::string::npos);
+        std::string kernels_text = current;
+        kernels_text.replace(kernels_text.find(sha256_commit), sha256_commit.size(), bad);
+        CHECK(parse_error(kernels_text).find("64 for SHA-256") != std::string::npos);
+    }
 }

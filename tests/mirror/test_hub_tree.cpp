@@ -289,7 +289,7 @@ TEST_CASE("the nginx configuration maps revisions onto commits and gives every f
         k_commit_a + "/$1 last;");
     has("location ^~ \"/kernels/org/kern/resolve/release/2/\" {\n        rewrite \"^/(?:[^/]+/){6}(.*)$\"");
     // huggingface_hub's tree/<commit> is the tree's <commit>.json.
-    has("rewrite \"^(.*/tree/[0-9a-f]{40})$\" $1.json break;");
+    has("rewrite \"^(.*/tree/([0-9a-f]{40}|[0-9a-f]{64}))$\" $1.json break;");
     // The same tree gives the same configuration.
     CHECK(mirror::nginx_conf(root, "127.0.0.1:8123") == conf);
 

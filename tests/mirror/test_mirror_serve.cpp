@@ -106,7 +106,7 @@ std::string pull_through_config(const std::string& upstream, int port) {
   server {
     listen 127.0.0.1:)conf" +
            std::to_string(port) + R"conf(;
-    location ~ "^/(api/(kernels|models)/[^/]+/[^/]+/tree|(kernels/)?[^/]+/[^/]+/resolve)/[0-9a-f]{40}(/|$)" {
+    location ~ "^/(api/(kernels|models)/[^/]+/[^/]+/tree|(kernels/)?[^/]+/[^/]+/resolve)/([0-9a-f]{40}|[0-9a-f]{64})(/|$)" {
         proxy_pass )conf" +
            upstream + R"conf(;
         proxy_cache kernhub;
