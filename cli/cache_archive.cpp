@@ -10,7 +10,7 @@ namespace {
 void add_archive_flags(CLI::App& command, CommonFlags& flags) {
     add_registry_flags(command, flags);
     command.add_option("--cache-dir", flags.cache_dir, "Cache root (env KERNHUB_CACHE, KERNELS_CACHE, HF_HUB_CACHE)");
-    command.add_flag("-q,--quiet", flags.quiet, "Print nothing but errors and --json output");
+    command.add_flag("-q,--quiet", flags.quiet, "Print nothing but errors, warnings and --json output");
 }
 
 nlohmann::ordered_json names(const std::vector<std::string>& values) {

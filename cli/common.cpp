@@ -28,7 +28,7 @@ void add_fetch_flags(CLI::App& command, CommonFlags& flags) {
     command.add_option("--cache-dir", flags.cache_dir, "Cache root (env KERNHUB_CACHE, KERNELS_CACHE, HF_HUB_CACHE)");
     command.add_option("--target", flags.targets, "Use this build variant instead of detecting the host (repeatable)");
     command.add_flag("--offline", flags.offline, "Never use the network (env KERNHUB_OFFLINE=1, HF_HUB_OFFLINE=1)");
-    command.add_flag("-q,--quiet", flags.quiet, "Print nothing but errors and --json output");
+    command.add_flag("-q,--quiet", flags.quiet, "Print nothing but errors, warnings and --json output");
     command.add_option("--trusted-root", flags.trusted_root,
                        "Sigstore trusted_root.json for signature policies (env KERNHUB_SIGSTORE_TRUSTED_ROOT; "
                        "default: the public-good root built in)");
@@ -71,7 +71,14 @@ ProgressPrinter::~ProgressPrinter() {
 }
 
 void ProgressPrinter::on_event(const Event& event) noexcept {
-    if (m_quiet) return;
+    // --quiet silences progress, not the library's warnings ("warning: …",
+    // an override of pinned commits for one).
+    if (m_quiet) {
+        if (event.kind == Event::Kind::info && event.text.rfind("warning: ", 0) == 0) {
+            (void)std::fprintf(stderr, "%s\n", printable(event.text).c_str());
+        }
+        return;
+    }
     // Progress goes to stderr as a courtesy: when that write fails there is
     // nowhere left to report it, so the results of fprintf are dropped, and
     // an allocation failure drops the line rather than the program.

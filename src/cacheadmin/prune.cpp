@@ -371,7 +371,7 @@ std::optional<std::vector<std::string>> listed_files(const cache::RepoCache& cac
 // left alone.
 std::optional<bool> variant_in_full(const fs::path& root, const cache::Receipt& receipt) {
     const auto folder = cache::parse_repo_folder(cache::repo_folder_name(RepoType::kernel, receipt.repo_id));
-    if (!folder || folder->repo_id != receipt.repo_id || !cache::is_etag(receipt.commit) ||
+    if (!folder || folder->repo_id != receipt.repo_id || !is_commit_sha(receipt.commit) ||
         !cache::is_variant_name(receipt.variant)) {
         return std::nullopt;
     }

@@ -152,6 +152,11 @@ TEST_CASE("with UNSTABLE_KERNELS_ALL_LATEST fetch, load and info take the highes
     CHECK(shown["commit"] == v3);
     CHECK(shown["revision"] == "v3");
     CHECK(variable_lines(info).size() == 1);
+
+    // --quiet hides progress, not this warning.
+    ProcessResult quiet = hub.kh("fetch", "kern", on, {"--quiet"});
+    CHECK(ok_json(quiet)["commit"] == v3);
+    CHECK(variable_lines(quiet).size() == 1);
 }
 
 TEST_CASE("UNSTABLE_KERNELS_ALL_LATEST applies to every kernel of a dependency tree, one warning each",

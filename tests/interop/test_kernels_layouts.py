@@ -23,7 +23,8 @@ used> --json` selects the same one; `kernels lock` writes kernels.lock;
 the hub stopped and HF_HUB_OFFLINE=1, kernels get_kernel(version=1) loads
 the variant from that cache (its own digest check included) and calls it.
 Both tools refuse sha512-changed (kernels online, kernhub fetch exit 4).
-kernhub fetch takes the SDK variant like any other, info --json gives its
+kernhub fetch takes the SDK variant like any other (and kernhub lock and
+prewarm without --target select it), info --json gives its
 load_refusal and kernhub load is exit 7 saying why. Then kernhub reads
 offline the cache kernels has used: `cache verify`
 reports no damage, the verification receipts kernels wrote included.
@@ -190,6 +191,22 @@ def check_sdk_load(report, args, tmp, server):
     report.check(load.returncode == 7 and "SDK" in load.stdout + load.stderr,
                  "kernhub load of an SDK variant is exit 7 saying kernhub loads no SDK",
                  f"exit {load.returncode}: {support.tail(load)}")
+    # kernhub's own lock selects the SDK variant, and prewarm (no --target) takes it.
+    project = tmp / "sdk-project"
+    project.mkdir()
+    (project / "kernhub.json").write_text(json.dumps(
+        {"format": 1, "kernels": {"sdk": {"repo_id": SDK, "version": 1, "symbol": "vector_add"}}}))
+    where = ["--project", str(project), "--endpoint", server.endpoint]
+    lock = support.kernhub(args.kernhub, ["lock", *where, "--cache-dir", str(tmp / "sdk-lock-cache")], env,
+                           timeout=TIMEOUT)
+    text = (project / "kernhub.lock").read_text() if lock.returncode == 0 else ""
+    report.check('"sdk-cpu"' in text and '"sdk-cuda"' not in text,
+                 "kernhub lock selects and pins the SDK variant for the CPU backend", support.tail(lock))
+    pre = support.kernhub(args.kernhub, ["prewarm", *where, "--cache-dir", str(tmp / "sdk-prewarm")], env,
+                          timeout=TIMEOUT)
+    held = sorted(p.name for p in (tmp / "sdk-prewarm").glob("kernels--*--sdk/snapshots/*/build/*"))
+    report.equal(held if pre.returncode == 0 else support.tail(pre), ["sdk-cpu"],
+                 "kernhub prewarm from that lock holds the SDK variant and no other")
 
 
 def check_sha512_changed(report, args, tmp, server):
