@@ -25,15 +25,15 @@ constexpr std::size_t k_max_cached_refs = 10000;
 // the order the folder lists them in.
 std::optional<hub::VersionBranch> latest_cached_version(const cache::RepoCache& cache) {
     std::optional<hub::VersionBranch> latest;
-    std::uint64_t highest = 0;
+    std::string highest;
     std::error_code ec;
     std::size_t seen = 0;
     for (fs::directory_iterator it(cache.folder() / "refs", ec), end; !ec && it != end && seen < k_max_cached_refs;
          it.increment(ec), ++seen) {
         const std::string name = it->path().filename().string();
-        const std::optional<std::uint64_t> number = version_number(name);
+        const std::optional<std::string> number = version_key(name);
         if (!number || it->symlink_status(ec).type() != fs::file_type::regular) continue;
-        if (latest && (*number < highest || (*number == highest && name > latest->name))) continue;
+        if (latest && (version_key_less(*number, highest) || (*number == highest && name > latest->name))) continue;
         std::optional<std::string> commit = cache.read_ref(name);
         if (!commit) continue;
         highest = *number;

@@ -77,6 +77,22 @@ bool is_etag(const std::string& name) {
     return (name.size() == 40 || name.size() == 64) && is_lower_hex(name);
 }
 
+bool is_python_bytecode(const std::string& relpath) {
+    const std::string pyc = ".pyc";
+    if (relpath.size() >= pyc.size() && relpath.compare(relpath.size() - pyc.size(), pyc.size(), pyc) == 0) {
+        return true;
+    }
+    std::size_t start = 0;
+    for (;;) {
+        std::size_t end = relpath.find('/', start);
+        if (relpath.compare(start, end == std::string::npos ? std::string::npos : end - start, "__pycache__") == 0) {
+            return true;
+        }
+        if (end == std::string::npos) return false;
+        start = end + 1;
+    }
+}
+
 bool is_variant_name(const std::string& name) {
     if (name.empty() || name.front() == '.') return false;
     return std::all_of(name.begin(), name.end(), [](char c) {

@@ -513,5 +513,12 @@ void check_revision(const std::string& revision);
 // name).
 bool is_etag(const std::string& name);
 bool is_variant_name(const std::string& name);
+// Python bytecode (*.pyc, anything under a __pycache__ folder): what a
+// publisher may leave in a variant and what Python writes beside a package
+// it imports, in the snapshot too. The kernels library leaves it out of
+// its variant hash, no digest covers it, and kernhub neither fetches,
+// exports nor counts it as part of a variant. `relpath` is relative to the
+// variant directory (or to any folder above the bytecode).
+bool is_python_bytecode(const std::string& relpath);
 
 }  // namespace kernhub::cache

@@ -1,7 +1,9 @@
 // The Python kernels library's verification receipts, as kernhub reads and
-// removes them (docs/cache-format.md, "Other tools' data"). Every folder
-// from the root down to a store is opened with O_NOFOLLOW relative to its
-// parent, so nothing is read or removed through a link.
+// removes them (docs/cache-format.md, "Other tools' data"). The folders
+// from the root down to a store are followed as kernels follows them (a
+// linked .verified-kernels is still the store kernels trusts); a receipt
+// itself is read without following a link, and a link, FIFO or file at a
+// receipt's name is removed as a name, never through it.
 #include "cache/receipts.hpp"
 
 #include <dirent.h>
@@ -28,13 +30,13 @@ namespace {
 using detail::UniqueFd;
 
 // The store folder `store` ("digest/v1") below <root>/.verified-kernels,
-// opened without following a link on the way (the root itself may be one);
-// -1 with errno when it cannot be.
+// links on the way followed, as kernels follows them; -1 with errno when it
+// cannot be opened.
 int open_store(const fs::path& root, const std::string& store) {
     int dir = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     const fs::path rel = fs::path(k_receipts_folder) / store;
     for (auto part = rel.begin(); dir >= 0 && part != rel.end(); ++part) {
-        const int next = ::openat(dir, part->c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        const int next = ::openat(dir, part->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         const int err = errno;
         ::close(dir);
         dir = next;
@@ -119,14 +121,17 @@ std::vector<fs::path> remove_receipts(const fs::path& root, const std::string& r
         const fs::path path = root / k_receipts_folder / store / name;
         UniqueFd dir(open_store(root, store));
         if (dir.get() < 0) {
-            // No store (or a link in its place, which kernhub never enters):
-            // nothing of this variant to remove there.
+            // No store (a link leading nowhere is none either, for kernels
+            // too): nothing of this variant to remove there.
             if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) continue;
             detail::throw_io_error("open the receipt store of", path.parent_path(), errno,
                                    "check permissions on the cache");
         }
         struct stat st {};
         if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        // A folder at the name is no receipt kernels can read (it takes it
+        // as a miss), and not kernhub's to empty: it stays.
+        if (S_ISDIR(st.st_mode)) continue;
         if (!dry_run) {
             if (::unlinkat(dir.get(), name.c_str(), 0) != 0) {
                 if (errno == ENOENT) continue;  // kernels replaced or removed it meanwhile
@@ -143,8 +148,9 @@ std::vector<fs::path> remove_receipts(const fs::path& root, const std::string& r
     return removed;
 }
 
-std::vector<Receipt> scan_receipts(const fs::path& root) {
-    std::vector<Receipt> receipts;
+ReceiptScan scan_receipts(const fs::path& root) {
+    ReceiptScan scan;
+    std::vector<Receipt>& receipts = scan.receipts;
     for (const char* store : k_receipt_stores) {
         UniqueFd dir(open_store(root, store));
         if (dir.get() < 0) continue;
@@ -164,10 +170,12 @@ std::vector<Receipt> scan_receipts(const fs::path& root) {
             const std::string name = entry->d_name;
             if (name == "." || name == "..") continue;
             if (++entries > k_max_receipts) {
-                throw Error(ErrorCode::verification,
-                            printable(folder.string()) + " holds more than " + std::to_string(k_max_receipts) +
-                                " entries (k_max_receipts); kernhub reads no more of the kernels library's "
-                                "verification receipts than that");
+                // This store is read no further; the other is read whole.
+                scan.over_limit.push_back(
+                    printable(folder.string()) + " holds more than " + std::to_string(k_max_receipts) +
+                    " entries (k_max_receipts); kernhub read the receipts among the first " +
+                    std::to_string(k_max_receipts) + " and no more");
+                break;
             }
             if (!is_receipt_name(name)) continue;  // kernels' temp files (.tmpXXXXXX) and unknown names
             const std::optional<std::string> text = read_receipt(dir.get(), name);
@@ -185,7 +193,7 @@ std::vector<Receipt> scan_receipts(const fs::path& root) {
             receipts.push_back(std::move(*receipt));
         }
     }
-    return receipts;
+    return scan;
 }
 
 }  // namespace kernhub::cache

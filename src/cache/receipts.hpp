@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 // <root>/.verified-kernels, and the stores kernels 0.19 reads below it.
 inline constexpr const char* k_receipts_folder = ".verified-kernels";
 inline constexpr const char* const k_receipt_stores[] = {"digest/v1", "signature/v1"};
-// Bounds on what is read of the stores: entries listed per store (a scan
-// holding more stops with Error(verification) naming the limit) and the
+// Bounds on what is read of the stores: entries listed per store (a store
+// holding more is read no further, and the scan says so) and the
 // bytes read of one receipt (kernels writes about 150; a larger file is not
 // one kernhub can account for and is left alone).
 inline constexpr std::size_t k_max_receipts = 100000;
@@ -34,8 +34,8 @@ inline constexpr std::size_t k_max_receipt_bytes = 4096;
 // type: one receipt covers kernels--ORG--NAME and models--ORG--NAME alike.
 std::string receipt_name(const std::string& repo_id, const std::string& commit, const std::string& variant);
 
-// Removes the variant's receipts from every store, never through a
-// symbolic link (cache::remove_beneath from the root), and fsyncs each store
+// Removes the variant's receipts from every store (whatever is at the
+// receipt's name but a folder: a link is removed, not followed), and fsyncs each store
 // folder it removed one from, so that a power loss cannot bring a receipt
 // back over files changed after this returns. Returns the paths removed (or,
 // with dry_run, that would be). Error(internal) naming the path when one
@@ -58,8 +58,14 @@ struct Receipt {
 
 // Every receipt of every store (kernels' temp files, unknown names and
 // files that do not pass the rules above are left out: they are kernels'
-// business). A missing or linked store is empty. Error(verification)
-// naming k_max_receipts when a store lists more entries.
-std::vector<Receipt> scan_receipts(const fs::path& root);
+// business). A missing store is empty; links on the way to a store are
+// followed, as kernels follows them. A store listing more than
+// k_max_receipts entries is read no further, and over_limit says so,
+// naming the limit; the other store is still read.
+struct ReceiptScan {
+    std::vector<Receipt> receipts;
+    std::vector<std::string> over_limit;
+};
+ReceiptScan scan_receipts(const fs::path& root);
 
 }  // namespace kernhub::cache

@@ -111,6 +111,12 @@ void ExportPlan::add_snapshot(const std::string& folder, const std::string& comm
         const std::string path = it->path().lexically_relative(m_root).generic_string();
         struct stat st {};
         if (::lstat(it->path().c_str(), &st) != 0) broken_snapshot(it->path(), "cannot be read");
+        // Bytecode Python wrote beside a package it imported from the
+        // snapshot (the kernels library does): not the hub's, not exported.
+        if (cache::is_python_bytecode(it->path().lexically_relative(base).generic_string())) {
+            if (S_ISDIR(st.st_mode)) it.disable_recursion_pending();
+            continue;
+        }
         if (S_ISDIR(st.st_mode)) {
             archive::WriteEntry dir;
             dir.path = path;

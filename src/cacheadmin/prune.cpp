@@ -370,7 +370,12 @@ std::optional<std::vector<std::string>> listed_files(const cache::RepoCache& cac
 // commit or variant that would not make a safe path): such a receipt is
 // left alone.
 std::optional<bool> variant_in_full(const fs::path& root, const cache::Receipt& receipt) {
-    const auto folder = cache::parse_repo_folder(cache::repo_folder_name(RepoType::kernel, receipt.repo_id));
+    std::optional<cache::RepoFolder> folder;
+    try {
+        folder = cache::parse_repo_folder(cache::repo_folder_name(RepoType::kernel, receipt.repo_id));
+    } catch (const Error&) {
+        return std::nullopt;  // a repo id no cache folder can be named by ("../x")
+    }
     if (!folder || folder->repo_id != receipt.repo_id || !is_commit_sha(receipt.commit) ||
         !cache::is_variant_name(receipt.variant)) {
         return std::nullopt;
@@ -386,7 +391,10 @@ std::optional<bool> variant_in_full(const fs::path& root, const cache::Receipt& 
         bool any = false;
         bool whole = true;
         for (const Entry& entry : snapshot.entries) {
-            if (entry.name.rfind(prefix, 0) != 0) continue;
+            // Bytecode Python wrote beside the package is no file of the variant.
+            if (entry.name.rfind(prefix, 0) != 0 || cache::is_python_bytecode(entry.name.substr(prefix.size()))) {
+                continue;
+            }
             if (entry.type == EntryType::symlink) {
                 std::error_code ec;
                 whole = whole && fs::is_regular_file(snapshots / receipt.commit / entry.name, ec);
@@ -411,14 +419,11 @@ std::optional<bool> variant_in_full(const fs::path& root, const cache::Receipt& 
 // wrote while prune removed its variant). Receipts of live variants, and
 // everything else in kernels' stores, stay.
 void prune_receipts(const fs::path& root, const PruneRequest& request, PruneReport& report) {
-    std::vector<cache::Receipt> receipts;
-    try {
-        receipts = cache::scan_receipts(root);
-    } catch (const Error& error) {
-        if (error.code() != ErrorCode::verification) throw;
-        report.kept.push_back(PruneKept{printable((root / cache::k_receipts_folder).string()), error.plain_message()});
-        return;
+    const cache::ReceiptScan scan = cache::scan_receipts(root);
+    for (const std::string& why : scan.over_limit) {
+        report.kept.push_back(PruneKept{printable((root / cache::k_receipts_folder).string()), why});
     }
+    const std::vector<cache::Receipt>& receipts = scan.receipts;
     std::set<std::string> done;  // a variant has a receipt in each store; both go at once
     for (const cache::Receipt& receipt : receipts) {
         throw_if_cancelled(request, root);

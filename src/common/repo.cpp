@@ -29,6 +29,19 @@ std::optional<std::uint64_t> version_number(const std::string& name) {
     return std::stoull(name.substr(1));
 }
 
+std::optional<std::string> version_key(const std::string& name) {
+    if (name.size() < 2 || name.size() > k_max_version_key_digits + 1 || name[0] != 'v' ||
+        name.find_first_not_of("0123456789", 1) != std::string::npos) {
+        return std::nullopt;
+    }
+    const std::size_t first = name.find_first_not_of('0', 1);
+    return first == std::string::npos ? std::string("0") : name.substr(first);
+}
+
+bool version_key_less(const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+}
+
 static bool valid_part(const std::string& part) {
     if (part.empty() || part.size() > 96 || part[0] == '.' || part[0] == '-') return false;
     if (part.find("..") != std::string::npos) return false;

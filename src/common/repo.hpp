@@ -22,6 +22,14 @@ bool is_commit_sha(const std::string& revision);
 // so that N fits); nullopt for any other name.
 std::optional<std::uint64_t> version_number(const std::string& name);
 
+// A version branch of any length ("v" and 1 to k_max_version_key_digits
+// decimal digits, which a ref name's part holds) as a key that orders
+// versions by N: its digits without leading zeros, compared shorter
+// first, then as text (version_key_less). nullopt for any other name.
+inline constexpr std::size_t k_max_version_key_digits = 254;
+std::optional<std::string> version_key(const std::string& name);
+bool version_key_less(const std::string& a, const std::string& b);
+
 // Throws Error(usage) unless repo_id is "org/name" with safe characters
 // ([A-Za-z0-9._-], no leading dot, no "..").
 void validate_repo_id(const std::string& repo_id);

@@ -328,12 +328,9 @@ private:
 // `relpath` is relative to the variant directory.
 bool excluded_from_digest(const std::string& relpath);
 
-// Python bytecode (*.pyc, anything under a __pycache__ folder) that a
-// publisher left in a variant. The kernels library never downloads it and
-// leaves it out of its variant hash; no digest covers it, so kernhub never
-// fetches it either and the variant is what remains. `relpath` is relative
-// to the variant directory.
-bool is_python_bytecode(const std::string& relpath);
+// Python bytecode is never fetched: the variant is what remains
+// (cache::is_python_bytecode).
+using cache::is_python_bytecode;
 
 // Builds the build/ part of a listing from huggingface_hub's cached tree
 // (<repo>/trees/<commit>.json, format_version 1). nullopt when the document

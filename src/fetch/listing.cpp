@@ -16,22 +16,6 @@ namespace kernhub::fetch {
 
 using nlohmann::json;
 
-bool is_python_bytecode(const std::string& relpath) {
-    const std::string pyc = ".pyc";
-    if (relpath.size() >= pyc.size() && relpath.compare(relpath.size() - pyc.size(), pyc.size(), pyc) == 0) {
-        return true;
-    }
-    std::size_t start = 0;
-    for (;;) {
-        std::size_t end = relpath.find('/', start);
-        if (relpath.compare(start, end == std::string::npos ? std::string::npos : end - start, "__pycache__") == 0) {
-            return true;
-        }
-        if (end == std::string::npos) return false;
-        start = end + 1;
-    }
-}
-
 bool excluded_from_digest(const std::string& relpath) {
     return relpath == "metadata.json" || relpath == "metadata.json.sigstore" || is_python_bytecode(relpath);
 }

@@ -41,6 +41,7 @@ constexpr std::size_t k_max_answer_depth = 64;
 // A revision answer lists every file of the repo: about 100 bytes each, so
 // 16 MiB is a repo of over 100,000 files. Bounds what parsing may cost.
 constexpr std::size_t k_max_revision_answer_bytes = 16u << 20;
+// Version branches ("vN") kept of a refs answer; the others are read past.
 constexpr std::size_t k_max_branch_names = 10000;
 
 class AnswerFields final : public json::json_sax_t {
@@ -48,8 +49,11 @@ public:
     explicit AnswerFields(std::string source) : m_source(std::move(source)) {}
 
     std::optional<std::string> sha;  // the top-level "sha" string
-    // "branches"[*]: each object's "name" and "targetCommit" strings.
+    // "branches"[*] named "v" and digits: each one's "name" and
+    // "targetCommit" strings, at most k_max_branch_names of them
+    // (versions_cut when the answer holds more).
     std::vector<VersionBranch> branches;
+    bool versions_cut = false;
 
     bool null() override { return value(); }
     bool boolean(bool) override { return value(); }
@@ -69,8 +73,8 @@ public:
     }
     bool start_object(std::size_t) override {
         if (m_depth == 2 && m_in_branches) {
-            m_in_branch = branches.size() < k_max_branch_names;
-            if (m_in_branch) branches.emplace_back();
+            m_in_branch = true;
+            branches.emplace_back();
         }
         return enter();
     }
@@ -100,7 +104,17 @@ private:
     }
     bool leave() {
         m_key.clear();
-        if (--m_depth == 2) m_in_branch = false;
+        if (--m_depth == 2 && m_in_branch) {
+            // A branch that names no version is not kept, so that other
+            // branches, however many, cost no memory and crowd none out.
+            m_in_branch = false;
+            if (!version_key(branches.back().name)) {
+                branches.pop_back();
+            } else if (branches.size() > k_max_branch_names) {
+                branches.pop_back();
+                versions_cut = true;
+            }
+        }
         if (m_depth == 1) m_in_branches = false;
         return true;
     }
@@ -141,10 +155,13 @@ std::string HubClient::versions_hint(const RepoRef& repo) {
         http::Response response = m_transport->get(api_url(repo, "refs"), limits);
         if (response.status != 200) return {};
         AnswerFields refs = read_answer(response.body, "refs");
+        // Every kept branch names a version; a message names 20 at most.
+        constexpr std::size_t k_named = 20;
         std::string names;
-        for (const VersionBranch& branch : refs.branches) {
-            if (version_number(branch.name)) names += (names.empty() ? "" : ", ") + branch.name;
+        for (std::size_t i = 0; i < refs.branches.size() && i < k_named; ++i) {
+            names += (names.empty() ? "" : ", ") + refs.branches[i].name;
         }
+        if (refs.branches.size() > k_named) names += " and " + std::to_string(refs.branches.size() - k_named) + " more";
         return names.empty() ? "; the repo has no vN version branches" : "; available versions: " + names;
     } catch (const std::exception&) {
         return {};
@@ -188,13 +205,19 @@ std::optional<VersionBranch> HubClient::latest_version(const RepoRef& repo) {
                                " bytes (k_max_revision_answer_bytes); check the endpoint";
     http::Response response = m_transport->get(url, limits);
     if (response.status != 200) fail(response, repo, "the refs");
+    AnswerFields refs = read_answer(response.body, http::redact(url));
+    if (refs.versions_cut) {
+        throw Error(ErrorCode::network, "the hub's refs of " + repo_label(repo) + " list more than " +
+                                            std::to_string(k_max_branch_names) +
+                                            " version branches (k_max_branch_names); check the endpoint");
+    }
     std::optional<VersionBranch> latest;
-    std::uint64_t highest = 0;
-    for (VersionBranch& branch : read_answer(response.body, http::redact(url)).branches) {
-        const std::optional<std::uint64_t> number = version_number(branch.name);
+    std::string highest;
+    for (VersionBranch& branch : refs.branches) {
+        const std::optional<std::string> number = version_key(branch.name);
         // As the kernels library's dict of versions: a later branch of the
         // same number replaces an earlier one.
-        if (!number || (latest && *number < highest)) continue;
+        if (!number || (latest && version_key_less(*number, highest))) continue;
         highest = *number;
         latest = std::move(branch);
     }

@@ -46,7 +46,7 @@ TEST_CASE("receipt_name is what kernels 0.19.1 names a KernelLocation.remote rec
           cache::receipt_name("org/a", std::string(40, 'a'), "bc"));
 }
 
-TEST_CASE("scan_receipts reads only receipts it can account for, never through a link", "[cache]") {
+TEST_CASE("scan_receipts reads only receipts it can account for, and a linked store as kernels does", "[cache]") {
     TempDir dir;
     const fs::path root = dir.path();
     const auto good = write_receipts(root, "org/kernel", k_commit_a, k_variant);
@@ -58,7 +58,7 @@ TEST_CASE("scan_receipts reads only receipts it can account for, never through a
     fs::copy_file(good[0], store / std::string(64, 'e'));
     write_file(store / std::string(64, 'd'), std::string(cache::k_max_receipt_bytes + 1, ' '));  // oversized
     fs::create_symlink(good[0], store / std::string(64, 'c'));
-    const auto receipts = cache::scan_receipts(root);
+    const auto receipts = cache::scan_receipts(root).receipts;
     REQUIRE(receipts.size() == 2);
     for (const auto& r : receipts) {
         CHECK(r.repo_id == "org/kernel");
@@ -66,14 +66,34 @@ TEST_CASE("scan_receipts reads only receipts it can account for, never through a
         CHECK(r.variant == k_variant);
     }
 
-    // A store that is a link is never read, nor removed from.
+    // kernels reads and writes its receipts through a linked
+    // .verified-kernels, so kernhub reads and removes them there too.
     TempDir other;
-    write_receipts(other.path(), "org/kernel", k_commit_a, k_variant);
+    const auto linked = write_receipts(other.path(), "org/kernel", k_commit_a, k_variant);
     fs::create_directories(root / "linked");
     fs::create_symlink(other.path() / ".verified-kernels", root / "linked/.verified-kernels");
-    CHECK(cache::scan_receipts(root / "linked").empty());
-    CHECK(cache::remove_receipts(root / "linked", "org/kernel", k_commit_a, k_variant).empty());
-    CHECK(cache::scan_receipts(other.path()).size() == 2);
+    CHECK(cache::scan_receipts(root / "linked").receipts.size() == 2);
+    CHECK(cache::remove_receipts(root / "linked", "org/kernel", k_commit_a, k_variant).size() == 2);
+    CHECK(none_exist(linked));
+    CHECK(fs::is_directory(other.path() / ".verified-kernels/digest/v1"));  // the store itself stays
+}
+
+TEST_CASE("remove_receipts removes a link at a receipt's name, not its target, and leaves a folder there",
+          "[cache]") {
+    TempDir dir;
+    const fs::path root = dir.path();
+    const std::string name = cache::receipt_name("org/kernel", k_commit_a, k_variant);
+    const fs::path target = root / "target.json";
+    write_file(target, "{}");
+    fs::create_directories(root / ".verified-kernels/digest/v1");
+    fs::create_symlink(target, root / ".verified-kernels/digest/v1" / name);
+    fs::create_directories(root / ".verified-kernels/signature/v1" / name / "inner");
+    const auto removed = cache::remove_receipts(root, "org/kernel", k_commit_a, k_variant);
+    REQUIRE(removed.size() == 1);
+    CHECK(removed[0] == root / ".verified-kernels/digest/v1" / name);
+    CHECK_FALSE(fs::exists(fs::symlink_status(removed[0])));
+    CHECK(fs::exists(target));
+    CHECK(fs::is_directory(root / ".verified-kernels/signature/v1" / name / "inner"));
 }
 
 TEST_CASE("scan_receipts stops at k_max_receipts entries with the limit named", "[cache]") {
@@ -91,17 +111,19 @@ TEST_CASE("scan_receipts stops at k_max_receipts entries with the limit named", 
     }
     ::close(fd);
     REQUIRE(made == cache::k_max_receipts + 1);
-    try {
-        cache::scan_receipts(dir.path());
-        FAIL("no error");
-    } catch (const Error& e) {
-        CHECK(e.code() == ErrorCode::verification);
-        CHECK_THAT(e.plain_message(), Catch::Contains("k_max_receipts"));
-    }
+    // The other store is read whole: the receipt there of a variant the
+    // cache does not hold is swept all the same.
+    const auto gone = write_receipt(dir.path(), "digest/v1", "org/gone", k_commit_a, k_variant);
+    const cache::ReceiptScan scan = cache::scan_receipts(dir.path());
+    REQUIRE(scan.over_limit.size() == 1);
+    CHECK_THAT(scan.over_limit[0], Catch::Contains("k_max_receipts"));
+    CHECK_THAT(scan.over_limit[0], Catch::Contains("signature/v1"));
+    REQUIRE(scan.receipts.size() == 1);
     // Prune reports it and keeps the store; the rest of its work is done.
     const auto report = kc::prune_cache(dir.path(), kc::PruneRequest{});
     REQUIRE(report.kept.size() == 1);
     CHECK_THAT(report.kept[0].reason, Catch::Contains("k_max_receipts"));
+    CHECK_FALSE(fs::exists(gone));
 }
 
 TEST_CASE("receipts are no damage and stay while their variant is whole", "[cache]") {
@@ -140,6 +162,7 @@ TEST_CASE("prune removes the receipts of the variants it removes, and those of v
     const auto elsewhere = write_receipts(root, "org/gone", k_commit_a, k_variant);
     // A receipt whose location could not be a path kernhub holds is left alone.
     const fs::path odd = write_receipt(root, "digest/v1", "org/kernel", k_commit_a, "../escape");
+    const fs::path odd_repo = write_receipt(root, "digest/v1", "../../etc/x", k_commit_a, k_variant);
     const fs::path temp = root / ".verified-kernels/digest/v1/.tmpXyZ789";
     write_file(temp, "kernels writing");
 
@@ -167,6 +190,7 @@ TEST_CASE("prune removes the receipts of the variants it removes, and those of v
         CHECK(!fs::exists(kernel.snapshot(k_commit_c)));
         CHECK(all_exist(live));
         CHECK(fs::exists(odd));
+        CHECK(fs::exists(odd_repo));
         CHECK(fs::exists(temp));
         // Nothing left to do: a second prune keeps every receipt there is.
         CHECK(kc::prune_cache(root, kc::PruneRequest{}).removed.empty());
@@ -312,4 +336,42 @@ TEST_CASE("prune removes the receipt of a variant that lacks a file its listing 
     kc::prune_cache(dir.path(), kc::PruneRequest{});
     CHECK(all_exist(whole));
     CHECK(none_exist(partial));
+}
+
+TEST_CASE("bytecode Python wrote into a snapshot is no part of the variant, for prune and export alike", "[cache]") {
+    TempDir dir;
+    const fs::path root = dir.path() / "cache";
+    RepoFixture kernel(root, "org/kernel");
+    kernel.variant(k_commit_a, "object A");
+    kernel.variant(k_commit_b, "object B");
+    kernel.repo.write_ref("main", k_commit_a);
+    kernel.repo.write_ref("v2", k_commit_b);
+    // What `import` of the package leaves beside it in the snapshot.
+    for (const std::string& commit : {k_commit_a, k_commit_b}) {
+        write_file(kernel.snapshot(commit) / "build" / k_variant / "__pycache__/__init__.cpython-311.pyc", "pyc");
+    }
+    // B keeps nothing but that bytecode.
+    fs::remove(kernel.snapshot(k_commit_b) / "build" / k_variant / "libkernel.so");
+    fs::remove(kernel.snapshot(k_commit_b) / "build" / k_variant / "metadata.json");
+    const auto whole = write_receipts(root, "org/kernel", k_commit_a, k_variant);
+    const auto bytecode_only = write_receipts(root, "org/kernel", k_commit_b, k_variant);
+
+    kc::PruneRequest request;
+    request.dry_run = true;
+    const auto removed = removed_set(kc::prune_cache(root, request));
+    for (const auto& p : bytecode_only) CHECK(removed.count(p.string()) == 1);
+    for (const auto& p : whole) CHECK(removed.count(p.string()) == 0);
+
+    // Export takes the snapshot without it (it was: exit 4, "not a link into blobs/").
+    const fs::path tar = dir.path() / "out.tar";
+    kc::export_cache(root, {}, tar);
+    const fs::path unpacked = dir.path() / "unpacked";
+    fs::create_directories(unpacked);
+    const auto tree = kernhub::archive::extract(tar, unpacked, kc::import_policy());
+    bool has_so = false;
+    for (const auto& entry : tree.entries()) {
+        CHECK(entry.path.find("__pycache__") == std::string::npos);
+        has_so = has_so || entry.path.find(k_commit_a + "/build/" + k_variant + "/libkernel.so") != std::string::npos;
+    }
+    CHECK(has_so);
 }

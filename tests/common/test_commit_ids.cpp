@@ -69,3 +69,24 @@ TEST_CASE("a version branch is v and decimal digits that fit, anything else is n
         CHECK_FALSE(kernhub::version_number(name).has_value());
     }
 }
+
+TEST_CASE("version_key orders version branches of any length by their number", "[common]") {
+    CHECK(kernhub::version_key("v007") == std::string("7"));
+    CHECK(kernhub::version_key("v0") == std::string("0"));
+    CHECK(kernhub::version_key("v000") == std::string("0"));
+    CHECK(kernhub::version_key("v" + std::string(254, '9')) == std::string(254, '9'));
+    for (const std::string& name : {std::string("v"), std::string("V1"), std::string("v1.0"), std::string("v+1"),
+                                    std::string("v1_0"), std::string("main"), "v" + std::string(255, '1')}) {
+        INFO(name);
+        CHECK_FALSE(kernhub::version_key(name).has_value());
+    }
+    const auto less = [](const char* a, const char* b) {
+        return kernhub::version_key_less(*kernhub::version_key(a), *kernhub::version_key(b));
+    };
+    CHECK(less("v2", "v10"));
+    CHECK(less("v9", "v010"));
+    CHECK(less("v999999999999999999", "v99999999999999999999"));
+    CHECK_FALSE(less("v10", "v2"));
+    CHECK_FALSE(less("v7", "v007"));
+    CHECK_FALSE(less("v007", "v7"));
+}

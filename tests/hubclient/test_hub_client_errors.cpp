@@ -130,10 +130,13 @@ TEST_CASE("latest_version takes the vN branch of the highest N from one refs ans
                   "v10", b},
              // A later branch of the same number replaces an earlier one, as kernels' dict of versions does.
              Case{refs(branch("v3", a) + "," + branch("v03", c)), "v03", c},
-             // Names that are no version: tags, "V4", "v4.0", "v", a number too long to hold.
-             Case{refs(branch("main", a) + "," + branch("V4", a) + "," + branch("v4.0", a) + "," + branch("v", a) +
-                       "," + branch("v1000000000000000000", a)),
+             // Names that are no version: tags, "V4", "v4.0", "v".
+             Case{refs(branch("main", a) + "," + branch("V4", a) + "," + branch("v4.0", a) + "," + branch("v", a)),
                   std::nullopt, ""},
+             // N of any length is compared as the number it is, as Python's int() reads it.
+             Case{refs(branch("v99999999999999999999", a) + "," + branch("v100000000000000000000", b) + "," +
+                       branch("v7", c)),
+                  "v100000000000000000000", b},
              Case{refs(""), std::nullopt, ""},
          }) {
         INFO(one.body);
@@ -156,6 +159,18 @@ TEST_CASE("latest_version takes the vN branch of the highest N from one refs ans
     CHECK(error.message().find("'v2'") != std::string::npos);
     auto lower_bad = always(reply(200, refs(branch("v1", "zz") + "," + branch("v2", a))));
     CHECK(errors_client(lower_bad->url())->latest_version(k_repo)->name == "v2");
+    // Other branches, however many, crowd no version out.
+    std::string many;
+    for (int i = 0; i < 10001; ++i) many += branch("feature-" + std::to_string(i), a) + ",";
+    auto crowded = always(reply(200, refs(many + branch("v7", c))));
+    CHECK(errors_client(crowded->url())->latest_version(k_repo)->commit == c);
+    // More version branches than are kept: said, with the limit's name.
+    std::string versions;
+    for (int i = 0; i <= 10000; ++i) versions += (i ? "," : "") + branch("v" + std::to_string(i), a);
+    auto flooded = always(reply(200, refs(versions)));
+    Error cut = error_from([&] { errors_client(flooded->url())->latest_version(k_repo); });
+    CHECK(cut.code() == ErrorCode::network);
+    CHECK(cut.message().find("k_max_branch_names") != std::string::npos);
     auto missing = always(reply(404, "{}", {{"X-Error-Code", "RepoNotFound"}}));
     CHECK(error_from([&] { errors_client(missing->url())->latest_version(k_repo); }).code() == ErrorCode::not_found);
 }

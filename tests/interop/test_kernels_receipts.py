@@ -133,10 +133,14 @@ def kh(args, *argv, **env):
 
 
 def run_checks(report, args, tmp, server, cache):
+    # Bytecode written, as a user's Python writes it: __pycache__/ lands in the snapshot.
     for repo in (KEPT, DROPPED):
-        if not load(report, tmp, cache, repo, f"kernels 0.19.1 loads {repo} from the hub", HF_ENDPOINT=server.endpoint):
+        if not load(report, tmp, cache, repo, f"kernels 0.19.1 loads {repo} from the hub", HF_ENDPOINT=server.endpoint,
+                    PYTHONDONTWRITEBYTECODE=""):
             return
     commits = {repo: commit_of(cache, repo) for repo in (KEPT, DROPPED)}
+    bytecode = sorted(str(p.relative_to(cache)) for p in cache.glob("*/snapshots/*/build/*/__pycache__"))
+    report.check(len(bytecode) == 2, "Python wrote __pycache__/ into each loaded variant's snapshot", str(bytecode))
     receipts = {repo: receipts_of(cache, repo, commit) for repo, commit in commits.items()}
     store = cache / ".verified-kernels"
     report.info(f"kernels wrote: {sorted(str(p.relative_to(cache)) for p in store.rglob('*') if p.is_file())}")
@@ -170,8 +174,9 @@ def run_checks(report, args, tmp, server, cache):
     if export.returncode == 0:
         with tarfile.open(archive) as tar:
             names = tar.getnames()
-    report.check(export.returncode == 0 and names and not any(".verified-kernels" in n for n in names),
-                 "kernhub cache export carries no receipt", support.tail(export))
+    report.check(export.returncode == 0 and names and not any(".verified-kernels" in n or "__pycache__" in n
+                                                              for n in names),
+                 "kernhub cache export carries no receipt, nor the bytecode Python wrote", support.tail(export))
     if names:
         bad = tmp / "with-receipt.tar"
         with tarfile.open(archive) as src, tarfile.open(bad, "w") as dst:
