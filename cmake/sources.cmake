@@ -139,6 +139,7 @@ set(KERNHUB_SOURCES
   src/loader/shared_object.cpp
   src/loader/ops_py.cpp
   src/loader/torch_namespace.cpp
+  src/loader/torch_fit.cpp
   src/loader/torch_op.cpp
   src/loader/torch_ops.cpp
   src/loader/torch_runtime.cpp

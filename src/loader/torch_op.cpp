@@ -24,12 +24,11 @@
 #include "kernhub/error.hpp"
 #include "archive/archive.hpp"
 #include "loader/kind.hpp"
+#include "loader/torch_fit.hpp"
 #include "loader/torch_namespace.hpp"
 #include "loader/torch_ops.hpp"
 #include "loader/torch_runtime.hpp"
-#include "select/rules.hpp"
 #include "select/variant.hpp"
-#include "torchenv/torch_facts.hpp"
 
 namespace kernhub::loader {
 
@@ -71,50 +70,16 @@ void complete_version(const LoadRequest& request, TorchRuntime& runtime) {
     runtime.minor = request.torch->minor;
     runtime.version = std::to_string(runtime.major) + "." + std::to_string(runtime.minor);
     runtime.version_source = request.torch->source.empty() ? "the stated torch" : request.torch->source;
-    if (!runtime.cxx11_abi) runtime.cxx11_abi = request.torch->cxx11_abi;
 }
 
-// The fit rule selection applies (select::rules::torch_reason), checked
-// against the LibTorch in this process rather than the torch kernhub found.
+// The torch fit, decided by torch_fit_problem alone against this process's
+// LibTorch; torch's CUDA is read from its files only for a CUDA variant.
 void check_fit(const LoadRequest& request, const TorchRuntime& runtime) {
     const select::Variant& variant = *request.variant;
-    std::optional<bool> cxx11 = runtime.cxx11_abi;
-    if (!cxx11 && request.torch) cxx11 = request.torch->cxx11_abi;
-    const std::optional<std::string> reason =
-        select::rules::torch_reason(variant, std::make_pair(runtime.major, runtime.minor), cxx11);
-    if (!reason) return;
-    throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id +
-                                     " does not fit this process's LibTorch " + runtime.library + " (torch " +
-                                     runtime.version + "): it " + *reason +
-                                     "; fetch the variant for this torch (kernhub selects it when it knows this "
-                                     "torch: KERNHUB_TORCH_DIR), or run with the torch the variant needs");
-}
-
-// The backend rule selection applies (select::rules::backend_reason),
-// against the CUDA this process's torch was built with, when known.
-void check_torch_cuda_fit(const LoadRequest& request, const TorchRuntime& runtime) {
-    std::optional<std::string> cuda = torch_cuda_version(runtime.library);
-    if (!cuda && request.torch && !request.torch->cuda.empty()) cuda = request.torch->cuda;
-    if (!cuda) return;
-    const select::Variant& variant = *request.variant;
-    const std::string need = std::to_string(variant.backend.major) + "." + std::to_string(variant.backend.minor);
-    const std::string ours = "this process's LibTorch " + (runtime.library.empty() ? "" : runtime.library + " ");
-    if (cuda->empty()) {
-        throw Error(ErrorCode::load,
-                    "variant " + variant.name + " of " + request.fetched.repo_id + " is built for CUDA " + need +
-                        ", and " + ours +
-                        "is a build without CUDA; fetch a CPU variant, or run with a CUDA build "
-                        "of torch",
-                    hint::setting("backend"));
-    }
-    const std::optional<std::pair<int, int>> has = torchenv::major_minor(*cuda);
-    if (!has) return;
-    select::HostFacts facts;
-    const select::Backend torch_backend{select::BackendKind::cuda, has->first, has->second, true};
-    if (auto reason = select::rules::backend_reason(facts, torch_backend, variant.backend)) {
-        throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id +
-                                         " does not fit " + ours + "(built with CUDA " + *cuda + "): it " + *reason +
-                                         "; fetch the variant for CUDA " + *cuda);
+    const std::optional<std::string> cuda =
+        variant.backend.kind == select::BackendKind::cuda ? torch_cuda_version(runtime.library) : std::nullopt;
+    if (auto refusal = torch_fit_problem(variant, request.fetched.repo_id, runtime, cuda, request.torch)) {
+        throw Error(ErrorCode::load, refusal->message, refusal->hint);
     }
 }
 
@@ -169,16 +134,11 @@ void require_torch_cuda(const LoadRequest& request, const TorchRuntime& runtime,
     open_torch_cuda(request.load_torch_from, runtime.library);
 }
 
-// What a load refuses beyond selection is said in one place
-// (select::rules::load_refusal); a CUDA variant then needs the device and
+// Once the variant fits (check_fit), a CUDA variant needs the device and
 // LibTorch's CUDA part.
 void check_backend(const LoadRequest& request, const TorchRuntime& runtime, const std::string& file) {
     const select::Variant& variant = *request.variant;
-    if (auto refusal = select::rules::load_refusal(variant)) {
-        throw Error(ErrorCode::load, "variant " + variant.name + " of " + request.fetched.repo_id + ": " + *refusal);
-    }
     if (variant.backend.kind != select::BackendKind::cuda) return;
-    check_torch_cuda_fit(request, runtime);
     require_cuda_device(variant, file);
     require_torch_cuda(request, runtime, file);
 }

@@ -26,7 +26,8 @@ differ, which is only for its native family, which no case holds.
 
 Two planted rule changes in the peer (abi3t ranked before abi3; the
 Python tag's minimum version ignored) must each make the comparison fail:
-that shows it can.
+that shows it can. So must one on kernhub's side: select_oracle --plant
+abi3t-first ranks by kernhub's own key with abi3t before abi3.
 
 Usage: test_kernels_selection.py --kernhub CLI --so LIB.so --make-hub make_hub.py
            --hub-server hub_server.py --oracle select_oracle [--cases N] [--info-cases N] [--seed S]
@@ -239,9 +240,10 @@ def planted_resolve(rule):
     return resolve
 
 
-def oracle_answers(oracle, cases):
+def oracle_answers(oracle, cases, plant=None):
     lines = "".join(f"{host_spec(host)}\t{' '.join(names)}\n" for host, names, _ in cases)
-    done = subprocess.run([oracle], input=lines, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([oracle] + (["--plant", plant] if plant else []), input=lines, capture_output=True,
+                          text=True, timeout=120)
     answers = []
     for line in done.stdout.splitlines():
         chosen, _, fits = line.partition("\t")
@@ -281,6 +283,10 @@ def check_library(report, oracle, cases):
         caught = len(differences(planted, answers))
         report.check(caught > 0, f"a planted rule change in the peer ({rule}) is caught: {caught} cases differ",
                      "the comparison cannot tell the rules apart")
+    planted = oracle_answers(oracle, cases, "abi3t-first")
+    caught = len(differences(cases, planted)) if len(planted) == len(cases) else 0
+    report.check(caught > 0, f"a planted rule change in kernhub (abi3t-first) is caught: {caught} cases differ",
+                 f"the comparison cannot tell the rules apart ({len(planted)} answers)")
 
 
 ARCH_WORDS = ["7.5", "8.0", "8.6", "8.9", "9.0", "9.0a", "10.0", "10.0a", "10.0f", "10.3f", "12.0", "12.0f",

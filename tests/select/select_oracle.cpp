@@ -8,6 +8,10 @@
 // kernels_key, over all candidates). A description that does not parse
 // prints "error: <message>". Nothing but select_variant, its rules and
 // parse_host_spec runs: no hub, cache or runtime.
+// --plant abi3t-first: kernhub's own preference key with one rule changed
+// (abi3t ranked before abi3), for the differential test to show that a
+// kernhub-side rule change fails it; the accepted order is printed by the
+// changed key (the chosen variant stays select_variant's).
 #include <algorithm>
 #include <iostream>
 #include <sstream>
@@ -44,6 +48,11 @@ int main(int argc, char** argv) {
     using namespace kernhub;
     std::ios::sync_with_stdio(false);
     if (argc > 1 && std::string(argv[1]) == "--cuda-archs") return cuda_archs();
+    const bool abi3t_first = argc > 2 && std::string(argv[1]) == "--plant" && std::string(argv[2]) == "abi3t-first";
+    if (argc > 1 && !abi3t_first) {
+        std::cerr << "select_oracle: unknown arguments; it takes --cuda-archs or --plant abi3t-first\n";
+        return 2;
+    }
     std::string line;
     while (std::getline(std::cin, line)) {
         const std::size_t tab = line.find('\t');
@@ -67,7 +76,9 @@ int main(int argc, char** argv) {
                 if (variant->family == select::Family::tvm_ffi && select::rules::tvm_ffi_reason(runtime, *variant)) {
                     continue;
                 }
-                fits.emplace_back(select::rules::kernels_key(*variant), candidate.name);
+                select::rules::KernelsKey key = select::rules::kernels_key(*variant);
+                if (abi3t_first) key[4] = -key[4];  // the abi order (rules::kernels_key)
+                fits.emplace_back(key, candidate.name);
             }
             std::stable_sort(fits.begin(), fits.end(),
                              [](const auto& a, const auto& b) { return a.first < b.first; });
