@@ -1,6 +1,7 @@
 // The public C++ API: composes registry -> hub -> select -> fetch -> load.
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
 #include <unistd.h>
 
@@ -171,18 +172,20 @@ LoadResult Client::load(const std::string& ref, const LoadOptions& options) {
     }
     // Dependencies first, each opened for what it defines (docs/registry.md, "Kernel
     // dependencies"); every library joins one process, so a tree holding
-    // two versions of one repo cannot load.
+    // two versions of one repo cannot load. What the tree's metadata and
+    // names refuse is refused before the first library is opened, which
+    // cannot be undone (loader::check_tree).
     api::check_one_version_each(result.fetch);
-    for (const FetchResult& dependency : result.fetch.dependencies) {
-        loader::LoadRequest opened = m_impl->load_request(dependency, m_impl->dependency_spec_of(dependency).file);
-        opened.load_torch_from = load_torch_from;
-        if (std::optional<std::string> file = loader::load_dependency(opened)) result.dependency_files.push_back(*file);
-    }
+    const std::vector<loader::LoadRequest> dependencies = m_impl->dependency_requests(result.fetch, load_torch_from);
     loader::LoadRequest request = m_impl->load_request(result.fetch, spec.file);
     request.symbol = result.symbol;
     request.repo_type = spec.repo_type;
     request.op = op;
     request.load_torch_from = load_torch_from;
+    loader::check_tree(request, dependencies);
+    for (const loader::LoadRequest& opened : dependencies) {
+        if (std::optional<std::string> file = loader::load_dependency(opened)) result.dependency_files.push_back(*file);
+    }
     const loader::Loaded loaded = loader::load(request);
     result.file = loaded.file;
     result.kind = loader::load_kind(*loaded.kind);

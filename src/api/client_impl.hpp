@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "api/host_facts.hpp"
 #include "api/settings.hpp"
@@ -271,6 +272,16 @@ struct __attribute__((visibility("hidden"))) ClientImpl {
         request.metadata = api::variant_metadata(fetched);
         request.check_device_arch = !selecting_elsewhere();
         return request;
+    }
+    // What opening each of `tree`'s dependencies asks of the loader.
+    std::vector<loader::LoadRequest> dependency_requests(const FetchResult& tree,
+                                                         const std::string& load_torch_from) const {
+        std::vector<loader::LoadRequest> requests;
+        for (const FetchResult& dependency : tree.dependencies) {
+            requests.push_back(load_request(dependency, dependency_spec_of(dependency).file));
+            requests.back().load_torch_from = load_torch_from;
+        }
+        return requests;
     }
     bool selecting_elsewhere() const { return !settings.host.empty() || !settings.targets.empty(); }
 

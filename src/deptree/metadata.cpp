@@ -232,6 +232,13 @@ bool supports_cuda_capability(const std::vector<std::string>& archs, std::pair<i
     return !any_known;
 }
 
+ArchCheck arch_check(const VariantMetadata& metadata) {
+    if (metadata.backend_archs.empty()) return ArchCheck::none;
+    if (metadata.backend_type == "cuda") return ArchCheck::cuda;
+    if (metadata.backend_type == "rocm") return ArchCheck::rocm;
+    return ArchCheck::none;
+}
+
 std::string layout_problem(const VariantMetadata& metadata) {
     if (metadata.build_layout == "files" || metadata.build_layout == "zip") return {};
     return "has the build layout " + quoted_name(metadata.build_layout) +

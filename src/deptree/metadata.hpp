@@ -62,9 +62,10 @@ struct VariantMetadata {
     // "backend": {"type", "archs"}. The type as written ("cuda", "rocm",
     // "cpu", "agnostic", or one kernhub does not know, kept as written;
     // empty when absent). kernels 0.19.1 reads the type only for its device
-    // arch check, and so does kernhub. archs: the device architectures the
-    // build declares ("9.0", "10.0a", "8.0+PTX", "gfx90a"), at most
-    // k_max_backend_archs of at most 64 bytes each.
+    // arch check, and so does kernhub (arch_check). archs: the device
+    // architectures the build declares ("9.0", "10.0a", "8.0+PTX",
+    // "gfx90a"), as written whatever the type, at most k_max_backend_archs
+    // of at most 64 bytes each.
     std::string backend_type;
     std::vector<std::string> backend_archs;
     // "python-depends" and "provenance" as JSON text (compact), for info;
@@ -81,6 +82,20 @@ inline constexpr std::size_t k_max_backend_archs = 256;
 // "X.Y+PTX" on any capability from X.Y up. When no arch is in one of these
 // forms the answer is true (the build is newer than the rules).
 bool supports_cuda_capability(const std::vector<std::string>& archs, std::pair<int, int> capability);
+
+// The device arch check kernels 0.19.1 makes of a build (archs.py's
+// _check_arch_incompatibility over its Rust metadata reader): none, the
+// CUDA device's compute capability, or the ROCm device's gfx arch.
+enum class ArchCheck { none, cuda, rocm };
+
+// Which check `metadata` gets, as 0.19.1 decides it. Its reader keeps
+// "archs" for the types "cuda" and "rocm" only: every other type, one it
+// knows ("cpu", "xpu", "metal", "cann", "neuron", "tpu", "agnostic") or one
+// it does not ("foo", "CUDA": types are matched case-sensitively), reads as
+// no archs, so the check returns before it reads the type (whose getter
+// raises for an unknown one). No archs, or an empty list, is no check
+// either. Pure.
+ArchCheck arch_check(const VariantMetadata& metadata);
 
 // Why kernhub cannot load a variant of this layout, or "" when it can:
 // "has the build layout \"tar\" (its metadata.json's build-layout), which

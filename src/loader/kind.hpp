@@ -164,7 +164,17 @@ Pick pick(const LoadRequest& request);
 // The first non-empty Kind::runtime_status over the kinds.
 std::string runtime_status(const std::vector<std::string>& variants, const std::string& problem);
 
-// pick, then the kind loads and resolves.
+// What a load refuses of a tree before it opens any library, as kernels
+// 0.19.1 validates every node before it loads one (docs/kernels.md, "What a
+// load refuses that selection accepts"): for the kernel and each
+// dependency, a build layout kernhub does not know and a device arch that
+// does not cover device 0; for the kernel, select::rules::load_refusal; for
+// a dependency with a library to open, that refusal unless it is a noarch
+// or SDK variant. Error(load) naming the variant.
+void check_tree(const LoadRequest& kernel, const std::vector<LoadRequest>& dependencies);
+
+// pick, then the kind loads and resolves (check_tree's checks of the
+// kernel first).
 struct Loaded {
     const Kind* kind = nullptr;
     std::string file;  // the loaded file, absolute
@@ -172,7 +182,8 @@ struct Loaded {
 };
 Loaded load(const LoadRequest& request);
 
-// pick, then the kind opens the dependency's artifact (Kind::open_dependency);
+// check_tree's checks of a dependency, then pick, and the kind opens the
+// dependency's artifact (Kind::open_dependency);
 // the file opened, or nullopt when the kind opens nothing or no kind loads
 // the variant (a pure-Python one).
 std::optional<std::string> load_dependency(const LoadRequest& request);

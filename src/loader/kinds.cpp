@@ -123,13 +123,16 @@ void check_layout(const LoadRequest& request) {
     }
 }
 
-// kernels 0.19.1's device arch check (its archs.py): a CUDA build whose
-// metadata declares archs must run on this machine's device 0, as the
-// CUDA driver reports its compute capability. Skipped without a driver or
-// a device, and when the caller selects for another machine.
+// kernels 0.19.1's device arch check (its archs.py; deptree::arch_check
+// says which builds it checks): a CUDA build whose metadata declares archs
+// must run on this machine's device 0, as the CUDA driver reports its
+// compute capability. Skipped without a driver or a device, and when the
+// caller selects for another machine. A ROCm build's archs are not checked:
+// kernhub loads no ROCm build (docs/registry.md, "Parity with the Python
+// kernels library").
 void check_device_arch(const LoadRequest& request) {
     const deptree::VariantMetadata& metadata = request.metadata;
-    if (!request.check_device_arch || metadata.backend_type != "cuda" || metadata.backend_archs.empty()) return;
+    if (!request.check_device_arch || deptree::arch_check(metadata) != deptree::ArchCheck::cuda) return;
     if (!cuda::Driver::available()) return;
     cuda::DriverInfo info;
     try {
@@ -149,19 +152,55 @@ void check_device_arch(const LoadRequest& request) {
                                      "declares (" + archs + "); kernels refuses it too. Fetch a build for this GPU");
 }
 
-}  // namespace
+void refuse(const LoadRequest& request, const std::string& refusal) {
+    throw Error(ErrorCode::load,
+                "variant " + request.fetched.variant + " of " + request.fetched.repo_id + ": " + refusal);
+}
 
-Loaded load(const LoadRequest& request) {
+// Whether a kind loads something of the variant: a dependency without
+// (pure Python, a noarch torch variant) is there for the Python kernels
+// library, and nothing of it is opened.
+bool has_loadable(const LoadRequest& request) {
+    return std::any_of(kinds().begin(), kinds().end(),
+                       [&](const Kind* kind) { return kind->choose(request).has_value(); });
+}
+
+void check_kernel(const LoadRequest& request) {
     check_layout(request);
     check_device_arch(request);
     // A noarch or SDK build fits the host but holds nothing kernhub loads
-    // as a kernel (select::rules::load_refusal); as a dependency it is
-    // opened where it has a library (load_dependency).
-    if (request.variant && (request.variant->family == select::Family::noarch ||
-                            request.variant->family == select::Family::sdk)) {
-        throw Error(ErrorCode::load, "variant " + request.fetched.variant + " of " + request.fetched.repo_id + ": " +
-                                         *select::rules::load_refusal(*request.variant));
+    // as a kernel; a torch build for a backend kernhub does not load is
+    // refused too (select::rules::load_refusal).
+    if (request.variant) {
+        if (std::optional<std::string> refusal = select::rules::load_refusal(*request.variant)) {
+            refuse(request, *refusal);
+        }
     }
+}
+
+// A dependency is checked as 0.19.1 validates every node of the tree:
+// its layout and device arch, whether or not it has a library. Of the
+// load refusals, a noarch or SDK dependency is exempt (it is opened where
+// it has a library), and one with nothing to open is not refused.
+void check_dependency(const LoadRequest& request) {
+    check_layout(request);
+    check_device_arch(request);
+    if (!request.variant || request.variant->family == select::Family::noarch ||
+        request.variant->family == select::Family::sdk || !has_loadable(request)) {
+        return;
+    }
+    if (std::optional<std::string> refusal = select::rules::load_refusal(*request.variant)) refuse(request, *refusal);
+}
+
+}  // namespace
+
+void check_tree(const LoadRequest& kernel, const std::vector<LoadRequest>& dependencies) {
+    check_kernel(kernel);
+    for (const LoadRequest& dependency : dependencies) check_dependency(dependency);
+}
+
+Loaded load(const LoadRequest& request) {
+    check_kernel(request);
     const Pick chosen = pick(request);
     const Artifact artifact(request, chosen.artifact);
     Loaded loaded;
@@ -172,12 +211,8 @@ Loaded load(const LoadRequest& request) {
 }
 
 std::optional<std::string> load_dependency(const LoadRequest& request) {
-    // A dependency holding nothing kernhub loads (pure Python, a noarch
-    // torch variant) is there for the Python kernels library: nothing to open.
-    const bool loadable = std::any_of(kinds().begin(), kinds().end(),
-                                      [&](const Kind* kind) { return kind->choose(request).has_value(); });
-    if (!loadable) return std::nullopt;
-    check_layout(request);
+    if (!has_loadable(request)) return std::nullopt;
+    check_dependency(request);
     const Pick chosen = pick(request);
     const Artifact artifact(request, chosen.artifact);
     if (!chosen.kind->open_dependency(request, artifact)) return std::nullopt;

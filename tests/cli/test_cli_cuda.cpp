@@ -91,3 +91,82 @@ TEST_CASE("without a CUDA driver, detection alone never selects native-cuda", "[
         box.kh("fetch", "vector-add-cuda", hub.server().endpoint(), {"-q"}, {{"KERNHUB_CUDA_DRIVER", no_driver(box)}}),
         3, {"native-cuda", "needs CUDA"});
 }
+
+namespace {
+
+// kernhub-test/arch-<name>: the host's CPU variant holding libkh_good.so,
+// and, where nvcc built the fixture, a native-cuda variant holding it;
+// each metadata.json with "backend": `backend` (none when null).
+json arch_repo(const std::string& name, const json& backend) {
+    json files = {{"build/" + host_cpu_variant() + "/libkh_good.so", {{"path", good_fixture_so().string()}}}};
+    if (fs::exists(cuda_fixture_fatbin())) {
+        files["build/native-cuda/vector_add.fatbin"] = {{"path", cuda_fixture_fatbin().string()}};
+    }
+    json commit = {{"message", "v1"}, {"branches", {"main", "v1"}}, {"metadata", true}, {"files", files}};
+    if (!backend.is_null()) commit["metadata_extra"] = {{"backend", backend}};
+    return {{"repo_id", "kernhub-test/arch-" + name}, {"type", "kernel"}, {"commits", json::array({commit})}};
+}
+
+// The backends kernels 0.19.1 reads without an arch check on this machine
+// (no device), by repo name; "foreign" declares an arch no device has.
+const std::vector<std::pair<std::string, json>>& arch_backends() {
+    static const std::vector<std::pair<std::string, json>> list = {
+        {"foreign", {{"type", "cuda"}, {"archs", {"1.0a"}}}},
+        {"rocm", {{"type", "rocm"}, {"archs", {"gfx1.0a"}}}},
+        {"agnostic", {{"type", "agnostic"}, {"archs", {"1.0a"}}}},
+        {"cpu", {{"type", "cpu"}, {"archs", {"1.0a"}}}},
+        {"unknown", {{"type", "foo"}, {"archs", {"1.0a"}}}},
+        {"upper", {{"type", "CUDA"}, {"archs", {"1.0a"}}}},
+        {"untyped", {{"archs", {"1.0a"}}}},
+        {"absent", nullptr},
+    };
+    return list;
+}
+
+json arch_hub_spec() {
+    json repos = json::array();
+    for (const auto& [name, backend] : arch_backends()) repos.push_back(arch_repo(name, backend));
+    return {{"repos", repos}};
+}
+
+}  // namespace
+
+TEST_CASE("without a CUDA driver the device arch check is skipped, and no backend type refuses a load", "[cli]") {
+    SpecHub hub(arch_hub_spec());
+    for (const auto& [name, backend] : arch_backends()) {
+        ProcessResult r = hub.box.kh("load", "kernhub-test/arch-" + name + "@v1", hub.server->endpoint(),
+                                     {"--symbol", "kh_add_i32", "-q"}, {{"KERNHUB_CUDA_DRIVER", no_driver(hub.box)}});
+        INFO(name << ": " << describe(r));
+        CHECK(r.exit_code == 0);
+    }
+}
+
+TEST_CASE("with a driver that describes no device the device arch check is skipped", "[cli][needs:cuda-stub]") {
+    SpecHub hub(arch_hub_spec());
+    ProcessResult r = hub.box.kh("load", "kernhub-test/arch-foreign@v1", hub.server->endpoint(),
+                                 {"--symbol", "kh_add_i32", "-q"}, {{"KERNHUB_CUDA_DRIVER", k_cuda_stub_driver.string()}});
+    INFO(describe(r));
+    CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("a CUDA variant declaring archs no device has fails without a driver naming the driver, not the archs",
+          "[cli][cuda][needs:nvcc]") {
+    SpecHub hub(arch_hub_spec());
+    for (const bool chosen : {true, false}) {
+        // --target picks the CUDA variant (no check, it is for another
+        // machine); without it selection here never picks it, and the CPU
+        // variant, whose metadata says cuda too, loads.
+        std::vector<std::string> more{"--symbol", chosen ? "kh_vector_add" : "kh_add_i32", "-q"};
+        if (chosen) more.insert(more.end(), {"--target", "native-cuda"});
+        ProcessResult r = hub.box.kh("load", "kernhub-test/arch-foreign@v1", hub.server->endpoint(), more,
+                                     {{"KERNHUB_CUDA_DRIVER", no_driver(hub.box)}});
+        INFO(describe(r));
+        if (!chosen) {
+            CHECK(r.exit_code == 0);
+            continue;
+        }
+        check_error(r, 7, {"no CUDA driver", "vector_add.fatbin"});
+        CHECK(r.err.find("1.0a") == std::string::npos);
+        CHECK(r.err.find("architectures") == std::string::npos);
+    }
+}

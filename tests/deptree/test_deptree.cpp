@@ -4,6 +4,8 @@
 // Client's load opens a kernel's dependencies first, and the kernel calls
 // into them.
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -124,6 +126,31 @@ TEST_CASE("versions compare by number, trailing zeros equal, and kernels-minver 
     CHECK(problem.find(std::string("kernels ") + k_kernels_release) != std::string::npos);
 }
 
+TEST_CASE("the device arch check is made of cuda and rocm builds with archs only, as kernels 0.19.1 reads backend") {
+    // kernels 0.19.1's reader (kernels._rust.Metadata) keeps archs for
+    // cuda and rocm alone; every other type reads as archs None, and
+    // _check_arch_incompatibility returns before reading the type.
+    auto check_of = [](const json& backend) {
+        json doc = json::object();
+        if (!backend.is_null()) doc["backend"] = backend;
+        return arch_check(parse(doc));
+    };
+    const json archs = json::array({"1.0a"});
+    CHECK(check_of({{"type", "cuda"}, {"archs", archs}}) == ArchCheck::cuda);
+    CHECK(check_of({{"type", "rocm"}, {"archs", {"gfx90a"}}}) == ArchCheck::rocm);
+    for (const char* type : {"cpu", "xpu", "metal", "cann", "neuron", "tpu", "agnostic", "foo", "CUDA", "Cuda", ""}) {
+        INFO(type);
+        CHECK(check_of({{"type", type}, {"archs", archs}}) == ArchCheck::none);
+    }
+    CHECK(check_of({{"archs", archs}}) == ArchCheck::none);  // no type
+    CHECK(check_of({{"type", "cuda"}, {"archs", json::array()}}) == ArchCheck::none);
+    CHECK(check_of({{"type", "cuda"}, {"archs", nullptr}}) == ArchCheck::none);
+    CHECK(check_of({{"type", "cuda"}}) == ArchCheck::none);
+    CHECK(check_of(nullptr) == ArchCheck::none);  // no backend
+    // The archs are kept as written whatever the type, for what shows them.
+    CHECK(parse({{"backend", {{"type", "foo"}, {"archs", archs}}}}).backend_archs == std::vector<std::string>{"1.0a"});
+}
+
 TEST_CASE("the walk gives every kernel once, after what it depends on, and expands each once") {
     // top -> a, b; a -> c, b; b -> c.
     std::map<std::string, std::vector<KernelDependency>> graph = {
@@ -180,8 +207,9 @@ namespace {
 
 // deplib/leaf, deplib/mid (needs leaf) and deplib/top (needs mid and leaf),
 // each a real .so of tests/fixtures/dep_chain.c, in a file:// hub; the
-// Options of a Client on it.
-Options dep_chain_hub(const test::TempDir& dir) {
+// Options of a Client on it. `extra`: more metadata.json fields by name
+// ("top").
+Options dep_chain_hub(const test::TempDir& dir, const std::map<std::string, json>& extra = {}) {
     const std::string cpu = "build/" + test::host_cpu_variant() + "/";
     auto so = [](const std::string& name) {
         return json{{"path", (std::filesystem::path(KERNHUB_FIXTURE_DIR) / ("libkh_dep_" + name + ".so")).string()}};
@@ -191,7 +219,10 @@ Options dep_chain_hub(const test::TempDir& dir) {
                        {"branches", {"main", "v1"}},
                        {"metadata", true},
                        {"files", {{cpu + "libkh_dep_" + name + ".so", so(name)}}}};
-        if (!depends.empty()) commit["metadata_extra"] = {{"kernel-depends", depends}};
+        json fields = json::object();
+        if (!depends.empty()) fields["kernel-depends"] = depends;
+        if (auto it = extra.find(name); it != extra.end()) fields.update(it->second);
+        if (!fields.empty()) commit["metadata_extra"] = fields;
         return json{{"repo_id", "deplib/" + name}, {"type", "kernel"}, {"commits", {commit}}};
     };
     const json leaf = {{"repo-id", "deplib/leaf"}, {"version", 1}};
@@ -200,15 +231,70 @@ Options dep_chain_hub(const test::TempDir& dir) {
         {{"repos",
           {repo("leaf", json::array()), repo("mid", json::array({leaf})), repo("top", json::array({mid, leaf}))}}},
         dir.path() / "hub");
-    Options options;
-    options.endpoint = "file://" + (dir.path() / "hub").string();
-    options.cache_dir = (dir.path() / "cache").string();
-    options.no_default_registry = true;
-    options.project_dir = dir.path().string();
-    return options;
+    return test::file_hub_options(dir.path());
+}
+
+// Whether this process maps a file under `folder` (/proc/self/maps names
+// each mapped file by its real path): a library of the cache was opened.
+bool maps_under(const std::filesystem::path& folder) {
+    const std::string prefix = std::filesystem::weakly_canonical(folder).string() + "/";
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+        if (line.find(prefix) != std::string::npos) return true;
+    }
+    return false;
+}
+
+// The Error(load) that loading deplib/top throws; its message.
+std::string load_refusal(const Options& options) {
+    Client client(options);
+    try {
+        (void)client.load("deplib/top@v1", "kh_dep_top");
+    } catch (const Error& e) {
+        CHECK(e.code() == ErrorCode::load);
+        return e.what();
+    }
+    FAIL("deplib/top loaded");
+    return {};
 }
 
 }  // namespace
+
+TEST_CASE("a kernel whose build layout a load refuses opens none of its dependencies") {
+    test::TempDir dir;
+    const Options options = dep_chain_hub(dir, {{"top", {{"build-layout", "tar"}}}});
+    const std::string message = load_refusal(options);
+    CHECK(message.find("deplib/top") != std::string::npos);
+    CHECK(message.find("build layout 'tar'") != std::string::npos);
+    CHECK(message.find(k_kernels_release) != std::string::npos);
+    CHECK_FALSE(maps_under(dir.path() / "cache"));
+    // The control: a load that opens a library of the cache shows in the maps.
+    Client client(options);
+    (void)client.load("deplib/leaf@v1", "kh_dep_leaf");
+    CHECK(maps_under(dir.path() / "cache"));
+}
+
+TEST_CASE("a dependency whose build layout a load refuses refuses the whole load before any library opens") {
+    // leaf is opened before mid: refused at mid, leaf would already be in
+    // the process had the check come as each is opened.
+    test::TempDir dir;
+    const Options options = dep_chain_hub(dir, {{"mid", {{"build-layout", "tar"}}}});
+    const std::string message = load_refusal(options);
+    CHECK(message.find("deplib/mid") != std::string::npos);
+    CHECK(message.find("build layout 'tar'") != std::string::npos);
+    CHECK_FALSE(maps_under(dir.path() / "cache"));
+}
+
+TEST_CASE("dependencies of an unknown backend type, archs or not, load: kernels 0.19.1 checks no arch of theirs") {
+    // "foo" and "CUDA" (types are case-sensitive) read as no archs there.
+    test::TempDir dir;
+    const json foreign = {{"backend", {{"type", "foo"}, {"archs", {"1.0a"}}}}};
+    Options options = dep_chain_hub(dir, {{"leaf", foreign}, {"mid", {{"backend", {{"type", "CUDA"}, {"archs", {"1.0a"}}}}}}});
+    Client client(options);
+    const LoadResult loaded = client.load("deplib/top@v1", "kh_dep_top");
+    CHECK(loaded.dependency_files.size() == 2);
+    CHECK(KernelFn<int()>::from(loaded)() == 770);
+}
 
 TEST_CASE("Client::load opens the dependencies first, and the kernel then calls into both of them") {
     test::TempDir dir;

@@ -201,6 +201,15 @@ KernelHub::KernelHub(HubServer::Options options) : m_root(shared_hub_root()) {
     m_server = std::make_unique<HubServer>(m_root, options);
 }
 
+Options file_hub_options(const std::filesystem::path& root) {
+    Options options;
+    options.endpoint = "file://" + (root / "hub").string();
+    options.cache_dir = (root / "cache").string();
+    options.no_default_registry = true;
+    options.project_dir = root.string();
+    return options;
+}
+
 std::filesystem::path write_standard_registry(const std::filesystem::path& dir) {
     auto path = dir / "registry.json";
     std::ofstream(path) << standard_registry().dump(2);

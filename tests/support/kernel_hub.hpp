@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "kernhub/kernhub.hpp"
 #include "support/hub_server.hpp"
 #include "support/temp_dir.hpp"
 
@@ -53,6 +54,10 @@ private:
     std::filesystem::path m_root;
     std::unique_ptr<HubServer> m_server;
 };
+
+// The Options of a Client on the file:// hub a test laid out in root/hub:
+// its cache root/cache, root its project folder, no default registry.
+Options file_hub_options(const std::filesystem::path& root);
 
 // Writes standard_registry() into dir/registry.json and returns the path.
 std::filesystem::path write_standard_registry(const std::filesystem::path& dir);
