@@ -94,14 +94,14 @@ def check_latest(report, args, tmp, server, hub):
             report.check(p.returncode == 0 and out.get("commit") == want,
                          f"kernels 0.19.1 loads {'v3' if value else ref} for {what}", f"{out}; {support.tail(p)}")
             report.check(len(warnings_of(p.stderr)) == (1 if value else 0),
-                         f"kernels warns once naming the variable for {what}", support.tail(p))
+                         f"kernels warns {'once' if value else 'not'} naming the variable for {what}", support.tail(p))
             fetch = support.kernhub(args.kernhub, ["fetch", kernhub_ref, "--json", "--endpoint", server.endpoint,
                                                    "--cache-dir", str(tmp / f"kernhub-{kind}-{value}")],
                                     support.clean_env(**extra), timeout=TIMEOUT)
             got = json.loads(fetch.stdout).get("commit") if fetch.returncode == 0 else support.tail(fetch)
             report.equal(got, out.get("commit"), f"kernhub fetch picks the commit kernels picked for {what}")
             report.check(len(warnings_of(fetch.stderr)) == (1 if value else 0),
-                         f"kernhub warns once naming the variable for {what}", fetch.stderr[-600:])
+                         f"kernhub warns {'once' if value else 'not'} naming the variable for {what}", fetch.stderr[-600:])
     info = support.kernhub(args.kernhub, ["info", KERN + "@v2", "--json", "--endpoint", server.endpoint,
                                           "--cache-dir", str(tmp / "info-cache")],
                            support.clean_env(**{VARIABLE: "true"}), timeout=TIMEOUT)
