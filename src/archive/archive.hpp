@@ -144,13 +144,19 @@ ExtractedTree extract(const fs::path& file, const fs::path& temp_parent, const E
 // Bounds on reading one member of a zip (the "zip" build layout of kernels
 // 0.19, docs/kernels.md, "The zip build layout").
 inline constexpr std::uint64_t k_max_zip_entries = 65'536;
+// The central directory is read into memory to learn the names zipimport
+// sees; 65,536 entries of ordinary names take a few MiB.
+inline constexpr std::uint64_t k_max_zip_directory_bytes = 64u << 20;
 
 // The bytes of the file `member` (a normalized relative path such as
 // "_ops.py") inside the zip `file`, read in memory, never written to disk;
 // nullopt when the zip has no such file. The zip is read through its
-// central directory, as Python's zipimport reads it. Error(verification)
-// naming the zip, the member and the limit for a damaged zip, more than
-// k_max_zip_entries entries, the member named twice, or a member larger
+// central directory, as Python's zipimport reads it, and `member` is that
+// exact name there (no "./" spelling). Error(verification) naming the zip,
+// the member and the limit for a damaged zip, more than k_max_zip_entries
+// entries, a central directory over k_max_zip_directory_bytes, names that
+// differ between the central directory and the local headers, the member
+// named twice, or a member larger
 // than `max_bytes`; Error(interrupted) once *cancel is set.
 std::optional<std::string> read_zip_member(const fs::path& file, const std::string& member, std::size_t max_bytes,
                                            const std::atomic<bool>* cancel = nullptr);
