@@ -158,7 +158,8 @@ VariantMetadata parse_variant_metadata(const std::string& text, const std::strin
             }
             for (const json& arch : *archs) {
                 if (!arch.is_string() || arch.get<std::string>().size() > 64) {
-                    throw malformed(where, "\"backend\".\"archs\" holds an entry that is not a string of at most 64 bytes");
+                    throw malformed(where,
+                                    "\"backend\".\"archs\" holds an entry that is not a string of at most 64 bytes");
                 }
                 out.backend_archs.push_back(arch.get<std::string>());
             }

@@ -2,9 +2,9 @@
 #include <algorithm>
 
 #include "common/join.hpp"
-#include "kernhub/error.hpp"
 #include "common/text.hpp"
 #include "cuda/driver.hpp"
+#include "kernhub/error.hpp"
 #include "loader/kind.hpp"
 #include "select/rules.hpp"
 
@@ -148,8 +148,10 @@ void check_device_arch(const LoadRequest& request) {
     throw Error(ErrorCode::load, "variant " + request.fetched.variant + " of " + request.fetched.repo_id +
                                      " does not support this machine's GPU: CUDA capability " +
                                      std::to_string(device.cc_major) + "." + std::to_string(device.cc_minor) + " (" +
-                                     printable(device.name) + ") is not among the architectures its metadata.json "
-                                     "declares (" + archs + "); kernels refuses it too. Fetch a build for this GPU");
+                                     printable(device.name) +
+                                     ") is not among the architectures its metadata.json "
+                                     "declares (" +
+                                     archs + "); kernels refuses it too. Fetch a build for this GPU");
 }
 
 void refuse(const LoadRequest& request, const std::string& refusal) {

@@ -289,7 +289,8 @@ TEST_CASE("dependencies of an unknown backend type, archs or not, load: kernels 
     // "foo" and "CUDA" (types are case-sensitive) read as no archs there.
     test::TempDir dir;
     const json foreign = {{"backend", {{"type", "foo"}, {"archs", {"1.0a"}}}}};
-    Options options = dep_chain_hub(dir, {{"leaf", foreign}, {"mid", {{"backend", {{"type", "CUDA"}, {"archs", {"1.0a"}}}}}}});
+    Options options =
+        dep_chain_hub(dir, {{"leaf", foreign}, {"mid", {{"backend", {{"type", "CUDA"}, {"archs", {"1.0a"}}}}}}});
     Client client(options);
     const LoadResult loaded = client.load("deplib/top@v1", "kh_dep_top");
     CHECK(loaded.dependency_files.size() == 2);

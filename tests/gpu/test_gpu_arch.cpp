@@ -29,11 +29,12 @@ Options arch_hub(const TempDir& dir) {
     json repos = json::array();
     for (const auto& [name, archs] : {std::pair<const char*, json>{"foreign", {"1.0a"}},
                                       std::pair<const char*, json>{"covering", {"1.0a", "1.0+PTX"}}}) {
-        json commit = {{"message", "v1"},
-                       {"branches", {"main", "v1"}},
-                       {"metadata", true},
-                       {"metadata_extra", {{"backend", {{"type", "cuda"}, {"archs", archs}}}}},
-                       {"files", {{"build/native-cuda/vector_add.fatbin", {{"path", cuda_fixture_fatbin().string()}}}}}};
+        json commit = {
+            {"message", "v1"},
+            {"branches", {"main", "v1"}},
+            {"metadata", true},
+            {"metadata_extra", {{"backend", {{"type", "cuda"}, {"archs", archs}}}}},
+            {"files", {{"build/native-cuda/vector_add.fatbin", {{"path", cuda_fixture_fatbin().string()}}}}}};
         repos.push_back({{"repo_id", std::string("gputest/arch-") + name}, {"type", "kernel"}, {"commits", {commit}}});
     }
     make_hub({{"repos", repos}}, dir.path() / "hub");
