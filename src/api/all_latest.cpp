@@ -50,9 +50,17 @@ std::string requested(const registry::KernelSpec& spec) {
 
 void ClientImpl::use_latest_version(const registry::KernelSpec& spec, fetch::FetchRequest& request) {
     if (!settings.all_latest) return;
-    const std::optional<hub::VersionBranch> latest =
-        settings.offline ? latest_cached_version(cache::RepoCache(settings.cache_root, spec.repo_type, spec.repo_id))
-                         : hub_client()->latest_version(request.repo);
+    std::optional<hub::VersionBranch> latest;
+    try {
+        latest = settings.offline
+                     ? latest_cached_version(cache::RepoCache(settings.cache_root, spec.repo_type, spec.repo_id))
+                     : hub_client()->latest_version(request.repo);
+        if (!latest && request.gate) request.gate->pass();
+    } catch (...) {
+        // The trusted-publisher answer, asked meanwhile, says more.
+        if (request.gate) request.gate->pass();
+        throw;
+    }
     if (!latest) {
         const std::string where = settings.offline ? "in the cache at " + settings.cache_root.string() +
                                                          " (offline mode is on; fetch a version once while online)"
@@ -73,8 +81,9 @@ void ClientImpl::use_latest_version(const registry::KernelSpec& spec, fetch::Fet
 
 void ClientImpl::refuse_all_latest(const std::string& command) const {
     if (!settings.all_latest) return;
-    throw Error(ErrorCode::usage, std::string(k_all_latest_variable) + " is set, which overrides every pinned commit; " +
-                                      command + " is about pinned commits and does not run under it: unset it");
+    throw Error(ErrorCode::usage, std::string(k_all_latest_variable) +
+                                      " is set, which overrides every pinned commit; " + command +
+                                      " is about pinned commits and does not run under it: unset it");
 }
 
 }  // namespace kernhub

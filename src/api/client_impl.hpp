@@ -299,6 +299,14 @@ struct __attribute__((visibility("hidden"))) ClientImpl {
     // once instead. ask_publisher asks the hub's overview.
     void check_publisher(const registry::KernelSpec& spec);
     void ask_publisher(const std::string& repo_id, const std::string& org);
+    // check_publisher on a thread of its own, for a fetch to pass before it
+    // requests a file (FetchRequest::gate): the overview goes out beside the
+    // revision and listing requests. Null when no question to the hub is
+    // needed (the check does not apply, offline, or this Client found the
+    // organisation trusted within the day); the record in the cache is read
+    // by the gate's thread.
+    std::shared_ptr<fetch::Gate> start_publisher_check(const registry::KernelSpec& spec);
+    bool publisher_question_needed(const registry::KernelSpec& spec);
 
     // UNSTABLE_KERNELS_ALL_LATEST (all_latest.cpp): when it is on, points
     // `request` at the repo's highest "vN" branch and its commit (the hub's
@@ -317,9 +325,11 @@ struct __attribute__((visibility("hidden"))) ClientImpl {
     // path), which the trusted-publisher check has nothing to guard.
     fetch::FetchRequest request_for(const registry::KernelSpec& spec, bool check_trust = true) {
         api::check_allowed_org(settings, spec.repo_id);
-        if (check_trust) check_publisher(spec);
         std::optional<fetch::SignatureCheck> signature = signature_check(spec);
         fetch::FetchRequest request;
+        // After every check that needs no request, so that a refusal they
+        // make sends nothing.
+        if (check_trust) request.gate = start_publisher_check(spec);
         request.repo = hub::RepoRef{spec.repo_type, spec.repo_id};
         request.revision = spec.effective_revision();
         request.required_file = spec.file;

@@ -4,6 +4,9 @@
 // the repo's organisation must mark it a trusted kernel publisher.
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <future>
+#include <system_error>
 
 #include "api/client_impl.hpp"
 #include "common/hint.hpp"
@@ -73,6 +76,80 @@ void ClientImpl::ask_publisher(const std::string& repo_id, const std::string& or
         throw refusal(repo_id, org,
                       "the hub's overview of " + quoted_name(org) + " does not mark it trustedKernelPublisher");
     }
+}
+
+namespace {
+
+// The overview asked on a thread of its own (ClientImpl::start_publisher_check).
+// The requests it sends are credited to the thread that passes the gate
+// first, so the caller's count of its requests holds them.
+class PublisherGate final : public fetch::Gate {
+public:
+    explicit PublisherGate(std::function<void()> check) {
+        auto task = [this, check = std::move(check)] {
+            const std::uint64_t before = http::requests_on_this_thread();
+            try {
+                check();
+            } catch (...) {
+                m_requests = http::requests_on_this_thread() - before;
+                throw;
+            }
+            m_requests = http::requests_on_this_thread() - before;
+        };
+        try {
+            m_result = std::async(std::launch::async, task).share();
+        } catch (const std::system_error&) {
+            // No thread to be had: the check runs now, as it did before.
+            std::promise<void> done;
+            try {
+                task();
+                done.set_value();
+            } catch (...) {
+                done.set_exception(std::current_exception());
+            }
+            m_result = done.get_future().share();
+        }
+    }
+    // The check's thread ends before the gate goes (a fetch that failed
+    // before passing it must not leave it running into a freed Client).
+    ~PublisherGate() override {
+        if (m_result.valid()) m_result.wait();
+    }
+    PublisherGate(const PublisherGate&) = delete;
+    PublisherGate& operator=(const PublisherGate&) = delete;
+
+    void pass() override {
+        m_result.wait();
+        if (!m_credited.exchange(true)) http::credit_requests_to_this_thread(m_requests);
+        m_result.get();
+    }
+
+private:
+    std::shared_future<void> m_result;
+    std::uint64_t m_requests = 0;  // written by the task before m_result is ready
+    std::atomic<bool> m_credited{false};
+};
+
+}  // namespace
+
+std::shared_ptr<fetch::Gate> ClientImpl::start_publisher_check(const registry::KernelSpec& spec) {
+    // What needs no request (not applicable, offline, an answer kept) is
+    // settled here; only a question to the hub goes on beside the fetch.
+    if (!publisher_question_needed(spec)) return nullptr;
+    return std::make_shared<PublisherGate>([this, spec] { check_publisher(spec); });
+}
+
+bool ClientImpl::publisher_question_needed(const registry::KernelSpec& spec) {
+    if (!api::publisher_check_applies(settings, spec)) return false;
+    if (settings.offline) {
+        check_publisher(spec);  // the notice
+        return false;
+    }
+    const std::string org = spec.repo_id.substr(0, spec.repo_id.find('/'));
+    const std::int64_t now = unix_now();
+    std::lock_guard<std::mutex> lock(publisher_mutex);
+    const auto it = trusted_orgs.find(org);
+    return it == trusted_orgs.end() || it->second > now || now - it->second >= cache::k_publisher_ttl_seconds;
 }
 
 void ClientImpl::check_publisher(const registry::KernelSpec& spec) {

@@ -34,6 +34,27 @@ static std::string variant_of(const std::string& path) {
     return path.substr(prefix.size(), end == std::string::npos ? std::string::npos : end - prefix.size());
 }
 
+// Whether the file was streaming beside its variant's metadata.json and
+// that file refused the variant.
+static bool refused_beside(const Expectation& expect) {
+    return expect.pending != nullptr && expect.pending->refused();
+}
+
+// A file streamed while metadata.json was on its way is committed only once
+// its digest is known and matches; a mismatch or a refusal of the variant
+// by metadata.json removes its partial.
+static void settle_streamed(const Expectation& expect, cache::IncompleteBlob& blob, const std::string& sha256) {
+    try {
+        check_late_digest(settled(expect), sha256, blob.temp_path());
+    } catch (const DeclaredDigestMismatch&) {
+        blob.discard();
+        throw;
+    } catch (const Error&) {
+        if (refused_beside(expect)) blob.discard();
+        throw;
+    }
+}
+
 static std::string not_cached(const FetchRequest& request, const std::string& what, const std::string& root) {
     return what + " is not in the cache under " + root + "; fetch " + request.repo.repo_id +
            " once while online (offline mode is on)";
@@ -78,7 +99,9 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
     std::string sha256;
     if (cache.has_blob(etag)) {
         try {
-            sha256 = verify_cached_blob(cache.blob_path(etag), expect, trusted);
+            // A cached copy is checked against the whole expectation: no
+            // transfer is saved by checking it before metadata.json is in.
+            sha256 = verify_cached_blob(cache.blob_path(etag), settled(expect), trusted);
         } catch (const DeclaredDigestMismatch&) {
             throw;
         } catch (const Error& e) {
@@ -116,7 +139,7 @@ std::optional<std::string> verified_cached_copy(const cache::RepoCache& cache, c
                                                 const Expectation& expect) {
     if (!cache.has_blob(etag)) return std::nullopt;
     try {
-        return verify_cached_blob(cache.blob_path(etag), expect, false);
+        return verify_cached_blob(cache.blob_path(etag), settled(expect), false);
     } catch (const DeclaredDigestMismatch&) {
         throw;
     } catch (const Error& e) {
@@ -170,8 +193,10 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
             } catch (const Error& e) {
                 target.abandon();  // its thread reads the partial
                 // Too many bytes means the partial is wrong; any other
-                // failure (network, interrupted) keeps it for the next run.
-                if (e.code() == ErrorCode::verification) blob.discard();
+                // failure (network, interrupted) keeps it for the next run,
+                // unless the variant was refused by its metadata.json, fetched
+                // beside it: nothing of it is kept then.
+                if (e.code() == ErrorCode::verification || refused_beside(expect)) blob.discard();
                 throw;
             }
         }
@@ -190,6 +215,7 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
             }
             throw;
         }
+        if (expect.pending != nullptr) settle_streamed(expect, blob, sha256);
         crash_point("verified");
         // The data is synced here, on this file's worker; the blobs/ entry
         // is synced once for the variant (PendingSyncs).
@@ -305,6 +331,40 @@ void expect_digest(FileJob& job, const std::optional<MetadataDigest>& metadata) 
     job.expect.metadata_digest = it->second;
 }
 
+// Error(verification) when metadata.json is listed over k_max_metadata_bytes.
+void check_metadata_size(const FetchRequest& request, const std::string& variant, const hub::TreeEntry& entry) {
+    if (entry.size <= deptree::k_max_metadata_bytes) return;
+    throw Error(ErrorCode::verification,
+                "metadata.json of " + request.repo.repo_id + " variant " + variant + " is listed with " +
+                    std::to_string(entry.size) + " bytes, more than k_max_metadata_bytes (" +
+                    std::to_string(deptree::k_max_metadata_bytes) + " bytes); the publisher must fix the repo");
+}
+
+// Error(verification) when `metadata` has a digest that does not name the
+// file (expect_digest without filling the expectation in).
+void check_covered(const FileJob& job, const std::optional<MetadataDigest>& metadata) {
+    if (!metadata || excluded_from_digest(job.relpath) || metadata->files.count(job.relpath) != 0) return;
+    throw Error(ErrorCode::verification, job.expect.label +
+                                             " is not covered by the variant's metadata.json digest; refusing an "
+                                             "unlisted file");
+}
+
+// FetchRequest::check_metadata over the placed metadata.json, when the
+// variant has one.
+void run_metadata_check(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
+                        const std::string& variant) {
+    if (!request.check_metadata) return;
+    const fs::path placed = cache.snapshot_path(commit, "build/" + variant + "/metadata.json");
+    std::string text;
+    std::error_code ec;
+    // Over the cap, the first bytes past it are enough for the check to
+    // refuse the file as too large.
+    const int error = fs::exists(fs::symlink_status(placed, ec))
+                          ? cache::read_file_into(placed, text, deptree::k_max_metadata_bytes + 1).error
+                          : ENOENT;
+    if (error == 0 || error == EFBIG) request.check_metadata(variant, text);
+}
+
 }  // namespace
 
 // The plan lets a renderer show the variant's total before any file.
@@ -348,46 +408,46 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     emit_plan(request, cache, variant, entries);
     std::atomic<bool> stop{false};  // set by run_parallel when a file fails
     std::vector<FileJob> jobs = file_jobs(request, commit, variant, entries, trusted_paths, &stop);
-    std::size_t first_parallel = 0;
-    if (!jobs.empty() && jobs[0].relpath == "metadata.json" && !metadata) {
-        // Its digest checks every file after it, so it is fetched alone first.
-        if (jobs[0].entry->size > deptree::k_max_metadata_bytes) {
-            throw Error(ErrorCode::verification,
-                        "metadata.json of " + request.repo.repo_id + " variant " + variant + " is listed with " +
-                            std::to_string(jobs[0].entry->size) + " bytes, more than k_max_metadata_bytes (" +
-                            std::to_string(deptree::k_max_metadata_bytes) + " bytes); the publisher must fix the repo");
-        }
-        make_present(request, commit, jobs[0], syncs);
+    const bool metadata_first = !jobs.empty() && jobs[0].relpath == "metadata.json" && !metadata;
+    if (metadata_first) check_metadata_size(request, variant, *jobs[0].entry);
+    // Without a signature policy the other files stream beside metadata.json
+    // and wait for its digest only to commit (docs/performance.md, "Round
+    // trips"); described LFS files, a lock's pins and offline keep it first.
+    const bool alongside =
+        metadata_first && jobs.size() > 1 && !request.skip_lfs_downloads && !request.offline && !request.pins;
+    const hub::TreeEntry* metadata_entry = metadata_first ? jobs[0].entry : nullptr;
+    // metadata.json placed and verified: its digest, then the caller's check.
+    auto read_metadata = [&] {
         std::string text;  // verified just now, at its listed size
         const cache::ReadStatus status =
-            cache::read_file_into(cache.blob_path(jobs[0].entry->etag()), text, deptree::k_max_metadata_bytes);
+            cache::read_file_into(cache.blob_path(metadata_entry->etag()), text, deptree::k_max_metadata_bytes);
         if (status.error != 0) {
             throw Error(ErrorCode::internal, "cannot read the metadata.json of " + request.repo.repo_id + " variant " +
                                                  variant + " just placed in the cache: " + std::strerror(status.error));
         }
         metadata = parse_metadata_digest(text, variant);
+        run_metadata_check(request, cache, commit, variant);
+    };
+    std::size_t first_parallel = 0;
+    if (metadata_first && !alongside) {
+        make_present(request, commit, jobs[0], syncs);
+        read_metadata();
         first_parallel = 1;
-    }
-    if (request.check_metadata) {
-        // Placed and verified by now (alone above, or with its signature).
-        const fs::path placed = cache.snapshot_path(commit, "build/" + variant + "/metadata.json");
-        std::string text;
-        std::error_code ec;
-        // Over the cap, the first bytes past it are enough for the check to
-        // refuse the file as too large.
-        const int error = fs::exists(fs::symlink_status(placed, ec))
-                              ? cache::read_file_into(placed, text, deptree::k_max_metadata_bytes + 1).error
-                              : ENOENT;
-        if (error == 0 || error == EFBIG) request.check_metadata(variant, text);
+    } else if (!metadata_first) {
+        run_metadata_check(request, cache, commit, variant);  // placed with its signature, or none
     }
     std::vector<FileJob> rest(std::make_move_iterator(jobs.begin() + static_cast<std::ptrdiff_t>(first_parallel)),
                               std::make_move_iterator(jobs.end()));
     jobs.resize(first_parallel);
-    // Every file is checked for coverage before any transfer starts.
-    for (FileJob& job : rest) expect_digest(job, metadata);
-    run_parallel(
-        rest.size(), request.max_connections, [&](std::size_t i) { make_present(request, commit, rest[i], syncs); },
-        &stop);
+    if (!alongside) {
+        // Every file is checked for coverage before any transfer starts.
+        for (FileJob& job : rest) expect_digest(job, metadata);
+        run_parallel(
+            rest.size(), request.max_connections, [&](std::size_t i) { make_present(request, commit, rest[i], syncs); },
+            &stop);
+    } else {
+        fetch_beside_metadata(request, commit, rest, syncs, stop, read_metadata, metadata);
+    }
     jobs.insert(jobs.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
     // One durability point for the variant: every blob's data was synced by
     // its commit; the names made in blobs/ and in the snapshot's folders
@@ -401,6 +461,51 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     }
     outcome.metadata_digest_checked = metadata.has_value();
     if (metadata) check_metadata_listed(request, commit, variant, entries, *metadata);
+}
+
+// download_files without a signature policy: rest[0] is metadata.json,
+// taken first by the first worker; the others settle their digest through
+// a PendingDigest before they commit. A file with metadata.json's own bytes
+// shares its blob lock, so it settles before it takes the lock.
+void Fetcher::fetch_beside_metadata(const FetchRequest& request, const std::string& commit, std::vector<FileJob>& rest,
+                                    PendingSyncs& syncs, std::atomic<bool>& stop,
+                                    const std::function<void()>& read_metadata,
+                                    std::optional<MetadataDigest>& metadata) {
+    PendingDigest pending;
+    const std::string metadata_etag = rest[0].entry->etag();
+    for (std::size_t i = 1; i < rest.size(); ++i) {
+        if (excluded_from_digest(rest[i].relpath)) continue;  // its digest is the hub's hash alone
+        rest[i].expect.pending = &pending;
+        rest[i].expect.relpath = rest[i].relpath;
+    }
+    auto job = [&](std::size_t i) {
+        if (i > 0) {
+            if (rest[i].entry->etag() == metadata_etag) rest[i].expect = settled(rest[i].expect);
+            make_present(request, commit, rest[i], syncs);
+            return;
+        }
+        try {
+            make_present(request, commit, rest[0], syncs);
+            read_metadata();
+            // Every file is checked for coverage before any is committed.
+            for (std::size_t k = 1; k < rest.size(); ++k) check_covered(rest[k], metadata);
+            pending.settle(metadata);
+        } catch (...) {
+            // Stopped by another file's failure, metadata.json is not
+            // the news; refusing on its own, it is.
+            const bool refusal = !stop.load();
+            pending.fail(std::current_exception(), refusal);
+            throw;
+        }
+    };
+    try {
+        run_parallel(rest.size(), request.max_connections, job, &stop);
+    } catch (...) {
+        // A file that gave up because metadata.json failed reports
+        // metadata.json's error, whichever failed first in time.
+        if (pending.refused()) std::rethrow_exception(pending.error());
+        throw;
+    }
 }
 
 // Every file the metadata digest names must be in the listing.

@@ -249,8 +249,15 @@ VariantChoice Fetcher::choose(const FetchRequest& request) {
     // Nothing kernhub writes below (listing, ref, record) goes through a link.
     cache::RepoCache(m_root, request.repo.type, request.repo.repo_id).unlink_linked_folders();
     VariantChoice choice;
-    choice.commit = resolve_commit(request);
-    m_last_listing = listing(request, choice.commit);
+    try {
+        choice.commit = resolve_commit(request);
+        m_last_listing = listing(request, choice.commit);
+    } catch (...) {
+        // The gate's refusal says more than a listing that failed meanwhile.
+        if (request.gate) request.gate->pass();
+        throw;
+    }
+    if (request.gate) request.gate->pass();
     choice.candidates = candidates_from(*m_last_listing);
     std::optional<std::string> required;
     if (!request.required_file.empty()) required = request.required_file;

@@ -27,6 +27,16 @@ struct Expectation;
 struct FileJob;
 struct MetadataDigest;
 
+// Something that must have passed before any file of a repo is requested,
+// started earlier on a thread of its own (FetchRequest::gate). Thread-safe;
+// pass() may be called any number of times.
+class Gate {
+public:
+    virtual ~Gate() = default;
+    // Waits for the check; rethrows its failure.
+    virtual void pass() = 0;
+};
+
 // What a lock file pins for one variant (docs/ci-images.md, "Locks and
 // prewarming").
 struct FilePin {
@@ -75,7 +85,7 @@ std::string policy_digest(const sigstore::Policy& policy);
 
 struct FetchRequest {
     hub::RepoRef repo;
-    std::string revision;       // branch, tag, "vN" or a full commit id (40 or 64 hex)
+    std::string revision;  // branch, tag, "vN" or a full commit id (40 or 64 hex)
     // The commit `revision` points at, when the caller has read it already
     // (UNSTABLE_KERNELS_ALL_LATEST, from the hub's refs): it is not asked
     // for again, and refs/<revision> is written with it.
@@ -108,9 +118,15 @@ struct FetchRequest {
     int ref_ttl_seconds = 0;
     // Called with the variant's metadata.json text (when it has one) once
     // that file is verified and before any other file of the variant is
-    // downloaded, on a fetch that downloads; it may throw to stop the fetch.
-    // A warm fetch does not call it: the caller reads the cached file.
+    // committed, on a fetch that downloads; it may throw to stop the fetch
+    // (files in flight beside metadata.json are then dropped). A warm fetch
+    // does not call it: the caller reads the cached file.
     std::function<void(const std::string& variant, const std::string& metadata)> check_metadata;
+    // A check running beside the revision and listing requests (the
+    // trusted-publisher overview): choose() passes it after the listing and
+    // before it returns, so no file is requested before it passed; its
+    // failure is the fetch's, even when the listing failed too.
+    std::shared_ptr<Gate> gate;
 };
 
 // Folders whose fsync a batch of blob commits and snapshot links left to
@@ -282,6 +298,9 @@ private:
     void emit_plan(const FetchRequest& request, const cache::RepoCache& cache, const std::string& variant,
                    const std::vector<const hub::TreeEntry*>& entries);
     void make_present(const FetchRequest& request, const std::string& commit, FileJob& job, PendingSyncs& syncs);
+    void fetch_beside_metadata(const FetchRequest& request, const std::string& commit, std::vector<FileJob>& rest,
+                               PendingSyncs& syncs, std::atomic<bool>& stop, const std::function<void()>& read_metadata,
+                               std::optional<MetadataDigest>& metadata);
     void check_metadata_listed(const FetchRequest& request, const std::string& commit, const std::string& variant,
                                const std::vector<const hub::TreeEntry*>& entries, const MetadataDigest& metadata) const;
     // verify_signature's read of one signed file (signature.cpp).

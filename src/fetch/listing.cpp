@@ -208,6 +208,8 @@ SideDataMemo::Listing Fetcher::listing(const FetchRequest& request, const std::s
     if (!entries) {
         entries = m_client->list_tree(request.repo, commit, "build");
         check_listing(*entries, "the listing of " + repo_at(request.repo, commit));
+        // Nothing of a repo the gate refuses is kept, its listing neither.
+        if (request.gate) request.gate->pass();
         write_side_data("the listing of " + repo_at(request.repo, commit),
                         [&] { cache.write_tree(commit, hub::tree_to_json(*entries)); });
         from_hub = true;

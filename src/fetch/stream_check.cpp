@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -96,6 +97,87 @@ void check_pin(const Expectation& expect, const std::string& sha256_hex) {
                                          "or the lock was edited; checking the lock tells which",
                                      hint::action("lock.check"));
     }
+}
+
+void PendingDigest::settle(std::optional<MetadataDigest> digest) {
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_digest = std::move(digest);
+        m_done = true;
+    }
+    m_changed.notify_all();
+}
+
+bool PendingDigest::refused() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_refused;
+}
+
+void PendingDigest::fail(std::exception_ptr error, bool refusal) {
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_error = std::move(error);
+        m_refused = refusal;
+        m_done = true;
+    }
+    m_changed.notify_all();
+}
+
+std::exception_ptr PendingDigest::error() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_error;
+}
+
+const std::optional<MetadataDigest>& PendingDigest::wait(const Expectation& expect) const {
+    // How often a wait looks at the cancel and stop flags, which are set
+    // without notifying this object.
+    constexpr std::chrono::milliseconds k_poll{50};
+    std::unique_lock<std::mutex> lock(m_mutex);
+    while (!m_done) {
+        const bool stopped =
+            (expect.cancel != nullptr && expect.cancel->load()) || (expect.stop != nullptr && expect.stop->load());
+        if (stopped) break;
+        m_changed.wait_for(lock, k_poll);
+    }
+    if (!m_done || m_error) {
+        throw Error(ErrorCode::interrupted,
+                    expect.label +
+                        " was not committed: its variant's metadata.json, fetched beside it, did not "
+                        "pass, or the fetch stopped");
+    }
+    return m_digest;
+}
+
+Expectation settled(const Expectation& expect) {
+    if (expect.pending == nullptr) return expect;
+    Expectation out = expect;
+    out.pending = nullptr;
+    const std::optional<MetadataDigest>& digest = expect.pending->wait(expect);
+    if (!digest) return out;
+    // download_files checked that the digest covers every file of the
+    // variant before it settled it; a file it does not name is refused all
+    // the same, in case a caller settles otherwise.
+    const auto it = digest->files.find(expect.relpath);
+    if (it == digest->files.end()) {
+        throw Error(ErrorCode::verification,
+                    expect.label + " is not covered by the variant's metadata.json digest; refusing an unlisted file");
+    }
+    out.metadata_algorithm = digest->algorithm;
+    out.metadata_digest = it->second;
+    return out;
+}
+
+void check_late_digest(const Expectation& settled, const std::string& sha256_hex,
+                       const std::filesystem::path& partial) {
+    if (!settled.metadata_digest) return;
+    if (!settled.metadata_algorithm || *settled.metadata_algorithm == digest::Algorithm::sha256) {
+        const std::optional<digest::Bytes> sha256 = digest::from_hex(sha256_hex);
+        if (sha256) check_metadata(settled, *sha256);
+        return;
+    }
+    // Another algorithm was not computed while the bytes streamed: they are
+    // read once more (from the page cache, as a rule).
+    (void)verify_cached_blob(partial, settled, false);
 }
 
 std::string StreamChecker::finish(std::uint64_t size) {

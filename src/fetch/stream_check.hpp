@@ -3,9 +3,13 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -39,6 +43,8 @@ public:
     using Error::Error;
 };
 
+class PendingDigest;
+
 // What a downloaded or cached file must match.
 struct Expectation {
     const hub::TreeEntry* entry = nullptr;
@@ -54,7 +60,58 @@ struct Expectation {
     const std::atomic<bool>* stop = nullptr;
     // The repo the file belongs to, for events.
     std::string repo;
+    // Set while the variant's metadata.json is still on its way: the file
+    // may stream meanwhile, but its metadata digest is settled (settled())
+    // before it is committed or a cached copy of it is used. `relpath` is
+    // the file's path relative to the variant directory.
+    const PendingDigest* pending = nullptr;
+    std::string relpath;
 };
+
+// The metadata digest of a variant whose metadata.json is being fetched
+// beside its other files (Fetcher::download_files, no signature policy): the
+// job that fetches metadata.json publishes what it found, or that it
+// failed; the other files wait for it before anything of theirs is
+// committed. Thread-safe.
+class PendingDigest {
+public:
+    // metadata.json is placed, its checks passed, and every other file of
+    // the variant is covered by `digest` (nullopt: it has none).
+    void settle(std::optional<MetadataDigest> digest);
+    // metadata.json failed: the files waiting give up (Error(interrupted)).
+    // `refusal`: it failed on its own (not stopped by another file's
+    // failure), so the variant is refused: the fetch reports metadata.json's
+    // error (error()) and the files beside it keep nothing, not even a
+    // partial to resume.
+    void fail(std::exception_ptr error, bool refusal);
+    // The failure passed to fail(), else null.
+    std::exception_ptr error() const;
+    bool refused() const;
+    // Waits until settle() or fail(); gives up with Error(interrupted) when
+    // metadata.json failed, or when expect.cancel or expect.stop is set.
+    const std::optional<MetadataDigest>& wait(const Expectation& expect) const;
+
+private:
+    mutable std::mutex m_mutex;
+    mutable std::condition_variable m_changed;
+    bool m_done = false;
+    std::optional<MetadataDigest> m_digest;
+    std::exception_ptr m_error;
+    bool m_refused = false;
+};
+
+// `expect` with its metadata digest filled in from its PendingDigest (after
+// waiting for it) and no longer pending; `expect` itself when nothing is
+// pending. DeclaredDigestMismatch-free: a file the digest does not cover is
+// Error(verification), as when the digest was known from the start.
+Expectation settled(const Expectation& expect);
+
+// For a file streamed while its metadata digest was pending: checks the
+// settled expectation's digest against the SHA-256 computed while it
+// streamed, or, for another algorithm, against the bytes in `partial`
+// (hashed again; they verified against the hub's hash already). Throws
+// DeclaredDigestMismatch on a mismatch.
+void check_late_digest(const Expectation& settled, const std::string& sha256_hex, const std::filesystem::path& partial);
 
 // DeclaredDigestMismatch unless the lock's pin (when there is one) is
 // `sha256_hex`.

@@ -392,8 +392,12 @@ void set_options(Session::Attempt& attempt, char* error_buffer, curl_slist* head
     // handle kept.
     if (download) api.easy_setopt(curl, CURLOPT_BUFFERSIZE, k_download_buffer);
     // A download waits for a connection that may multiplex rather than
-    // opening one more to the same origin.
-    if (download) api.easy_setopt(curl, CURLOPT_PIPEWAIT, 1L);
+    // opening one more to the same origin. So does an API request over
+    // HTTPS, where the trusted-publisher overview goes out beside the
+    // revision request: the TLS handshake tells whether HTTP/2 multiplexes.
+    // Over plain HTTP libcurl would learn it from the first answer only, so
+    // the second request would wait for the first one's answer.
+    if (download || attempt.url.rfind("https://", 0) == 0) api.easy_setopt(curl, CURLOPT_PIPEWAIT, 1L);
     use_ca_file(curl, attempt.url, policy.ca_file);
 }
 

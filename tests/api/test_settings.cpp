@@ -262,6 +262,9 @@ TEST_CASE("Options::max_wait_seconds and Options::cancel reach the hub transport
     o.cache_dir = cache.path().string();
     o.no_default_registry = true;
     o.retries = 2;
+    // One request to wait on: the trusted-publisher overview would go out
+    // beside the revision request.
+    o.trust_remote_code = "org/name";
 
     SECTION("a hub wait over max_wait_seconds fails at once") {
         test::ScriptedServer server(always(429, "5"));

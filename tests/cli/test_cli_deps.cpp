@@ -305,14 +305,15 @@ TEST_CASE("a dependency without the --target build fails as a kernel without it 
 }
 
 TEST_CASE(
-    "kernels-minver newer than the kernels kernhub follows: exit 7 here before the library downloads, a "
+    "kernels-minver newer than the kernels kernhub follows: exit 7 here before the library is committed, a "
     "warning for --target") {
     DepsHub hub;
     check_error(hub.kh("fetch", "deptest/newer@v1", {"--quiet"}), 7,
                 {"deptest/newer", "kernels>=99.0.0", "kernels 0.19.1"});
-    // Only metadata.json came: the library was never downloaded.
+    // The library may have started beside metadata.json, once; it was
+    // never committed (a partial at most, which no snapshot names).
     CHECK_FALSE(tree_has_name(hub.box.cache, "libkh_good.so"));
-    CHECK(hub.server->count_requests("libkh_good.so") == 0);
+    CHECK(hub.server->count_requests("libkh_good.so") <= 1);
     check_error(hub.kh("load", "deptest/newer@v1", {"--symbol", "kh_fixture_id", "--quiet"}), 7, {"kernels>=99.0.0"});
     // Through a dependency, the same.
     check_error(hub.kh("fetch", "deptest/needs-newer@v1", {"--quiet"}), 7, {"deptest/newer", "kernels>=99.0.0"});

@@ -6,6 +6,7 @@
 // asked again, prune and verify handle it); offline, one notice; mirror
 // writes the overview.
 #include <chrono>
+#include <thread>
 
 #include "cli_support.hpp"
 
@@ -52,19 +53,40 @@ struct TrustHub : SpecHub {
 
 }  // namespace
 
-TEST_CASE("an ad-hoc repo of an organisation the hub does not mark trusted is exit 4 before anything else is asked") {
+namespace {
+
+// Requests other than the overview, the revision and the listing: the
+// overview goes out beside those two, and no file may go before its answer.
+std::size_t file_requests(const TrustHub& hub) {
+    std::size_t files = 0;
+    const nlohmann::json stats = hub.server->stats();
+    for (const auto& request : stats["requests"]) {
+        const std::string path = request["path"].get<std::string>();
+        const bool api = path.find("/api/organizations/") != std::string::npos ||
+                         path.find("/revision/") != std::string::npos || path.find("/tree/") != std::string::npos;
+        if (!api) ++files;
+    }
+    return files;
+}
+
+}  // namespace
+
+TEST_CASE("an ad-hoc repo of an organisation the hub does not mark trusted is exit 4 before any file is asked") {
     TrustHub hub;
     check_error(hub.fetch("untrusted/good@v1", {}, {"--quiet"}), 4,
                 {"'untrusted/good' is not from a trusted kernel publisher", "does not mark it trustedKernelPublisher",
                  "KERNHUB_TRUST_REMOTE_CODE=untrusted/good", "KERNHUB_ALLOWED_ORGS"});
     CHECK(hub.server->count_requests("/api/organizations/untrusted/overview") == 1);
-    CHECK(hub.server->stats()["requests"].size() == 1);
+    // At most the revision and the listing went beside it.
+    CHECK(hub.server->stats()["requests"].size() <= 3);
+    CHECK(file_requests(hub) == 0);
     CHECK_FALSE(fs::exists(hub.box.cache / "kernels--untrusted--good" / "blobs"));
 
     hub.server->reset();
     check_error(hub.fetch("unlisted/good@v1", {}, {"--quiet"}), 4,
                 {"'unlisted/good' is not from a trusted kernel publisher", "no overview of the organisation"});
-    CHECK(hub.server->stats()["requests"].size() == 1);
+    CHECK(hub.server->stats()["requests"].size() <= 3);
+    CHECK(file_requests(hub) == 0);
 
     // An overview that is not a JSON object: the hub cannot say.
     fs::create_directories(hub.dir / "api/organizations/unlisted");
@@ -258,4 +280,46 @@ TEST_CASE("mirror checks ad-hoc repos and writes each mirrored organisation's ov
     const fs::path conf = hub.box.dir.path() / "mirror.conf";
     REQUIRE(hub.box.run({"mirror", "--to", tree.string(), "--nginx-conf", conf.string(), "--quiet"}).exit_code == 0);
     CHECK(read_text(conf).find("/api/organizations/") != std::string::npos);
+}
+
+TEST_CASE("the overview goes out beside the revision and the listing, and no file before its answer") {
+    TrustHub hub;
+    hub.server->add_faults(nlohmann::json::array(
+        {{{"match", "/api/organizations/untrusted/overview"}, {"action", "hold"}, {"gate", "overview"}},
+         {{"match", "/tree/"}, {"action", "hold"}, {"gate", "listing"}}}));
+    ProcessResult result;
+    std::thread fetch([&] { result = hub.fetch("untrusted/good@v1", {}, {"--quiet"}); });
+    struct Join {
+        std::thread& thread;
+        ~Join() {
+            if (thread.joinable()) thread.join();
+        }
+    } join{fetch};
+    // Both wait at their gates at once: the listing did not wait for the overview.
+    const bool overview_held = hub.server->wait_held("overview");
+    const bool listing_held = hub.server->wait_held("listing");
+    hub.server->release("listing");
+    // The listing is answered while the overview still waits (polled, bounded):
+    // a fetch that did not wait for the overview would ask for files now.
+    for (int i = 0; i < 4000; ++i) {
+        bool answered = false;
+        const nlohmann::json stats = hub.server->stats();
+        for (const auto& request : stats["requests"]) {
+            if (request["path"].get<std::string>().find("/tree/") != std::string::npos &&
+                request["sent"].get<std::uint64_t>() > 0) {
+                answered = true;
+            }
+        }
+        if (answered) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    hub.server->release("overview");
+    fetch.join();
+    CHECK(overview_held);
+    CHECK(listing_held);
+    check_error(result, 4, {"'untrusted/good' is not from a trusted kernel publisher"});
+    CHECK(file_requests(hub) == 0);
+    CHECK_FALSE(fs::exists(hub.box.cache / "kernels--untrusted--good" / "blobs"));
+    // Nothing of the refused repo is kept, its listing neither.
+    CHECK_FALSE(fs::exists(hub.box.cache / "kernels--untrusted--good" / ".kernhub" / "trees"));
 }

@@ -277,12 +277,22 @@ TEST_CASE("corrupted bytes are rejected and nothing unverified becomes visible",
     CHECK(code_of([&] { Client(env.options(hub.server().endpoint())).fetch("vector-add"); }, &message) ==
           ErrorCode::verification);
     CHECK(message.find("sha256") != std::string::npos);
-    // metadata.json comes first and verifies: its blob and link are all there is.
+    // metadata.json streams beside the library: when the library fails
+    // first, metadata.json stops too. Of it there is at most its verified
+    // blob and link, or the partial it stopped with; of the .so nothing,
+    // not even a partial.
     const auto blobs = blobs_of(repo_folder(env, "vector-add"));
-    REQUIRE(blobs.size() == 1);  // no .incomplete left, no blob of the .so
-    CHECK(blobs.front().filename().string().size() == 40);
-    CHECK(snapshot_entries(repo_folder(env, "vector-add")) ==
-          std::vector<std::string>{"build/" + host_cpu_variant() + "/metadata.json"});
+    REQUIRE(blobs.size() == 1);
+    const std::string name = blobs.front().filename().string();
+    const bool metadata_blob = name.size() == 40;
+    const bool metadata_partial = name.size() > 40 && name[40] == '.' && name.find(".incomplete") != std::string::npos;
+    CHECK((metadata_blob || metadata_partial));
+    const std::vector<std::string> linked = snapshot_entries(repo_folder(env, "vector-add"));
+    if (metadata_blob) {
+        CHECK(linked == std::vector<std::string>{"build/" + host_cpu_variant() + "/metadata.json"});
+    } else {
+        CHECK(linked.empty());
+    }
     CHECK_FALSE(fs::exists(repo_folder(env, "vector-add") / ".kernhub" / "variants"));
 }
 
@@ -727,4 +737,57 @@ TEST_CASE("fetch links a blob already in the cache only while holding that blob'
     cancel = false;
     CHECK(Client(o).fetch("vector-add").path == first.path);
     CHECK(fs::exists(link));
+}
+
+TEST_CASE("the library streams beside metadata.json and is committed only after it", "[hub]") {
+    KernelHub hub;
+    Env env;
+    // Both answers wait at gates: the library's transfer reaches the CDN
+    // while metadata.json is still unanswered, so neither waited for the other.
+    hub.server().add_faults({{{"match", "/metadata.json"}, {"action", "hold"}, {"gate", "metadata"}},
+                             {{"match", "/lfs/"}, {"action", "hold"}, {"gate", "library"}}});
+    FetchResult result;
+    std::string failure;
+    std::thread fetch([&] {
+        try {
+            result = Client(env.options(hub.server().endpoint())).fetch("vector-add");
+        } catch (const std::exception& e) {
+            failure = e.what();
+        }
+    });
+    struct Join {
+        std::thread& thread;
+        ~Join() {
+            if (thread.joinable()) thread.join();
+        }
+    } join{fetch};
+    const bool both = hub.server().wait_held("metadata") && hub.server().wait_held("library");
+    // The library's bytes come first; it is verified against the hub's hash
+    // but waits for metadata.json's digest before its blob is made.
+    hub.server().release("library");
+    // Waits (bounded) for the event that decides: the library's partial
+    // holds all its bytes, or its blob was made, which must not happen yet.
+    const std::uint64_t library_size = fs::file_size(vector_add_so());
+    bool whole_partial = false;
+    bool committed = false;
+    for (int i = 0; i < 4000 && !whole_partial && !committed; ++i) {
+        for (const fs::path& blob : blobs_of(repo_folder(env, "vector-add"))) {
+            const std::string name = blob.filename().string();
+            std::error_code ec;
+            if (name.size() == 64) committed = true;
+            if (name.size() > 64 && name.find(".incomplete") != std::string::npos &&
+                fs::file_size(blob, ec) == library_size) {
+                whole_partial = true;
+            }
+        }
+        if (!whole_partial && !committed) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    hub.server().release("metadata");
+    fetch.join();
+    CHECK(both);
+    CHECK(whole_partial);
+    CHECK_FALSE(committed);
+    REQUIRE(failure.empty());
+    CHECK(result.files.size() == 2);
+    CHECK(hub.server().count_requests("/metadata.json") == 1);
 }
