@@ -294,9 +294,18 @@ def build_cases(args, servers, repos, work, torch_setup, tools):
         warm_cache = work / "warm-cache"
         load = [kh, "load", "bench-torch-op", "--registry", registry, "--target", tv, "--endpoint", servers.endpoint,
                 "--quiet"]
-        # The warm load's cache is filled once, here; its run asks the hub nothing.
+        # The warm load's cache is filled once, here (its runs ask the hub
+        # nothing), by a load that must report the op registered in LibTorch.
         empty(warm_cache)
-        timed([*load, "--cache-dir", str(warm_cache)], torch_env, work)
+        filled = subprocess.run([*load, "--cache-dir", str(warm_cache), "--json"], env=torch_env, cwd=work,
+                                stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        try:
+            loaded = json.loads(filled.stdout)
+        except ValueError:
+            loaded = {}
+        if filled.returncode != 0 or loaded.get("kind") != "torch-op" or loaded.get("torch_op") != f"{TORCH_NS}::add_one":
+            sys.exit(f"latency.py: the torch load did not load {TORCH_NS}::add_one (exit {filled.returncode}): "
+                     f"{(filled.stdout + filled.stderr).strip()[-2000:]}")
         servers.ask("log")
         tree = repos[TORCH_REPO]["trees"][repos[TORCH_REPO]["branches"]["main"]]
         all_files = [e["path"] for e in tree if e["type"] == "file" and e["path"].startswith(f"build/{tv}/")]
