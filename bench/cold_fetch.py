@@ -6,7 +6,8 @@ serve it with a real nginx on 127.0.0.1 (sendfile, TCP_NODELAY, keep-alive).
 Each kernhub run fetches one variant into an emptied cache; its baseline is
 one curl process fetching the same URLs, in the same order, into files
 (`curl -o`), then one `openssl dgst -sha256` of those files. The URLs are
-the ones nginx logged for a kernhub run (revision, listing, every file), so
+the ones nginx logged for a kernhub run (the organisation's overview, revision,
+listing, every file), so
 both sides make the same requests.
 
   (a) big    one file of 384 MiB (--big-mib)
@@ -117,7 +118,9 @@ def make_tree(work: Path, cases, big_mib: int) -> Path:
         repos.append({"repo_id": f"bench/case-{case}", "type": "kernel",
                       "commits": [{"message": "bench", "branches": ["main"], "metadata": True, "files": files}]})
     spec = work / "spec.json"
-    spec.write_text(json.dumps({"repos": repos}))
+    # kernhub fetches an ORG/REPO that no registry names only from a trusted
+    # kernel publisher: the organisation's overview (a static file here) says so.
+    spec.write_text(json.dumps({"organizations": {"bench": {"trusted_kernel_publisher": True}}, "repos": repos}))
     tree = work / "hub"
     subprocess.run([sys.executable, str(ROOT / "examples/hub/make_hub.py"), "--spec", str(spec), "--out", str(tree)],
                    check=True)
