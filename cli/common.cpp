@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -238,7 +237,12 @@ unsigned percent(std::uint64_t done, std::uint64_t total) {
 // "m:ss", or "h:mm:ss" from an hour; "--:--" when unknown or over 99 hours.
 std::string eta_text(double seconds) {
     if (!(seconds >= 0.0) || seconds >= 99.0 * 3600.0) return "--:--";
-    const auto whole = static_cast<unsigned long>(std::lround(seconds));
+    // Rounded by hand rather than with std::lround: that one call was all the
+    // program took from libm, and not linking libm saves every start the
+    // mapping of one more shared library. `seconds` is not negative here:
+    // truncate, then round a half or more up, as lround would.
+    auto whole = static_cast<unsigned long>(seconds);
+    if (seconds - static_cast<double>(whole) >= 0.5) ++whole;
     char buffer[32];
     if (whole >= 3600) {
         (void)std::snprintf(buffer, sizeof buffer, "%lu:%02lu:%02lu", whole / 3600, whole / 60 % 60, whole % 60);

@@ -3,6 +3,7 @@
 # no NEEDED entry at all (readelf output not understood), or when FILE
 # leaves a curl_, EVP_, ERR_ or archive_ symbol undefined (a direct call
 # that bypasses the run-time binding; a shared library links even so).
+# -DALSO_FORBIDDEN="libm;libstdc++" names more libraries FILE must not list.
 find_program(READELF readelf REQUIRED)
 execute_process(COMMAND ${READELF} -d ${FILE} OUTPUT_VARIABLE dynamic RESULT_VARIABLE status)
 if(NOT status EQUAL 0)
@@ -16,6 +17,13 @@ message(STATUS "${FILE}: ${needed}")
 foreach(entry ${needed})
   if(entry MATCHES "\\[(libcurl|libcrypto|libssl|libarchive)[^]]*\\]")
     message(FATAL_ERROR "${FILE} links ${CMAKE_MATCH_1} (${entry}); it must be bound at run time on first need")
+  endif()
+  # Compared as names, not as regular expressions: "libstdc++" is none.
+  string(REGEX MATCH "\\[([^].]*)\\." name "${entry}")
+  set(library "${CMAKE_MATCH_1}")
+  list(FIND ALSO_FORBIDDEN "${library}" forbidden)
+  if(NOT forbidden EQUAL -1)
+    message(FATAL_ERROR "${FILE} links ${library} (${entry}); its start-up must not map it")
   endif()
 endforeach()
 
