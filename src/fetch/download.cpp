@@ -54,7 +54,8 @@ void PendingSyncs::flush() {
 }
 
 std::string Fetcher::ensure_file(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                                 bool trusted, std::uint64_t& bytes_downloaded, PendingSyncs& syncs) {
+                                 bool trusted, std::uint64_t& bytes_downloaded, PendingSyncs& syncs,
+                                 cache::LinkArea area) {
     const hub::TreeEntry& entry = *expect.entry;
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const std::string& etag = entry.etag();
@@ -101,8 +102,8 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
         if (request.offline) throw Error(ErrorCode::offline, not_cached(request, expect.label, m_root.string()));
         sha256 = download_blob(request, commit, expect, locking, bytes_downloaded);
     }
-    cache.link_snapshot(commit, entry.path, etag, false);
-    syncs.add(cache.snapshot_path(commit, entry.path).parent_path());
+    cache.link_snapshot(commit, entry.path, etag, false, area);
+    syncs.add(cache.link_path(area, commit, entry.path).parent_path());
     crash_point("linked");
     return sha256;
 }
@@ -204,12 +205,13 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
 
 FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::string& commit,
                                        const std::string& variant, const std::vector<const hub::TreeEntry*>& entries,
-                                       const std::set<std::string>& trusted) {
+                                       const std::set<std::string>& trusted, cache::LinkArea area) {
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     FetchOutcome outcome;
     outcome.commit = commit;
     outcome.variant = variant;
-    outcome.variant_dir = cache.snapshot_dir(commit) / "build" / variant;
+    outcome.variant_dir = cache.link_dir(area, commit) / "build" / variant;
+    outcome.partial = area == cache::LinkArea::partial;
     const std::uint64_t downloads_before = m_files_downloaded;
     const std::string prefix = "build/" + variant + "/";
     cache.unlink_linked_folders();
@@ -223,15 +225,15 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
     if (request.signature) {
         for (const hub::TreeEntry* entry : entries) {
             std::error_code ec;
-            if (fs::is_symlink(fs::symlink_status(cache.snapshot_path(commit, entry->path), ec))) {
+            if (fs::is_symlink(fs::symlink_status(cache.link_path(area, commit, entry->path), ec))) {
                 linked_before.push_back(entry->path);
             }
         }
-        SignedMetadata verified = verify_signature(request, commit, variant, entries);
+        SignedMetadata verified = verify_signature(request, commit, variant, entries, area);
         outcome.signature = std::move(verified.signature);
         metadata = parse_metadata_digest(verified.metadata, variant);
         if (!metadata) {
-            unlink_new(cache, commit, entries, linked_before);
+            unlink_new(cache, commit, entries, linked_before, area);
             throw Error(ErrorCode::verification,
                         "the signed metadata.json of " + request.repo.repo_id + " variant " + variant +
                             " has no \"digest\", so its signature covers no other file of the variant; refusing it "
@@ -241,12 +243,12 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
         trusted_paths.insert(prefix + "metadata.json.sigstore");
     }
     try {
-        download_files(request, commit, variant, entries, trusted_paths, metadata, outcome);
+        download_files(request, commit, variant, entries, trusted_paths, metadata, outcome, area);
     } catch (const Error&) {
         // With a policy, a refused variant leaves nothing of itself visible:
         // the links this fetch made go again (their blobs verified, and are
         // left for cache prune).
-        if (request.signature) unlink_new(cache, commit, entries, linked_before);
+        if (request.signature) unlink_new(cache, commit, entries, linked_before, area);
         throw;
     }
     outcome.files_downloaded = m_files_downloaded - downloads_before;
@@ -259,6 +261,7 @@ struct FileJob {
     std::string relpath;
     Expectation expect;
     bool trusted = false;
+    cache::LinkArea area = cache::LinkArea::snapshot;  // where the file is linked
     std::string sha256;
     std::uint64_t bytes_downloaded = 0;
 };
@@ -336,18 +339,19 @@ void Fetcher::make_present(const FetchRequest& request, const std::string& commi
         check_pin(job.expect, job.sha256);
         return;
     }
-    job.sha256 = ensure_file(request, commit, job.expect, job.trusted, job.bytes_downloaded, syncs);
+    job.sha256 = ensure_file(request, commit, job.expect, job.trusted, job.bytes_downloaded, syncs, job.area);
 }
 
 void Fetcher::download_files(const FetchRequest& request, const std::string& commit, const std::string& variant,
                              const std::vector<const hub::TreeEntry*>& entries,
                              const std::set<std::string>& trusted_paths, std::optional<MetadataDigest> metadata,
-                             FetchOutcome& outcome) {
+                             FetchOutcome& outcome, cache::LinkArea area) {
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     PendingSyncs syncs;
     emit_plan(request, cache, variant, entries);
     std::atomic<bool> stop{false};  // set by run_parallel when a file fails
     std::vector<FileJob> jobs = file_jobs(request, commit, variant, entries, trusted_paths, &stop);
+    for (FileJob& job : jobs) job.area = area;
     std::size_t first_parallel = 0;
     if (!jobs.empty() && jobs[0].relpath == "metadata.json" && !metadata) {
         // Its digest checks every file after it, so it is fetched alone first.
@@ -370,7 +374,7 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     }
     if (request.check_metadata) {
         // Placed and verified by now (alone above, or with its signature).
-        const fs::path placed = cache.snapshot_path(commit, "build/" + variant + "/metadata.json");
+        const fs::path placed = cache.link_path(area, commit, "build/" + variant + "/metadata.json");
         std::string text;
         std::error_code ec;
         // Over the cap, the first bytes past it are enough for the check to
@@ -400,7 +404,11 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
         outcome.files.push_back(FetchedFile{job.relpath, job.entry->size, job.sha256, {}});
     }
     outcome.metadata_digest_checked = metadata.has_value();
-    if (metadata) check_metadata_listed(request, commit, variant, entries, *metadata);
+    // A load's part is checked against the whole variant the digest describes.
+    if (metadata) {
+        check_metadata_listed(request, commit, variant,
+                              area == cache::LinkArea::snapshot ? entries : listed_entries(variant), *metadata);
+    }
 }
 
 // Every file the metadata digest names must be in the listing.
@@ -423,12 +431,12 @@ void Fetcher::check_metadata_listed(const FetchRequest& request, const std::stri
 
 void Fetcher::unlink_new(const cache::RepoCache& cache, const std::string& commit,
                          const std::vector<const hub::TreeEntry*>& entries,
-                         const std::vector<std::string>& linked_before) {
+                         const std::vector<std::string>& linked_before, cache::LinkArea area) {
     const std::unordered_set<std::string> before(linked_before.begin(), linked_before.end());
     for (const hub::TreeEntry* entry : entries) {
         if (before.count(entry->path) != 0) continue;
         std::error_code ec;
-        const fs::path link = cache.snapshot_path(commit, entry->path);
+        const fs::path link = cache.link_path(area, commit, entry->path);
         if (fs::is_symlink(fs::symlink_status(link, ec))) fs::remove(link, ec);  // the link, never its target
     }
 }
