@@ -272,7 +272,8 @@ namespace {
 // metadata.json, which comes first, has been read.
 std::vector<FileJob> file_jobs(const FetchRequest& request, const std::string& commit, const std::string& variant,
                                const std::vector<const hub::TreeEntry*>& entries,
-                               const std::set<std::string>& trusted_paths, std::atomic<bool>* stop) {
+                               const std::set<std::string>& trusted_paths, std::atomic<bool>* stop,
+                               cache::LinkArea area) {
     const std::string prefix = "build/" + variant + "/";
     const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
@@ -287,6 +288,7 @@ std::vector<FileJob> file_jobs(const FetchRequest& request, const std::string& c
         job.expect.stop = stop;
         job.expect.repo = request.repo.repo_id;
         job.trusted = trusted_paths.count(entries[i]->path) != 0;
+        job.area = area;
         if (pins != nullptr && pins->files) {
             auto pin = pins->files->find(job.relpath);
             if (pin != pins->files->end()) job.expect.pinned_sha256 = pin->second.sha256;
@@ -350,8 +352,7 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     PendingSyncs syncs;
     emit_plan(request, cache, variant, entries);
     std::atomic<bool> stop{false};  // set by run_parallel when a file fails
-    std::vector<FileJob> jobs = file_jobs(request, commit, variant, entries, trusted_paths, &stop);
-    for (FileJob& job : jobs) job.area = area;
+    std::vector<FileJob> jobs = file_jobs(request, commit, variant, entries, trusted_paths, &stop, area);
     std::size_t first_parallel = 0;
     if (!jobs.empty() && jobs[0].relpath == "metadata.json" && !metadata) {
         // Its digest checks every file after it, so it is fetched alone first.
@@ -404,11 +405,8 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
         outcome.files.push_back(FetchedFile{job.relpath, job.entry->size, job.sha256, {}});
     }
     outcome.metadata_digest_checked = metadata.has_value();
-    // A load's part is checked against the whole variant the digest describes.
-    if (metadata) {
-        check_metadata_listed(request, commit, variant,
-                              area == cache::LinkArea::snapshot ? entries : listed_entries(variant), *metadata);
-    }
+    // Against the whole variant the digest describes, also for a load's part.
+    if (metadata) check_metadata_listed(request, commit, variant, listed_entries(variant), *metadata);
 }
 
 // Every file the metadata digest names must be in the listing.

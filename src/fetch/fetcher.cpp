@@ -447,9 +447,8 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     // cached blobs are hashed again, as `prewarm --offline` promises.
     if (pins == nullptr && !request.reverify) {
         if (auto warm = warm_outcome(request, cache, commit, variant, entries, trusted)) return *warm;
-        // A load that reads less than the variant keeps it out of the
-        // snapshot, where the kernels library would take a variant held in
-        // part for a damaged one (docs/cache-format.md, "Partial variants").
+        // A load's part stays out of the snapshot, where the kernels library
+        // would take it for a damaged variant (cache-format.md, "Partial variants").
         if (std::optional<std::set<std::string>> needed = part_to_fetch(request, variant, entries)) {
             return fetch_part(request, cache, commit, variant, entries, *needed, trusted);
         }
@@ -482,12 +481,7 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
         write_side_data("variant " + variant + " of " + repo_at(request.repo, commit),
                         [&] { cache.write_variant_files(commit, variant, outcome.files, outcome.signature); });
         crash_point("recorded");
-        // Only after the complete record: a crash between the two leaves a
-        // whole variant and a stale partial area, never a part alone.
-        write_side_data(
-            "that the part of variant " + variant + " of " + repo_at(request.repo, commit) + " held for loads is done",
-            [&] { cache.remove_partial_variant(commit, variant); },
-            "its links under .kernhub/partial/ stay until a later fetch removes them");
+        clear_partial(request, cache, commit, variant);
     }
     update_ref(cache, request, commit);
     return outcome;
@@ -567,6 +561,16 @@ FetchOutcome Fetcher::download_and_unpack(const FetchRequest& request, const cac
         }
         throw;
     }
+}
+
+// Only after the complete record: a crash between the two leaves a whole
+// variant and a stale partial area, never a part alone.
+void Fetcher::clear_partial(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
+                            const std::string& variant) {
+    write_side_data(
+        "that the part of variant " + variant + " of " + repo_at(request.repo, commit) + " held for loads is done",
+        [&] { cache.remove_partial_variant(commit, variant); },
+        "its links under .kernhub/partial/ stay until a later fetch removes them");
 }
 
 std::vector<const hub::TreeEntry*> Fetcher::listed_entries(const std::string& variant) const {

@@ -310,6 +310,10 @@ private:
                         const std::vector<const hub::TreeEntry*>& entries, const std::set<std::string>& trusted_paths,
                         std::optional<MetadataDigest> metadata, FetchOutcome& outcome,
                         cache::LinkArea area = cache::LinkArea::snapshot);
+    // Once the complete record is written: the partial area of the variant
+    // goes (RepoCache::remove_partial_variant).
+    void clear_partial(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
+                       const std::string& variant);
     // Every listed file of `variant` in the last listing, metadata.json first.
     std::vector<const hub::TreeEntry*> listed_entries(const std::string& variant) const;
     // Removes the links of `entries` in `area` that are not in linked_before.
