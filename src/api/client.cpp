@@ -93,7 +93,8 @@ FetchResult Client::fetch(const std::string& ref) {
     return m_impl->fetch(registry::resolve_ref(m_impl->registry, ref));
 }
 
-FetchResult ClientImpl::fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata) {
+FetchResult ClientImpl::fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata, bool for_load,
+                                  bool dependency) {
     if (const std::filesystem::path folder = local_folder(spec.repo_id); !folder.empty()) {
         // The organisation allow-list is the program's policy and holds for
         // local kernels too; trust and signatures are about a hub's bytes.
@@ -108,6 +109,13 @@ FetchResult ClientImpl::fetch_one(const registry::KernelSpec& spec, deptree::Var
         parsed = true;
         if (!selecting_elsewhere()) check_minver(metadata, spec.repo_id, variant);
     };
+    if (for_load) {
+        // The load's kinds choose over the whole listing, so the files it
+        // takes are the ones a load of the whole variant would read.
+        request.files_to_read = [&spec, dependency](const std::string& variant, const std::vector<std::string>& files) {
+            return loader::files_to_read(spec.repo_id, variant, files, spec.file, dependency);
+        };
+    }
     std::uint64_t before = requests();
     use_latest_version(spec, request);
     fetch::Fetcher fetcher(settings.cache_root, hub_client(), options.events);
@@ -162,7 +170,7 @@ LoadResult Client::load(const std::string& ref, const LoadOptions& options) {
     // Numbered before the fetch: of overlapping loads of `ref`, the one
     // that started last is the one loaded() answers with.
     const std::uint64_t started = m_impl->resolved.start();
-    result.fetch = m_impl->fetch(spec);
+    result.fetch = m_impl->fetch(spec, /*for_load=*/true);
     std::string load_torch_from;
     if (options.load_torch) {
         // The torch the host facts found (KERNHUB_TORCH_DIR, the Python

@@ -158,25 +158,25 @@ registry::KernelSpec ClientImpl::dependency_spec_of(const FetchResult& fetched) 
     return registry::resolve_ref(registry, fetched.repo_id);
 }
 
-FetchResult ClientImpl::fetch(const registry::KernelSpec& spec) {
+FetchResult ClientImpl::fetch(const registry::KernelSpec& spec, bool for_load) {
     const std::uint64_t before = requests();
     deptree::VariantMetadata metadata;
-    FetchResult result = fetch_one(spec, metadata);
-    result.dependencies = fetch_dependencies(result, metadata);
+    FetchResult result = fetch_one(spec, metadata, for_load);
+    result.dependencies = fetch_dependencies(result, metadata, for_load);
     for (const FetchResult& dependency : result.dependencies) result.bytes_downloaded += dependency.bytes_downloaded;
     result.requests = requests() - before;
     return result;
 }
 
 std::vector<FetchResult> ClientImpl::fetch_dependencies(const FetchResult& top,
-                                                        const deptree::VariantMetadata& metadata) {
+                                                        const deptree::VariantMetadata& metadata, bool for_load) {
     if (metadata.depends.empty()) return {};
     std::map<std::string, FetchResult> fetched;
     const deptree::KernelDependency top_node{top.repo_id, std::nullopt, top.revision};
     const std::vector<deptree::KernelDependency> order =
         deptree::walk(top_node, metadata.depends, [&](const deptree::KernelDependency& dep) {
             deptree::VariantMetadata own;
-            FetchResult result = fetch_one(dependency_spec(dep), own);
+            FetchResult result = fetch_one(dependency_spec(dep), own, for_load, true);
             // The name that led to it; under UNSTABLE_KERNELS_ALL_LATEST the
             // vN fetch_one chose instead.
             if (!settings.all_latest) result.revision = dep.ref();

@@ -230,13 +230,19 @@ struct __attribute__((visibility("hidden"))) ClientImpl {
     static std::uint64_t requests() { return http::requests_on_this_thread(); }
 
     // fetch_one, then the variant's kernel-depends tree (client_deps.cpp).
-    FetchResult fetch(const registry::KernelSpec& spec);
+    // `for_load`: each kernel of the tree is fetched only as far as loading
+    // it reads (loader::files_to_read; docs/cache-format.md, "Partial
+    // variants"); otherwise every variant whole.
+    FetchResult fetch(const registry::KernelSpec& spec, bool for_load = false);
     // One kernel, and what its variant's metadata.json says; the
     // kernels-minver check runs before the variant's other files download.
-    FetchResult fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata);
+    // `dependency`: the kernel is opened as a dependency of another.
+    FetchResult fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata, bool for_load = false,
+                          bool dependency = false);
     // The kernels `metadata` names, and theirs, fetched in load order
     // (FetchResult::dependencies).
-    std::vector<FetchResult> fetch_dependencies(const FetchResult& top, const deptree::VariantMetadata& metadata);
+    std::vector<FetchResult> fetch_dependencies(const FetchResult& top, const deptree::VariantMetadata& metadata,
+                                                bool for_load = false);
     // Error(load) when the variant needs a newer kernels than kernhub
     // follows and it is for this machine; a warning event when it is
     // selected for another (targets, a host description).

@@ -225,6 +225,22 @@ fs::path RepoCache::snapshot_path(const std::string& commit, const std::string& 
     return fs::path(m_folder.native() + "/snapshots/" + commit + "/" + relpath);
 }
 
+fs::path RepoCache::partial_dir(const std::string& commit) const {
+    check_commit(commit);
+    return fs::path(m_folder.native() + "/.kernhub/partial/" + commit);
+}
+
+fs::path RepoCache::link_dir(LinkArea area, const std::string& commit) const {
+    return area == LinkArea::snapshot ? snapshot_dir(commit) : partial_dir(commit);
+}
+
+fs::path RepoCache::link_path(LinkArea area, const std::string& commit, const std::string& relpath) const {
+    if (area == LinkArea::snapshot) return snapshot_path(commit, relpath);
+    check_relative_path(relpath);
+    check_commit(commit);
+    return fs::path(m_folder.native() + "/.kernhub/partial/" + commit + "/" + relpath);
+}
+
 std::optional<std::string> RepoCache::read_ref(const std::string& revision) const {
     check_revision(revision);
     std::optional<std::string> content;
@@ -307,27 +323,39 @@ std::string snapshot_link_target(const std::string& relpath, const std::string& 
     return target + "blobs/" + etag;
 }
 
+std::string link_target(LinkArea area, const std::string& relpath, const std::string& etag) {
+    std::string target = snapshot_link_target(relpath, etag);
+    return area == LinkArea::snapshot ? target : "../" + target;
+}
+
 namespace {
 
 // The folders from snapshots/ down to the one holding relpath's link. Each
 // must be a real folder: through a linked one, the link's relative target
 // (and any link made there) would land outside the repo folder.
 std::vector<fs::path> snapshot_folders(const fs::path& repo_folder, const std::string& commit,
-                                       const std::string& relpath) {
-    std::vector<fs::path> out{repo_folder / "snapshots", repo_folder / "snapshots" / commit};
+                                       const std::string& relpath, LinkArea area = LinkArea::snapshot) {
+    std::vector<fs::path> out;
+    if (area == LinkArea::snapshot) {
+        out = {repo_folder / "snapshots", repo_folder / "snapshots" / commit};
+    } else {
+        out = {repo_folder / ".kernhub", repo_folder / ".kernhub" / "partial",
+               repo_folder / ".kernhub" / "partial" / commit};
+    }
+    const fs::path base = out.back();
     for (std::size_t slash = relpath.find('/'); slash != std::string::npos; slash = relpath.find('/', slash + 1)) {
-        out.push_back(out[1] / relpath.substr(0, slash));
+        out.push_back(base / relpath.substr(0, slash));
     }
     return out;
 }
 
 }  // namespace
 
-bool RepoCache::snapshot_folders_real(const std::string& commit, const std::string& relpath) const {
+bool RepoCache::snapshot_folders_real(const std::string& commit, const std::string& relpath, LinkArea area) const {
     check_relative_path(relpath);
     check_commit(commit);
     // blobs/ too: through a linked one every link target leads out.
-    std::vector<fs::path> folders = snapshot_folders(m_folder, commit, relpath);
+    std::vector<fs::path> folders = snapshot_folders(m_folder, commit, relpath, area);
     folders.push_back(m_folder / "blobs");
     for (const fs::path& dir : folders) {
         struct stat st {};
@@ -339,7 +367,8 @@ bool RepoCache::snapshot_folders_real(const std::string& commit, const std::stri
 void RepoCache::unlink_linked_folders() const {
     for (const fs::path& dir :
          {m_folder / "blobs", m_folder / "refs", m_folder / ".kernhub", m_folder / ".kernhub" / "tmp",
-          m_folder / ".kernhub" / "trees", m_folder / ".kernhub" / "variants", m_folder / ".kernhub" / "refs"}) {
+          m_folder / ".kernhub" / "trees", m_folder / ".kernhub" / "variants", m_folder / ".kernhub" / "refs",
+          m_folder / ".kernhub" / "partial"}) {
         struct stat st {};
         if (::lstat(dir.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
         if (::unlink(dir.c_str()) != 0 && errno != ENOENT) {
@@ -349,25 +378,26 @@ void RepoCache::unlink_linked_folders() const {
     }
 }
 
-std::optional<std::string> RepoCache::linked_blob(const std::string& commit, const std::string& relpath) const {
-    const std::string prefix = snapshot_link_target(relpath, "");
+std::optional<std::string> RepoCache::linked_blob(const std::string& commit, const std::string& relpath,
+                                                  LinkArea area) const {
+    const std::string prefix = link_target(area, relpath, "");
     std::string target(prefix.size() + 65, '\0');
-    const ssize_t n = ::readlink(snapshot_path(commit, relpath).c_str(), target.data(), target.size());
+    const ssize_t n = ::readlink(link_path(area, commit, relpath).c_str(), target.data(), target.size());
     if (n < 0 || static_cast<std::size_t>(n) >= target.size() || target.compare(0, prefix.size(), prefix) != 0) {
         return std::nullopt;
     }
     std::string etag = target.substr(prefix.size(), static_cast<std::size_t>(n) - prefix.size());
-    if (!is_etag(etag) || !snapshot_folders_real(commit, relpath)) return std::nullopt;
+    if (!is_etag(etag) || !snapshot_folders_real(commit, relpath, area)) return std::nullopt;
     return etag;
 }
 
 void RepoCache::link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag,
-                              bool sync_directory) const {
-    fs::path link = snapshot_path(commit, relpath);
+                              bool sync_directory, LinkArea area) const {
+    fs::path link = link_path(area, commit, relpath);
     // A linked folder on the way is put back as a real one (the link is
     // removed, never what it points to): the snapshot is then rebuilt from
     // verified blobs inside the repo folder.
-    for (const fs::path& dir : snapshot_folders(m_folder, commit, relpath)) {
+    for (const fs::path& dir : snapshot_folders(m_folder, commit, relpath, area)) {
         struct stat st {};
         if (::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && ::unlink(dir.c_str()) != 0) {
             const int err = errno;
@@ -378,7 +408,7 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& relp
         throw Error(ErrorCode::internal, "cannot link " + link.string() + ": blob " + blob_path(etag).string() +
                                              " is missing; it must be fetched first");
     }
-    const std::string target = snapshot_link_target(relpath, etag);
+    const std::string target = link_target(area, relpath, etag);
     std::error_code read_ec;
     if (fs::read_symlink(link, read_ec) == fs::path(target) && !read_ec) return;
     fs::path dir = link.parent_path();
@@ -441,17 +471,17 @@ bool RepoCache::snapshot_complete(const std::string& commit, const std::string& 
 }
 
 bool RepoCache::snapshot_links_blob(const std::string& commit, const std::string& relpath, const std::string& etag,
-                                    std::uint64_t size) const {
+                                    std::uint64_t size, LinkArea area) const {
     // readlink() alone: fs::read_symlink would lstat first to size its buffer.
-    const std::string expected = snapshot_link_target(relpath, etag);
+    const std::string expected = link_target(area, relpath, etag);
     std::string target(expected.size() + 1, '\0');
-    const ssize_t n = ::readlink(snapshot_path(commit, relpath).c_str(), target.data(), target.size());
+    const ssize_t n = ::readlink(link_path(area, commit, relpath).c_str(), target.data(), target.size());
     if (n < 0 || static_cast<std::size_t>(n) != expected.size() || target.compare(0, expected.size(), expected) != 0) {
         return false;
     }
     struct stat st {};
     return ::lstat(blob_path(etag).c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-           static_cast<std::uint64_t>(st.st_size) == size && snapshot_folders_real(commit, relpath);
+           static_cast<std::uint64_t>(st.st_size) == size && snapshot_folders_real(commit, relpath, area);
 }
 
 std::optional<std::string> RepoCache::read_tree(const std::string& commit, std::size_t max_bytes) const {
@@ -484,19 +514,47 @@ void RepoCache::write_tree(const std::string& commit, const std::string& json) c
     write_file_atomic(m_folder / ".kernhub" / "trees" / (commit + ".json"), json, {}, Durability::rename_only);
 }
 
-std::optional<std::string> RepoCache::read_variant_record(const std::string& commit, const std::string& variant) const {
-    check_commit(commit);
-    check_variant(variant);
-    return read_cache_file(m_folder / ".kernhub" / "variants" / commit / (variant + ".json"), k_max_record_bytes,
-                           "a variant record");
+namespace {
+
+// .kernhub/variants/<commit>/<variant>.json, or in the partial area
+// .kernhub/partial/<commit>/<variant>.json (beside the area's build/).
+fs::path record_path(const fs::path& folder, LinkArea area, const std::string& commit, const std::string& variant) {
+    return folder / ".kernhub" / (area == LinkArea::snapshot ? "variants" : "partial") / commit / (variant + ".json");
 }
 
-void RepoCache::write_variant_record(const std::string& commit, const std::string& variant,
-                                     const std::string& json) const {
+}  // namespace
+
+std::optional<std::string> RepoCache::read_variant_record(const std::string& commit, const std::string& variant,
+                                                          LinkArea area) const {
     check_commit(commit);
     check_variant(variant);
-    write_file_atomic(m_folder / ".kernhub" / "variants" / commit / (variant + ".json"), json, {},
-                      Durability::rename_only);
+    return read_cache_file(record_path(m_folder, area, commit, variant), k_max_record_bytes, "a variant record");
+}
+
+// Either record is side data (docs/cache-format.md, "Durability"): its
+// files' blobs and links are synced before it is written, and a record
+// lost or cut short reads as absent, which costs hashing, never trust.
+void RepoCache::write_variant_record(const std::string& commit, const std::string& variant, const std::string& json,
+                                     LinkArea area) const {
+    check_commit(commit);
+    check_variant(variant);
+    // The partial record's temp is staged in .kernhub/tmp/, whose leftovers prune removes.
+    const fs::path temp_dir = area == LinkArea::partial ? staging_dir() : fs::path();
+    write_file_atomic(record_path(m_folder, area, commit, variant), json, temp_dir, Durability::rename_only);
+}
+
+void RepoCache::remove_partial_variant(const std::string& commit, const std::string& variant) const {
+    check_commit(commit);
+    check_variant(variant);
+    const fs::path base = m_folder / ".kernhub" / "partial";
+    // The record first: a link without a record only costs a hash later,
+    // a record without its links would be a lie until it is checked.
+    remove_beneath(base, fs::path(commit) / (variant + ".json"));
+    remove_beneath(base, fs::path(commit) / "build" / variant);
+    // The folders left empty go too (rmdir refuses one that is not).
+    for (const fs::path& dir : {base / commit / "build", base / commit}) {
+        if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY && errno != EEXIST) break;
+    }
 }
 
 }  // namespace kernhub::cache

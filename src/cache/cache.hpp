@@ -12,6 +12,9 @@
 //       refs/<revision>                    the commit id, written atomically
 //       .kernhub/trees/<commit>.json       kernhub's copy of the hub listing
 //       .kernhub/variants/<commit>/<variant>.json  record of a complete variant
+//       .kernhub/partial/<commit>/build/<variant>/<relpath>  link to the blob of a file a load
+//                                          fetched (one "../" more than a snapshot link)
+//       .kernhub/partial/<commit>/<variant>.json  record of the files held there
 //       .kernhub/refs/<encoded revision>.json  when refs/<revision> was last resolved on
 //                                          the hub (KERNHUB_REF_TTL)
 //       .kernhub/publisher.json            when the hub last said the repo's organisation is a
@@ -315,6 +318,12 @@ struct RefResolution {
 // may be (such a revision is simply resolved every time).
 std::optional<std::string> ref_resolution_name(const std::string& revision);
 
+// Where a variant's files are linked (docs/cache-format.md, "Partial
+// variants"): the snapshot, which huggingface_hub and the kernels library
+// read and which only ever holds whole variants once recorded, or kernhub's
+// partial area under .kernhub/partial/, for the files a load reads.
+enum class LinkArea { snapshot, partial };
+
 class RepoCache {
 public:
     RepoCache(fs::path root, RepoType type, const std::string& repo_id);
@@ -326,6 +335,11 @@ public:
     // Where temp files for refs/ and snapshots/ are staged before rename.
     fs::path staging_dir() const { return m_folder / ".kernhub" / "tmp"; }
     fs::path snapshot_path(const std::string& commit, const std::string& relpath) const;
+    // .kernhub/partial/<commit>: the partial area's counterpart of snapshot_dir.
+    fs::path partial_dir(const std::string& commit) const;
+    // snapshot_dir or partial_dir, and the path of `relpath` below it.
+    fs::path link_dir(LinkArea area, const std::string& commit) const;
+    fs::path link_path(LinkArea area, const std::string& commit, const std::string& relpath) const;
 
     // refs/<revision>; nullopt when absent or not holding a commit id (so a
     // damaged ref is simply resolved again). A revision containing '/' maps to
@@ -401,8 +415,9 @@ public:
     // A folder on the way that is a symlink is removed and made a real folder.
     // sync_directory=false leaves the fsync of the link's folder to the
     // caller (see IncompleteBlob::commit).
+    // With LinkArea::partial the same is done under .kernhub/partial/.
     void link_snapshot(const std::string& commit, const std::string& relpath, const std::string& etag,
-                       bool sync_directory = true) const;
+                       bool sync_directory = true, LinkArea area = LinkArea::snapshot) const;
     // True when the snapshot entry exists and resolves to an existing file.
     bool snapshot_complete(const std::string& commit, const std::string& relpath) const;
     // True when snapshots/<commit>/<relpath> is exactly the relative link
@@ -410,10 +425,13 @@ public:
     // symlink) of `size` bytes, and every folder on the way is a real one
     // (snapshot_folders_real): nothing on the way leads out of the repo folder.
     bool snapshot_links_blob(const std::string& commit, const std::string& relpath, const std::string& etag,
-                             std::uint64_t size) const;
+                             std::uint64_t size, LinkArea area = LinkArea::snapshot) const;
     // True when snapshots/, snapshots/<commit>, every folder of relpath
-    // above its last part and blobs/ are real folders, not symlinks.
-    bool snapshot_folders_real(const std::string& commit, const std::string& relpath) const;
+    // above its last part and blobs/ are real folders, not symlinks (for
+    // the partial area: .kernhub/, .kernhub/partial/, its <commit> and
+    // the folders of relpath).
+    bool snapshot_folders_real(const std::string& commit, const std::string& relpath,
+                               LinkArea area = LinkArea::snapshot) const;
     // Removes a link (or anything but a folder) at blobs/, refs/, .kernhub/
     // or .kernhub/{tmp,trees,variants,refs}: the link goes, never what it points
     // to, and the folder is made again when next written. A fetch calls it
@@ -423,7 +441,8 @@ public:
     // The etag of the blob snapshots/<commit>/<relpath> links to, when the
     // link is exactly the one kernhub writes (snapshot_link_target) and the
     // folders on the way are real; nullopt otherwise.
-    std::optional<std::string> linked_blob(const std::string& commit, const std::string& relpath) const;
+    std::optional<std::string> linked_blob(const std::string& commit, const std::string& relpath,
+                                           LinkArea area = LinkArea::snapshot) const;
 
     // Regular files reachable under snapshots/<commit>/<subdir>, as written by
     // kernhub or huggingface_hub: the repo-relative path, the blob name the
@@ -452,8 +471,10 @@ public:
     // would break huggingface_hub's later online use of the cache.
     std::optional<std::string> read_hf_tree(const std::string& commit,
                                             std::size_t max_bytes = k_max_listing_bytes) const;
-    std::optional<std::string> read_variant_record(const std::string& commit, const std::string& variant) const;
-    void write_variant_record(const std::string& commit, const std::string& variant, const std::string& json) const;
+    std::optional<std::string> read_variant_record(const std::string& commit, const std::string& variant,
+                                                   LinkArea area = LinkArea::snapshot) const;
+    void write_variant_record(const std::string& commit, const std::string& variant, const std::string& json,
+                              LinkArea area = LinkArea::snapshot) const;
     // The same record as the files it lists (variant_record.cpp holds the
     // format). Reading gives nullopt when the record is absent or is not one
     // kernhub wrote (a link, over k_max_record_bytes, malformed, an invalid
@@ -462,10 +483,19 @@ public:
                                                                 const std::string& variant) const;
     // The files and the signature; a malformed signature part is left out
     // (the signature is then verified again), not the whole record.
-    std::optional<VariantRecord> read_variant(const std::string& commit, const std::string& variant) const;
+    // LinkArea::partial: the record of the files held in the partial area
+    // (.kernhub/partial/<commit>/<variant>.json), in the same format.
+    std::optional<VariantRecord> read_variant(const std::string& commit, const std::string& variant,
+                                              LinkArea area = LinkArea::snapshot) const;
     void write_variant_files(const std::string& commit, const std::string& variant,
                              const std::vector<RecordedFile>& files,
-                             const std::optional<RecordedSignature>& signature = std::nullopt) const;
+                             const std::optional<RecordedSignature>& signature = std::nullopt,
+                             LinkArea area = LinkArea::snapshot) const;
+    // Removes the partial area's record of the variant, then its links and
+    // the folders they leave empty (absent is fine): once the complete
+    // record vouches for the variant, the partial area has nothing left to
+    // say. Never follows a link (remove_beneath).
+    void remove_partial_variant(const std::string& commit, const std::string& variant) const;
 
 private:
     fs::path m_root;
@@ -477,6 +507,9 @@ private:
 // folder): one "../" per part of relpath plus one for the commit folder,
 // then "blobs/<etag>". The only link target kernhub writes or accepts.
 std::string snapshot_link_target(const std::string& relpath, const std::string& etag);
+// The target of a link in `area`: snapshot_link_target, with one more "../"
+// in the partial area, which lies one folder deeper (.kernhub/partial/).
+std::string link_target(LinkArea area, const std::string& relpath, const std::string& etag);
 
 // Rejects relative paths that are absolute, empty, contain "." / ".." parts
 // or NUL: Error(verification) naming the path. Hub-provided paths pass

@@ -78,10 +78,11 @@ std::optional<std::vector<RecordedFile>> RepoCache::read_variant_files(const std
     return std::move(record->files);
 }
 
-std::optional<VariantRecord> RepoCache::read_variant(const std::string& commit, const std::string& variant) const {
+std::optional<VariantRecord> RepoCache::read_variant(const std::string& commit, const std::string& variant,
+                                                     LinkArea area) const {
     std::optional<std::string> text;
     try {
-        text = read_variant_record(commit, variant);
+        text = read_variant_record(commit, variant, area);
     } catch (const Error& e) {
         if (e.code() == ErrorCode::internal) throw;
         return std::nullopt;  // a bad variant name, a link or an oversized file: not kernhub's record
@@ -101,7 +102,7 @@ std::optional<VariantRecord> RepoCache::read_variant(const std::string& commit, 
 
 void RepoCache::write_variant_files(const std::string& commit, const std::string& variant,
                                     const std::vector<RecordedFile>& files,
-                                    const std::optional<RecordedSignature>& signature) const {
+                                    const std::optional<RecordedSignature>& signature, LinkArea area) const {
     json record = {{"format", 1}, {"variant", variant}, {"commit", commit}, {"files", json::array()}};
     for (const auto& file : files) {
         json item = {{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}};
@@ -114,7 +115,7 @@ void RepoCache::write_variant_files(const std::string& commit, const std::string
                                {"log_index", signature->log_index},        {"root_sha256", signature->root_sha256},
                                {"policy_sha256", signature->policy_digest}};
     }
-    write_variant_record(commit, variant, record.dump(2));
+    write_variant_record(commit, variant, record.dump(2), area);
 }
 
 }  // namespace kernhub::cache

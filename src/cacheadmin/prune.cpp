@@ -134,7 +134,7 @@ public:
         // there is now, so that one a fetch made since the scan counts too.
         // By the target's file name, whatever its form: a link another tool
         // wrote differently keeps its blob too.
-        const std::set<std::string> linked = linked_blob_names(m_repo.folder / "snapshots", gone);
+        const std::set<std::string> linked = linked_names(gone);
         std::vector<const Entry*> unlinked;
         for (const Entry& blob : m_repo.blobs) {
             if (blob.type != EntryType::file && blob.type != EntryType::symlink) continue;  // verify reports those
@@ -166,6 +166,19 @@ public:
 
 private:
     bool fresh(Clock::time_point modified) const { return modified > m_request.now - k_prune_grace; }
+
+    // The blobs a link names, in the snapshots (but those in `gone`) and in
+    // the partial area a load links into (.kernhub/partial/<commit>/, the
+    // same walk one folder deeper; docs/cache-format.md, "Partial
+    // variants"): a blob only a load holds is in use too.
+    std::set<std::string> linked_names(const std::set<std::string>& gone) const {
+        std::set<std::string> linked = linked_blob_names(m_repo.folder / "snapshots", gone);
+        if (is_real_directory(m_repo.folder / ".kernhub")) {
+            const std::set<std::string> partial = linked_blob_names(m_repo.folder / ".kernhub" / "partial");
+            linked.insert(partial.begin(), partial.end());
+        }
+        return linked;
+    }
 
     void kept(const fs::path& path, const std::string& reason) {
         m_report.kept.push_back(PruneKept{printable(path.string()), reason});
@@ -280,7 +293,7 @@ private:
             held.push_back(blob);
         }
         if (held.empty()) return;
-        const std::set<std::string> linked = linked_blob_names(m_repo.folder / "snapshots", gone);
+        const std::set<std::string> linked = linked_names(gone);
         for (const Entry* blob : held) {
             if (linked.count(blob->name) != 0) continue;
             const fs::path path = m_repo.folder / "blobs" / blob->name;

@@ -75,7 +75,8 @@ void PendingSyncs::flush() {
 }
 
 std::string Fetcher::ensure_file(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                                 bool trusted, std::uint64_t& bytes_downloaded, PendingSyncs& syncs) {
+                                 bool trusted, std::uint64_t& bytes_downloaded, PendingSyncs& syncs,
+                                 cache::LinkArea area) {
     const hub::TreeEntry& entry = *expect.entry;
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const std::string& etag = entry.etag();
@@ -124,8 +125,8 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
         if (request.offline) throw Error(ErrorCode::offline, not_cached(request, expect.label, m_root.string()));
         sha256 = download_blob(request, commit, expect, locking, bytes_downloaded);
     }
-    cache.link_snapshot(commit, entry.path, etag, false);
-    syncs.add(cache.snapshot_path(commit, entry.path).parent_path());
+    cache.link_snapshot(commit, entry.path, etag, false, area);
+    syncs.add(cache.link_path(area, commit, entry.path).parent_path());
     crash_point("linked");
     return sha256;
 }
@@ -230,12 +231,13 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
 
 FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::string& commit,
                                        const std::string& variant, const std::vector<const hub::TreeEntry*>& entries,
-                                       const std::set<std::string>& trusted) {
+                                       const std::set<std::string>& trusted, cache::LinkArea area) {
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     FetchOutcome outcome;
     outcome.commit = commit;
     outcome.variant = variant;
-    outcome.variant_dir = cache.snapshot_dir(commit) / "build" / variant;
+    outcome.variant_dir = cache.link_dir(area, commit) / "build" / variant;
+    outcome.partial = area == cache::LinkArea::partial;
     const std::uint64_t downloads_before = m_files_downloaded;
     const std::string prefix = "build/" + variant + "/";
     cache.unlink_linked_folders();
@@ -249,15 +251,15 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
     if (request.signature) {
         for (const hub::TreeEntry* entry : entries) {
             std::error_code ec;
-            if (fs::is_symlink(fs::symlink_status(cache.snapshot_path(commit, entry->path), ec))) {
+            if (fs::is_symlink(fs::symlink_status(cache.link_path(area, commit, entry->path), ec))) {
                 linked_before.push_back(entry->path);
             }
         }
-        SignedMetadata verified = verify_signature(request, commit, variant, entries);
+        SignedMetadata verified = verify_signature(request, commit, variant, entries, area);
         outcome.signature = std::move(verified.signature);
         metadata = parse_metadata_digest(verified.metadata, variant);
         if (!metadata) {
-            unlink_new(cache, commit, entries, linked_before);
+            unlink_new(cache, commit, entries, linked_before, area);
             throw Error(ErrorCode::verification,
                         "the signed metadata.json of " + request.repo.repo_id + " variant " + variant +
                             " has no \"digest\", so its signature covers no other file of the variant; refusing it "
@@ -267,12 +269,12 @@ FetchOutcome Fetcher::download_variant(const FetchRequest& request, const std::s
         trusted_paths.insert(prefix + "metadata.json.sigstore");
     }
     try {
-        download_files(request, commit, variant, entries, trusted_paths, metadata, outcome);
+        download_files(request, commit, variant, entries, trusted_paths, metadata, outcome, area);
     } catch (const Error&) {
         // With a policy, a refused variant leaves nothing of itself visible:
         // the links this fetch made go again (their blobs verified, and are
         // left for cache prune).
-        if (request.signature) unlink_new(cache, commit, entries, linked_before);
+        if (request.signature) unlink_new(cache, commit, entries, linked_before, area);
         throw;
     }
     outcome.files_downloaded = m_files_downloaded - downloads_before;
@@ -285,6 +287,7 @@ struct FileJob {
     std::string relpath;
     Expectation expect;
     bool trusted = false;
+    cache::LinkArea area = cache::LinkArea::snapshot;  // where the file is linked
     std::string sha256;
     std::uint64_t bytes_downloaded = 0;
 };
@@ -295,7 +298,8 @@ namespace {
 // metadata.json, which comes first, has been read.
 std::vector<FileJob> file_jobs(const FetchRequest& request, const std::string& commit, const std::string& variant,
                                const std::vector<const hub::TreeEntry*>& entries,
-                               const std::set<std::string>& trusted_paths, std::atomic<bool>* stop) {
+                               const std::set<std::string>& trusted_paths, std::atomic<bool>* stop,
+                               cache::LinkArea area) {
     const std::string prefix = "build/" + variant + "/";
     const std::string label_base = request.repo.repo_id + "@" + commit.substr(0, 12) + ":";
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
@@ -310,6 +314,7 @@ std::vector<FileJob> file_jobs(const FetchRequest& request, const std::string& c
         job.expect.stop = stop;
         job.expect.repo = request.repo.repo_id;
         job.trusted = trusted_paths.count(entries[i]->path) != 0;
+        job.area = area;
         if (pins != nullptr && pins->files) {
             auto pin = pins->files->find(job.relpath);
             if (pin != pins->files->end()) job.expect.pinned_sha256 = pin->second.sha256;
@@ -352,9 +357,9 @@ void check_covered(const FileJob& job, const std::optional<MetadataDigest>& meta
 // FetchRequest::check_metadata over the placed metadata.json, when the
 // variant has one.
 void run_metadata_check(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
-                        const std::string& variant) {
+                        const std::string& variant, cache::LinkArea area) {
     if (!request.check_metadata) return;
-    const fs::path placed = cache.snapshot_path(commit, "build/" + variant + "/metadata.json");
+    const fs::path placed = cache.link_path(area, commit, "build/" + variant + "/metadata.json");
     std::string text;
     std::error_code ec;
     // Over the cap, the first bytes past it are enough for the check to
@@ -396,18 +401,18 @@ void Fetcher::make_present(const FetchRequest& request, const std::string& commi
         check_pin(job.expect, job.sha256);
         return;
     }
-    job.sha256 = ensure_file(request, commit, job.expect, job.trusted, job.bytes_downloaded, syncs);
+    job.sha256 = ensure_file(request, commit, job.expect, job.trusted, job.bytes_downloaded, syncs, job.area);
 }
 
 void Fetcher::download_files(const FetchRequest& request, const std::string& commit, const std::string& variant,
                              const std::vector<const hub::TreeEntry*>& entries,
                              const std::set<std::string>& trusted_paths, std::optional<MetadataDigest> metadata,
-                             FetchOutcome& outcome) {
+                             FetchOutcome& outcome, cache::LinkArea area) {
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     PendingSyncs syncs;
     emit_plan(request, cache, variant, entries);
     std::atomic<bool> stop{false};  // set by run_parallel when a file fails
-    std::vector<FileJob> jobs = file_jobs(request, commit, variant, entries, trusted_paths, &stop);
+    std::vector<FileJob> jobs = file_jobs(request, commit, variant, entries, trusted_paths, &stop, area);
     const bool metadata_first = !jobs.empty() && jobs[0].relpath == "metadata.json" && !metadata;
     if (metadata_first) check_metadata_size(request, variant, *jobs[0].entry);
     // Without a signature policy the other files stream beside metadata.json
@@ -426,7 +431,7 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
                                                  variant + " just placed in the cache: " + std::strerror(status.error));
         }
         metadata = parse_metadata_digest(text, variant);
-        run_metadata_check(request, cache, commit, variant);
+        run_metadata_check(request, cache, commit, variant, area);
     };
     std::size_t first_parallel = 0;
     if (metadata_first && !alongside) {
@@ -434,7 +439,7 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
         read_metadata();
         first_parallel = 1;
     } else if (!metadata_first) {
-        run_metadata_check(request, cache, commit, variant);  // placed with its signature, or none
+        run_metadata_check(request, cache, commit, variant, area);  // placed with its signature, or none
     }
     std::vector<FileJob> rest(std::make_move_iterator(jobs.begin() + static_cast<std::ptrdiff_t>(first_parallel)),
                               std::make_move_iterator(jobs.end()));
@@ -460,7 +465,8 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
         outcome.files.push_back(FetchedFile{job.relpath, job.entry->size, job.sha256, {}});
     }
     outcome.metadata_digest_checked = metadata.has_value();
-    if (metadata) check_metadata_listed(request, commit, variant, entries, *metadata);
+    // Against the whole variant the digest describes, also for a load's part.
+    if (metadata) check_metadata_listed(request, commit, variant, listed_entries(variant), *metadata);
 }
 
 // download_files without a signature policy: rest[0] is metadata.json,
@@ -528,12 +534,12 @@ void Fetcher::check_metadata_listed(const FetchRequest& request, const std::stri
 
 void Fetcher::unlink_new(const cache::RepoCache& cache, const std::string& commit,
                          const std::vector<const hub::TreeEntry*>& entries,
-                         const std::vector<std::string>& linked_before) {
+                         const std::vector<std::string>& linked_before, cache::LinkArea area) {
     const std::unordered_set<std::string> before(linked_before.begin(), linked_before.end());
     for (const hub::TreeEntry* entry : entries) {
         if (before.count(entry->path) != 0) continue;
         std::error_code ec;
-        const fs::path link = cache.snapshot_path(commit, entry->path);
+        const fs::path link = cache.link_path(area, commit, entry->path);
         if (fs::is_symlink(fs::symlink_status(link, ec))) fs::remove(link, ec);  // the link, never its target
     }
 }

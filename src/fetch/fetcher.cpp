@@ -120,6 +120,55 @@ std::optional<FetchOutcome> outcome_from_record(const cache::RepoCache& cache, c
     return outcome;
 }
 
+// The part of the variant a load needs, as the partial record describes
+// it, when every needed file is recorded with its listed size (and an LFS
+// file with its listed SHA-256) and still linked in the partial area to
+// its blob (docs/cache-format.md, "Partial variants"); else nullopt.
+std::optional<FetchOutcome> part_from_record(const cache::RepoCache& cache, const std::string& commit,
+                                             const std::string& variant, const std::vector<FetchedFile>& recorded,
+                                             const std::vector<const hub::TreeEntry*>& part) {
+    const std::string prefix = variant_prefix(variant);
+    std::unordered_map<std::string, const FetchedFile*> by_path;
+    for (const FetchedFile& file : recorded) {
+        if (file.archive.empty()) by_path.emplace(prefix + file.path, &file);
+    }
+    FetchOutcome outcome;
+    for (const hub::TreeEntry* entry : part) {
+        const auto it = by_path.find(entry->path);
+        const bool found = it != by_path.end() && it->second->size == entry->size &&
+                           (!entry->is_lfs() || it->second->sha256 == entry->lfs_sha256);
+        if (!found ||
+            !cache.snapshot_links_blob(commit, entry->path, entry->etag(), entry->size, cache::LinkArea::partial)) {
+            return std::nullopt;
+        }
+        outcome.files.push_back(*it->second);
+    }
+    outcome.commit = commit;
+    outcome.variant = variant;
+    outcome.variant_dir = cache.partial_dir(commit) / "build" / variant;
+    outcome.partial = true;
+    return outcome;
+}
+
+// The recorded files of `recorded` that the listing still agrees on
+// (the size, and an LFS file's SHA-256), by repo path.
+std::map<std::string, const FetchedFile*> agreeing_files(const std::string& variant,
+                                                         const std::vector<FetchedFile>& recorded,
+                                                         const std::vector<const hub::TreeEntry*>& entries) {
+    std::unordered_map<std::string, const hub::TreeEntry*> listed;
+    for (const hub::TreeEntry* e : entries) listed.emplace(e->path, e);
+    std::map<std::string, const FetchedFile*> out;
+    for (const FetchedFile& file : recorded) {
+        if (!file.archive.empty()) continue;
+        const std::string path = variant_prefix(variant) + file.path;
+        const auto it = listed.find(path);
+        const bool agrees = it != listed.end() && it->second->size == file.size &&
+                            (!it->second->is_lfs() || it->second->lfs_sha256 == file.sha256);
+        if (agrees) out.emplace(path, &file);
+    }
+    return out;
+}
+
 // A recorded signature vouches for the variant under `check` when it was
 // verified against the same trusted root and policy.
 bool signature_satisfies(const std::optional<cache::RecordedSignature>& recorded, const SignatureCheck& check) {
@@ -405,6 +454,13 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     // cached blobs are hashed again, as `prewarm --offline` promises.
     if (pins == nullptr && !request.reverify) {
         if (auto warm = warm_outcome(request, cache, commit, variant, entries, trusted)) return *warm;
+        // A load's part stays out of the snapshot, where the kernels library
+        // would take it for a damaged variant (cache-format.md, "Partial variants").
+        if (std::optional<std::set<std::string>> needed = part_to_fetch(request, variant, entries)) {
+            return fetch_part(request, cache, commit, variant, entries, *needed, trusted);
+        }
+        // What a load verified earlier counts as the complete record does.
+        trust_partial_record(cache, commit, variant, entries, trusted);
     }
     // A receipt of the kernels library goes before the first change and
     // again after the last one, so none covers files changing or a variant
@@ -432,6 +488,7 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
         write_side_data("variant " + variant + " of " + repo_at(request.repo, commit),
                         [&] { cache.write_variant_files(commit, variant, outcome.files, outcome.signature); });
         crash_point("recorded");
+        clear_partial(request, cache, commit, variant);
     }
     update_ref(cache, request, commit);
     return outcome;
@@ -489,9 +546,9 @@ std::optional<FetchOutcome> Fetcher::warm_outcome(const FetchRequest& request, c
 FetchOutcome Fetcher::download_and_unpack(const FetchRequest& request, const cache::RepoCache& cache,
                                           const std::string& commit, const std::string& variant,
                                           const std::vector<const hub::TreeEntry*>& entries,
-                                          const std::set<std::string>& trusted) {
+                                          const std::set<std::string>& trusted, cache::LinkArea area) {
     try {
-        FetchOutcome outcome = download_variant(request, commit, variant, entries, trusted);
+        FetchOutcome outcome = download_variant(request, commit, variant, entries, trusted, area);
         unpack_archives(request, entries, outcome);
         return outcome;
     } catch (const Error& e) {
@@ -511,6 +568,116 @@ FetchOutcome Fetcher::download_and_unpack(const FetchRequest& request, const cac
         }
         throw;
     }
+}
+
+// Only after the complete record: a crash between the two leaves a whole
+// variant and a stale partial area, never a part alone.
+void Fetcher::clear_partial(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
+                            const std::string& variant) {
+    write_side_data(
+        "that the part of variant " + variant + " of " + repo_at(request.repo, commit) + " held for loads is done",
+        [&] { cache.remove_partial_variant(commit, variant); },
+        "its links under .kernhub/partial/ stay until a later fetch removes them");
+}
+
+std::vector<const hub::TreeEntry*> Fetcher::listed_entries(const std::string& variant) const {
+    return variant_entries(*m_last_listing, variant);
+}
+
+std::optional<std::set<std::string>> Fetcher::part_to_fetch(const FetchRequest& request, const std::string& variant,
+                                                            const std::vector<const hub::TreeEntry*>& entries) const {
+    // Links alone do not say what else the variant holds; a lock only
+    // describes LFS files.
+    if (!request.files_to_read || request.skip_lfs_downloads || m_listing_source == ListingSource::snapshot) {
+        return std::nullopt;
+    }
+    const std::string prefix = variant_prefix(variant);
+    std::vector<std::string> files;
+    for (const hub::TreeEntry* entry : entries) {
+        files.push_back(entry->path.substr(prefix.size()));
+        // What a kind loads may come out of an archive, which only
+        // unpacking shows.
+        if (select::is_variant_archive(files.back())) return std::nullopt;
+    }
+    std::optional<std::set<std::string>> asked = request.files_to_read(variant, files);
+    if (!asked) return std::nullopt;
+    // metadata.json checks every other file through its digest, and under a
+    // policy its signature comes first (docs/trust.md, "Signatures").
+    asked->insert(k_metadata);
+    if (request.signature) asked->insert(std::string(k_metadata) + ".sigstore");
+    std::set<std::string> needed;
+    for (const std::string& file : files) {
+        if (asked->count(file) != 0) needed.insert(file);
+    }
+    if (needed.size() == files.size()) return std::nullopt;  // the whole variant: the snapshot takes it
+    return needed;
+}
+
+void Fetcher::trust_partial_record(const cache::RepoCache& cache, const std::string& commit, const std::string& variant,
+                                   const std::vector<const hub::TreeEntry*>& entries, std::set<std::string>& trusted) {
+    std::optional<cache::VariantRecord> held;
+    try {
+        held = cache.read_variant(commit, variant, cache::LinkArea::partial);
+    } catch (const Error&) {
+        return;  // an unreadable record vouches for nothing
+    }
+    if (!held) return;
+    for (const auto& [path, file] : agreeing_files(variant, held->files, entries)) {
+        (void)file;
+        trusted.insert(path);
+    }
+}
+
+FetchOutcome Fetcher::fetch_part(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
+                                 const std::string& variant, const std::vector<const hub::TreeEntry*>& entries,
+                                 const std::set<std::string>& needed, std::set<std::string> trusted) {
+    const std::string prefix = variant_prefix(variant);
+    std::vector<const hub::TreeEntry*> part;
+    for (const hub::TreeEntry* entry : entries) {
+        if (needed.count(entry->path.substr(prefix.size())) != 0) part.push_back(entry);
+    }
+    std::optional<cache::VariantRecord> held;
+    try {
+        held = cache.read_variant(commit, variant, cache::LinkArea::partial);
+    } catch (const Error&) {
+        held.reset();  // unreadable: every needed file is verified again
+    }
+    std::map<std::string, const FetchedFile*> agreeing;
+    if (held) {
+        const bool signature_recorded = !request.signature || signature_satisfies(held->signature, *request.signature);
+        if (signature_recorded) {
+            if (auto warm = part_from_record(cache, commit, variant, held->files, part)) {
+                warm->signature = request.signature ? held->signature : std::nullopt;
+                update_ref(cache, request, commit);
+                return *warm;
+            }
+        }
+        agreeing = agreeing_files(variant, held->files, entries);
+        for (const auto& [path, file] : agreeing) {
+            (void)file;
+            trusted.insert(path);
+        }
+    }
+    FetchOutcome outcome =
+        download_and_unpack(request, cache, commit, variant, part, trusted, cache::LinkArea::partial);
+    // The record lists everything the area holds: these files, and those
+    // an earlier load left that are still linked and agree with the listing.
+    std::vector<FetchedFile> files = outcome.files;
+    std::unordered_map<std::string, const hub::TreeEntry*> listed;
+    for (const hub::TreeEntry* e : entries) listed.emplace(e->path, e);
+    for (const auto& [path, file] : agreeing) {
+        if (needed.count(file->path) != 0) continue;
+        const hub::TreeEntry* entry = listed.at(path);
+        if (cache.snapshot_links_blob(commit, path, entry->etag(), entry->size, cache::LinkArea::partial)) {
+            files.push_back(*file);
+        }
+    }
+    write_side_data("the part of variant " + variant + " of " + repo_at(request.repo, commit) + " a load fetched", [&] {
+        cache.write_variant_files(commit, variant, files, outcome.signature, cache::LinkArea::partial);
+    });
+    crash_point("recorded");
+    update_ref(cache, request, commit);
+    return outcome;
 }
 
 cache::RecordedSignature Fetcher::signature_of(const FetchRequest& request, const VariantChoice& choice) {

@@ -127,6 +127,17 @@ struct FetchRequest {
     // before it returns, so no file is requested before it passed; its
     // failure is the fetch's, even when the listing failed too.
     std::shared_ptr<Gate> gate;
+    // A load's choice of files (docs/cache-format.md, "Partial variants"):
+    // called once the variant is chosen with its listed files (relative to
+    // the variant folder), it answers the ones the load reads, or nullopt
+    // for the whole variant. When that is less than the whole variant and
+    // the complete record does not vouch for it, only those files are
+    // fetched and linked under .kernhub/partial/, out of the snapshot's
+    // sight, and FetchOutcome::variant_dir points there. Unset: the whole
+    // variant (fetch, prewarm, mirror, export).
+    std::function<std::optional<std::set<std::string>>(const std::string& variant,
+                                                       const std::vector<std::string>& files)>
+        files_to_read;
 };
 
 // Folders whose fsync a batch of blob commits and snapshot links left to
@@ -164,7 +175,10 @@ struct VariantChoice {
 struct FetchOutcome {
     std::string commit;
     std::string variant;
-    std::filesystem::path variant_dir;  // snapshots/<commit>/build/<variant>
+    // snapshots/<commit>/build/<variant>, or for a load that took part of
+    // the variant .kernhub/partial/<commit>/build/<variant> (`partial`).
+    std::filesystem::path variant_dir;
+    bool partial = false;
     std::vector<FetchedFile> files;
     std::uint64_t bytes_downloaded = 0;
     std::uint64_t files_downloaded = 0;  // of `files`, how many came over the network
@@ -223,8 +237,10 @@ public:
     // before any other file of the variant is downloaded or used; throws
     // Error(verification) naming the step, with nothing of the variant
     // placed.
+    // `area`: where the two files are linked.
     SignedMetadata verify_signature(const FetchRequest& request, const std::string& commit, const std::string& variant,
-                                    const std::vector<const hub::TreeEntry*>& entries);
+                                    const std::vector<const hub::TreeEntry*>& entries,
+                                    cache::LinkArea area = cache::LinkArea::snapshot);
     // The signature of the variant `choice` selected (its commit and the
     // listing choose() worked from): the record's when it vouches for the
     // variant under request.signature, else verify_signature().
@@ -263,10 +279,31 @@ private:
     FetchOutcome download_and_unpack(const FetchRequest& request, const cache::RepoCache& cache,
                                      const std::string& commit, const std::string& variant,
                                      const std::vector<const hub::TreeEntry*>& entries,
-                                     const std::set<std::string>& trusted);
+                                     const std::set<std::string>& trusted,
+                                     cache::LinkArea area = cache::LinkArea::snapshot);
+    // The files of the chosen variant a load reads (request.files_to_read,
+    // with metadata.json and, under a policy, its bundle), or nullopt when
+    // the whole variant is fetched: no such request, a listing rebuilt
+    // from links, an archive among the files, or every file needed.
+    std::optional<std::set<std::string>> part_to_fetch(const FetchRequest& request, const std::string& variant,
+                                                       const std::vector<const hub::TreeEntry*>& entries) const;
     FetchOutcome download_variant(const FetchRequest& request, const std::string& commit, const std::string& variant,
                                   const std::vector<const hub::TreeEntry*>& entries,
-                                  const std::set<std::string>& trusted);
+                                  const std::set<std::string>& trusted,
+                                  cache::LinkArea area = cache::LinkArea::snapshot);
+    // A load's part of the variant (`needed`, relative paths) in the
+    // partial area: from its record when that vouches for every needed
+    // file, else those files made present and linked there, and the record
+    // rewritten. `trusted` as for download_variant.
+    FetchOutcome fetch_part(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
+                            const std::string& variant, const std::vector<const hub::TreeEntry*>& entries,
+                            const std::set<std::string>& needed, std::set<std::string> trusted);
+    // Adds to `trusted` the files the partial record of the variant names
+    // that the listing still agrees on: a full fetch takes them as it takes
+    // the complete record's.
+    static void trust_partial_record(const cache::RepoCache& cache, const std::string& commit,
+                                     const std::string& variant, const std::vector<const hub::TreeEntry*>& entries,
+                                     std::set<std::string>& trusted);
     // Makes blobs/<etag> exist and verified, links it into the snapshot and
     // returns the file's SHA-256 hex. A blob already in the cache is hashed
     // unless `trusted`; one that does not match is downloaded again (online)
@@ -274,8 +311,10 @@ private:
     // from the first look until the link is made.
     // `syncs`: the folders of the blob and the link are added there instead
     // of being synced now.
+    // `area`: where the link is made (docs/cache-format.md, "Partial variants").
     std::string ensure_file(const FetchRequest& request, const std::string& commit, const Expectation& expect,
-                            bool trusted, std::uint64_t& bytes_downloaded, PendingSyncs& syncs);
+                            bool trusted, std::uint64_t& bytes_downloaded, PendingSyncs& syncs,
+                            cache::LinkArea area = cache::LinkArea::snapshot);
     // Downloads blobs/<etag>. `locked`: the caller holds the blob's lock on
     // a filesystem where it excludes, so the largest partial left by an
     // earlier run is continued.
@@ -285,11 +324,19 @@ private:
     // digest when there is one) and linked.
     void download_files(const FetchRequest& request, const std::string& commit, const std::string& variant,
                         const std::vector<const hub::TreeEntry*>& entries, const std::set<std::string>& trusted_paths,
-                        std::optional<MetadataDigest> metadata, FetchOutcome& outcome);
-    // Removes the snapshot links of `entries` that are not in linked_before.
+                        std::optional<MetadataDigest> metadata, FetchOutcome& outcome,
+                        cache::LinkArea area = cache::LinkArea::snapshot);
+    // Once the complete record is written: the partial area of the variant
+    // goes (RepoCache::remove_partial_variant).
+    void clear_partial(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
+                       const std::string& variant);
+    // Every listed file of `variant` in the last listing, metadata.json first.
+    std::vector<const hub::TreeEntry*> listed_entries(const std::string& variant) const;
+    // Removes the links of `entries` in `area` that are not in linked_before.
     static void unlink_new(const cache::RepoCache& cache, const std::string& commit,
                            const std::vector<const hub::TreeEntry*>& entries,
-                           const std::vector<std::string>& linked_before);
+                           const std::vector<std::string>& linked_before,
+                           cache::LinkArea area = cache::LinkArea::snapshot);
     // Unpacks every archive among the variant's files (already verified
     // and linked) next to them: each unpacked file becomes blobs/<sha256>
     // with a snapshot link, and is added to outcome.files. Refuses

@@ -119,14 +119,19 @@ namespace {
 // blob: committed (replacing a damaged copy) and linked.
 void place_signed_file(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
                        bool locking, const hub::TreeEntry& entry, const std::string& bytes,
-                       const std::set<std::string>& damaged, const std::function<void()>& before_change) {
+                       const std::set<std::string>& damaged, const std::function<void()>& before_change,
+                       cache::LinkArea area) {
     std::optional<cache::FileLock> lock;
     if (locking) lock.emplace(cache.lock_blob(entry.etag(), request.cancel));
     // Under the lock nobody else is placing a good copy; without it the
     // damaged one is left to the renames, as ensure_file does.
     // A damaged blob or a link not yet made changes the variant: the kernels
     // library's receipts of it go first.
-    if (damaged.count(entry.etag()) != 0 || !cache.snapshot_links_blob(commit, entry.path, entry.etag(), entry.size)) {
+    // A link made in the partial area changes nothing the kernels library
+    // reads; a damaged blob replaced does, wherever it is linked.
+    if (damaged.count(entry.etag()) != 0 ||
+        (area == cache::LinkArea::snapshot &&
+         !cache.snapshot_links_blob(commit, entry.path, entry.etag(), entry.size))) {
         before_change();
     }
     if (locking && damaged.count(entry.etag()) != 0) cache.remove_blob(entry.etag());
@@ -135,14 +140,14 @@ void place_signed_file(const FetchRequest& request, const cache::RepoCache& cach
         blob.write(bytes.data(), bytes.size());
         blob.commit();
     }
-    cache.link_snapshot(commit, entry.path, entry.etag());
+    cache.link_snapshot(commit, entry.path, entry.etag(), true, area);
 }
 
 }  // namespace
 
 SignedMetadata Fetcher::verify_signature(const FetchRequest& request, const std::string& commit,
-                                         const std::string& variant,
-                                         const std::vector<const hub::TreeEntry*>& entries) {
+                                         const std::string& variant, const std::vector<const hub::TreeEntry*>& entries,
+                                         cache::LinkArea area) {
     const SignatureCheck& check = *request.signature;
     const std::string prefix = "build/" + variant + "/";
     const std::string where = "variant " + variant + " of " + request.repo.repo_id + "@" + commit.substr(0, 12);
@@ -174,8 +179,8 @@ SignedMetadata Fetcher::verify_signature(const FetchRequest& request, const std:
     cache::RepoCache cache(m_root, request.repo.type, request.repo.repo_id);
     const bool locking = request.use_locks && cache::flock_excludes(m_root);
     const auto before_change = [&] { drop_receipts(request, commit, variant); };
-    place_signed_file(request, cache, commit, locking, *signed_entry, metadata, damaged, before_change);
-    place_signed_file(request, cache, commit, locking, *bundle_entry, bundle, damaged, before_change);
+    place_signed_file(request, cache, commit, locking, *signed_entry, metadata, damaged, before_change, area);
+    place_signed_file(request, cache, commit, locking, *bundle_entry, bundle, damaged, before_change, area);
     return SignedMetadata{
         cache::RecordedSignature{verified.identity, verified.issuer, verified.repository, verified.log_time,
                                  verified.log_index, check.root_sha256, policy_digest(check.policy)},

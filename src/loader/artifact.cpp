@@ -40,8 +40,14 @@ VerifiedSource source_of(const LoadRequest& request, const std::string& relative
                     path.string() + " is not among the verified files of variant " + fetched.variant + "; fetch again");
     }
     cache::RepoCache cache(request.cache_root, request.repo_type, fetched.repo_id);
+    // A load that fetched part of the variant has it in the partial area
+    // (docs/cache-format.md, "Partial variants"); the fetch named the folder.
+    const cache::LinkArea area =
+        std::filesystem::path(fetched.path) == cache.partial_dir(fetched.commit) / "build" / fetched.variant
+            ? cache::LinkArea::partial
+            : cache::LinkArea::snapshot;
     return verified_source(cache, fetched.commit, "build/" + fetched.variant + "/" + relative, it->sha256, it->size,
-                           path);
+                           path, area);
 }
 
 }  // namespace

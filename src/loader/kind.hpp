@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -160,6 +161,20 @@ struct Pick {
     std::string artifact;
 };
 Pick pick(const LoadRequest& request);
+
+// The files of a variant that loading it reads (docs/cache-format.md,
+// "Partial variants"), chosen over its whole listing (`files`, relative to
+// the variant folder) exactly as pick() chooses over a fetched variant:
+// the artifact; for a torch op library the _ops.py beside it when listed,
+// else (the zip layout, whose <id>.zip is named by metadata.json, not yet
+// read) every .zip at the variant's top level; metadata.json when listed.
+// A dependency with nothing to open needs only metadata.json. nullopt, for
+// the whole variant, when the choice fails (the load then fails as it did
+// before it read anything), when a kernel has nothing to load, or when the
+// choice over the part would differ from the choice over the whole.
+std::optional<std::set<std::string>> files_to_read(const std::string& repo_id, const std::string& variant,
+                                                   const std::vector<std::string>& files, const std::string& file,
+                                                   bool dependency);
 
 // The first non-empty Kind::runtime_status over the kinds.
 std::string runtime_status(const std::vector<std::string>& variants, const std::string& problem);

@@ -105,6 +105,75 @@ Pick pick(const LoadRequest& request) {
                                           " has no shared object, fatbin or cubin to load");
 }
 
+namespace {
+
+// The kind that pick() takes and its artifact, or a null kind when none
+// loads the variant; throws as a kind's choose() throws.
+Pick first_choice(const LoadRequest& request) {
+    for (const Kind* kind : kinds()) {
+        if (std::optional<std::string> artifact = kind->choose(request)) return Pick{kind, *artifact};
+    }
+    return Pick{};
+}
+
+}  // namespace
+
+std::optional<std::set<std::string>> files_to_read(const std::string& repo_id, const std::string& variant,
+                                                   const std::vector<std::string>& files, const std::string& file,
+                                                   bool dependency) {
+    LoadRequest request;
+    request.fetched.repo_id = repo_id;
+    request.fetched.variant = variant;
+    for (const std::string& path : files) request.fetched.files.push_back(FileInfo{path, 0, {}});
+    request.variant = select::parse_variant(variant);
+    request.file = file;
+    const auto listed = [&](const std::string& path) {
+        return std::find(files.begin(), files.end(), path) != files.end();
+    };
+    if (!file.empty() && !listed(file)) return std::nullopt;  // pick() refuses it, after the whole fetch
+    std::set<std::string> needed;
+    if (listed("metadata.json")) needed.insert("metadata.json");
+    Pick chosen;
+    try {
+        chosen = first_choice(request);
+    } catch (const Error&) {
+        return std::nullopt;  // several loadable files and the like: the message stays the load's
+    }
+    if (chosen.kind == nullptr) {
+        if (dependency) return needed;  // opened for nothing; its metadata names its own dependencies
+        return std::nullopt;
+    }
+    needed.insert(chosen.artifact);
+    const std::filesystem::path folder = std::filesystem::path(chosen.artifact).parent_path();
+    // The dynamic loader may need a shared object beside the artifact
+    // (DT_NEEDED through $ORIGIN): those in its folder come along.
+    for (const std::string& path : files) {
+        const bool beside = std::filesystem::path(path).parent_path() == folder;
+        if (beside && (has_suffix(path, ".so") || path.find(".so.") != std::string::npos)) needed.insert(path);
+    }
+    if (chosen.kind == &torch_op_kind()) {
+        const std::string ops_py = (folder / "_ops.py").string();
+        if (listed(ops_py)) {
+            needed.insert(ops_py);
+        } else {
+            for (const std::string& path : files) {
+                if (path.find('/') == std::string::npos && has_suffix(path, ".zip")) needed.insert(path);
+            }
+        }
+    }
+    // The part must lead every kind to the same choice as the whole did.
+    LoadRequest part = request;
+    part.fetched.files.clear();
+    for (const std::string& path : needed) part.fetched.files.push_back(FileInfo{path, 0, {}});
+    try {
+        const Pick again = first_choice(part);
+        if (again.kind != chosen.kind || again.artifact != chosen.artifact) return std::nullopt;
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    return needed;
+}
+
 std::string runtime_status(const std::vector<std::string>& variants, const std::string& problem) {
     for (const Kind* kind : kinds()) {
         if (std::string status = kind->runtime_status(variants, problem); !status.empty()) return status;

@@ -19,12 +19,13 @@ Error changed(const VerifiedSource& source, const std::string& what) {
 }  // namespace
 
 VerifiedSource verified_source(const cache::RepoCache& cache, const std::string& commit, const std::string& relpath,
-                               const std::string& sha256, std::uint64_t size, const std::filesystem::path& label) {
+                               const std::string& sha256, std::uint64_t size, const std::filesystem::path& label,
+                               cache::LinkArea area) {
     VerifiedSource source;
     source.label = label;
     source.sha256 = sha256;
     source.size = size;
-    std::optional<std::string> etag = cache.linked_blob(commit, relpath);
+    std::optional<std::string> etag = cache.linked_blob(commit, relpath, area);
     if (!etag) {
         throw Error(ErrorCode::verification,
                     label.string() +

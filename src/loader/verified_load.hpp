@@ -20,11 +20,12 @@ struct VerifiedSource {
     std::filesystem::path label;  // the snapshot path, for messages
 };
 
-// The snapshot link of `relpath` must be exactly the one kernhub writes,
+// The link of `relpath` in `area` must be exactly the one kernhub writes,
 // through real folders, to a blob named by a hash. Error(verification)
 // naming the link otherwise.
 VerifiedSource verified_source(const cache::RepoCache& cache, const std::string& commit, const std::string& relpath,
-                               const std::string& sha256, std::uint64_t size, const std::filesystem::path& label);
+                               const std::string& sha256, std::uint64_t size, const std::filesystem::path& label,
+                               cache::LinkArea area = cache::LinkArea::snapshot);
 
 // Opens the blob once, hands its bytes in order to `sink` while hashing
 // them, and returns their SHA-256 once they match both the blob's name and

@@ -134,8 +134,13 @@ TEST_CASE("a tvm-ffi variant is fetched, loaded and called with correct results"
     CHECK(loaded.kind == kernhub::LoadKind::tvm_ffi);
     CHECK(loaded.symbol == "__tvm_ffi_add_one");
     CHECK(fs::path(loaded.file).filename() == tvm_ffi_fixture_so().filename());
-    // Every file of the variant was verified against metadata.json's digest.
-    CHECK(loaded.fetch.files.size() == 4);
+    // A load takes what it reads, the library and metadata.json, each
+    // verified against metadata.json's digest; the variant's Python stays
+    // on the hub, and the part lies outside the snapshot.
+    REQUIRE(loaded.fetch.files.size() == 2);
+    CHECK(loaded.fetch.files[0].path == "metadata.json");
+    CHECK(loaded.fetch.files[1].path == tvm_ffi_fixture_so().filename().string());
+    CHECK(loaded.fetch.path.find("/.kernhub/partial/") != std::string::npos);
 
     const kernhub::TvmFfiRuntimeInfo runtime = kernhub::tvm_ffi_runtime();
     CHECK(runtime.version.rfind("0.1.", 0) == 0);
@@ -269,8 +274,9 @@ TEST_CASE("a missing tvm-ffi function is not_found naming the ones that exist", 
     const kernhub::LoadResult zipped = client.load("tvm-zipped");
     CHECK(zipped.kind == kernhub::LoadKind::tvm_ffi);
     CHECK(fs::path(zipped.file).filename() == tvm_ffi_fixture_so().filename());
-    CHECK(std::any_of(zipped.fetch.files.begin(), zipped.fetch.files.end(),
-                      [](const kernhub::FileInfo& f) { return f.path == "_tvm_zipped_5e2a.zip"; }));
+    // The tvm-ffi kind reads nothing inside the zip, so a load leaves it on the hub.
+    CHECK(std::none_of(zipped.fetch.files.begin(), zipped.fetch.files.end(),
+                       [](const kernhub::FileInfo& f) { return f.path == "_tvm_zipped_5e2a.zip"; }));
     CHECK(kernhub::TvmFunction::from(client.loaded("tvm-zipped"))(40, 2).as_int() == 42);
     // TvmFunction only takes what a tvm-ffi load stored.
     CHECK(error_of([&] { kernhub::TvmFunction::from(client.loaded("never-loaded")); }).code() == ErrorCode::not_found);
