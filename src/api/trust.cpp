@@ -24,6 +24,11 @@ std::int64_t unix_now() {
         .count();
 }
 
+// Whether a trusted answer given at `checked_at` still stands at `now`.
+bool answer_fresh(std::int64_t checked_at, std::int64_t now) {
+    return checked_at <= now && now - checked_at < cache::k_publisher_ttl_seconds;
+}
+
 // Whether requests to `endpoint` go over the network: everything but a
 // file:// tree does (hub::make_transport decides the same way).
 bool over_network(const std::string& endpoint) {
@@ -149,7 +154,7 @@ bool ClientImpl::publisher_question_needed(const registry::KernelSpec& spec) {
     const std::int64_t now = unix_now();
     std::lock_guard<std::mutex> lock(publisher_mutex);
     const auto it = trusted_orgs.find(org);
-    return it == trusted_orgs.end() || it->second > now || now - it->second >= cache::k_publisher_ttl_seconds;
+    return it == trusted_orgs.end() || !answer_fresh(it->second, now);
 }
 
 void ClientImpl::check_publisher(const registry::KernelSpec& spec) {
@@ -164,9 +169,7 @@ void ClientImpl::check_publisher(const registry::KernelSpec& spec) {
         return;
     }
     const std::int64_t now = unix_now();
-    const auto fresh = [now](std::int64_t checked_at) {
-        return checked_at <= now && now - checked_at < cache::k_publisher_ttl_seconds;
-    };
+    const auto fresh = [now](std::int64_t checked_at) { return answer_fresh(checked_at, now); };
     {
         std::lock_guard<std::mutex> lock(publisher_mutex);
         if (auto it = trusted_orgs.find(org); it != trusted_orgs.end() && fresh(it->second)) return;

@@ -431,7 +431,7 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
                                                  variant + " just placed in the cache: " + std::strerror(status.error));
         }
         metadata = parse_metadata_digest(text, variant);
-        run_metadata_check(request, cache, commit, variant, area);
+        if (request.check_metadata) request.check_metadata(variant, text);  // the bytes just read, not read again
     };
     std::size_t first_parallel = 0;
     if (metadata_first && !alongside) {
