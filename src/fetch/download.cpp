@@ -479,6 +479,11 @@ void Fetcher::fetch_beside_metadata(const FetchRequest& request, const std::stri
                                     std::optional<MetadataDigest>& metadata) {
     PendingDigest pending;
     const std::string metadata_etag = rest[0].entry->etag();
+    // metadata.json is small and already on its way when another file
+    // fails: it finishes and is kept, verified, as it is when it comes
+    // first alone, so that a retry does not fetch it again. A cancel still
+    // stops it.
+    rest[0].expect.stop = nullptr;
     for (std::size_t i = 1; i < rest.size(); ++i) {
         if (excluded_from_digest(rest[i].relpath)) continue;  // its digest is the hub's hash alone
         rest[i].expect.pending = &pending;
