@@ -14,6 +14,7 @@
 #include "api/host_facts.hpp"
 #include "api/settings.hpp"
 #include "cache/cache.hpp"
+#include "common/once.hpp"
 #include "common/one_at_a_time.hpp"
 #include "common/repo.hpp"
 #include "common/text.hpp"
@@ -133,7 +134,7 @@ struct __attribute__((visibility("hidden"))) ClientImpl {
     api::Settings settings;
     registry::Registry registry;
     api::HostDetection host;
-    std::once_flag host_once;
+    Once host_once;
     std::mutex hub_mutex;
     std::unique_ptr<hub::HubClient> hub;
     // Listings and variant records parsed by earlier fetches of this client.
@@ -173,7 +174,7 @@ struct __attribute__((visibility("hidden"))) ClientImpl {
     // the next call to try again.
     const select::HostFacts& host_facts() { return host_detection().facts; }
     const api::HostDetection& host_detection() {
-        std::call_once(host_once, [this] { host = api::detect_host(settings, options); });
+        host_once.call([this] { host = api::detect_host(settings, options); });
         return host;
     }
 

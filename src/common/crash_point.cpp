@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 
+#include "common/once.hpp"
+
 namespace kernhub {
 
 namespace {
@@ -24,8 +26,8 @@ struct CrashPlan {
 
 CrashPlan& plan() {
     static CrashPlan instance;
-    static std::once_flag once;
-    std::call_once(once, [] {
+    static Once once;
+    once.call([] {
         // Read once, before any worker thread of a fetch reaches a point.
         const char* value = std::getenv("KERNHUB_TEST_CRASH_AT");  // NOLINT(concurrency-mt-unsafe)
         if (value == nullptr || *value == '\0') return;

@@ -15,6 +15,7 @@
 
 #include "cache/cache.hpp"
 #include "common/hint.hpp"
+#include "common/once.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::hub {
@@ -41,12 +42,12 @@ private:
     // The session (and with it libcurl's handle) is made on the first
     // request, so a client that finds everything in the cache never makes
     // one. Several threads may send their first request at once:
-    // std::call_once makes exactly one session, and a constructor that
+    // Once makes exactly one session, and a constructor that
     // throws leaves the next request to try again. The session gives each
     // concurrent request a libcurl handle of its own.
     http::Session& session() {
         if (!m_config.token_problem.empty()) throw Error(ErrorCode::usage, m_config.token_problem);
-        std::call_once(m_session_once, [this] {
+        m_session_once.call([this] {
             auto session = std::make_unique<http::Session>(m_config.policy, m_config.token, m_config.endpoint);
             if (m_config.on_retry) session->set_retry_observer(m_config.on_retry);
             m_session = std::move(session);
@@ -56,7 +57,7 @@ private:
     }
 
     TransportConfig m_config;
-    std::once_flag m_session_once;
+    Once m_session_once;
     std::unique_ptr<http::Session> m_session;
     std::atomic<const http::Session*> m_made{nullptr};  // m_session once made, for requests()
 };

@@ -139,6 +139,20 @@ TEST_CASE("not-found errors exit 3 and name what was not found", "[cli]") {
     check_error(box.kh("load", "vector-add", ep, {"--quiet", "--symbol", "kh_absent"}), 3, {"kh_absent"});
 }
 
+// Host detection runs once per Client, and the program links libgcc's
+// unwinder statically: an error thrown inside that once must reach the
+// exit code, not abort() (common/once.hpp).
+TEST_CASE("an error thrown inside host detection exits with its code and does not abort", "[cli]") {
+    KernelHub hub;
+    Sandbox box;
+    const std::string not_torch = box.dir.path().string();
+    ProcessResult r =
+        box.kh("fetch", "vector-add", hub.server().endpoint(), {"--quiet"}, {{"KERNHUB_TORCH_DIR", not_torch}});
+    check_error(r, 2, {"KERNHUB_TORCH_DIR", "neither a torch package folder"});
+    r = box.kh("load", "vector-add", hub.server().endpoint(), {"--quiet"}, {{"KERNHUB_TORCH_DIR", not_torch}});
+    check_error(r, 2, {"KERNHUB_TORCH_DIR"});
+}
+
 TEST_CASE("a digest mismatch exits 4 and leaves nothing unverified in the cache", "[cli]") {
     KernelHub hub;
     Sandbox box;
