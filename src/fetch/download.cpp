@@ -74,6 +74,21 @@ void PendingSyncs::flush() {
     for (const fs::path& dir : dirs) cache::sync_directory(dir);
 }
 
+// The blob lock of a file about to be made present. metadata.json fetched
+// beside the other files waits for a held lock only after the files that
+// wait for it under their own locks have let those go (SettleDeferred):
+// two fetches whose variants share blobs crosswise (one's library has the
+// other's metadata.json bytes) would otherwise each hold what the other's
+// metadata.json needs.
+static cache::FileLock lock_for(const cache::RepoCache& cache, const std::string& etag, const Expectation& expect,
+                                const std::atomic<bool>* cancel) {
+    if (expect.settles != nullptr) {
+        if (std::optional<cache::FileLock> free = cache.try_lock_blob(etag)) return std::move(*free);
+        expect.settles->release_holders();
+    }
+    return cache.lock_blob(etag, cancel);
+}
+
 std::string Fetcher::ensure_file(const FetchRequest& request, const std::string& commit, const Expectation& expect,
                                  bool trusted, std::uint64_t& bytes_downloaded, PendingSyncs& syncs,
                                  cache::LinkArea area) {
@@ -96,7 +111,7 @@ std::string Fetcher::ensure_file(const FetchRequest& request, const std::string&
     // the content is the same.
     const bool locking = request.use_locks && cache::flock_excludes(m_root);
     std::optional<cache::FileLock> lock;
-    if (locking) lock.emplace(cache.lock_blob(etag, request.cancel));
+    if (locking) lock.emplace(lock_for(cache, etag, expect, request.cancel));
     std::string sha256;
     if (cache.has_blob(etag)) {
         try {
@@ -140,7 +155,7 @@ std::optional<std::string> verified_cached_copy(const cache::RepoCache& cache, c
                                                 const Expectation& expect) {
     if (!cache.has_blob(etag)) return std::nullopt;
     try {
-        return verify_cached_blob(cache.blob_path(etag), settled(expect), false);
+        return verify_cached_blob(cache.blob_path(etag), settled_without_lock(expect), false);
     } catch (const DeclaredDigestMismatch&) {
         throw;
     } catch (const Error& e) {
@@ -216,7 +231,15 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
             }
             throw;
         }
-        if (expect.pending != nullptr) settle_streamed(expect, blob, sha256);
+        if (expect.pending != nullptr) {
+            try {
+                settle_streamed(expect, blob, sha256);
+            } catch (const SettleDeferred&) {
+                // The partial stays whole for the retry, which resumes at its end.
+                bytes_downloaded += target.size() - target.resumed_bytes();
+                throw;
+            }
+        }
         crash_point("verified");
         // The data is synced here, on this file's worker; the blobs/ entry
         // is synced once for the variant (PendingSyncs).
@@ -489,10 +512,17 @@ void Fetcher::fetch_beside_metadata(const FetchRequest& request, const std::stri
         rest[i].expect.pending = &pending;
         rest[i].expect.relpath = rest[i].relpath;
     }
+    rest[0].expect.settles = &pending;
     auto job = [&](std::size_t i) {
         if (i > 0) {
-            if (rest[i].entry->etag() == metadata_etag) rest[i].expect = settled(rest[i].expect);
-            make_present(request, commit, rest[i], syncs);
+            if (rest[i].entry->etag() == metadata_etag) rest[i].expect = settled_without_lock(rest[i].expect);
+            try {
+                make_present(request, commit, rest[i], syncs);
+            } catch (const SettleDeferred&) {
+                // Its blob lock is let go: metadata.json first, then again.
+                rest[i].expect = settled_without_lock(rest[i].expect);
+                make_present(request, commit, rest[i], syncs);
+            }
             return;
         }
         try {

@@ -128,12 +128,21 @@ std::exception_ptr PendingDigest::error() const {
     return m_error;
 }
 
-const std::optional<MetadataDigest>& PendingDigest::wait(const Expectation& expect) const {
+void PendingDigest::release_holders() const {
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_release_holders = true;
+    }
+    m_changed.notify_all();
+}
+
+const std::optional<MetadataDigest>& PendingDigest::wait(const Expectation& expect, bool holds_lock) const {
     // How often a wait looks at the cancel and stop flags, which are set
     // without notifying this object.
     constexpr std::chrono::milliseconds k_poll{50};
     std::unique_lock<std::mutex> lock(m_mutex);
     while (!m_done) {
+        if (holds_lock && m_release_holders) throw SettleDeferred();
         const bool stopped =
             (expect.cancel != nullptr && expect.cancel->load()) || (expect.stop != nullptr && expect.stop->load());
         if (stopped) break;
@@ -148,11 +157,13 @@ const std::optional<MetadataDigest>& PendingDigest::wait(const Expectation& expe
     return m_digest;
 }
 
-Expectation settled(const Expectation& expect) {
+namespace {
+
+Expectation settled_as(const Expectation& expect, bool holds_lock) {
     if (expect.pending == nullptr) return expect;
     Expectation out = expect;
     out.pending = nullptr;
-    const std::optional<MetadataDigest>& digest = expect.pending->wait(expect);
+    const std::optional<MetadataDigest>& digest = expect.pending->wait(expect, holds_lock);
     if (!digest) return out;
     // download_files checked that the digest covers every file of the
     // variant before it settled it; a file it does not name is refused all
@@ -166,6 +177,12 @@ Expectation settled(const Expectation& expect) {
     out.metadata_digest = it->second;
     return out;
 }
+
+}  // namespace
+
+Expectation settled(const Expectation& expect) { return settled_as(expect, true); }
+
+Expectation settled_without_lock(const Expectation& expect) { return settled_as(expect, false); }
 
 void check_late_digest(const Expectation& settled, const std::string& sha256_hex,
                        const std::filesystem::path& partial) {

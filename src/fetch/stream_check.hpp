@@ -45,6 +45,19 @@ public:
 
 class PendingDigest;
 
+// Thrown by settled() to a file's job that may hold its blob lock, once
+// metadata.json's job has found its own blob lock held by someone else
+// (PendingDigest::release_holders): the job lets its lock go, keeping its
+// partial, waits for metadata.json with settled_without_lock(), and makes
+// the file present again, resuming from that partial. Not an Error, so
+// that no handler of failures takes it for one.
+class SettleDeferred final : public std::exception {
+public:
+    const char* what() const noexcept override {
+        return "a file waiting for its variant's metadata.json let its blob lock go";
+    }
+};
+
 // What a downloaded or cached file must match.
 struct Expectation {
     const hub::TreeEntry* entry = nullptr;
@@ -66,6 +79,12 @@ struct Expectation {
     // the file's path relative to the variant directory.
     const PendingDigest* pending = nullptr;
     std::string relpath;
+    // For metadata.json fetched beside the other files: the PendingDigest
+    // its job settles. Finding its blob lock held, the job releases the
+    // files that wait holding theirs before it waits for the lock: the
+    // holder may be another fetch whose own files wait under locks this
+    // fetch's files hold.
+    const PendingDigest* settles = nullptr;
 };
 
 // The metadata digest of a variant whose metadata.json is being fetched
@@ -87,9 +106,14 @@ public:
     // The failure passed to fail(), else null.
     std::exception_ptr error() const;
     bool refused() const;
+    // From now on, a wait() that may hold a blob lock (every wait() before
+    // settle() or fail(), and those waiting now) throws SettleDeferred.
+    void release_holders() const;
     // Waits until settle() or fail(); gives up with Error(interrupted) when
     // metadata.json failed, or when expect.cancel or expect.stop is set.
-    const std::optional<MetadataDigest>& wait(const Expectation& expect) const;
+    // `holds_lock`: the caller may hold its file's blob lock, so it is
+    // deferred after release_holders().
+    const std::optional<MetadataDigest>& wait(const Expectation& expect, bool holds_lock) const;
 
 private:
     mutable std::mutex m_mutex;
@@ -98,13 +122,17 @@ private:
     std::optional<MetadataDigest> m_digest;
     std::exception_ptr m_error;
     bool m_refused = false;
+    mutable bool m_release_holders = false;
 };
 
 // `expect` with its metadata digest filled in from its PendingDigest (after
 // waiting for it) and no longer pending; `expect` itself when nothing is
 // pending. DeclaredDigestMismatch-free: a file the digest does not cover is
 // Error(verification), as when the digest was known from the start.
+// May throw SettleDeferred: for a caller that may hold the file's blob lock.
 Expectation settled(const Expectation& expect);
+// The same for a caller that holds no blob lock: never deferred.
+Expectation settled_without_lock(const Expectation& expect);
 
 // For a file streamed while its metadata digest was pending: checks the
 // settled expectation's digest against the SHA-256 computed while it

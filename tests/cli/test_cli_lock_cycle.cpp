@@ -1,0 +1,164 @@
+// Two fetches whose variants share blobs crosswise: variant A's library has
+// the bytes of variant B's metadata.json and B's library those of A's
+// metadata.json (plain files, so a blob's name, and its lock, is its git
+// oid). Each file downloads beside its metadata.json and waits for it before
+// it commits; metadata.json needs its own blob lock. A library that waited
+// holding its lock could hold what the other fetch's metadata.json needs
+// while that fetch's library holds what this one's needs, and both would
+// wait for ever. A hub can lay a repo out that way on purpose.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include "cli_support.hpp"
+#include "digest/digest.hpp"
+#include "support/build_paths.hpp"
+#include "support/hub_builder.hpp"
+
+using namespace kernhub::test;
+using namespace kernhub::test::cli;
+
+namespace {
+
+const std::string k_repo = "kh-lock/cross";
+
+std::string metadata_text(const std::string& pad) {
+    return nlohmann::json{{"name", "cross"},          {"id", k_repo}, {"version", 1}, {"license", "Apache-2.0"},
+                          {"backend", {{"type", "cpu"}}}, {"pad", pad}}
+        .dump();
+}
+
+// Another CPU variant name than the host's, so that --target picks each.
+std::string other_cpu_variant() {
+    return host_cpu_variant() == "native-cpu-x86_64-linux" ? "native-cpu-aarch64-linux" : "native-cpu-x86_64-linux";
+}
+
+struct CrossHub {
+    TempDir dir;
+    std::string first_metadata = metadata_text("first");
+    std::string second_metadata = metadata_text("second");
+    std::unique_ptr<HubServer> server;
+    std::string first_oid;   // the blob of the first variant's metadata.json
+    std::string second_oid;  // ... and of the second's
+
+    CrossHub() {
+        const fs::path a = dir.path() / "a.json";
+        const fs::path b = dir.path() / "b.json";
+        write_text(a, first_metadata);
+        write_text(b, second_metadata);
+        first_oid = kernhub::digest::git_blob_sha1_file_hex(a);
+        second_oid = kernhub::digest::git_blob_sha1_file_hex(b);
+        const std::string first = "build/" + host_cpu_variant() + "/";
+        const std::string second = "build/" + other_cpu_variant() + "/";
+        nlohmann::json files = {
+            {first + "metadata.json", {{"path", a.string()}, {"lfs", false}}},
+            {first + "libcross.so", {{"path", b.string()}, {"lfs", false}}},
+            {second + "metadata.json", {{"path", b.string()}, {"lfs", false}}},
+            {second + "libcross.so", {{"path", a.string()}, {"lfs", false}}},
+        };
+        nlohmann::json spec = {
+            {"repos",
+             {{{"repo_id", k_repo},
+               {"type", "kernel"},
+               {"commits", {{{"message", "cross"}, {"branches", {"main"}}, {"files", files}}}}}}}};
+        make_hub(spec, dir.path() / "hub");
+        server = std::make_unique<HubServer>(dir.path() / "hub");
+    }
+};
+
+fs::path blob_lock(const Sandbox& box, const std::string& oid) {
+    return box.cache / ".locks" / "kernels--kh-lock--cross" / (oid + ".lock");
+}
+
+// An flock on a blob's lock file, as another kernhub process holds it.
+struct HeldLock {
+    UniqueFd fd;
+    explicit HeldLock(const fs::path& path) : fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+        REQUIRE(fd.get() >= 0);
+        REQUIRE(::flock(fd.get(), LOCK_EX) == 0);
+    }
+};
+
+bool lock_free(const fs::path& path) {
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    if (fd.get() < 0) return false;
+    return ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0;  // released when fd closes
+}
+
+template <class Predicate>
+bool within(std::chrono::seconds limit, Predicate done) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (done()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return done();
+}
+
+pid_t start_fetch(const Sandbox& box, const CrossHub& hub, const std::string& variant, const std::string& name) {
+    UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    UniqueFd out(::open((box.dir.path() / (name + ".out")).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    UniqueFd err(::open((box.dir.path() / (name + ".err")).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    REQUIRE(in.get() > 2);
+    REQUIRE(out.get() > 2);
+    REQUIRE(err.get() > 2);
+    const std::vector<std::string> argv{KERNHUB_CLI_PATH, "fetch",       k_repo,  "--endpoint", hub.server->endpoint(),
+                                        "--cache-dir",    box.cache.string(), "--target", variant,      "--quiet"};
+    return spawn_process(argv, box.env({{"KERNHUB_TRUST_REMOTE_CODE", "1"}}), box.dir.path().string(), in.get(),
+                         out.get(), err.get());
+}
+
+// The exit code, or nullopt when the process had not ended within `limit`
+// (it is then killed).
+std::optional<int> finish(pid_t pid, std::chrono::seconds limit) {
+    int status = 0;
+    const bool ended = within(limit, [&] { return ::waitpid(pid, &status, WNOHANG) == pid; });
+    if (!ended) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        return std::nullopt;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+TEST_CASE("a file waiting for metadata.json lets its blob lock go when metadata.json's lock is taken", "[cli]") {
+    CrossHub hub;
+    Sandbox box;
+    fs::create_directories(blob_lock(box, hub.first_oid).parent_path());
+    std::optional<HeldLock> other(std::in_place, blob_lock(box, hub.first_oid));  // the first metadata.json's
+    const pid_t first = start_fetch(box, hub, host_cpu_variant(), "first");
+    // The library (the second metadata.json's bytes) is fetched while
+    // metadata.json waits for the lock held here; the library must not
+    // keep its own lock while it waits for metadata.json.
+    const std::string library = "build/" + host_cpu_variant() + "/libcross.so";
+    CHECK(within(std::chrono::seconds(20), [&] { return hub.server->count_requests(library) == 1; }));
+    CHECK(within(std::chrono::seconds(20), [&] { return lock_free(blob_lock(box, hub.second_oid)); }));
+
+    // So a second fetch, of the variant laid out the other way round, gets
+    // the second metadata.json's lock and places its blob (from the first
+    // fetch's partial, or downloaded), while its library waits for the
+    // first metadata.json's lock.
+    const pid_t second = start_fetch(box, hub, other_cpu_variant(), "second");
+    const fs::path second_blob = box.cache / "kernels--kh-lock--cross" / "blobs" / hub.second_oid;
+    CHECK(within(std::chrono::seconds(20), [&] { return fs::exists(second_blob); }));
+    other.reset();
+    const std::optional<int> first_code = finish(first, std::chrono::seconds(20));
+    const std::optional<int> second_code = finish(second, std::chrono::seconds(20));
+    INFO(read_text(box.dir.path() / "first.err") << read_text(box.dir.path() / "second.err"));
+    CHECK(first_code == 0);
+    CHECK(second_code == 0);
+
+    // Both variants whole, every blob verified.
+    ProcessResult verify = box.run({"cache", "verify", "--cache-dir", box.cache.string()});
+    INFO(describe(verify));
+    CHECK(verify.exit_code == 0);
+    CHECK_FALSE(tree_has_name(box.cache / "kernels--kh-lock--cross" / "blobs", ".incomplete"));
+}
