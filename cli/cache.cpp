@@ -18,6 +18,38 @@ void add_cache_flags(CLI::App& command, CommonFlags& flags) {
     command.add_flag("-q,--quiet", flags.quiet, "Print nothing but results, errors and --json output");
 }
 
+// A variant held in part (CachedPart), or null.
+ordered_json part_json(const std::optional<CachedPart>& part) {
+    if (!part) return nullptr;
+    return {{"folder", part->folder}, {"files", part->files},       {"listed", part->listed},
+            {"size", part->size},     {"recorded", part->recorded}, {"stale", part->stale}};
+}
+
+// "2 of 3 files (libvector_add.so, metadata.json)": what a part holds, of
+// what the cached listing names (when it is cached), the first names.
+std::string part_files(const CachedPart& part) {
+    std::string text = std::to_string(part.files.size());
+    if (part.listed > 0) text += " of " + std::to_string(part.listed);
+    text += part.listed == 1 || (part.listed == 0 && part.files.size() == 1) ? " file" : " files";
+    const std::size_t shown = std::min<std::size_t>(part.files.size(), 5);
+    for (std::size_t i = 0; i < shown; ++i) text += (i == 0 ? " (" : ", ") + printable(part.files[i]);
+    if (part.files.size() > shown) text += ", and " + std::to_string(part.files.size() - shown) + " more";
+    return text + (shown > 0 ? ")" : "");
+}
+
+// What cache ls and cache verify say of a part, after the variant's name.
+// `verified`: cache verify's, which says that what the part lacks is no damage.
+std::string part_line(const CachedPart& part, bool verified = false) {
+    if (part.stale) {
+        return "a stale part of " + part_files(part) +
+               " under .kernhub/partial/: the snapshot holds the variant whole; kernhub cache prune removes it";
+    }
+    return "held in part: " + part_files(part) + ", " + human_size(part.size) +
+           (part.recorded ? ", verified by kernhub" : "") +
+           (verified ? "; the files it lacks are no damage: kernhub fetch completes it"
+                     : "; kernhub fetch completes it");
+}
+
 ordered_json listing_json(const CacheListing& listing) {
     ordered_json repos = ordered_json::array();
     for (const auto& repo : listing.repos) {
@@ -25,10 +57,15 @@ ordered_json listing_json(const CacheListing& listing) {
         for (const auto& commit : repo.commits) {
             ordered_json variants = ordered_json::array();
             for (const auto& v : commit.variants) {
-                variants.push_back({{"name", v.name}, {"files", v.files}, {"size", v.size}, {"recorded", v.recorded}});
+                variants.push_back({{"name", v.name},
+                                    {"files", v.files},
+                                    {"size", v.size},
+                                    {"recorded", v.recorded},
+                                    {"part", part_json(v.part)}});
             }
             commits.push_back({{"commit", commit.commit},
                                {"refs", commit.refs},
+                               {"snapshot", commit.snapshot},
                                {"files", commit.files},
                                {"size", commit.size},
                                {"variants", variants}});
@@ -68,11 +105,19 @@ void print_listing(const CacheListing& listing) {
             std::cout << "  commit " << printable(commit.commit);
             for (std::size_t i = 0; i < commit.refs.size(); ++i)
                 std::cout << (i == 0 ? " (" : ", ") << printable(commit.refs[i]);
-            std::cout << (commit.refs.empty() ? "" : ")") << "  " << commit.files << " files, "
-                      << human_size(commit.size) << '\n';
+            std::cout << (commit.refs.empty() ? "" : ")") << "  ";
+            if (commit.snapshot) {
+                std::cout << commit.files << " files, " << human_size(commit.size) << '\n';
+            } else {
+                std::cout << "no snapshot, only variants held in part\n";
+            }
             for (const auto& v : commit.variants) {
-                std::cout << "    " << printable(v.name) << "  " << v.files << " files, " << human_size(v.size)
-                          << (v.recorded ? ", verified by kernhub" : "") << '\n';
+                std::cout << "    " << printable(v.name) << "  ";
+                if (v.files > 0 || !v.part) {
+                    std::cout << v.files << " files, " << human_size(v.size)
+                              << (v.recorded ? ", verified by kernhub" : "") << (v.part ? "; " : "");
+                }
+                std::cout << (v.part ? part_line(*v.part) : "") << '\n';
             }
         }
     }
@@ -130,12 +175,32 @@ ordered_json verify_json(const CacheVerifyReport& report) {
     }
     bool ok = !report.interrupted && std::all_of(report.problems.begin(), report.problems.end(),
                                                  [](const CacheProblem& p) { return p.repaired; });
+    ordered_json parts = ordered_json::array();
+    for (const auto& held : report.parts) {
+        ordered_json part = {{"repo_id", held.repo_id},
+                             {"repo_type", to_string(held.repo_type)},
+                             {"commit", held.commit},
+                             {"variant", held.variant}};
+        const ordered_json fields = part_json(held.part);
+        for (const auto& field : fields.items()) part[field.key()] = field.value();
+        parts.push_back(part);
+    }
     return {{"root", report.root},
             {"blobs_checked", report.blobs_checked},
             {"links_checked", report.links_checked},
             {"records_checked", report.records_checked},
             {"problems", problems},
+            {"parts", parts},
             {"ok", ok}};
+}
+
+// One status line per variant held in part: what verify checked of it,
+// and that what it lacks is no damage.
+void print_parts(const CommonFlags& flags, const CacheVerifyReport& report) {
+    for (const auto& held : report.parts) {
+        status(flags, printable(held.repo_id) + "@" + short_commit(held.commit) + " variant " +
+                          printable(held.variant) + ": " + part_line(held.part, true));
+    }
 }
 
 // Damage is exit 4 naming the files: the error names the first ones, the
@@ -198,6 +263,9 @@ Command add_verify(CLI::App& cache) {
                                             std::to_string(report.links_checked) + " links and " +
                                             std::to_string(report.records_checked) + " variant records in " +
                                             report.root;
+                // An error is one line on stderr: with damage left, the
+                // parts are in --json only.
+                if (!damaged) print_parts(*flags, report);
                 if (report.problems.empty()) {
                     status(*flags, checked + ": no damage");
                     return 0;

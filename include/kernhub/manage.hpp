@@ -89,11 +89,31 @@ struct PrewarmReport {
 
 // ---- kernhub cache ls|verify|prune|path -------------------------------------
 
+// A variant held in part: the files a load fetched, linked under
+// <repo folder>/.kernhub/partial/<commit>/build/<variant>/ until a fetch
+// completes the variant (docs/cache-format.md, "Partial variants"). The
+// files it lacks are not damage.
+struct CachedPart {
+    std::string folder;              // that folder, absolute
+    std::vector<std::string> files;  // what is held there, relative to it, sorted
+    // Files of the variant the cached listing of the commit names
+    // (kernhub's, else huggingface_hub's); 0 when no listing is cached.
+    std::size_t listed = 0;
+    std::uint64_t size = 0;  // bytes of the blobs the files link
+    // kernhub's partial record parses and every file it names is linked
+    // there to a blob of the recorded size.
+    bool recorded = false;
+    // The snapshot holds the variant whole, with kernhub's record: no load
+    // reads this part any more, and cache prune removes it.
+    bool stale = false;
+};
+
 struct CachedVariant {
     std::string name;
     std::size_t files = 0;
-    std::uint64_t size = 0;  // bytes of the files the snapshot links
-    bool recorded = false;   // kernhub's record says complete and verified
+    std::uint64_t size = 0;          // bytes of the files the snapshot links
+    bool recorded = false;           // kernhub's record says complete and verified
+    std::optional<CachedPart> part;  // what a load holds of it, if anything
 };
 
 struct CachedCommit {
@@ -102,6 +122,9 @@ struct CachedCommit {
     std::vector<CachedVariant> variants;
     std::size_t files = 0;   // everything in the snapshot, build/ or not
     std::uint64_t size = 0;  // bytes of those files
+    // False when the commit has no snapshot folder, only variants a load
+    // holds in part (CachedVariant::part).
+    bool snapshot = true;
 };
 
 struct CachedRepo {
@@ -134,12 +157,24 @@ struct CacheProblem {
     bool repaired = false;
 };
 
+// A variant a load holds in part, as cache verify found it: its links and
+// partial record were checked like the snapshot's, and the files it lacks
+// are not damage.
+struct HeldPart {
+    std::string repo_id;
+    RepoType repo_type = RepoType::kernel;
+    std::string commit;
+    std::string variant;
+    CachedPart part;
+};
+
 struct CacheVerifyReport {
     std::string root;
     std::size_t blobs_checked = 0;
-    std::size_t links_checked = 0;
-    std::size_t records_checked = 0;  // kernhub's variant records
+    std::size_t links_checked = 0;    // in snapshots and partial areas
+    std::size_t records_checked = 0;  // kernhub's variant records, partial ones included
     std::vector<CacheProblem> problems;
+    std::vector<HeldPart> parts;  // the variants held in part, damaged or not
     // Options::cancel stopped it: `problems` are what was found before it
     // stopped, and `repaired` says which of them were removed. A repair
     // removes the damaged variant records before anything else, so no

@@ -9,6 +9,7 @@
 #include "api/default_registry.hpp"
 #include "api/setting_table.hpp"
 #include "api/settings.hpp"
+#include "common/crash_point.hpp"
 #include "common/hint.hpp"
 #include "common/text.hpp"
 #include "deptree/metadata.hpp"
@@ -93,8 +94,8 @@ FetchResult Client::fetch(const std::string& ref) {
     return m_impl->fetch(registry::resolve_ref(m_impl->registry, ref));
 }
 
-FetchResult ClientImpl::fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata, bool for_load,
-                                  bool dependency) {
+FetchResult ClientImpl::fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata,
+                                  PartialHolds* for_load, bool dependency) {
     if (const std::filesystem::path folder = local_folder(spec.repo_id); !folder.empty()) {
         // The organisation allow-list is the program's policy and holds for
         // local kernels too; trust and signatures are about a hub's bytes.
@@ -109,7 +110,7 @@ FetchResult ClientImpl::fetch_one(const registry::KernelSpec& spec, deptree::Var
         parsed = true;
         if (!selecting_elsewhere()) check_minver(metadata, spec.repo_id, variant);
     };
-    if (for_load) {
+    if (for_load != nullptr) {
         // The load's kinds choose over the whole listing, so the files it
         // takes are the ones a load of the whole variant would read.
         request.files_to_read = [&spec, dependency](const std::string& variant, const std::vector<std::string>& files) {
@@ -121,6 +122,7 @@ FetchResult ClientImpl::fetch_one(const registry::KernelSpec& spec, deptree::Var
     fetch::Fetcher fetcher(settings.cache_root, hub_client(), options.events);
     fetcher.use_memo(&memo);
     fetch::FetchOutcome outcome = fetcher.fetch(request);
+    if (for_load != nullptr && outcome.hold) for_load->push_back(std::move(outcome.hold));
 
     FetchResult result;
     result.name = spec.name;
@@ -170,7 +172,8 @@ LoadResult Client::load(const std::string& ref, const LoadOptions& options) {
     // Numbered before the fetch: of overlapping loads of `ref`, the one
     // that started last is the one loaded() answers with.
     const std::uint64_t started = m_impl->resolved.start();
-    result.fetch = m_impl->fetch(spec, /*for_load=*/true);
+    ClientImpl::PartialHolds holds;  // until the libraries are open (cache-format.md, "Partial variants")
+    result.fetch = m_impl->fetch(spec, &holds);
     std::string load_torch_from;
     if (options.load_torch) {
         // The torch the host facts found (KERNHUB_TORCH_DIR, the Python
@@ -191,6 +194,7 @@ LoadResult Client::load(const std::string& ref, const LoadOptions& options) {
     request.op = op;
     request.load_torch_from = load_torch_from;
     loader::check_tree(request, dependencies);
+    crash_point("opening");
     for (const loader::LoadRequest& opened : dependencies) {
         if (std::optional<std::string> file = loader::load_dependency(opened)) result.dependency_files.push_back(*file);
     }

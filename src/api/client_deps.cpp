@@ -158,7 +158,7 @@ registry::KernelSpec ClientImpl::dependency_spec_of(const FetchResult& fetched) 
     return registry::resolve_ref(registry, fetched.repo_id);
 }
 
-FetchResult ClientImpl::fetch(const registry::KernelSpec& spec, bool for_load) {
+FetchResult ClientImpl::fetch(const registry::KernelSpec& spec, PartialHolds* for_load) {
     const std::uint64_t before = requests();
     deptree::VariantMetadata metadata;
     FetchResult result = fetch_one(spec, metadata, for_load);
@@ -169,7 +169,8 @@ FetchResult ClientImpl::fetch(const registry::KernelSpec& spec, bool for_load) {
 }
 
 std::vector<FetchResult> ClientImpl::fetch_dependencies(const FetchResult& top,
-                                                        const deptree::VariantMetadata& metadata, bool for_load) {
+                                                        const deptree::VariantMetadata& metadata,
+                                                        PartialHolds* for_load) {
     if (metadata.depends.empty()) return {};
     std::map<std::string, FetchResult> fetched;
     const deptree::KernelDependency top_node{top.repo_id, std::nullopt, top.revision};

@@ -230,20 +230,24 @@ struct __attribute__((visibility("hidden"))) ClientImpl {
     // meanwhile through the same client.
     static std::uint64_t requests() { return http::requests_on_this_thread(); }
 
+    // The partial-area locks a load holds (FetchOutcome::hold) until it has
+    // opened what it fetched.
+    using PartialHolds = std::vector<std::shared_ptr<cache::FileLock>>;
     // fetch_one, then the variant's kernel-depends tree (client_deps.cpp).
-    // `for_load`: each kernel of the tree is fetched only as far as loading
-    // it reads (loader::files_to_read; docs/cache-format.md, "Partial
-    // variants"); otherwise every variant whole.
-    FetchResult fetch(const registry::KernelSpec& spec, bool for_load = false);
+    // `for_load` (a load's): each kernel of the tree is fetched only as far
+    // as loading it reads (loader::files_to_read; docs/cache-format.md,
+    // "Partial variants"), and the hold of each kernel taken in part is
+    // added there; null: every variant whole.
+    FetchResult fetch(const registry::KernelSpec& spec, PartialHolds* for_load = nullptr);
     // One kernel, and what its variant's metadata.json says; the
     // kernels-minver check runs before the variant's other files download.
     // `dependency`: the kernel is opened as a dependency of another.
-    FetchResult fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata, bool for_load = false,
-                          bool dependency = false);
+    FetchResult fetch_one(const registry::KernelSpec& spec, deptree::VariantMetadata& metadata,
+                          PartialHolds* for_load = nullptr, bool dependency = false);
     // The kernels `metadata` names, and theirs, fetched in load order
     // (FetchResult::dependencies).
     std::vector<FetchResult> fetch_dependencies(const FetchResult& top, const deptree::VariantMetadata& metadata,
-                                                bool for_load = false);
+                                                PartialHolds* for_load = nullptr);
     // Error(load) when the variant needs a newer kernels than kernhub
     // follows and it is for this machine; a warning event when it is
     // selected for another (targets, a host description).

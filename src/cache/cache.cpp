@@ -13,6 +13,7 @@
 
 #include "cache/io_error.hpp"
 #include "cache/posix_io.hpp"
+#include "common/crash_point.hpp"
 #include "common/hint.hpp"
 #include "common/text.hpp"
 #include "kernhub/error.hpp"
@@ -285,6 +286,21 @@ FileLock RepoCache::lock_snapshots(const std::atomic<bool>* cancel) const {
     return FileLock(m_root / ".locks" / m_folder_name / "kernhub-snapshots.lock", cancel);
 }
 
+std::optional<FileLock> RepoCache::hold_partial(const std::atomic<bool>* cancel) const {
+    try {
+        return FileLock::shared(m_root / ".locks" / m_folder_name / "kernhub-partial.lock", cancel);
+    } catch (const Error& error) {
+        if (error.code() == ErrorCode::interrupted) throw;
+        // As claim_snapshot: whoever would remove the partial area cannot
+        // take the lock there either, and removes nothing.
+        return std::nullopt;
+    }
+}
+
+std::optional<FileLock> RepoCache::try_lock_partial(bool create) const {
+    return FileLock::try_acquire(m_root / ".locks" / m_folder_name / "kernhub-partial.lock", create);
+}
+
 bool RepoCache::claim_snapshot(const std::string& commit, const std::atomic<bool>* cancel) const {
     check_commit(commit);
     const auto lock = [&]() -> std::optional<FileLock> {
@@ -329,6 +345,35 @@ std::string link_target(LinkArea area, const std::string& relpath, const std::st
 }
 
 namespace {
+
+// Makes `dir` and `staging`, then the link `link` -> `target` under a temp
+// name in `staging`, renamed into place. 0, or the errno with `refused`
+// naming where it failed.
+int place_link(const fs::path& dir, const fs::path& staging, const std::string& target, const fs::path& link,
+               fs::path& refused) {
+    refused = dir;
+    int err = detail::make_directories(dir);
+    if (err == 0) {
+        refused = staging;
+        err = detail::make_directories(refused);
+    }
+    // symlink() cannot replace an entry, so build the link under a temp name
+    // and rename it over: readers see the old link or the new one. The temp
+    // lives outside snapshots/ so a crash leaves no stray entry there; the
+    // link text is relative to its final place, not to where it is made.
+    const fs::path temp = staging / (".link." + detail::random_hex(16) + ".tmp");  // fits any name
+    crash_point("folder-made");
+    if (err == 0 && ::symlink(target.c_str(), temp.c_str()) != 0) {
+        err = errno;
+        refused = temp;
+    }
+    if (err == 0 && ::rename(temp.c_str(), link.c_str()) != 0) {
+        err = errno;
+        refused = link;
+        ::unlink(temp.c_str());
+    }
+    return err;
+}
 
 // The folders from snapshots/ down to the one holding relpath's link. Each
 // must be a real folder: through a linked one, the link's relative target
@@ -413,25 +458,14 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& relp
     if (fs::read_symlink(link, read_ec) == fs::path(target) && !read_ec) return;
     fs::path dir = link.parent_path();
     // `refused`: where a failure happened, for the message.
-    fs::path refused = dir;
-    int err = detail::make_directories(dir);
-    if (err == 0) {
-        refused = staging_dir();
-        err = detail::make_directories(refused);
-    }
-    // symlink() cannot replace an entry, so build the link under a temp name
-    // and rename it over: readers see the old link or the new one. The temp
-    // lives outside snapshots/ so a crash leaves no stray entry there; the
-    // link text is relative to its final place, not to where it is made.
-    fs::path temp = staging_dir() / (".link." + detail::random_hex(16) + ".tmp");  // fits any name
-    if (err == 0 && ::symlink(target.c_str(), temp.c_str()) != 0) {
-        err = errno;
-        refused = temp;
-    }
-    if (err == 0 && ::rename(temp.c_str(), link.c_str()) != 0) {
-        err = errno;
-        refused = link;
-        ::unlink(temp.c_str());
+    fs::path refused;
+    int err = 0;
+    // A folder of the partial area removed between its making and the
+    // rename (by a removal running where locks do not exclude: the
+    // partial-area lock keeps the others out) is made again.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        err = place_link(dir, staging_dir(), target, link, refused);
+        if (err != ENOENT || area != LinkArea::partial || refused != link) break;
     }
     if (err == 0 && sync_directory) {
         err = detail::fsync_directory(dir);
@@ -540,7 +574,18 @@ void RepoCache::write_variant_record(const std::string& commit, const std::strin
     check_variant(variant);
     // The partial record's temp is staged in .kernhub/tmp/, whose leftovers prune removes.
     const fs::path temp_dir = area == LinkArea::partial ? staging_dir() : fs::path();
-    write_file_atomic(record_path(m_folder, area, commit, variant), json, temp_dir, Durability::rename_only);
+    const fs::path path = record_path(m_folder, area, commit, variant);
+    for (int attempt = 0;; ++attempt) {
+        try {
+            write_file_atomic(path, json, temp_dir, Durability::rename_only);
+            return;
+        } catch (const Error&) {
+            // As link_snapshot: a partial folder removed under the write
+            // (where locks do not exclude) is made again.
+            struct stat st {};
+            if (area != LinkArea::partial || attempt == 2 || ::lstat(path.parent_path().c_str(), &st) == 0) throw;
+        }
+    }
 }
 
 void RepoCache::remove_partial_variant(const std::string& commit, const std::string& variant) const {
@@ -551,9 +596,16 @@ void RepoCache::remove_partial_variant(const std::string& commit, const std::str
     // a record without its links would be a lie until it is checked.
     remove_beneath(base, fs::path(commit) / (variant + ".json"));
     remove_beneath(base, fs::path(commit) / "build" / variant);
-    // The folders left empty go too (rmdir refuses one that is not).
-    for (const fs::path& dir : {base / commit / "build", base / commit}) {
-        if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY && errno != EEXIST) break;
+    remove_empty_partial_folders(commit);
+}
+
+void RepoCache::remove_empty_partial_folders(const std::string& commit) const {
+    check_commit(commit);
+    const fs::path base = m_folder / ".kernhub" / "partial";
+    // rmdir refuses a folder that is not empty (and never follows a link):
+    // the first one still holding something ends the climb.
+    for (const fs::path& dir : {base / commit / "build", base / commit, base}) {
+        if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) break;
     }
 }
 

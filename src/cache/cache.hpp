@@ -390,6 +390,22 @@ public:
     // a lock that cannot be taken at all (no usable .locks, flock refused)
     // is done without, as where locks do not work.
     bool claim_snapshot(const std::string& commit, const std::atomic<bool>* cancel = nullptr) const;
+    // The repo's partial-area lock, <root>/.locks/<folder>/kernhub-partial.lock
+    // (docs/cache-format.md, "Partial variants"). A load holds it shared
+    // (hold_partial) from before it reads the complete record until it has
+    // opened what it loaded; whoever removes anything under .kernhub/partial/
+    // (a fetch that completed a variant, cache prune) holds it exclusively
+    // (try_lock_partial), so a load never finds its files or folders gone
+    // under it, and no folder is removed while a load is making it.
+    // hold_partial: nullopt where the lock cannot be used at all (a cache
+    // this process may only read, a .locks it cannot use), as
+    // claim_snapshot; a wait ends with Error(interrupted) once *cancel is set.
+    std::optional<FileLock> hold_partial(const std::atomic<bool>* cancel = nullptr) const;
+    // Exclusive without waiting: nullopt while a load holds it. As
+    // FileLock::try_acquire: with create=false a missing lock file counts
+    // as free (held() is false), and Error(internal) where the lock cannot
+    // be had at all.
+    std::optional<FileLock> try_lock_partial(bool create = true) const;
     // A new partial file for the blob. Creates blobs/ (and CACHEDIR.TAG at
     // the root) if needed.
     IncompleteBlob begin_blob(const std::string& etag) const;
@@ -492,10 +508,16 @@ public:
                              const std::optional<RecordedSignature>& signature = std::nullopt,
                              LinkArea area = LinkArea::snapshot) const;
     // Removes the partial area's record of the variant, then its links and
-    // the folders they leave empty (absent is fine): once the complete
-    // record vouches for the variant, the partial area has nothing left to
-    // say. Never follows a link (remove_beneath).
+    // the folders they leave empty, .kernhub/partial/<commit>/ and
+    // .kernhub/partial/ included (absent is fine): once the complete record
+    // vouches for the variant, the partial area has nothing left to say.
+    // Never follows a link (remove_beneath). Call it while holding
+    // try_lock_partial().
     void remove_partial_variant(const std::string& commit, const std::string& variant) const;
+    // rmdir of .kernhub/partial/<commit>/build, .kernhub/partial/<commit>
+    // and .kernhub/partial, each only when empty, stopping at the first
+    // that is not. Under try_lock_partial(), as remove_partial_variant.
+    void remove_empty_partial_folders(const std::string& commit) const;
 
 private:
     fs::path m_root;

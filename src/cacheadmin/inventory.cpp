@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "cache/cache.hpp"
+#include "hub/hub_client.hpp"
 #include "kernhub/error.hpp"
 
 namespace kernhub::cacheadmin {
@@ -165,6 +166,18 @@ void read_records(Walker& walker, RepoScan& repo) {
     }
 }
 
+// .kernhub/partial/<commit>/, each read as a snapshot folder is.
+void read_partial_areas(Walker& walker, RepoScan& repo) {
+    const fs::path partial = repo.folder / ".kernhub" / "partial";
+    for (const Entry& entry : walker.list(partial).value_or(std::vector<Entry>{})) {
+        if (!is_commit_sha(entry.name)) continue;  // no folder kernhub writes
+        Snapshot area{entry.name, entry.type == EntryType::directory, {}, entry.modified};
+        if (area.is_directory) area.entries = walker.walk(partial / entry.name);
+        for (const Entry& inner : area.entries) area.newest = std::max(area.newest, inner.modified);
+        repo.partial_areas.push_back(std::move(area));
+    }
+}
+
 }  // namespace
 
 bool is_real_directory(const fs::path& path) {
@@ -200,16 +213,17 @@ RepoScan scan_repo(Walker& walker, const fs::path& folder, RepoType type, const 
     if (is_real_directory(folder / ".kernhub")) {
         repo.temps = walker.list(folder / ".kernhub" / "tmp").value_or(std::vector<Entry>{});
         read_records(walker, repo);
+        read_partial_areas(walker, repo);
     }
     return repo;
 }
 
 }  // namespace
 
-std::string linked_etag(const std::string& relpath, const std::string& target) {
+std::string linked_etag(const std::string& relpath, const std::string& target, cache::LinkArea area) {
     auto slash = target.rfind('/');
     std::string etag = slash == std::string::npos ? target : target.substr(slash + 1);
-    if (!cache::is_etag(etag) || target != cache::snapshot_link_target(relpath, etag)) return {};
+    if (!cache::is_etag(etag) || target != cache::link_target(area, relpath, etag)) return {};
     return etag;
 }
 
@@ -263,16 +277,140 @@ Snapshot scan_snapshot(const fs::path& snapshots_dir, const std::string& commit)
     return snapshot;
 }
 
-std::set<std::string> linked_blob_names(const fs::path& snapshots_dir, const std::set<std::string>& skip) {
+std::set<std::string> linked_blob_names(const fs::path& snapshots_dir, const std::set<std::string>& skip,
+                                        const std::set<std::string>& skip_links) {
     Walker walker(snapshots_dir);
     std::set<std::string> out;
     for (const Entry& commit : walker.list(snapshots_dir).value_or(std::vector<Entry>{})) {
         if (commit.type != EntryType::directory || skip.count(commit.name) != 0) continue;
         for (const Entry& entry : walker.walk(snapshots_dir / commit.name)) {
-            if (entry.type == EntryType::symlink) out.insert(fs::path(entry.link).filename().string());
+            if (entry.type != EntryType::symlink || skip_links.count(commit.name + "/" + entry.name) != 0) continue;
+            out.insert(fs::path(entry.link).filename().string());
         }
     }
     return out;
+}
+
+std::vector<std::string> part_variants(const Snapshot& area) {
+    std::set<std::string> names;
+    const std::string build = "build/";
+    for (const Entry& entry : area.entries) {
+        if (entry.type == EntryType::directory && entry.name.rfind(build, 0) == 0 &&
+            entry.name.find('/', build.size()) == std::string::npos) {
+            names.insert(entry.name.substr(build.size()));
+        } else if (entry.type == EntryType::file && entry.name.find('/') == std::string::npos &&
+                   entry.name.size() > 5 && entry.name.compare(entry.name.size() - 5, 5, ".json") == 0) {
+            names.insert(entry.name.substr(0, entry.name.size() - 5));
+        }
+    }
+    std::vector<std::string> out;
+    for (const std::string& name : names) {
+        if (cache::is_variant_name(name)) out.push_back(name);
+    }
+    return out;
+}
+
+namespace {
+
+// The size of the blob a partial link names, when it is kernhub's link to
+// a blob that is a regular file.
+std::optional<std::uint64_t> partial_link_bytes(const Entry& entry, const std::map<std::string, const Entry*>& blobs) {
+    if (entry.type != EntryType::symlink) return std::nullopt;
+    const auto it = blobs.find(linked_etag(entry.name, entry.link, cache::LinkArea::partial));
+    if (it == blobs.end() || it->second->type != EntryType::file) return std::nullopt;
+    return it->second->size;
+}
+
+// The partial record of the variant parses and names only files linked in
+// `area` to blobs of the recorded sizes.
+bool part_recorded(const RepoScan& repo, const Snapshot& area, const std::string& variant,
+                   const std::map<std::string, const Entry*>& blobs) {
+    std::optional<cache::VariantRecord> record;
+    try {
+        record = cache::RepoCache(repo.folder.parent_path(), repo.type, repo.repo_id)
+                     .read_variant(area.commit, variant, cache::LinkArea::partial);
+    } catch (const Error&) {
+        return false;
+    }
+    if (!record) return false;
+    std::map<std::string, const Entry*> by_name;
+    for (const Entry& entry : area.entries) by_name.emplace(entry.name, &entry);
+    for (const RecordedFile& file : record->files) {
+        const auto it = by_name.find("build/" + variant + "/" + file.path);
+        if (it == by_name.end() || partial_link_bytes(*it->second, blobs) != file.size) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+CachedPart describe_part(const RepoScan& repo, const Snapshot& area, const std::string& variant) {
+    std::map<std::string, const Entry*> blobs;
+    for (const Entry& blob : repo.blobs) blobs.emplace(blob.name, &blob);
+    CachedPart part;
+    part.folder = (repo.folder / ".kernhub" / "partial" / area.commit / "build" / variant).string();
+    const std::string prefix = "build/" + variant + "/";
+    for (const Entry& entry : area.entries) {
+        if (entry.name.rfind(prefix, 0) != 0 || entry.type == EntryType::directory) continue;
+        part.files.push_back(entry.name.substr(prefix.size()));
+        part.size += partial_link_bytes(entry, blobs).value_or(0);
+    }
+    std::sort(part.files.begin(), part.files.end());
+    part.recorded = part_recorded(repo, area, variant, blobs);
+    const cache::RepoCache cache(repo.folder.parent_path(), repo.type, repo.repo_id);
+    if (const auto listed = listed_files(cache, area.commit, prefix)) {
+        part.listed =
+            static_cast<std::size_t>(std::count_if(listed->begin(), listed->end(), [&](const std::string& path) {
+                return !cache::is_python_bytecode(path.substr(prefix.size()));
+            }));
+    }
+    part.stale = variant_whole(cache, area.commit, variant);
+    return part;
+}
+
+bool variant_whole(const cache::RepoCache& cache, const std::string& commit, const std::string& variant) {
+    std::optional<std::vector<RecordedFile>> recorded;
+    try {
+        recorded = cache.read_variant_files(commit, variant);
+    } catch (const Error&) {
+        return false;
+    }
+    if (!recorded || recorded->empty()) return false;
+    return std::all_of(recorded->begin(), recorded->end(), [&](const RecordedFile& file) {
+        try {
+            const std::optional<std::string> etag = cache.linked_blob(commit, "build/" + variant + "/" + file.path);
+            struct stat st {};
+            return etag && ::lstat(cache.blob_path(*etag).c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+                   static_cast<std::uint64_t>(st.st_size) == file.size;
+        } catch (const Error&) {
+            return false;  // a path no record kernhub wrote holds
+        }
+    });
+}
+
+// The files of build/<variant>/ that the cache's listing of the commit
+// names: kernhub's copy of the hub's listing, else huggingface_hub's
+// trees/<commit>.json; nullopt when neither is there and readable.
+std::optional<std::vector<std::string>> listed_files(const cache::RepoCache& cache, const std::string& commit,
+                                                     const std::string& prefix) {
+    std::vector<std::string> paths;
+    try {
+        if (const auto tree = cache.read_tree(commit)) {
+            for (const hub::TreeEntry& entry : hub::parse_tree_page(*tree, "the cached listing")) {
+                if (entry.is_file && entry.path.rfind(prefix, 0) == 0) paths.push_back(entry.path);
+            }
+            return paths;
+        }
+        if (const auto hf = cache.read_hf_tree(commit)) {
+            const cache::HfTree listing = cache::parse_hf_tree(*hf, prefix);
+            if (listing.status != cache::HfTree::Status::ok) return std::nullopt;
+            for (const cache::HfTreeFile& file : listing.files) paths.push_back(file.path);
+            return paths;
+        }
+    } catch (const Error&) {
+        // An unreadable or malformed listing says nothing: the links decide.
+    }
+    return std::nullopt;
 }
 
 std::optional<std::vector<RecordedFile>> read_record(const RepoScan& repo, const std::string& commit,

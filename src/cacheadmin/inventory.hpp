@@ -76,6 +76,11 @@ struct RepoScan {
     std::vector<Snapshot> snapshots;
     std::vector<Ref> refs;
     std::vector<Record> records;
+    // .kernhub/partial/<commit>/, the variants loads hold in part
+    // (docs/cache-format.md, "Partial variants"), read as a snapshot is:
+    // `entries` are build/<variant>/... and the records <variant>.json.
+    // Only through real .kernhub/ and .kernhub/partial/ folders.
+    std::vector<Snapshot> partial_areas;
 };
 
 // Every kernels--org--name and models--org--name folder of the root, sorted
@@ -107,13 +112,32 @@ Snapshot scan_snapshot(const fs::path& snapshots_dir, const std::string& commit)
 // The blob names every link below snapshots_dir points to, by the target's
 // file name whatever its form, in every snapshot folder there now (prune
 // reads this again right before it removes blobs), except the folders named
-// in `skip`. Bounded as scan_cache.
-std::set<std::string> linked_blob_names(const fs::path& snapshots_dir, const std::set<std::string>& skip = {});
+// in `skip` and the links named in `skip_links` ("<commit>/<relpath>").
+// Bounded as scan_cache. The partial area's folders read the same way.
+std::set<std::string> linked_blob_names(const fs::path& snapshots_dir, const std::set<std::string>& skip = {},
+                                        const std::set<std::string>& skip_links = {});
 
 // The etag that the link at `relpath` (relative to its commit folder) names
 // when its target is exactly the relative link into the same repo's blobs/
-// (cache::snapshot_link_target); empty for any other target.
-std::string linked_etag(const std::string& relpath, const std::string& target);
+// (cache::link_target of `area`); empty for any other target.
+std::string linked_etag(const std::string& relpath, const std::string& target,
+                        cache::LinkArea area = cache::LinkArea::snapshot);
+
+// The variants of a partial area: those with a folder build/<variant>/ or
+// a record <variant>.json there, each once, sorted.
+std::vector<std::string> part_variants(const Snapshot& area);
+// What cache ls and cache verify say of the variant's part in `area`
+// (CachedPart), from the scan and the records.
+CachedPart describe_part(const RepoScan& repo, const Snapshot& area, const std::string& variant);
+// kernhub's complete record of the variant parses and every file it names
+// is linked in the snapshot, as kernhub links, to a blob of the recorded
+// size: the snapshot holds the variant whole.
+bool variant_whole(const cache::RepoCache& cache, const std::string& commit, const std::string& variant);
+// The files below `prefix` ("build/<variant>/") of the cache's listing of
+// the commit: kernhub's copy of the hub's listing, else huggingface_hub's
+// trees/<commit>.json; nullopt when neither is there and readable.
+std::optional<std::vector<std::string>> listed_files(const cache::RepoCache& cache, const std::string& commit,
+                                                     const std::string& prefix);
 
 // A variant record's files, or nullopt when the record is missing or not
 // one kernhub wrote (cache::RepoCache::read_variant_files).

@@ -70,6 +70,41 @@ CachedCommit list_commit(const RepoScan& repo, const Snapshot& snapshot, const B
     return commit;
 }
 
+// The variants loads hold in part (.kernhub/partial/<commit>/), each on its
+// commit's entry, which is made (with `snapshot` false) where the commit
+// has no snapshot.
+void add_parts(const RepoScan& repo, CachedRepo& out) {
+    for (const Snapshot& area : repo.partial_areas) {
+        const std::vector<std::string> variants = area.is_directory ? part_variants(area) : std::vector<std::string>{};
+        if (variants.empty()) continue;
+        auto commit = std::find_if(out.commits.begin(), out.commits.end(),
+                                   [&](const CachedCommit& c) { return c.commit == area.commit; });
+        if (commit == out.commits.end()) {
+            CachedCommit made;
+            made.commit = area.commit;
+            made.snapshot = false;
+            for (const Ref& ref : repo.refs) {
+                if (ref.commit == area.commit) made.refs.push_back(ref.revision);
+            }
+            commit = out.commits.insert(out.commits.end(), std::move(made));
+        }
+        for (const std::string& name : variants) {
+            auto variant = std::find_if(commit->variants.begin(), commit->variants.end(),
+                                        [&](const CachedVariant& v) { return v.name == name; });
+            if (variant == commit->variants.end()) {
+                CachedVariant made;
+                made.name = name;
+                variant = commit->variants.insert(commit->variants.end(), std::move(made));
+            }
+            variant->part = describe_part(repo, area, name);
+        }
+        std::sort(commit->variants.begin(), commit->variants.end(),
+                  [](const CachedVariant& a, const CachedVariant& b) { return a.name < b.name; });
+    }
+    std::sort(out.commits.begin(), out.commits.end(),
+              [](const CachedCommit& a, const CachedCommit& b) { return a.commit < b.commit; });
+}
+
 CachedRepo list_repo(const RepoScan& repo) {
     CachedRepo out;
     out.repo_id = repo.repo_id;
@@ -93,6 +128,7 @@ CachedRepo list_repo(const RepoScan& repo) {
     for (const Snapshot& snapshot : repo.snapshots) {
         if (snapshot.is_directory) out.commits.push_back(list_commit(repo, snapshot, blobs));
     }
+    add_parts(repo, out);
     return out;
 }
 

@@ -130,6 +130,12 @@ public:
                 gone.insert(snapshot.commit);
             }
         }
+        // The partial areas next: what they stop linking is pruned below.
+        for (const Snapshot& area : m_repo.partial_areas) {
+            check_cancel();
+            prune_partial_area(area, !refs_readable || keep.count(area.commit) != 0);
+        }
+        tidy_partial_folder();
         // Walked again after the snapshots were settled, every snapshot folder
         // there is now, so that one a fetch made since the scan counts too.
         // By the target's file name, whatever its form: a link another tool
@@ -174,10 +180,132 @@ private:
     std::set<std::string> linked_names(const std::set<std::string>& gone) const {
         std::set<std::string> linked = linked_blob_names(m_repo.folder / "snapshots", gone);
         if (is_real_directory(m_repo.folder / ".kernhub")) {
-            const std::set<std::string> partial = linked_blob_names(m_repo.folder / ".kernhub" / "partial");
+            // A dry run skips the partial links it would have removed.
+            const std::set<std::string> partial =
+                linked_blob_names(m_repo.folder / ".kernhub" / "partial", m_gone_areas, m_gone_links);
             linked.insert(partial.begin(), partial.end());
         }
         return linked;
+    }
+
+    // What prune_partial_area removes from one area: entries (records
+    // before the links they name), and the links that stop counting.
+    struct PartPlan {
+        std::vector<fs::path> removals;
+        std::set<std::string> gone_links;  // "<commit>/<relpath>"
+        bool whole = false;                // the area of a commit nothing names
+        const char* keep = nullptr;        // why nothing goes although it would
+        bool tidy = false;                 // only empty folders are left
+    };
+
+    // .kernhub/partial/<commit>/ (docs/cache-format.md, "Partial variants").
+    // A commit no ref or pin names loses its area once nothing in it is
+    // fresh, as a snapshot does; otherwise a variant the snapshot now holds
+    // whole loses its part, and so do links to missing blobs and records
+    // naming a file that is not linked there to a blob of its size (the
+    // record first: it must not outlive its links). Judged on the scan, then
+    // done under the partial-area lock held exclusively (a load holds it
+    // shared from before it reads a record there until it has opened its
+    // files) and judged again on the area read anew under it.
+    void prune_partial_area(const Snapshot& scanned, bool named) {
+        const fs::path dir = m_repo.folder / ".kernhub" / "partial" / scanned.commit;
+        const PartPlan first = plan_part(scanned, named);
+        if (first.keep != nullptr) return kept(dir, first.keep);
+        if (first.removals.empty() && !first.tidy) return;
+        const std::optional<cache::FileLock> guard =
+            m_request.use_locks ? m_cache.try_lock_partial(!m_request.dry_run) : std::optional<cache::FileLock>();
+        if (m_request.use_locks && !guard) {
+            return kept(dir, "a load is reading it (it holds the partial-area lock .locks/" + m_repo.folder_name +
+                                 "/kernhub-partial.lock)");
+        }
+        const Snapshot area = scan_snapshot(dir.parent_path(), scanned.commit);
+        if (!area.is_directory) return;
+        const PartPlan plan = plan_part(area, named);
+        if (plan.keep != nullptr) return kept(dir, plan.keep);
+        for (const fs::path& path : plan.removals) remove_partial_entry(path);
+        m_gone_links.insert(plan.gone_links.begin(), plan.gone_links.end());
+        if (plan.whole) m_gone_areas.insert(area.commit);
+        if (m_request.dry_run) return;
+        for (const std::string& variant : part_variants(area)) ::rmdir((dir / "build" / variant).c_str());
+        m_cache.remove_empty_partial_folders(area.commit);
+    }
+
+    PartPlan plan_part(const Snapshot& area, bool named) const {
+        const fs::path dir = m_repo.folder / ".kernhub" / "partial" / area.commit;
+        PartPlan plan;
+        if (!area.is_directory) return plan;  // verify reports it
+        const std::vector<std::string> variants = part_variants(area);
+        plan.tidy = variants.empty();
+        // Where locks do not exclude, a fresh part may be a load at work.
+        if ((!named || !m_request.use_locks) && fresh(area.newest) && !variants.empty()) {
+            plan.keep = k_fresh;
+            return plan;
+        }
+        if (!named) {
+            for (const std::string& variant : variants) plan.removals.push_back(dir / (variant + ".json"));
+            plan.removals.push_back(dir);
+            plan.whole = true;
+            return plan;
+        }
+        for (const std::string& variant : variants) {
+            const std::string prefix = "build/" + variant + "/";
+            const bool whole = variant_whole(m_cache, area.commit, variant);
+            if (whole || !part_record_holds(area, variant)) plan.removals.push_back(dir / (variant + ".json"));
+            if (whole) plan.removals.push_back(dir / "build" / variant);
+            for (const Entry& entry : area.entries) {
+                if (entry.type != EntryType::symlink || entry.name.rfind(prefix, 0) != 0) continue;
+                const std::string etag = linked_etag(entry.name, entry.link, cache::LinkArea::partial);
+                const bool dangling = !etag.empty() && !entry_exists(m_cache.blob_path(etag));
+                if (dangling && !whole) plan.removals.push_back(dir / entry.name);
+                if (dangling || whole) plan.gone_links.insert(area.commit + "/" + entry.name);
+            }
+        }
+        return plan;
+    }
+
+    // The partial record of the variant, when there is one, parses and
+    // names only files linked in the area, as kernhub links them, to
+    // existing blobs of the recorded sizes. True when there is none.
+    bool part_record_holds(const Snapshot& area, const std::string& variant) const {
+        const fs::path path = m_repo.folder / ".kernhub" / "partial" / area.commit / (variant + ".json");
+        if (!entry_exists(path)) return true;
+        std::optional<cache::VariantRecord> record;
+        try {
+            record = m_cache.read_variant(area.commit, variant, cache::LinkArea::partial);
+        } catch (const Error&) {
+            return false;
+        }
+        if (!record) return false;
+        return std::all_of(record->files.begin(), record->files.end(), [&](const cache::RecordedFile& file) {
+            try {
+                const std::string relpath = "build/" + variant + "/" + file.path;
+                const std::optional<std::string> etag =
+                    m_cache.linked_blob(area.commit, relpath, cache::LinkArea::partial);
+                return etag &&
+                       m_cache.snapshot_links_blob(area.commit, relpath, *etag, file.size, cache::LinkArea::partial);
+            } catch (const Error&) {
+                return false;  // a path no record kernhub wrote holds
+            }
+        });
+    }
+
+    // Removes (or, in a dry run, reports) an entry of the partial area,
+    // never through a link (parents_are_real) and never what a link names.
+    void remove_partial_entry(const fs::path& path) {
+        if (!entry_exists(path)) return;
+        if (!parents_are_real(path)) return kept(path, "lies below a symbolic link; kernhub never removes through one");
+        if (!m_request.dry_run) remove_tree(m_repo.folder, path);
+        removed(path, 0);
+    }
+
+    // .kernhub/partial/ itself, once nothing is left in it.
+    void tidy_partial_folder() {
+        const fs::path base = m_repo.folder / ".kernhub" / "partial";
+        if (m_request.dry_run || !m_repo.partial_areas.empty() || !is_real_directory(base)) return;
+        const std::optional<cache::FileLock> guard =
+            m_request.use_locks ? m_cache.try_lock_partial() : std::optional<cache::FileLock>();
+        if (m_request.use_locks && !guard) return;
+        ::rmdir(base.c_str());  // only when empty
     }
 
     void kept(const fs::path& path, const std::string& reason) {
@@ -347,32 +475,11 @@ private:
     const PruneRequest& m_request;
     PruneReport& m_report;
     cache::RepoCache m_cache;
+    // What the partial areas lost (or, in a dry run, would lose): commits
+    // whose whole area goes, and links "<commit>/<relpath>".
+    std::set<std::string> m_gone_areas;
+    std::set<std::string> m_gone_links;
 };
-
-// The files of build/<variant>/ that the cache's listing of the commit
-// names: kernhub's copy of the hub's listing, else huggingface_hub's
-// trees/<commit>.json; nullopt when neither is there and readable.
-std::optional<std::vector<std::string>> listed_files(const cache::RepoCache& cache, const std::string& commit,
-                                                     const std::string& prefix) {
-    std::vector<std::string> paths;
-    try {
-        if (const auto tree = cache.read_tree(commit)) {
-            for (const hub::TreeEntry& entry : hub::parse_tree_page(*tree, "the cached listing")) {
-                if (entry.is_file && entry.path.rfind(prefix, 0) == 0) paths.push_back(entry.path);
-            }
-            return paths;
-        }
-        if (const auto hf = cache.read_hf_tree(commit)) {
-            const cache::HfTree listing = cache::parse_hf_tree(*hf, prefix);
-            if (listing.status != cache::HfTree::Status::ok) return std::nullopt;
-            for (const cache::HfTreeFile& file : listing.files) paths.push_back(file.path);
-            return paths;
-        }
-    } catch (const Error&) {
-        // An unreadable or malformed listing says nothing: the links decide.
-    }
-    return std::nullopt;
-}
 
 // Whether the cache holds the variant a receipt names in full: its folder
 // snapshots/<commit>/build/<variant> is a real folder, in the kernels or

@@ -82,6 +82,7 @@ public:
         for (const Entry& blob : m_repo.blobs) check_blob(blob);
         for (const Snapshot& snapshot : m_repo.snapshots) check_snapshot(snapshot);
         for (const Record& record : m_repo.records) check_record(record);
+        for (const Snapshot& area : m_repo.partial_areas) check_partial_area(area);
         for (const Ref& ref : m_repo.refs) {
             if (ref.problem.empty()) continue;
             const fs::path path = m_repo.folder / "refs" / ref.revision;
@@ -249,14 +250,79 @@ private:
         }
     }
 
-    std::string link_damage(const Entry& entry) const {
+    std::string link_damage(const Entry& entry, cache::LinkArea area = cache::LinkArea::snapshot) const {
         if (entry.link.empty()) return "is a link whose target cannot be read or is over k_max_link_bytes";
-        const std::string etag = linked_etag(entry.name, entry.link);
+        const std::string etag = linked_etag(entry.name, entry.link, area);
         if (etag.empty()) return "links '" + entry.link + "', not the relative link into this repo's blobs/";
         auto blob = m_blobs.find(etag);
         if (blob == m_blobs.end()) return "is dangling: blobs/" + etag + " is missing";
         if (!blob->second.ok) return "links the damaged blob blobs/" + etag;
         return {};
+    }
+
+    // .kernhub/partial/<commit>/ (docs/cache-format.md, "Partial variants"):
+    // each link as a snapshot's (with the partial area's one more "../"),
+    // anything else under build/ is damage (kernhub keeps only links there),
+    // and each partial record only against the links of the area. What the
+    // variant lacks beyond them is not looked for: a part is no damage.
+    void check_partial_area(const Snapshot& area) {
+        check_cancel();
+        const fs::path dir = m_repo.folder / ".kernhub" / "partial" / area.commit;
+        if (!area.is_directory) {
+            report(dir, "is not a folder (a partial area is a folder of links and records)",
+                   [this, dir] { remove_entry(m_repo.folder, dir); });
+            return;
+        }
+        for (const Entry& entry : area.entries) {
+            if (entry.name.rfind("build/", 0) != 0 || entry.type == EntryType::directory) continue;
+            const fs::path path = dir / entry.name;
+            if (entry.type != EntryType::symlink) {
+                report(path, "is not a link (kernhub keeps only links to blobs under .kernhub/partial/)",
+                       [this, path] { remove_entry(m_repo.folder, path); });
+                continue;
+            }
+            ++m_report.links_checked;
+            std::string damage = link_damage(entry, cache::LinkArea::partial);
+            if (damage.empty()) {
+                m_partial_linked[area.commit + "/" + entry.name] =
+                    linked_etag(entry.name, entry.link, cache::LinkArea::partial);
+                continue;
+            }
+            report(path, damage, [this, path, link = entry.link] {
+                if (read_link_now(path) == link) remove_entry(m_repo.folder, path);
+            });
+        }
+        for (const std::string& variant : part_variants(area)) {
+            check_partial_record(area.commit, variant);
+            m_report.parts.push_back(
+                HeldPart{m_repo.repo_id, m_repo.type, area.commit, variant, describe_part(m_repo, area, variant)});
+        }
+    }
+
+    void check_partial_record(const std::string& commit, const std::string& variant) {
+        const fs::path path = m_repo.folder / ".kernhub" / "partial" / commit / (variant + ".json");
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0) return;  // links alone: the next load hashes them
+        ++m_report.records_checked;
+        std::optional<cache::VariantRecord> record;
+        try {
+            record = cache::RepoCache(m_repo.folder.parent_path(), m_repo.type, m_repo.repo_id)
+                         .read_variant(commit, variant, cache::LinkArea::partial);
+        } catch (const Error&) {
+            record.reset();
+        }
+        std::string damage = record ? "" : "is not a partial variant record kernhub can read";
+        for (std::size_t i = 0; record && damage.empty() && i < record->files.size(); ++i) {
+            const RecordedFile& file = record->files[i];
+            const auto link = m_partial_linked.find(commit + "/build/" + variant + "/" + file.path);
+            const BlobState* blob = link == m_partial_linked.end() ? nullptr : &m_blobs.at(link->second);
+            if (blob == nullptr || blob->size != file.size || blob->sha256 != file.sha256) {
+                damage = "names " + file.path + ", which is missing, damaged or different in the partial area";
+            }
+        }
+        if (damage.empty()) return;
+        report(
+            path, damage, [this, path] { remove_entry(m_repo.folder, path); }, true);
     }
 
     void check_record(const Record& record) {
@@ -285,9 +351,10 @@ private:
     const RepoScan& m_repo;
     const VerifyOptions& m_options;
     CacheVerifyReport& m_report;
-    std::map<std::string, BlobState> m_blobs;     // etag -> what hashing found
-    std::map<std::string, std::string> m_linked;  // "<commit>/<relpath>" -> etag, good links only
-    Repairs m_record_repairs;                     // (index in m_report.problems, removal)
+    std::map<std::string, BlobState> m_blobs;             // etag -> what hashing found
+    std::map<std::string, std::string> m_linked;          // "<commit>/<relpath>" -> etag, good links only
+    std::map<std::string, std::string> m_partial_linked;  // the same, in the partial areas
+    Repairs m_record_repairs;                             // (index in m_report.problems, removal)
     // (commit, variant) -> index in m_report.problems of its first damage
     std::map<std::pair<std::string, std::string>, std::size_t> m_damaged_variants;
     Repairs m_repairs;

@@ -8,6 +8,9 @@
 // KERNHUB_TEST_CRASH_AT=NAME[:N] makes the Nth time (default the first) any
 // thread reaches crash_point("NAME") send SIGKILL to the process. Elsewhere
 // crash_point does nothing and the variable's name is not in the binary.
+// KERNHUB_TEST_PAUSE_AT=NAME[:N]=FILE pauses there instead: the Nth time
+// the point is reached, FILE is created and the thread waits until the
+// test removes it (at most 60 s), so that a race is run at a known step.
 #pragma once
 
 namespace kernhub {

@@ -1,9 +1,12 @@
 #include "fetch/fetcher.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -442,6 +445,9 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     // a prune running meanwhile then keeps it, or has removed it already and
     // the checks below find it missing.
     cache.claim_snapshot(commit, request.cancel);
+    // A load's, before it reads the complete record: a fetch completing the
+    // variant removed the area before (its record is read below) or waits.
+    std::shared_ptr<cache::FileLock> hold = hold_partial(request, cache);
     auto entries = variant_entries(*m_last_listing, variant);
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
     if (pins != nullptr) {
@@ -453,15 +459,12 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     // is not enough (it says what was verified, not what is on disk now), so
     // cached blobs are hashed again, as `prewarm --offline` promises.
     if (pins == nullptr && !request.reverify) {
-        if (auto warm = warm_outcome(request, cache, commit, variant, entries, trusted)) return *warm;
-        // A load's part stays out of the snapshot, where the kernels library
-        // would take it for a damaged variant (cache-format.md, "Partial variants").
-        if (std::optional<std::set<std::string>> needed = part_to_fetch(request, variant, entries)) {
-            return fetch_part(request, cache, commit, variant, entries, *needed, trusted);
+        if (auto found = warm_or_part(request, cache, commit, variant, entries, trusted)) {
+            if (found->partial) found->hold = std::move(hold);
+            return *found;
         }
-        // What a load verified earlier counts as the complete record does.
-        trust_partial_record(cache, commit, variant, entries, trusted);
     }
+    hold.reset();  // the whole variant goes into the snapshot
     // A receipt of the kernels library goes before the first change and
     // again after the last one, so none covers files changing or a variant
     // held in part (ensure_file and unpacking drop it, too, before they
@@ -492,6 +495,38 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     }
     update_ref(cache, request, commit);
     return outcome;
+}
+
+namespace {
+
+// Whether .kernhub/partial/<commit>/ holds anything of the variant.
+bool holds_part(const cache::RepoCache& cache, const std::string& commit, const std::string& variant) {
+    const std::filesystem::path part = cache.partial_dir(commit);
+    struct stat st {};
+    return ::lstat((part / (variant + ".json")).c_str(), &st) == 0 ||
+           ::lstat((part / "build" / variant).c_str(), &st) == 0;
+}
+
+}  // namespace
+
+std::optional<FetchOutcome> Fetcher::warm_or_part(const FetchRequest& request, const cache::RepoCache& cache,
+                                                  const std::string& commit, const std::string& variant,
+                                                  const std::vector<const hub::TreeEntry*>& entries,
+                                                  std::set<std::string>& trusted) {
+    if (auto warm = warm_outcome(request, cache, commit, variant, entries, trusted)) {
+        // A part that a fetch had to leave (a load held it) goes now.
+        if (!request.files_to_read && holds_part(cache, commit, variant))
+            clear_partial(request, cache, commit, variant);
+        return warm;
+    }
+    // A load's part stays out of the snapshot, where the kernels library
+    // would take it for a damaged variant (cache-format.md, "Partial variants").
+    if (std::optional<std::set<std::string>> needed = part_to_fetch(request, variant, entries)) {
+        return fetch_part(request, cache, commit, variant, entries, *needed, trusted);
+    }
+    // What a load verified earlier counts as the complete record does.
+    trust_partial_record(cache, commit, variant, entries, trusted);
+    return std::nullopt;
 }
 
 void Fetcher::drop_receipts(const FetchRequest& request, const std::string& commit, const std::string& variant) {
@@ -574,10 +609,44 @@ FetchOutcome Fetcher::download_and_unpack(const FetchRequest& request, const cac
 // variant and a stale partial area, never a part alone.
 void Fetcher::clear_partial(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
                             const std::string& variant) {
+    const std::string what =
+        "the part of variant " + variant + " of " + repo_at(request.repo, commit) + " held for loads";
     write_side_data(
-        "that the part of variant " + variant + " of " + repo_at(request.repo, commit) + " held for loads is done",
-        [&] { cache.remove_partial_variant(commit, variant); },
-        "its links under .kernhub/partial/ stay until a later fetch removes them");
+        "that " + what + " is done",
+        [&] {
+            if (!request.use_locks || !cache::flock_excludes(m_root))
+                return cache.remove_partial_variant(commit, variant);
+            const auto deadline =
+                std::chrono::steady_clock::now() +
+                (request.files_to_read ? std::chrono::seconds(0) : std::chrono::seconds(k_partial_clear_wait));
+            for (bool said = false;; said = true) {
+                if (const std::optional<cache::FileLock> lock = cache.try_lock_partial()) {
+                    return cache.remove_partial_variant(commit, variant);
+                }
+                if (request.cancel != nullptr && request.cancel->load()) {
+                    throw Error(ErrorCode::interrupted, "interrupted while waiting for the loads reading " + what +
+                                                            "; the variant is complete, and a later fetch "
+                                                            "removes its partial area");
+                }
+                if (std::chrono::steady_clock::now() >= deadline) {
+                    emit(Event::Kind::info, "a load is still reading " + what +
+                                                ", so its links under .kernhub/partial/ stay until a later "
+                                                "fetch or cache prune removes them");
+                    return;
+                }
+                if (!said) emit(Event::Kind::info, "waiting for the loads reading " + what + " to finish");
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+        },
+        "its links under .kernhub/partial/ stay until a later fetch or cache prune removes them");
+}
+
+std::shared_ptr<cache::FileLock> Fetcher::hold_partial(const FetchRequest& request,
+                                                       const cache::RepoCache& cache) const {
+    if (!request.files_to_read || !request.use_locks || !cache::flock_excludes(m_root)) return nullptr;
+    std::optional<cache::FileLock> held = cache.hold_partial(request.cancel);
+    if (!held) return nullptr;
+    return std::make_shared<cache::FileLock>(std::move(*held));
 }
 
 std::vector<const hub::TreeEntry*> Fetcher::listed_entries(const std::string& variant) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -26,6 +27,11 @@ namespace kernhub::fetch {
 struct Expectation;
 struct FileJob;
 struct MetadataDigest;
+
+// How long a fetch that completed a variant waits for the loads reading its
+// partial area before it removes that area (Fetcher::clear_partial); past
+// it the area stays for a later fetch or cache prune.
+inline constexpr std::chrono::seconds k_partial_clear_wait{10};
 
 // Something that must have passed before any file of a repo is requested,
 // started earlier on a thread of its own (FetchRequest::gate). Thread-safe;
@@ -179,6 +185,12 @@ struct FetchOutcome {
     // the variant .kernhub/partial/<commit>/build/<variant> (`partial`).
     std::filesystem::path variant_dir;
     bool partial = false;
+    // With `partial`: the repo's partial-area lock, held shared
+    // (RepoCache::hold_partial; docs/cache-format.md, "Partial variants").
+    // The load keeps it until it has opened the files under variant_dir,
+    // so that a fetch completing the variant meanwhile does not remove
+    // them under it. Empty where locks are not used.
+    std::shared_ptr<cache::FileLock> hold;
     std::vector<FetchedFile> files;
     std::uint64_t bytes_downloaded = 0;
     std::uint64_t files_downloaded = 0;  // of `files`, how many came over the network
@@ -327,9 +339,25 @@ private:
                         std::optional<MetadataDigest> metadata, FetchOutcome& outcome,
                         cache::LinkArea area = cache::LinkArea::snapshot);
     // Once the complete record is written: the partial area of the variant
-    // goes (RepoCache::remove_partial_variant).
+    // goes (RepoCache::remove_partial_variant), under the partial-area lock
+    // held exclusively. A fetch waits up to k_partial_clear_wait for the
+    // loads holding it; a load (which may hold it itself, for another
+    // kernel of its tree) tries once. Where the lock stays busy the area
+    // stays, for a later fetch or cache prune.
     void clear_partial(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
                        const std::string& variant);
+    // Without pins or reverify: the variant its complete record vouches
+    // for (a stale part of it removed, on a fetch), or a load's part of it
+    // (fetch_part); nullopt when the whole variant is to be fetched, with
+    // `trusted` holding what either record vouches for.
+    std::optional<FetchOutcome> warm_or_part(const FetchRequest& request, const cache::RepoCache& cache,
+                                             const std::string& commit, const std::string& variant,
+                                             const std::vector<const hub::TreeEntry*>& entries,
+                                             std::set<std::string>& trusted);
+    // A load's shared hold of the partial-area lock, taken before the
+    // complete record is read; empty for any other fetch and where locks
+    // are not used.
+    std::shared_ptr<cache::FileLock> hold_partial(const FetchRequest& request, const cache::RepoCache& cache) const;
     // Every listed file of `variant` in the last listing, metadata.json first.
     std::vector<const hub::TreeEntry*> listed_entries(const std::string& variant) const;
     // Removes the links of `entries` in `area` that are not in linked_before.

@@ -81,6 +81,25 @@ struct RepoFixture {
         record(commit, name, {{"libkernel.so", so}, {"metadata.json", "{\"id\": \"" + so + "\"}"}});
     }
 
+    // What a load holds of a variant (docs/cache-format.md, "Partial
+    // variants"): `files` (path relative to the variant folder -> content)
+    // as blobs (LFS, but metadata.json), linked under
+    // .kernhub/partial/<commit>/build/<variant>/, and, with `with_record`,
+    // the partial record naming them.
+    void part(const std::string& commit, const std::string& variant,
+              const std::vector<std::pair<std::string, std::string>>& files, bool with_record = true) const {
+        nlohmann::json doc = {
+            {"format", 1}, {"variant", variant}, {"commit", commit}, {"files", nlohmann::json::array()}};
+        for (const auto& [path, content] : files) {
+            const std::string etag = blob(content, path != "metadata.json");
+            repo.link_snapshot(commit, "build/" + variant + "/" + path, etag, true, cache::LinkArea::partial);
+            doc["files"].push_back({{"path", path}, {"size", content.size()}, {"sha256", digest::sha256_hex(content)}});
+        }
+        if (with_record) repo.write_variant_record(commit, variant, doc.dump(2), cache::LinkArea::partial);
+    }
+    // .kernhub/partial/<commit>
+    fs::path partial(const std::string& commit) const { return repo.partial_dir(commit); }
+
     fs::path snapshot(const std::string& commit) const { return repo.snapshot_dir(commit); }
     fs::path blob_path(const std::string& etag) const { return repo.blob_path(etag); }
 };

@@ -89,9 +89,11 @@ TEST_CASE("cache ls lists what fetch cached: repos, refs, commits, variants and 
         CHECK(commit["refs"] == json::array({is_main ? "main" : "v2"}));
         REQUIRE(commit["variants"].size() == 1);
         const json& variant = commit["variants"][0];
-        CHECK(keys_of(variant) == std::vector<std::string>{"files", "name", "recorded", "size"});
+        CHECK(keys_of(variant) == std::vector<std::string>{"files", "name", "part", "recorded", "size"});
         CHECK(variant["name"] == host_cpu_variant());
         CHECK(variant["recorded"] == true);
+        CHECK(variant["part"].is_null());  // a fetch holds no variant in part
+        CHECK(commit["snapshot"] == true);
         const json& fetched = is_main ? main : v2;
         CHECK(variant["files"] == fetched["files"].size());
         std::uint64_t expected = 0;

@@ -134,6 +134,8 @@ TEST_CASE("a load fetches only the library and metadata.json, outside the snapsh
     CHECK(fs::exists(env.folder() / ".kernhub" / "variants" / cold.commit / (variant + ".json")));
     CHECK_FALSE(fs::exists(partial / (variant + ".json")));
     CHECK_FALSE(fs::exists(partial / "build" / variant));
+    // Nor are the folders left behind, empty.
+    CHECK_FALSE(fs::exists(env.folder() / ".kernhub" / "partial"));
 
     // The next load takes the complete variant, as before this change.
     hub.server().reset();

@@ -111,7 +111,8 @@ def run_checks(report, args, tmp, endpoint, commit, variant):
     so_size = Path(args.so).stat().st_size
     header_size = len("#pragma once\n")
     meta_size = (variant_dir / "metadata.json").stat().st_size
-    variant_entry = {"name": variant, "files": 3, "size": so_size + header_size + meta_size, "recorded": False}
+    variant_entry = {"name": variant, "files": 3, "size": so_size + header_size + meta_size, "recorded": False,
+                     "part": None}
     commits = kernel.get("commits", [])
     report.check(kernel.get("repo_type") == "kernel" and kernel.get("refs") == {"main": commit},
                  "(1) the kernel repo's ref main names the commit", json.dumps(kernel)[:1000])
