@@ -43,9 +43,15 @@ static bool refused_beside(const Expectation& expect) {
 // A file streamed while metadata.json was on its way is committed only once
 // its digest is known and matches; a mismatch or a refusal of the variant
 // by metadata.json removes its partial.
-static void settle_streamed(const Expectation& expect, cache::IncompleteBlob& blob, const std::string& sha256) {
+// Deferred (SettleDeferred), the partial stays whole for the retry, which
+// resumes at its end: the `streamed` bytes count as downloaded now.
+static void settle_streamed(const Expectation& expect, cache::IncompleteBlob& blob, const std::string& sha256,
+                            std::uint64_t streamed, std::uint64_t& bytes_downloaded) {
     try {
         check_late_digest(settled(expect), sha256, blob.temp_path());
+    } catch (const SettleDeferred&) {
+        bytes_downloaded += streamed;
+        throw;
     } catch (const DeclaredDigestMismatch&) {
         blob.discard();
         throw;
@@ -231,21 +237,14 @@ std::string Fetcher::download_blob(const FetchRequest& request, const std::strin
             }
             throw;
         }
-        if (expect.pending != nullptr) {
-            try {
-                settle_streamed(expect, blob, sha256);
-            } catch (const SettleDeferred&) {
-                // The partial stays whole for the retry, which resumes at its end.
-                bytes_downloaded += target.size() - target.resumed_bytes();
-                throw;
-            }
-        }
+        const std::uint64_t streamed = target.size() - target.resumed_bytes();
+        if (expect.pending != nullptr) settle_streamed(expect, blob, sha256, streamed, bytes_downloaded);
         crash_point("verified");
         // The data is synced here, on this file's worker; the blobs/ entry
         // is synced once for the variant (PendingSyncs).
         blob.commit(false);
         crash_point("committed");
-        bytes_downloaded += target.size() - target.resumed_bytes();
+        bytes_downloaded += streamed;
         ++m_files_downloaded;
         emit(Event::Kind::download_done, {}, entry.path, entry.size, entry.size, request.repo.repo_id);
         return sha256;
@@ -492,6 +491,18 @@ void Fetcher::download_files(const FetchRequest& request, const std::string& com
     if (metadata) check_metadata_listed(request, commit, variant, listed_entries(variant), *metadata);
 }
 
+// Whether metadata.json's failure refuses its variant (what it says, or
+// its bytes, are wrong) rather than its transfer failing.
+static bool refuses_variant(const std::exception_ptr& error) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const Error& e) {
+        return e.code() == ErrorCode::verification || e.code() == ErrorCode::load || e.code() == ErrorCode::usage;
+    } catch (...) {
+        return false;
+    }
+}
+
 // download_files without a signature policy: rest[0] is metadata.json,
 // taken first by the first worker; the others settle their digest through
 // a PendingDigest before they commit. A file with metadata.json's own bytes
@@ -508,10 +519,13 @@ void Fetcher::fetch_beside_metadata(const FetchRequest& request, const std::stri
     // stops it.
     rest[0].expect.stop = nullptr;
     for (std::size_t i = 1; i < rest.size(); ++i) {
-        if (excluded_from_digest(rest[i].relpath)) continue;  // its digest is the hub's hash alone
         rest[i].expect.pending = &pending;
         rest[i].expect.relpath = rest[i].relpath;
+        // The signature bundle's digest is the hub's hash alone; it too is
+        // committed only once metadata.json has passed.
+        rest[i].expect.outside_digest = excluded_from_digest(rest[i].relpath);
     }
+    std::atomic<bool> news{false};  // metadata.json failed on its own
     rest[0].expect.settles = &pending;
     auto job = [&](std::size_t i) {
         if (i > 0) {
@@ -532,10 +546,13 @@ void Fetcher::fetch_beside_metadata(const FetchRequest& request, const std::stri
             for (std::size_t k = 1; k < rest.size(); ++k) check_covered(rest[k], metadata);
             pending.settle(metadata);
         } catch (...) {
-            // Stopped by another file's failure, metadata.json is not
-            // the news; refusing on its own, it is.
-            const bool refusal = !stop.load();
-            pending.fail(std::current_exception(), refusal);
+            // After another file's failure, metadata.json is not the news;
+            // failing on its own, it is. What it says refusing the variant
+            // (a digest, kernels-minver) keeps nothing of the other files,
+            // not even a partial; a failed transfer keeps their partials
+            // for the next run.
+            news = !stop.load();
+            pending.fail(std::current_exception(), news && refuses_variant(std::current_exception()));
             throw;
         }
     };
@@ -544,7 +561,7 @@ void Fetcher::fetch_beside_metadata(const FetchRequest& request, const std::stri
     } catch (...) {
         // A file that gave up because metadata.json failed reports
         // metadata.json's error, whichever failed first in time.
-        if (pending.refused()) std::rethrow_exception(pending.error());
+        if (news.load()) std::rethrow_exception(pending.error());
         throw;
     }
 }

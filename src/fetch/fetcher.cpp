@@ -624,9 +624,12 @@ void Fetcher::clear_partial(const FetchRequest& request, const cache::RepoCache&
                     return cache.remove_partial_variant(commit, variant);
                 }
                 if (request.cancel != nullptr && request.cancel->load()) {
-                    throw Error(ErrorCode::interrupted, "interrupted while waiting for the loads reading " + what +
-                                                            "; the variant is complete, and a later fetch "
-                                                            "removes its partial area");
+                    // The variant is complete and recorded: its ref is
+                    // still written, and the part is left, not the fetch.
+                    emit(Event::Kind::info, "interrupted while waiting for the loads reading " + what +
+                                                "; its links under .kernhub/partial/ stay until a later fetch or "
+                                                "cache prune removes them");
+                    return;
                 }
                 if (std::chrono::steady_clock::now() >= deadline) {
                     emit(Event::Kind::info, "a load is still reading " + what +
@@ -744,7 +747,7 @@ FetchOutcome Fetcher::fetch_part(const FetchRequest& request, const cache::RepoC
     write_side_data("the part of variant " + variant + " of " + repo_at(request.repo, commit) + " a load fetched", [&] {
         cache.write_variant_files(commit, variant, files, outcome.signature, cache::LinkArea::partial);
     });
-    crash_point("recorded");
+    crash_point("part-recorded");
     update_ref(cache, request, commit);
     return outcome;
 }

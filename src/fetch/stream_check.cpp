@@ -164,7 +164,7 @@ Expectation settled_as(const Expectation& expect, bool holds_lock) {
     Expectation out = expect;
     out.pending = nullptr;
     const std::optional<MetadataDigest>& digest = expect.pending->wait(expect, holds_lock);
-    if (!digest) return out;
+    if (!digest || expect.outside_digest) return out;
     // download_files checked that the digest covers every file of the
     // variant before it settled it; a file it does not name is refused all
     // the same, in case a caller settles otherwise.

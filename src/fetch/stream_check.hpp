@@ -79,6 +79,9 @@ struct Expectation {
     // the file's path relative to the variant directory.
     const PendingDigest* pending = nullptr;
     std::string relpath;
+    // A file the metadata digest does not cover (the signature bundle): it
+    // waits for the PendingDigest all the same, and needs no entry there.
+    bool outside_digest = false;
     // For metadata.json fetched beside the other files: the PendingDigest
     // its job settles. Finding its blob lock held, the job releases the
     // files that wait holding theirs before it waits for the lock: the

@@ -311,9 +311,10 @@ TEST_CASE(
     check_error(hub.kh("fetch", "deptest/newer@v1", {"--quiet"}), 7,
                 {"deptest/newer", "kernels>=99.0.0", "kernels 0.19.1"});
     // The library may have started beside metadata.json, once; it was
-    // never committed (a partial at most, which no snapshot names).
+    // never committed, and the refusal removed its partial too.
     CHECK_FALSE(tree_has_name(hub.box.cache, "libkh_good.so"));
     CHECK(hub.server->count_requests("libkh_good.so") <= 1);
+    CHECK_FALSE(tree_has_name(hub.box.cache, ".incomplete"));
     check_error(hub.kh("load", "deptest/newer@v1", {"--symbol", "kh_fixture_id", "--quiet"}), 7, {"kernels>=99.0.0"});
     // Through a dependency, the same.
     check_error(hub.kh("fetch", "deptest/needs-newer@v1", {"--quiet"}), 7, {"deptest/newer", "kernels>=99.0.0"});

@@ -1,3 +1,6 @@
+// Files fetched beside metadata.json (no signature policy): nothing of them
+// is committed before metadata.json has passed.
+//
 // Two fetches whose variants share blobs crosswise: variant A's library has
 // the bytes of variant B's metadata.json and B's library those of A's
 // metadata.json (plain files, so a blob's name, and its lock, is its git
@@ -161,4 +164,81 @@ TEST_CASE("a file waiting for metadata.json lets its blob lock go when metadata.
     INFO(describe(verify));
     CHECK(verify.exit_code == 0);
     CHECK_FALSE(tree_has_name(box.cache / "kernels--kh-lock--cross" / "blobs", ".incomplete"));
+}
+
+// Without a policy the signature bundle is one more plain file. It has no
+// digest entry (the digest does not cover it), yet it too waits for
+// metadata.json: held at the hub until the bundle's answer has gone out,
+// metadata.json then refuses the variant (kernels-minver), and nothing of
+// the variant may stay in the snapshot, where Python kernels would find it.
+TEST_CASE("a signature bundle fetched beside metadata.json is not kept when metadata.json refuses the variant",
+          "[cli]") {
+    TempDir dir;
+    const fs::path metadata = dir.path() / "metadata.json";
+    const fs::path bundle = dir.path() / "bundle.json";
+    const fs::path library = dir.path() / "lib.so";
+    write_text(metadata, nlohmann::json{{"version", 1}, {"license", "Apache-2.0"}, {"kernels-minver", "99.0.0"}}.dump());
+    write_text(bundle, "{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\"}");
+    write_text(library, std::string(4096, 'k'));
+    const std::string prefix = "build/" + host_cpu_variant() + "/";
+    nlohmann::json spec = {
+        {"repos",
+         {{{"repo_id", "kh-side/refused"},
+           {"type", "kernel"},
+           {"commits",
+            {{{"message", "refused"},
+              {"branches", {"main"}},
+              {"files",
+               {{prefix + "metadata.json", {{"path", metadata.string()}, {"lfs", false}}},
+                {prefix + "metadata.json.sigstore", {{"path", bundle.string()}, {"lfs", false}}},
+                {prefix + "libside.so", {{"path", library.string()}, {"lfs", false}}}}}}}}}}}};
+    make_hub(spec, dir.path() / "hub");
+    HubServer server(dir.path() / "hub");
+    // The first rule that matches applies: the bundle's target contains
+    // metadata.json's, so it gets a rule of its own that changes nothing.
+    server.add_faults({{{"match", "metadata.json.sigstore"}, {"action", "delay"}, {"seconds", 0}, {"count", -1}},
+                       {{"match", prefix + "metadata.json"}, {"action", "hold"}, {"gate", "metadata"}}});
+    Sandbox box;
+    ProcessResult result;
+    std::thread fetch([&] {
+        result = box.run({"fetch", "kh-side/refused", "--endpoint", server.endpoint(), "--cache-dir",
+                          box.cache.string(), "--quiet"},
+                         {{"KERNHUB_TRUST_REMOTE_CODE", "1"}});
+    });
+    struct Join {
+        std::thread& thread;
+        ~Join() {
+            if (thread.joinable()) thread.join();
+        }
+    } join{fetch};
+    const bool held = server.wait_held("metadata");
+    // The bundle's answer has gone out while metadata.json is held.
+    const bool bundle_sent = within(std::chrono::seconds(20), [&] {
+        const nlohmann::json stats = server.stats();
+        for (const auto& request : stats["requests"]) {
+            if (request["path"].get<std::string>().find("metadata.json.sigstore") != std::string::npos &&
+                request["sent"].get<std::uint64_t>() > 0) {
+                return true;
+            }
+        }
+        return false;
+    });
+    server.release("metadata");
+    fetch.join();
+    CHECK(held);
+    CHECK(bundle_sent);
+    check_error(result, 7, {"kernels>=99.0.0"});
+    const fs::path folder = box.cache / "kernels--kh-side--refused";
+    CHECK_FALSE(tree_has_name(folder / "snapshots", "metadata.json.sigstore"));
+    CHECK_FALSE(tree_has_name(folder / "snapshots", "libside.so"));
+    CHECK_FALSE(tree_has_name(folder / "blobs", ".incomplete"));
+    // Of the variant's blobs, only metadata.json's may stay (verified).
+    std::size_t blobs = 0;
+    if (fs::exists(folder / "blobs")) {
+        for (const auto& entry : fs::directory_iterator(folder / "blobs")) {
+            (void)entry;
+            ++blobs;
+        }
+    }
+    CHECK(blobs <= 1);
 }

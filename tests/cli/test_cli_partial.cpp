@@ -460,7 +460,7 @@ TEST_CASE("a load killed at any step leaves a consistent cache that verify finds
     KernelHub hub;
     const std::string ep = hub.server().endpoint();
     int kills = 0;
-    for (const char* point : {"verified", "committed", "folder-made", "linked", "synced", "recorded", "opening"}) {
+    for (const char* point : {"verified", "committed", "folder-made", "linked", "synced", "part-recorded", "opening"}) {
         for (int hit = 1; hit <= 3; ++hit) {
             Sandbox box;
             const std::string plan = std::string(point) + ":" + std::to_string(hit);

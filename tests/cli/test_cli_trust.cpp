@@ -301,8 +301,8 @@ TEST_CASE("the overview goes out beside the revision and the listing, and no fil
     hub.server->release("listing");
     // The listing is answered while the overview still waits (polled, bounded):
     // a fetch that did not wait for the overview would ask for files now.
-    for (int i = 0; i < 4000; ++i) {
-        bool answered = false;
+    bool answered = false;
+    for (int i = 0; i < 4000 && !answered; ++i) {
         const nlohmann::json stats = hub.server->stats();
         for (const auto& request : stats["requests"]) {
             if (request["path"].get<std::string>().find("/tree/") != std::string::npos &&
@@ -310,13 +310,13 @@ TEST_CASE("the overview goes out beside the revision and the listing, and no fil
                 answered = true;
             }
         }
-        if (answered) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     hub.server->release("overview");
     fetch.join();
     CHECK(overview_held);
     CHECK(listing_held);
+    CHECK(answered);
     check_error(result, 4, {"'untrusted/good' is not from a trusted kernel publisher"});
     CHECK(file_requests(hub) == 0);
     CHECK_FALSE(fs::exists(hub.box.cache / "kernels--untrusted--good" / "blobs"));

@@ -277,22 +277,14 @@ TEST_CASE("corrupted bytes are rejected and nothing unverified becomes visible",
     CHECK(code_of([&] { Client(env.options(hub.server().endpoint())).fetch("vector-add"); }, &message) ==
           ErrorCode::verification);
     CHECK(message.find("sha256") != std::string::npos);
-    // metadata.json streams beside the library: when the library fails
-    // first, metadata.json stops too. Of it there is at most its verified
-    // blob and link, or the partial it stopped with; of the .so nothing,
-    // not even a partial.
+    // metadata.json streams beside the library, and finishes when the
+    // library fails first: its verified blob and link stay. Of the .so
+    // nothing, not even a partial.
     const auto blobs = blobs_of(repo_folder(env, "vector-add"));
     REQUIRE(blobs.size() == 1);
-    const std::string name = blobs.front().filename().string();
-    const bool metadata_blob = name.size() == 40;
-    const bool metadata_partial = name.size() > 40 && name[40] == '.' && name.find(".incomplete") != std::string::npos;
-    CHECK((metadata_blob || metadata_partial));
+    CHECK(blobs.front().filename().string().size() == 40);  // metadata.json's git oid, no partial
     const std::vector<std::string> linked = snapshot_entries(repo_folder(env, "vector-add"));
-    if (metadata_blob) {
-        CHECK(linked == std::vector<std::string>{"build/" + host_cpu_variant() + "/metadata.json"});
-    } else {
-        CHECK(linked.empty());
-    }
+    CHECK(linked == std::vector<std::string>{"build/" + host_cpu_variant() + "/metadata.json"});
     CHECK_FALSE(fs::exists(repo_folder(env, "vector-add") / ".kernhub" / "variants"));
 }
 
