@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "cache/cache.hpp"
+#include "common/crash_point.hpp"
 #include "hub/hub_client.hpp"
 #include "kernhub/error.hpp"
 
@@ -200,6 +201,9 @@ RepoScan scan_repo(Walker& walker, const fs::path& folder, RepoType type, const 
             repo.partials.push_back(std::move(entry));
         }
     }
+    // A test can pause here: the links walked next may be newer than the
+    // blobs listed (cache verify judges those as they are then).
+    crash_point("blobs-listed");
     for (const Entry& entry : walker.list(folder / "snapshots").value_or(std::vector<Entry>{})) {
         if (!is_commit_sha(entry.name)) continue;  // not a snapshot any tool writes
         Snapshot snapshot{entry.name, entry.type == EntryType::directory, {}, entry.modified};

@@ -82,7 +82,17 @@ public:
         for (const Entry& blob : m_repo.blobs) check_blob(blob);
         for (const Snapshot& snapshot : m_repo.snapshots) check_snapshot(snapshot);
         for (const Record& record : m_repo.records) check_record(record);
-        for (const Snapshot& area : m_repo.partial_areas) check_partial_area(area);
+        // A load reading the partial area holds its lock shared: what it is
+        // making there is judged (and repaired) only once no load is.
+        bool loads_reading = false;
+        const std::optional<cache::FileLock> partial_guard = guard_partial_areas(loads_reading);
+        for (const Snapshot& area : m_repo.partial_areas) {
+            if (loads_reading) {
+                list_parts(area);
+            } else {
+                check_partial_area(area);
+            }
+        }
         for (const Ref& ref : m_repo.refs) {
             if (ref.problem.empty()) continue;
             const fs::path path = m_repo.folder / "refs" / ref.revision;
@@ -95,6 +105,22 @@ public:
     }
 
 private:
+    // The partial-area lock taken without waiting, when the repo has a
+    // partial area and locks work; `busy` when a load holds it. A lock that
+    // cannot be used (a cache this process may only read) guards nothing.
+    std::optional<cache::FileLock> guard_partial_areas(bool& busy) const {
+        busy = false;
+        if (m_repo.partial_areas.empty() || !m_options.use_locks) return std::nullopt;
+        try {
+            std::optional<cache::FileLock> lock =
+                cache::RepoCache(m_repo.folder.parent_path(), m_repo.type, m_repo.repo_id).try_lock_partial(false);
+            busy = !lock;
+            return lock;
+        } catch (const Error&) {
+            return std::nullopt;
+        }
+    }
+
     using Repairs = std::vector<std::pair<std::size_t, std::function<void()>>>;
 
     void report(const fs::path& path, const std::string& problem, std::function<void()> repair,
@@ -250,14 +276,43 @@ private:
         }
     }
 
-    std::string link_damage(const Entry& entry, cache::LinkArea area = cache::LinkArea::snapshot) const {
+    std::string link_damage(const Entry& entry, cache::LinkArea area = cache::LinkArea::snapshot) {
         if (entry.link.empty()) return "is a link whose target cannot be read or is over k_max_link_bytes";
         const std::string etag = linked_etag(entry.name, entry.link, area);
         if (etag.empty()) return "links '" + entry.link + "', not the relative link into this repo's blobs/";
-        auto blob = m_blobs.find(etag);
-        if (blob == m_blobs.end()) return "is dangling: blobs/" + etag + " is missing";
-        if (!blob->second.ok) return "links the damaged blob blobs/" + etag;
+        const BlobState* blob = blob_now(etag);
+        if (blob == nullptr) return "is dangling: blobs/" + etag + " is missing";
+        if (!blob->ok) return "links the damaged blob blobs/" + etag;
         return {};
+    }
+
+    // What hashing found of blobs/<etag>: the scan lists blobs/ before the
+    // links, so a blob a live fetch or load committed since (and linked) is
+    // hashed now rather than taken for missing. Null when there is none.
+    const BlobState* blob_now(const std::string& etag) {
+        auto found = m_blobs.find(etag);
+        if (found != m_blobs.end()) return &found->second;
+        const fs::path path = m_repo.folder / "blobs" / etag;
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
+        BlobState state;
+        state.size = static_cast<std::uint64_t>(st.st_size);
+        state.ok = blob_damage(path, etag, EntryType::file, state).empty();
+        ++m_report.blobs_checked;
+        return &(m_blobs[etag] = state);
+    }
+
+    // The etag a record's file links now, when that link is good: a link a
+    // live fetch or load made after the scan is judged as it is now.
+    std::optional<std::string> good_link_now(const fs::path& link, const std::string& relpath, cache::LinkArea area) {
+        struct stat st {};
+        if (::lstat(link.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return std::nullopt;
+        Entry entry;
+        entry.name = relpath;
+        entry.type = EntryType::symlink;
+        entry.link = read_link_now(link);
+        if (!link_damage(entry, area).empty()) return std::nullopt;
+        return linked_etag(entry.name, entry.link, area);
     }
 
     // .kernhub/partial/<commit>/ (docs/cache-format.md, "Partial variants"):
@@ -292,8 +347,12 @@ private:
                 if (read_link_now(path) == link) remove_entry(m_repo.folder, path);
             });
         }
+        for (const std::string& variant : part_variants(area)) check_partial_record(area.commit, variant);
+        list_parts(area);
+    }
+
+    void list_parts(const Snapshot& area) {
         for (const std::string& variant : part_variants(area)) {
-            check_partial_record(area.commit, variant);
             m_report.parts.push_back(
                 HeldPart{m_repo.repo_id, m_repo.type, area.commit, variant, describe_part(m_repo, area, variant)});
         }
@@ -314,8 +373,10 @@ private:
         std::string damage = record ? "" : "is not a partial variant record kernhub can read";
         for (std::size_t i = 0; record && damage.empty() && i < record->files.size(); ++i) {
             const RecordedFile& file = record->files[i];
-            const auto link = m_partial_linked.find(commit + "/build/" + variant + "/" + file.path);
-            const BlobState* blob = link == m_partial_linked.end() ? nullptr : &m_blobs.at(link->second);
+            const std::string relpath = "build/" + variant + "/" + file.path;
+            const BlobState* blob = recorded_blob(m_partial_linked, commit, relpath,
+                                                  m_repo.folder / ".kernhub" / "partial" / commit / relpath,
+                                                  cache::LinkArea::partial);
             if (blob == nullptr || blob->size != file.size || blob->sha256 != file.sha256) {
                 damage = "names " + file.path + ", which is missing, damaged or different in the partial area";
             }
@@ -334,13 +395,25 @@ private:
         }
     }
 
-    std::string record_damage(const Record& record) const {
+    // The blob a record's file links: from the scan, or, for a link the scan
+    // did not find good, as the link is now (a fetch writes its record
+    // after its links, possibly after the scan passed them).
+    const BlobState* recorded_blob(const std::map<std::string, std::string>& linked, const std::string& commit,
+                                   const std::string& relpath, const fs::path& link, cache::LinkArea area) {
+        const auto found = linked.find(commit + "/" + relpath);
+        if (found != linked.end()) return &m_blobs.at(found->second);
+        const std::optional<std::string> etag = good_link_now(link, relpath, area);
+        return etag ? blob_now(*etag) : nullptr;
+    }
+
+    std::string record_damage(const Record& record) {
         auto files = read_record(m_repo, record.commit, record.variant);
         if (!files) return "is not a variant record kernhub can read";
         for (const RecordedFile& file : *files) {
-            auto link = m_linked.find(record.commit + "/build/" + record.variant + "/" + file.path);
-            const BlobState* blob = nullptr;
-            if (link != m_linked.end()) blob = &m_blobs.at(link->second);
+            const std::string relpath = "build/" + record.variant + "/" + file.path;
+            const BlobState* blob = recorded_blob(m_linked, record.commit, relpath,
+                                                  m_repo.folder / "snapshots" / record.commit / relpath,
+                                                  cache::LinkArea::snapshot);
             if (blob == nullptr || blob->size != file.size || blob->sha256 != file.sha256) {
                 return "names " + file.path + ", which is missing, damaged or different in the snapshot";
             }

@@ -518,3 +518,53 @@ TEST_CASE("a fetch killed after its complete record leaves a stale part that ls 
     require_ok(other.run(part_args(other, "fetch", ep, {"--quiet"})), "the warm fetch");
     check_completed(other, ep, "after the warm fetch");
 }
+
+TEST_CASE("cache verify --repair beside a load paused in its partial area judges nothing there and removes nothing",
+          "[cli][partial][race][needs:test-hooks]") {
+    KernelHub hub;
+    Sandbox box;
+    const std::string ep = hub.server().endpoint();
+    // A load holding the partial area: its links and record are made, its
+    // library not yet opened.
+    const Pause pause{box.dir.path() / "pause"};
+    Background load(box, part_args(box, "load", ep, {"--json"}), pause.env("opening"));
+    REQUIRE(pause.reached());
+    const ProcessResult verify = run_cache(box, "verify", {"--repair"});
+    INFO(describe(verify));
+    CHECK(verify.exit_code == 0);
+    CHECK(entry_exists_now(part_links(box) / "libvector_add.so"));
+    pause.release();
+    const ProcessResult loaded = load.finish();
+    INFO(describe(loaded));
+    CHECK(loaded.exit_code == 0);
+    check_verify_clean(box, "after the load");
+}
+
+TEST_CASE("cache verify finds no damage in what a load and a fetch made after it listed blobs/",
+          "[cli][partial][race][needs:test-hooks]") {
+    KernelHub hub;
+    Sandbox box;
+    const std::string ep = hub.server().endpoint();
+    // An earlier kernel, so that the repo's folders exist when verify scans.
+    require_ok(box.run(part_args(box, "load", ep, {"--quiet"})), "the first load");
+    fs::remove_all(repo_folder_of(box) / "blobs");
+    fs::create_directories(repo_folder_of(box) / "blobs");
+    fs::remove_all(partial_root(box));
+    // verify lists blobs/ (empty), then waits; a load and a fetch then
+    // commit blobs, link them and write their records.
+    const Pause pause{box.dir.path() / "pause"};
+    Background verify(box, {"cache", "verify", "--cache-dir", box.cache.string()},
+                      [&] {
+                          EnvChanges env = pause.env("blobs-listed");
+                          env["KERNHUB_ENDPOINT"] = k_dead_endpoint;
+                          return env;
+                      }());
+    REQUIRE(pause.reached());
+    require_ok(box.run(part_args(box, "load", ep, {"--quiet"})), "the load");
+    require_ok(box.run(part_args(box, "fetch", ep, {"--quiet"})), "the fetch");
+    pause.release();
+    const ProcessResult verified = verify.finish();
+    INFO(describe(verified));
+    CHECK(verified.exit_code == 0);
+    CHECK(verified.out.empty());
+}
