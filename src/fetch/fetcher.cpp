@@ -445,9 +445,6 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     // a prune running meanwhile then keeps it, or has removed it already and
     // the checks below find it missing.
     cache.claim_snapshot(commit, request.cancel);
-    // A load's, before it reads the complete record: a fetch completing the
-    // variant removed the area before (its record is read below) or waits.
-    std::shared_ptr<cache::FileLock> hold = hold_partial(request, cache);
     auto entries = variant_entries(*m_last_listing, variant);
     const VariantPins* pins = request.pins ? &request.pins->at(variant) : nullptr;
     if (pins != nullptr) {
@@ -459,12 +456,21 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     // is not enough (it says what was verified, not what is on disk now), so
     // cached blobs are hashed again, as `prewarm --offline` promises.
     if (pins == nullptr && !request.reverify) {
+        // A load of a variant the complete record vouches for reads the
+        // snapshot, which no fetch removes: no partial-area lock to take.
+        if (request.files_to_read) {
+            if (auto warm = warm_outcome(request, cache, commit, variant, entries, trusted)) return *warm;
+        }
+        // A load's, before it reads the complete record (again): a fetch
+        // completing the variant removed the area before (its record is
+        // read below) or waits.
+        std::shared_ptr<cache::FileLock> hold = hold_partial(request, cache);
         if (auto found = warm_or_part(request, cache, commit, variant, entries, trusted)) {
             if (found->partial) found->hold = std::move(hold);
             return *found;
         }
     }
-    hold.reset();  // the whole variant goes into the snapshot
+    // The whole variant goes into the snapshot.
     // A receipt of the kernels library goes before the first change and
     // again after the last one, so none covers files changing or a variant
     // held in part (ensure_file and unpacking drop it, too, before they
