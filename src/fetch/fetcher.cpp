@@ -456,19 +456,7 @@ FetchOutcome Fetcher::fetch(const FetchRequest& request) {
     // is not enough (it says what was verified, not what is on disk now), so
     // cached blobs are hashed again, as `prewarm --offline` promises.
     if (pins == nullptr && !request.reverify) {
-        // A load of a variant the complete record vouches for reads the
-        // snapshot, which no fetch removes: no partial-area lock to take.
-        if (request.files_to_read) {
-            if (auto warm = warm_outcome(request, cache, commit, variant, entries, trusted)) return *warm;
-        }
-        // A load's, before it reads the complete record (again): a fetch
-        // completing the variant removed the area before (its record is
-        // read below) or waits.
-        std::shared_ptr<cache::FileLock> hold = hold_partial(request, cache);
-        if (auto found = warm_or_part(request, cache, commit, variant, entries, trusted)) {
-            if (found->partial) found->hold = std::move(hold);
-            return *found;
-        }
+        if (auto found = held_warm_or_part(request, cache, commit, variant, entries, trusted)) return *found;
     }
     // The whole variant goes into the snapshot.
     // A receipt of the kernels library goes before the first change and
@@ -514,6 +502,24 @@ bool holds_part(const cache::RepoCache& cache, const std::string& commit, const 
 }
 
 }  // namespace
+
+std::optional<FetchOutcome> Fetcher::held_warm_or_part(const FetchRequest& request, const cache::RepoCache& cache,
+                                                       const std::string& commit, const std::string& variant,
+                                                       const std::vector<const hub::TreeEntry*>& entries,
+                                                       std::set<std::string>& trusted) {
+    // A load of a variant the complete record vouches for reads the
+    // snapshot, which no fetch removes: no partial-area lock to take.
+    if (request.files_to_read) {
+        if (auto warm = warm_outcome(request, cache, commit, variant, entries, trusted)) return warm;
+    }
+    // A load's, before it reads the complete record (again): a fetch
+    // completing the variant removed the area before (its record is read
+    // below) or waits.
+    std::shared_ptr<cache::FileLock> hold = hold_partial(request, cache);
+    std::optional<FetchOutcome> found = warm_or_part(request, cache, commit, variant, entries, trusted);
+    if (found && found->partial) found->hold = std::move(hold);
+    return found;
+}
 
 std::optional<FetchOutcome> Fetcher::warm_or_part(const FetchRequest& request, const cache::RepoCache& cache,
                                                   const std::string& commit, const std::string& variant,

@@ -346,6 +346,12 @@ private:
     // stays, for a later fetch or cache prune.
     void clear_partial(const FetchRequest& request, const cache::RepoCache& cache, const std::string& commit,
                        const std::string& variant);
+    // warm_or_part under the partial-area lock where a load may read the
+    // partial area; without it where the complete record vouches.
+    std::optional<FetchOutcome> held_warm_or_part(const FetchRequest& request, const cache::RepoCache& cache,
+                                                  const std::string& commit, const std::string& variant,
+                                                  const std::vector<const hub::TreeEntry*>& entries,
+                                                  std::set<std::string>& trusted);
     // Without pins or reverify: the variant its complete record vouches
     // for (a stale part of it removed, on a fetch), or a load's part of it
     // (fetch_part); nullopt when the whole variant is to be fetched, with
