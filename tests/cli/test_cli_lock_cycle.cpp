@@ -242,3 +242,71 @@ TEST_CASE("a signature bundle fetched beside metadata.json is not kept when meta
     }
     CHECK(blobs <= 1);
 }
+
+// A transfer of metadata.json that fails (here a 500 after the library has
+// streamed whole) refuses nothing: the library's partial download stays
+// for the next run, which takes it without asking for its bytes again.
+TEST_CASE("when metadata.json's transfer fails the library streamed beside it is kept for the next run", "[cli]") {
+    TempDir dir;
+    const fs::path metadata = dir.path() / "metadata.json";
+    const fs::path library = dir.path() / "lib.so";
+    write_text(metadata, nlohmann::json{{"version", 1}, {"license", "Apache-2.0"}}.dump());
+    write_text(library, std::string(64 << 10, 'k'));
+    const std::string prefix = "build/" + host_cpu_variant() + "/";
+    nlohmann::json spec = {
+        {"repos",
+         {{{"repo_id", "kh-side/flaky"},
+           {"type", "kernel"},
+           {"commits",
+            {{{"message", "flaky"},
+              {"branches", {"main"}},
+              {"files",
+               {{prefix + "metadata.json", {{"path", metadata.string()}, {"lfs", false}}},
+                {prefix + "libside.so", {{"path", library.string()}, {"lfs", false}}}}}}}}}}}};
+    make_hub(spec, dir.path() / "hub");
+    HubServer server(dir.path() / "hub");
+    // The first request held, then answered 500; the retry 500 too.
+    server.add_faults({{{"match", prefix + "metadata.json"}, {"action", "hold"}, {"gate", "metadata"}, {"status", 500}},
+                       {{"match", prefix + "metadata.json"}, {"action", "status"}, {"status", 500}, {"count", -1}}});
+    Sandbox box;
+    const std::vector<std::string> args{"fetch",       "kh-side/flaky",    "--endpoint", server.endpoint(),
+                                        "--cache-dir", box.cache.string(), "--quiet"};
+    const EnvChanges trust{{"KERNHUB_TRUST_REMOTE_CODE", "1"}};
+    ProcessResult result;
+    std::thread fetch([&] { result = box.run(args, trust); });
+    struct Join {
+        std::thread& thread;
+        ~Join() {
+            if (thread.joinable()) thread.join();
+        }
+    } join{fetch};
+    const bool held = server.wait_held("metadata");
+    const fs::path blobs = box.cache / "kernels--kh-side--flaky" / "blobs";
+    // The library's partial holds all its bytes, waiting for metadata.json.
+    const auto whole_partial = [&] {
+        std::error_code ec;
+        if (!fs::is_directory(blobs, ec)) return false;
+        for (const auto& entry : fs::directory_iterator(blobs, ec)) {
+            if (entry.path().string().find(".incomplete") != std::string::npos &&
+                fs::file_size(entry.path(), ec) == (64u << 10)) {
+                return true;
+            }
+        }
+        return false;
+    };
+    const bool streamed = within(std::chrono::seconds(20), whole_partial);
+    server.release("metadata");
+    fetch.join();
+    CHECK(held);
+    CHECK(streamed);
+    check_error(result, 5, {"500"});
+    CHECK(whole_partial());
+
+    // The next run resumes at the partial's end: the library is not asked for again.
+    server.reset();
+    ProcessResult again = box.run(args, trust);
+    INFO(describe(again));
+    CHECK(again.exit_code == 0);
+    CHECK(server.count_requests(prefix + "libside.so") == 0);
+    CHECK_FALSE(tree_has_name(blobs, ".incomplete"));
+}

@@ -27,8 +27,9 @@ and never faulted:
                  {"action": "truncate", "after_bytes": N}   true Content-Length, N bytes, close
                  {"action": "corrupt"}                      one body byte flipped
                  {"action": "delay", "seconds": S}
-                 {"action": "hold", "gate": G, "seconds"?: S}  the reply waits until /_release
-                     opens gate G or /_reset (at most S seconds, default 60)
+                 {"action": "hold", "gate": G, "seconds"?: S, "status"?: N}  the reply waits
+                     until /_release opens gate G or /_reset (at most S seconds, default 60),
+                     then is the answer, or with "status" an error of that status
                  {"action": "throttle", "bytes_per_second": N}  body sent at about N B/s
                  {"action": "pad_tree", "entries": N, "prefix"?: P}  a tree page gets N more
                      file entries, paths P0, P1, ... numbered on across pages (default
@@ -347,6 +348,9 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(float(rule["seconds"]))
         elif rule and rule["action"] == "hold":
             control.hold(str(rule["gate"]), float(rule.get("seconds", HOLD_SECONDS)))
+            if "status" in rule:
+                reply = error_reply(int(rule["status"]), rule.get("error_code", ""),
+                                    rule.get("message", "Injected fault"), [])
         elif rule and rule["action"] == "truncate":
             limit = int(rule["after_bytes"])
         elif rule and rule["action"] == "corrupt":
