@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -17,6 +18,7 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -175,6 +177,85 @@ struct Interrupted {
     int exit_code = -1;
     std::string out;
     std::string err;
+};
+
+// Whether the hub has sent some body for a request whose target contains
+// `path` (its answer is on its way).
+inline bool body_sent(const HubServer& server, const std::string& path) {
+    const nlohmann::json stats = server.stats();
+    for (const auto& request : stats["requests"]) {
+        if (request["path"].get<std::string>().find(path) != std::string::npos &&
+            request["sent"].get<std::uint64_t>() > 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// A kernhub command running in the background, its output in files.
+class Background {
+public:
+    Background(const Sandbox& box, const std::vector<std::string>& args, const EnvChanges& extra = {})
+        : m_out(box.dir.path() / ("bg" + std::to_string(next_id()) + ".out")), m_err(m_out.string() + ".err") {
+        UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+        UniqueFd out(::open(m_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+        UniqueFd err(::open(m_err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+        REQUIRE((in.get() > 2 && out.get() > 2 && err.get() > 2));
+        std::vector<std::string> argv{KERNHUB_CLI_PATH};
+        argv.insert(argv.end(), args.begin(), args.end());
+        m_pid = spawn_process(argv, box.env(extra), box.dir.path().string(), in.get(), out.get(), err.get());
+    }
+    ~Background() {
+        if (m_pid > 0) {
+            ::kill(m_pid, SIGKILL);
+            wait_process(m_pid);
+        }
+    }
+    Background(const Background&) = delete;
+    Background& operator=(const Background&) = delete;
+
+    std::string err_so_far() const { return read_text(m_err); }
+
+    // Whether it has ended (reaped here; finish() then only reads the output).
+    bool ended() {
+        if (m_pid <= 0) return true;
+        int status = 0;
+        if (::waitpid(m_pid, &status, WNOHANG) != m_pid) return false;
+        m_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+        m_pid = -1;
+        return true;
+    }
+
+    // finish(), when it has ended within `limit` (polled every millisecond);
+    // nullopt when it has not (the destructor then kills it).
+    std::optional<ProcessResult> finish_within(std::chrono::seconds limit) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (!ended()) {
+            if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        return finish();
+    }
+
+    ProcessResult finish() {
+        ProcessResult r;
+        if (m_pid > 0) m_code = wait_process(m_pid);
+        r.exit_code = m_code;
+        m_pid = -1;
+        r.out = read_text(m_out);
+        r.err = read_text(m_err);
+        return r;
+    }
+
+private:
+    static int next_id() {
+        static int id = 0;
+        return ++id;
+    }
+    fs::path m_out;
+    fs::path m_err;
+    pid_t m_pid = -1;
+    int m_code = -1;
 };
 
 // Runs the CLI with `args` in the background and sends it `signo` once

@@ -10,9 +10,7 @@
 // while that fetch's library holds what this one's needs, and both would
 // wait for ever. A hub can lay a repo out that way on purpose.
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/file.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -32,14 +30,30 @@ namespace {
 const std::string k_repo = "kh-lock/cross";
 
 std::string metadata_text(const std::string& pad) {
-    return nlohmann::json{{"name", "cross"},          {"id", k_repo}, {"version", 1}, {"license", "Apache-2.0"},
-                          {"backend", {{"type", "cpu"}}}, {"pad", pad}}
+    return nlohmann::json{
+        {"name", "cross"}, {"id", k_repo}, {"version", 1}, {"license", "Apache-2.0"}, {"backend", {{"type", "cpu"}}},
+        {"pad", pad}}
         .dump();
 }
 
 // Another CPU variant name than the host's, so that --target picks each.
 std::string other_cpu_variant() {
     return host_cpu_variant() == "native-cpu-x86_64-linux" ? "native-cpu-aarch64-linux" : "native-cpu-x86_64-linux";
+}
+
+// A plain (not LFS) file of a make_hub.py spec, its bytes from `path`.
+nlohmann::json plain_file(const fs::path& path) {
+    return {{"path", path.string()}, {"lfs", false}};
+}
+
+// A hub tree of one kernel repo with one commit on main, served.
+std::unique_ptr<HubServer> serve_repo(const fs::path& dir, const std::string& repo_id, const nlohmann::json& files) {
+    const nlohmann::json spec = {{"repos",
+                                  {{{"repo_id", repo_id},
+                                    {"type", "kernel"},
+                                    {"commits", {{{"message", repo_id}, {"branches", {"main"}}, {"files", files}}}}}}}};
+    make_hub(spec, dir / "hub");
+    return std::make_unique<HubServer>(dir / "hub");
 }
 
 struct CrossHub {
@@ -59,19 +73,11 @@ struct CrossHub {
         second_oid = kernhub::digest::git_blob_sha1_file_hex(b);
         const std::string first = "build/" + host_cpu_variant() + "/";
         const std::string second = "build/" + other_cpu_variant() + "/";
-        nlohmann::json files = {
-            {first + "metadata.json", {{"path", a.string()}, {"lfs", false}}},
-            {first + "libcross.so", {{"path", b.string()}, {"lfs", false}}},
-            {second + "metadata.json", {{"path", b.string()}, {"lfs", false}}},
-            {second + "libcross.so", {{"path", a.string()}, {"lfs", false}}},
-        };
-        nlohmann::json spec = {
-            {"repos",
-             {{{"repo_id", k_repo},
-               {"type", "kernel"},
-               {"commits", {{{"message", "cross"}, {"branches", {"main"}}, {"files", files}}}}}}}};
-        make_hub(spec, dir.path() / "hub");
-        server = std::make_unique<HubServer>(dir.path() / "hub");
+        server = serve_repo(dir.path(), k_repo,
+                            {{first + "metadata.json", plain_file(a)},
+                             {first + "libcross.so", plain_file(b)},
+                             {second + "metadata.json", plain_file(b)},
+                             {second + "libcross.so", plain_file(a)}});
     }
 };
 
@@ -104,31 +110,15 @@ bool within(std::chrono::seconds limit, Predicate done) {
     return done();
 }
 
-pid_t start_fetch(const Sandbox& box, const CrossHub& hub, const std::string& variant, const std::string& name) {
-    UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    UniqueFd out(::open((box.dir.path() / (name + ".out")).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    UniqueFd err(::open((box.dir.path() / (name + ".err")).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    REQUIRE(in.get() > 2);
-    REQUIRE(out.get() > 2);
-    REQUIRE(err.get() > 2);
-    const std::vector<std::string> argv{KERNHUB_CLI_PATH, "fetch",       k_repo,  "--endpoint", hub.server->endpoint(),
-                                        "--cache-dir",    box.cache.string(), "--target", variant,      "--quiet"};
-    return spawn_process(argv, box.env({{"KERNHUB_TRUST_REMOTE_CODE", "1"}}), box.dir.path().string(), in.get(),
-                         out.get(), err.get());
+std::vector<std::string> fetch_args(const Sandbox& box, const std::string& repo_id, const HubServer& server,
+                                    const std::vector<std::string>& more = {}) {
+    std::vector<std::string> args{"fetch",  repo_id, "--endpoint", server.endpoint(), "--cache-dir", box.cache.string(),
+                                  "--quiet"};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
 }
 
-// The exit code, or nullopt when the process had not ended within `limit`
-// (it is then killed).
-std::optional<int> finish(pid_t pid, std::chrono::seconds limit) {
-    int status = 0;
-    const bool ended = within(limit, [&] { return ::waitpid(pid, &status, WNOHANG) == pid; });
-    if (!ended) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
-        return std::nullopt;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+const EnvChanges k_trust{{"KERNHUB_TRUST_REMOTE_CODE", "1"}};
 
 }  // namespace
 
@@ -137,7 +127,7 @@ TEST_CASE("a file waiting for metadata.json lets its blob lock go when metadata.
     Sandbox box;
     fs::create_directories(blob_lock(box, hub.first_oid).parent_path());
     std::optional<HeldLock> other(std::in_place, blob_lock(box, hub.first_oid));  // the first metadata.json's
-    const pid_t first = start_fetch(box, hub, host_cpu_variant(), "first");
+    Background first(box, fetch_args(box, k_repo, *hub.server, {"--target", host_cpu_variant()}), k_trust);
     // The library (the second metadata.json's bytes) is fetched while
     // metadata.json waits for the lock held here; the library must not
     // keep its own lock while it waits for metadata.json.
@@ -149,15 +139,18 @@ TEST_CASE("a file waiting for metadata.json lets its blob lock go when metadata.
     // the second metadata.json's lock and places its blob (from the first
     // fetch's partial, or downloaded), while its library waits for the
     // first metadata.json's lock.
-    const pid_t second = start_fetch(box, hub, other_cpu_variant(), "second");
+    Background second(box, fetch_args(box, k_repo, *hub.server, {"--target", other_cpu_variant()}), k_trust);
     const fs::path second_blob = box.cache / "kernels--kh-lock--cross" / "blobs" / hub.second_oid;
     CHECK(within(std::chrono::seconds(20), [&] { return fs::exists(second_blob); }));
     other.reset();
-    const std::optional<int> first_code = finish(first, std::chrono::seconds(20));
-    const std::optional<int> second_code = finish(second, std::chrono::seconds(20));
-    INFO(read_text(box.dir.path() / "first.err") << read_text(box.dir.path() / "second.err"));
-    CHECK(first_code == 0);
-    CHECK(second_code == 0);
+    // Ended within a bound: waiting on each other, both would be killed.
+    const std::optional<ProcessResult> first_done = first.finish_within(std::chrono::seconds(20));
+    const std::optional<ProcessResult> second_done = second.finish_within(std::chrono::seconds(20));
+    REQUIRE(first_done);
+    REQUIRE(second_done);
+    INFO(describe(*first_done) << describe(*second_done));
+    CHECK(first_done->exit_code == 0);
+    CHECK(second_done->exit_code == 0);
 
     // Both variants whole, every blob verified.
     ProcessResult verify = box.run({"cache", "verify", "--cache-dir", box.cache.string()});
@@ -177,54 +170,28 @@ TEST_CASE("a signature bundle fetched beside metadata.json is not kept when meta
     const fs::path metadata = dir.path() / "metadata.json";
     const fs::path bundle = dir.path() / "bundle.json";
     const fs::path library = dir.path() / "lib.so";
-    write_text(metadata, nlohmann::json{{"version", 1}, {"license", "Apache-2.0"}, {"kernels-minver", "99.0.0"}}.dump());
+    write_text(metadata,
+               nlohmann::json{{"version", 1}, {"license", "Apache-2.0"}, {"kernels-minver", "99.0.0"}}.dump());
     write_text(bundle, "{\"mediaType\": \"application/vnd.dev.sigstore.bundle.v0.3+json\"}");
     write_text(library, std::string(4096, 'k'));
     const std::string prefix = "build/" + host_cpu_variant() + "/";
-    nlohmann::json spec = {
-        {"repos",
-         {{{"repo_id", "kh-side/refused"},
-           {"type", "kernel"},
-           {"commits",
-            {{{"message", "refused"},
-              {"branches", {"main"}},
-              {"files",
-               {{prefix + "metadata.json", {{"path", metadata.string()}, {"lfs", false}}},
-                {prefix + "metadata.json.sigstore", {{"path", bundle.string()}, {"lfs", false}}},
-                {prefix + "libside.so", {{"path", library.string()}, {"lfs", false}}}}}}}}}}}};
-    make_hub(spec, dir.path() / "hub");
-    HubServer server(dir.path() / "hub");
+    const std::unique_ptr<HubServer> hub = serve_repo(dir.path(), "kh-side/refused",
+                                                      {{prefix + "metadata.json", plain_file(metadata)},
+                                                       {prefix + "metadata.json.sigstore", plain_file(bundle)},
+                                                       {prefix + "libside.so", plain_file(library)}});
+    HubServer& server = *hub;
     // The first rule that matches applies: the bundle's target contains
     // metadata.json's, so it gets a rule of its own that changes nothing.
     server.add_faults({{{"match", "metadata.json.sigstore"}, {"action", "delay"}, {"seconds", 0}, {"count", -1}},
                        {{"match", prefix + "metadata.json"}, {"action", "hold"}, {"gate", "metadata"}}});
     Sandbox box;
-    ProcessResult result;
-    std::thread fetch([&] {
-        result = box.run({"fetch", "kh-side/refused", "--endpoint", server.endpoint(), "--cache-dir",
-                          box.cache.string(), "--quiet"},
-                         {{"KERNHUB_TRUST_REMOTE_CODE", "1"}});
-    });
-    struct Join {
-        std::thread& thread;
-        ~Join() {
-            if (thread.joinable()) thread.join();
-        }
-    } join{fetch};
+    Background fetch(box, fetch_args(box, "kh-side/refused", server), k_trust);
     const bool held = server.wait_held("metadata");
     // The bundle's answer has gone out while metadata.json is held.
-    const bool bundle_sent = within(std::chrono::seconds(20), [&] {
-        const nlohmann::json stats = server.stats();
-        for (const auto& request : stats["requests"]) {
-            if (request["path"].get<std::string>().find("metadata.json.sigstore") != std::string::npos &&
-                request["sent"].get<std::uint64_t>() > 0) {
-                return true;
-            }
-        }
-        return false;
-    });
+    const bool bundle_sent =
+        within(std::chrono::seconds(20), [&] { return body_sent(server, "metadata.json.sigstore"); });
     server.release("metadata");
-    fetch.join();
+    const ProcessResult result = fetch.finish();
     CHECK(held);
     CHECK(bundle_sent);
     check_error(result, 7, {"kernels>=99.0.0"});
@@ -253,33 +220,16 @@ TEST_CASE("when metadata.json's transfer fails the library streamed beside it is
     write_text(metadata, nlohmann::json{{"version", 1}, {"license", "Apache-2.0"}}.dump());
     write_text(library, std::string(64 << 10, 'k'));
     const std::string prefix = "build/" + host_cpu_variant() + "/";
-    nlohmann::json spec = {
-        {"repos",
-         {{{"repo_id", "kh-side/flaky"},
-           {"type", "kernel"},
-           {"commits",
-            {{{"message", "flaky"},
-              {"branches", {"main"}},
-              {"files",
-               {{prefix + "metadata.json", {{"path", metadata.string()}, {"lfs", false}}},
-                {prefix + "libside.so", {{"path", library.string()}, {"lfs", false}}}}}}}}}}}};
-    make_hub(spec, dir.path() / "hub");
-    HubServer server(dir.path() / "hub");
+    const std::unique_ptr<HubServer> hub =
+        serve_repo(dir.path(), "kh-side/flaky",
+                   {{prefix + "metadata.json", plain_file(metadata)}, {prefix + "libside.so", plain_file(library)}});
+    HubServer& server = *hub;
     // The first request held, then answered 500; the retry 500 too.
     server.add_faults({{{"match", prefix + "metadata.json"}, {"action", "hold"}, {"gate", "metadata"}, {"status", 500}},
                        {{"match", prefix + "metadata.json"}, {"action", "status"}, {"status", 500}, {"count", -1}}});
     Sandbox box;
-    const std::vector<std::string> args{"fetch",       "kh-side/flaky",    "--endpoint", server.endpoint(),
-                                        "--cache-dir", box.cache.string(), "--quiet"};
-    const EnvChanges trust{{"KERNHUB_TRUST_REMOTE_CODE", "1"}};
-    ProcessResult result;
-    std::thread fetch([&] { result = box.run(args, trust); });
-    struct Join {
-        std::thread& thread;
-        ~Join() {
-            if (thread.joinable()) thread.join();
-        }
-    } join{fetch};
+    const std::vector<std::string> args = fetch_args(box, "kh-side/flaky", server);
+    Background fetch(box, args, k_trust);
     const bool held = server.wait_held("metadata");
     const fs::path blobs = box.cache / "kernels--kh-side--flaky" / "blobs";
     // The library's partial holds all its bytes, waiting for metadata.json.
@@ -296,7 +246,7 @@ TEST_CASE("when metadata.json's transfer fails the library streamed beside it is
     };
     const bool streamed = within(std::chrono::seconds(20), whole_partial);
     server.release("metadata");
-    fetch.join();
+    const ProcessResult result = fetch.finish();
     CHECK(held);
     CHECK(streamed);
     check_error(result, 5, {"500"});
@@ -304,7 +254,7 @@ TEST_CASE("when metadata.json's transfer fails the library streamed beside it is
 
     // The next run resumes at the partial's end: the library is not asked for again.
     server.reset();
-    ProcessResult again = box.run(args, trust);
+    ProcessResult again = box.run(args, k_trust);
     INFO(describe(again));
     CHECK(again.exit_code == 0);
     CHECK(server.count_requests(prefix + "libside.so") == 0);

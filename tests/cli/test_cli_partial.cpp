@@ -68,61 +68,6 @@ bool poll_until(const std::function<bool()>& done) {
     return true;
 }
 
-// A kernhub command running in the background, its output in files.
-class Background {
-public:
-    Background(const Sandbox& box, const std::vector<std::string>& args, const EnvChanges& extra = {})
-        : m_out(box.dir.path() / ("bg" + std::to_string(next_id()) + ".out")), m_err(m_out.string() + ".err") {
-        UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-        UniqueFd out(::open(m_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-        UniqueFd err(::open(m_err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-        REQUIRE((in.get() > 2 && out.get() > 2 && err.get() > 2));
-        std::vector<std::string> argv{KERNHUB_CLI_PATH};
-        argv.insert(argv.end(), args.begin(), args.end());
-        m_pid = spawn_process(argv, box.env(extra), box.dir.path().string(), in.get(), out.get(), err.get());
-    }
-    ~Background() {
-        if (m_pid > 0) {
-            ::kill(m_pid, SIGKILL);
-            wait_process(m_pid);
-        }
-    }
-    Background(const Background&) = delete;
-    Background& operator=(const Background&) = delete;
-
-    std::string err_so_far() const { return read_text(m_err); }
-
-    // Whether it has ended (reaped here; finish() then only reads the output).
-    bool ended() {
-        if (m_pid <= 0) return true;
-        int status = 0;
-        if (::waitpid(m_pid, &status, WNOHANG) != m_pid) return false;
-        m_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-        m_pid = -1;
-        return true;
-    }
-
-    ProcessResult finish() {
-        ProcessResult r;
-        if (m_pid > 0) m_code = wait_process(m_pid);
-        r.exit_code = m_code;
-        m_pid = -1;
-        r.out = read_text(m_out);
-        r.err = read_text(m_err);
-        return r;
-    }
-
-private:
-    static int next_id() {
-        static int id = 0;
-        return ++id;
-    }
-    fs::path m_out;
-    fs::path m_err;
-    pid_t m_pid = -1;
-    int m_code = -1;
-};
-
 // The arguments of `kernhub COMMAND vector-add-v2` on `endpoint`.
 std::vector<std::string> part_args(const Sandbox& box, const std::string& command, const std::string& endpoint,
                                    const std::vector<std::string>& more = {}) {
@@ -553,12 +498,11 @@ TEST_CASE("cache verify finds no damage in what a load and a fetch made after it
     // verify lists blobs/ (empty), then waits; a load and a fetch then
     // commit blobs, link them and write their records.
     const Pause pause{box.dir.path() / "pause"};
-    Background verify(box, {"cache", "verify", "--cache-dir", box.cache.string()},
-                      [&] {
-                          EnvChanges env = pause.env("blobs-listed");
-                          env["KERNHUB_ENDPOINT"] = k_dead_endpoint;
-                          return env;
-                      }());
+    Background verify(box, {"cache", "verify", "--cache-dir", box.cache.string()}, [&] {
+        EnvChanges env = pause.env("blobs-listed");
+        env["KERNHUB_ENDPOINT"] = k_dead_endpoint;
+        return env;
+    }());
     REQUIRE(pause.reached());
     require_ok(box.run(part_args(box, "load", ep, {"--quiet"})), "the load");
     require_ok(box.run(part_args(box, "fetch", ep, {"--quiet"})), "the fetch");

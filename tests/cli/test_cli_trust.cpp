@@ -302,15 +302,8 @@ TEST_CASE("the overview goes out beside the revision and the listing, and no fil
     // The listing is answered while the overview still waits (polled, bounded):
     // a fetch that did not wait for the overview would ask for files now.
     bool answered = false;
-    for (int i = 0; i < 4000 && !answered; ++i) {
-        const nlohmann::json stats = hub.server->stats();
-        for (const auto& request : stats["requests"]) {
-            if (request["path"].get<std::string>().find("/tree/") != std::string::npos &&
-                request["sent"].get<std::uint64_t>() > 0) {
-                answered = true;
-            }
-        }
-        if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    for (int i = 0; i < 4000 && !(answered = body_sent(*hub.server, "/tree/")); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     hub.server->release("overview");
     fetch.join();
