@@ -374,9 +374,9 @@ private:
         for (std::size_t i = 0; record && damage.empty() && i < record->files.size(); ++i) {
             const RecordedFile& file = record->files[i];
             const std::string relpath = "build/" + variant + "/" + file.path;
-            const BlobState* blob = recorded_blob(m_partial_linked, commit, relpath,
-                                                  m_repo.folder / ".kernhub" / "partial" / commit / relpath,
-                                                  cache::LinkArea::partial);
+            const BlobState* blob =
+                recorded_blob(m_partial_linked, commit, relpath,
+                              m_repo.folder / ".kernhub" / "partial" / commit / relpath, cache::LinkArea::partial);
             if (blob == nullptr || blob->size != file.size || blob->sha256 != file.sha256) {
                 damage = "names " + file.path + ", which is missing, damaged or different in the partial area";
             }
@@ -411,9 +411,9 @@ private:
         if (!files) return "is not a variant record kernhub can read";
         for (const RecordedFile& file : *files) {
             const std::string relpath = "build/" + record.variant + "/" + file.path;
-            const BlobState* blob = recorded_blob(m_linked, record.commit, relpath,
-                                                  m_repo.folder / "snapshots" / record.commit / relpath,
-                                                  cache::LinkArea::snapshot);
+            const BlobState* blob =
+                recorded_blob(m_linked, record.commit, relpath, m_repo.folder / "snapshots" / record.commit / relpath,
+                              cache::LinkArea::snapshot);
             if (blob == nullptr || blob->size != file.size || blob->sha256 != file.sha256) {
                 return "names " + file.path + ", which is missing, damaged or different in the snapshot";
             }

@@ -180,9 +180,13 @@ Expectation settled_as(const Expectation& expect, bool holds_lock) {
 
 }  // namespace
 
-Expectation settled(const Expectation& expect) { return settled_as(expect, true); }
+Expectation settled(const Expectation& expect) {
+    return settled_as(expect, true);
+}
 
-Expectation settled_without_lock(const Expectation& expect) { return settled_as(expect, false); }
+Expectation settled_without_lock(const Expectation& expect) {
+    return settled_as(expect, false);
+}
 
 void check_late_digest(const Expectation& settled, const std::string& sha256_hex,
                        const std::filesystem::path& partial) {
